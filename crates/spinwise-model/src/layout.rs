@@ -1,0 +1,247 @@
+//! The layout file (`layout.json`, docs/layout-format.md): what the planner hands to the scheduler,
+//! the simulator and the store. It holds the disk→group assignment, the erasure parameters, the
+//! group constraints and the planner's claims about them.
+//!
+//! Invariants of a layout written by the planner (the verifier re-checks them from the rack):
+//! every disk is in exactly one group; all groups have `group_size` disks; `k + r + f ≤ group_size`;
+//! the `active_witness` groups can spin up together without breaking any hard budget.
+//! Readers refuse any `format`/`version` they do not know.
+
+use crate::amount::Amount;
+use crate::rack::ResourceKind;
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+pub const LAYOUT_FORMAT: &str = "spinwise-layout";
+pub const LAYOUT_VERSION: u32 = 1;
+
+/// Index of a group in [`Layout::groups`].
+pub type GroupIndex = u32;
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Layout {
+    pub format: String,
+    pub version: u32,
+    pub rack: String,
+    /// FNV-1a 64 of the rack description's canonical JSON, in hex: ties the layout to its rack.
+    pub rack_fingerprint: String,
+    pub disks: u32,
+    pub group_size: u32,
+    /// Disk ids of each group, ascending.
+    pub groups: Vec<Vec<u32>>,
+    pub erasure: Erasure,
+    /// State names in rack order; group-constraint costs are indexed like this.
+    pub states: Vec<String>,
+    pub resting_state: String,
+    pub active_state: String,
+    /// Resting → active, both included.
+    pub spin_up_path: Vec<String>,
+    pub group_constraints: Vec<GroupConstraint>,
+    pub bottleneck: Vec<String>,
+    /// Flamingo's M: disks that may be in their costliest state at once.
+    pub max_disks_at_highest: u64,
+    /// Groups the layout lets spin up together (proved by `active_witness`).
+    pub max_active_groups: u32,
+    /// Upper bound on `max_active_groups` from the bottleneck: ⌊M / n⌋.
+    pub max_active_groups_bound: u32,
+    /// Upper bound on groups concurrently active while one more spins up (high-load metric's m).
+    pub high_load_bound: u32,
+    pub active_witness: Vec<GroupIndex>,
+    /// Class of each group when the solver built classes of colliding groups.
+    pub classes: Option<Vec<u32>>,
+    pub symmetric: bool,
+    pub efficient: bool,
+    pub verified: bool,
+    pub solver: SolverReport,
+    pub scheduler: SchedulerConfig,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Erasure {
+    /// Data fragments per stripe.
+    pub k: u32,
+    /// Redundancy fragments per stripe.
+    pub r: u32,
+    /// Disks per group expected to fail within a service interval (spares).
+    pub f: u32,
+}
+
+impl Erasure {
+    pub fn stripe_width(&self) -> u32 {
+        self.k + self.r
+    }
+
+    pub fn capacity_overhead(&self) -> f64 {
+        f64::from(self.r) / f64::from(self.k + self.r)
+    }
+}
+
+/// One resource domain rewritten over groups (Flamingo §4.3): the groups with disks in the domain,
+/// each weighted by how many of its disks are there. A set of groups may be in given states at
+/// once only if Σ weight × cost[state] ≤ budget for every constraint.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GroupConstraint {
+    pub resource: String,
+    pub kind: ResourceKind,
+    pub budget: Amount,
+    /// Per-disk cost in each state, indexed like [`Layout::states`].
+    pub cost: Vec<Amount>,
+    /// (group, disks of that group in the domain), ascending by group.
+    pub members: Vec<(GroupIndex, u32)>,
+}
+
+impl GroupConstraint {
+    /// Cost when every member rests: the floor no schedule can go below.
+    pub fn resting_load(&self, resting: usize) -> Amount {
+        let disks: u64 = self.members.iter().map(|(_, w)| u64::from(*w)).sum();
+        self.cost[resting].times(disks)
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SolverReport {
+    /// Name of the ordering and heuristic that produced the layout (or `pelican-manual`).
+    pub method: String,
+    /// Candidate layouts the solver examined before stopping.
+    pub attempts: u32,
+    /// Random orderings sampled by the efficiency check.
+    pub samples: u32,
+    pub low_load_sampled: f64,
+    pub high_load_sampled: f64,
+}
+
+/// Scheduler settings derived from the rack's fairness targets (Pelican §2.3).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SchedulerConfig {
+    pub reordering_bound_gb: f64,
+    pub rebuild_share: f64,
+    pub max_queue_depth: u32,
+}
+
+#[derive(Debug, Error)]
+pub enum LayoutError {
+    #[error("{source_name}: not a layout file: {message}")]
+    Json {
+        source_name: String,
+        message: String,
+    },
+    #[error("{source_name}: format `{found}` is not `{LAYOUT_FORMAT}`")]
+    Format { source_name: String, found: String },
+    #[error(
+        "{source_name}: layout version {found} is not supported (this build reads version {LAYOUT_VERSION})"
+    )]
+    Version { source_name: String, found: u32 },
+    #[error("{source_name}: {message}")]
+    Inconsistent {
+        source_name: String,
+        message: String,
+    },
+}
+
+impl Layout {
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("layouts always serialize")
+    }
+
+    /// Reads a layout, refusing unknown formats and versions and structurally broken files.
+    pub fn from_json(source_name: &str, text: &str) -> Result<Layout, LayoutError> {
+        let probe: serde_json::Value =
+            serde_json::from_str(text).map_err(|e| LayoutError::Json {
+                source_name: source_name.into(),
+                message: e.to_string(),
+            })?;
+        let format = probe
+            .get("format")
+            .and_then(|f| f.as_str())
+            .unwrap_or("(missing)");
+        if format != LAYOUT_FORMAT {
+            return Err(LayoutError::Format {
+                source_name: source_name.into(),
+                found: format.into(),
+            });
+        }
+        let version = probe.get("version").and_then(|v| v.as_u64()).unwrap_or(0);
+        if version != u64::from(LAYOUT_VERSION) {
+            return Err(LayoutError::Version {
+                source_name: source_name.into(),
+                found: version as u32,
+            });
+        }
+        let layout: Layout = serde_json::from_value(probe).map_err(|e| LayoutError::Json {
+            source_name: source_name.into(),
+            message: e.to_string(),
+        })?;
+        layout
+            .check_structure()
+            .map_err(|message| LayoutError::Inconsistent {
+                source_name: source_name.into(),
+                message,
+            })?;
+        Ok(layout)
+    }
+
+    /// Structural checks a reader needs before indexing into the file.
+    fn check_structure(&self) -> Result<(), String> {
+        let group_count = self.groups.len() as u32;
+        if self
+            .groups
+            .iter()
+            .any(|g| g.len() as u32 != self.group_size)
+        {
+            return Err(format!(
+                "a group does not have group_size = {} disks",
+                self.group_size
+            ));
+        }
+        let states = self.states.len();
+        for constraint in &self.group_constraints {
+            if constraint.cost.len() != states {
+                return Err(format!(
+                    "constraint on `{}` has {} costs for {states} states",
+                    constraint.resource,
+                    constraint.cost.len()
+                ));
+            }
+            if let Some((group, _)) = constraint.members.iter().find(|(g, _)| *g >= group_count) {
+                return Err(format!(
+                    "constraint on `{}` names group {group} of {group_count}",
+                    constraint.resource
+                ));
+            }
+        }
+        for name in self
+            .spin_up_path
+            .iter()
+            .chain([&self.resting_state, &self.active_state])
+        {
+            if !self.states.contains(name) {
+                return Err(format!("unknown state `{name}`"));
+            }
+        }
+        if let Some(group) = self.active_witness.iter().find(|g| **g >= group_count) {
+            return Err(format!(
+                "active_witness names group {group} of {group_count}"
+            ));
+        }
+        Ok(())
+    }
+
+    pub fn state_index(&self, name: &str) -> Option<usize> {
+        self.states.iter().position(|s| s == name)
+    }
+}
+
+/// FNV-1a 64: a stable, dependency-free fingerprint (not a security hash).
+pub fn fingerprint(bytes: &[u8]) -> String {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in bytes {
+        hash ^= u64::from(*byte);
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("{hash:016x}")
+}

@@ -1,0 +1,30 @@
+//! spinwise-model: the types every Spinwise crate shares: the rack description (parsed and
+//! validated from TOML), fixed-point resource amounts, and the layout file with its group
+//! constraints. Pure: no IO, no clock, no randomness. Other crates depend on this one; it depends
+//! on none of them.
+
+pub mod amount;
+pub mod error;
+pub mod layout;
+pub mod limits;
+pub mod parse;
+pub mod rack;
+
+pub use amount::Amount;
+pub use error::{RackError, RackProblem};
+pub use layout::{
+    Erasure, GroupConstraint, GroupIndex, Layout, LayoutError, SchedulerConfig, SolverReport,
+};
+pub use parse::parse_rack;
+pub use rack::{DiskIndex, Distribution, Rack, Resource, ResourceKind, StateIndex};
+
+impl Rack {
+    /// Fingerprint of this rack's canonical form, recorded in layouts derived from it.
+    pub fn fingerprint(&self) -> String {
+        layout::fingerprint(
+            serde_json::to_string(self)
+                .expect("racks always serialize")
+                .as_bytes(),
+        )
+    }
+}
