@@ -58,7 +58,7 @@ pub struct State {
     pub transient: bool,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ResourceKind {
     /// Exceeding the budget damages hardware or trips a fuse: never allowed.

@@ -1,0 +1,269 @@
+//! The independent layout verifier. It trusts nothing the planner computed: it re-derives every
+//! hard constraint from the rack, disk by disk, and checks the layout file against it.
+//!
+//! Checks: the layout belongs to this rack; every disk is in exactly one group and groups have
+//! equal size; k + r + f fits a group; each group can walk the spin-up path alone while every
+//! other disk rests; the claimed `max_active_groups` is witnessed by groups that really can spin
+//! up together; and the layout's group constraints are at least as strict as the rack's domains
+//! (so a scheduler obeying them cannot break a hard budget).
+//!
+//! Deliberately written without the planner's admission or constraint code: two derivations that
+//! agree are evidence, one derivation checked against itself is not.
+
+use serde::Serialize;
+use spinwise_model::{Amount, Layout, Rack, ResourceKind};
+use std::collections::BTreeMap;
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Violation {
+    pub check: &'static str,
+    pub detail: String,
+}
+
+/// Verifies `layout` against `rack`; `Ok` carries the number of hard domains checked.
+pub fn verify(rack: &Rack, layout: &Layout) -> Result<usize, Vec<Violation>> {
+    let mut violations = Vec::new();
+    let Some(group_of) = membership(rack, layout, &mut violations) else {
+        return Err(violations);
+    };
+    check_erasure(layout, &mut violations);
+    let worst = worst_step_per_resource(rack);
+    let mut domains_checked = 0;
+    for (group, disks) in layout.groups.iter().enumerate() {
+        let members: Vec<usize> = disks
+            .iter()
+            .map(|id| index_of(rack, *id).expect("membership checked"))
+            .collect();
+        domains_checked += check_spin_up(
+            rack,
+            &worst,
+            &members,
+            &mut violations,
+            &format!("group {group} alone"),
+        );
+    }
+    if layout.active_witness.len() != layout.max_active_groups as usize {
+        violations.push(Violation {
+            check: "witness",
+            detail: format!(
+                "{} groups witness a claim of {}",
+                layout.active_witness.len(),
+                layout.max_active_groups
+            ),
+        });
+    }
+    let witness: Vec<usize> = layout
+        .active_witness
+        .iter()
+        .flat_map(|g| layout.groups.get(*g as usize).into_iter().flatten())
+        .map(|id| index_of(rack, *id).expect("membership checked"))
+        .collect();
+    check_spin_up(
+        rack,
+        &worst,
+        &witness,
+        &mut violations,
+        &format!("groups {:?} together", layout.active_witness),
+    );
+    check_constraints_cover_rack(rack, layout, &group_of, &mut violations);
+    if violations.is_empty() {
+        Ok(domains_checked)
+    } else {
+        Err(violations)
+    }
+}
+
+fn index_of(rack: &Rack, id: u32) -> Option<usize> {
+    rack.disks.binary_search_by_key(&id, |d| d.id).ok()
+}
+
+/// Each rack disk in exactly one group, every group the same size: returns each disk's group.
+fn membership(rack: &Rack, layout: &Layout, violations: &mut Vec<Violation>) -> Option<Vec<u32>> {
+    if layout.rack_fingerprint != rack.fingerprint() {
+        violations.push(Violation {
+            check: "rack",
+            detail: format!(
+                "layout was planned for rack `{}` with another description",
+                layout.rack
+            ),
+        });
+    }
+    let mut group_of = vec![u32::MAX; rack.disk_count()];
+    for (group, disks) in layout.groups.iter().enumerate() {
+        if disks.len() != layout.group_size as usize {
+            violations.push(Violation {
+                check: "group size",
+                detail: format!(
+                    "group {group} has {} disks, not {}",
+                    disks.len(),
+                    layout.group_size
+                ),
+            });
+        }
+        for id in disks {
+            match index_of(rack, *id) {
+                None => violations.push(Violation {
+                    check: "membership",
+                    detail: format!("group {group} names disk {id}, which the rack lacks"),
+                }),
+                Some(disk) if group_of[disk] != u32::MAX => violations.push(Violation {
+                    check: "membership",
+                    detail: format!("disk {id} is in groups {} and {group}", group_of[disk]),
+                }),
+                Some(disk) => group_of[disk] = group as u32,
+            }
+        }
+    }
+    if let Some(disk) = group_of.iter().position(|g| *g == u32::MAX) {
+        violations.push(Violation {
+            check: "membership",
+            detail: format!("disk {} is in no group", rack.disks[disk].id),
+        });
+    }
+    if violations.is_empty() {
+        Some(group_of)
+    } else {
+        None
+    }
+}
+
+fn check_erasure(layout: &Layout, violations: &mut Vec<Violation>) {
+    let erasure = layout.erasure;
+    if erasure.k == 0 || erasure.r == 0 || erasure.k + erasure.r + erasure.f > layout.group_size {
+        violations.push(Violation {
+            check: "erasure",
+            detail: format!(
+                "k={} r={} f={} does not fit groups of {}",
+                erasure.k, erasure.r, erasure.f, layout.group_size
+            ),
+        });
+    }
+}
+
+/// For each resource, the largest cost above resting of any state on the spin-up path: a disk
+/// walking that path costs at most this at any instant.
+fn worst_step_per_resource(rack: &Rack) -> Vec<Amount> {
+    let path = rack.spin_up_path();
+    let resting = rack.resting_state();
+    rack.resources
+        .iter()
+        .map(|r| {
+            path.iter()
+                .map(|s| r.cost[*s] - r.cost[resting])
+                .max()
+                .unwrap_or(Amount::ZERO)
+        })
+        .collect()
+}
+
+/// Puts `disks` at their worst spin-up-path cost, everyone else resting, and checks every hard
+/// domain's budget. Returns the number of domains checked.
+fn check_spin_up(
+    rack: &Rack,
+    worst: &[Amount],
+    disks: &[usize],
+    violations: &mut Vec<Violation>,
+    what: &str,
+) -> usize {
+    let resting = rack.resting_state();
+    let mut checked = 0;
+    for (index, resource) in rack.resources.iter().enumerate() {
+        if resource.kind != ResourceKind::Hard {
+            continue;
+        }
+        let mut extra: BTreeMap<u32, Amount> = BTreeMap::new();
+        for &disk in disks {
+            *extra.entry(resource.domain_of[disk]).or_default() += worst[index];
+        }
+        for (domain, added) in extra {
+            checked += 1;
+            let load = resource.cost[resting].times(resource.domains[domain as usize].len() as u64)
+                + added;
+            if load > resource.budget {
+                violations.push(Violation {
+                    check: "budget",
+                    detail: format!(
+                        "{what}: {} domain {domain} would draw {load} {} of a {} budget",
+                        resource.name, resource.unit, resource.budget
+                    ),
+                });
+            }
+        }
+    }
+    checked
+}
+
+/// Every hard rack domain, rewritten over groups, must be enforced by some layout constraint with
+/// the same members that is at least as strict in every state.
+fn check_constraints_cover_rack(
+    rack: &Rack,
+    layout: &Layout,
+    group_of: &[u32],
+    violations: &mut Vec<Violation>,
+) {
+    let resting = rack.resting_state();
+    if layout
+        .states
+        .iter()
+        .map(String::as_str)
+        .ne(rack.states.iter().map(|s| s.name.as_str()))
+    {
+        violations.push(Violation {
+            check: "states",
+            detail: "layout states differ from the rack's".into(),
+        });
+        return;
+    }
+    let mut by_members: BTreeMap<Vec<(u32, u32)>, Vec<usize>> = BTreeMap::new();
+    for (index, constraint) in layout.group_constraints.iter().enumerate() {
+        if constraint.kind == ResourceKind::Hard {
+            by_members
+                .entry(constraint.members.clone())
+                .or_default()
+                .push(index);
+        }
+    }
+    for resource in rack
+        .resources
+        .iter()
+        .filter(|r| r.kind == ResourceKind::Hard)
+    {
+        for (domain, disks) in resource.domains.iter().enumerate() {
+            let mut weights: BTreeMap<u32, u32> = BTreeMap::new();
+            for &disk in disks {
+                *weights.entry(group_of[disk as usize]).or_default() += 1;
+            }
+            let members: Vec<(u32, u32)> = weights.into_iter().collect();
+            let headroom = resource.budget - resource.cost[resting].times(disks.len() as u64);
+            let enforced = by_members.get(&members).is_some_and(|candidates| {
+                candidates.iter().any(|&i| {
+                    let constraint = &layout.group_constraints[i];
+                    let their_headroom =
+                        constraint.budget - constraint.cost[resting].times(disks.len() as u64);
+                    their_headroom > Amount::ZERO
+                        && constraint
+                            .cost
+                            .iter()
+                            .zip(&resource.cost)
+                            .all(|(theirs, ours)| {
+                                let their_step =
+                                    i128::from((*theirs - constraint.cost[resting]).micros());
+                                let our_step =
+                                    i128::from((*ours - resource.cost[resting]).micros());
+                                their_step * i128::from(headroom.micros())
+                                    >= our_step * i128::from(their_headroom.micros())
+                            })
+                })
+            });
+            if !enforced {
+                violations.push(Violation {
+                    check: "group constraints",
+                    detail: format!(
+                        "{} domain {domain} is not enforced by any group constraint",
+                        resource.name
+                    ),
+                });
+            }
+        }
+    }
+}
