@@ -1,0 +1,46 @@
+//! Flat CSV tables of experiment results, for spreadsheets and plotting scripts.
+//!
+//! Invariants: the whole table is serialised in memory before the file is touched, so a row the
+//! CSV format cannot represent leaves no partial file behind, and the header always matches the
+//! rows below it (it is taken from the first row's field names by the csv crate).
+
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::ReportError;
+
+/// Writes `rows` to `path` as CSV, with a header line made of the field names of `T`.
+///
+/// Rows must be *flat*: a struct (or tuple) of scalars, strings and `Option`s of those. The csv
+/// crate cannot serialise nested structs, maps or sequences inside a row; such a row yields
+/// [`ReportError::Csv`]. Flatten them first (e.g. `power_fraction`, `cooling_fraction` rather than
+/// a nested `provisioning` struct); `#[serde(flatten)]` does not help, as it goes through a map.
+///
+/// An empty `rows` is [`ReportError::BadInput`]: the header comes from the first row, so an empty
+/// table would be an empty file that no reader can tell apart from a failed run.
+///
+/// The file is created or truncated; its parent directory must exist.
+pub fn write_csv<T: Serialize>(rows: &[T], path: &Path) -> Result<(), ReportError> {
+    if rows.is_empty() {
+        return Err(ReportError::bad_input(format!(
+            "no rows to write to {} (the CSV header is taken from the first row)",
+            path.display()
+        )));
+    }
+    let csv_error = |source| ReportError::Csv {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut writer = csv::Writer::from_writer(Vec::new());
+    for row in rows {
+        writer.serialize(row).map_err(csv_error)?;
+    }
+    let bytes = writer
+        .into_inner()
+        .map_err(|e| csv_error(csv::Error::from(e.into_error())))?;
+    std::fs::write(path, bytes).map_err(|source| ReportError::Io {
+        path: path.to_path_buf(),
+        source,
+    })
+}
