@@ -40,7 +40,7 @@ impl Amount {
     /// Converts a user-supplied number, rounding to the nearest micro-unit. `None` for NaN,
     /// infinities, negatives and values above [`Amount::MAX_UNITS`].
     pub fn from_f64(value: f64) -> Option<Amount> {
-        if !value.is_finite() || value < 0.0 || value > Self::MAX_UNITS {
+        if !value.is_finite() || !(0.0..=Self::MAX_UNITS).contains(&value) {
             return None;
         }
         Some(Amount((value * MICROS_PER_UNIT as f64).round() as i64))

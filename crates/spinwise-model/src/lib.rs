@@ -3,6 +3,10 @@
 //! constraints. Pure: no IO, no clock, no randomness. Other crates depend on this one; it depends
 //! on none of them.
 
+// A RackError carries its field path and reason by value; it is built at most once per parse,
+// so its size costs nothing worth boxing it for (and matching on it stays plain).
+#![allow(clippy::result_large_err)]
+
 pub mod amount;
 pub mod error;
 pub mod layout;

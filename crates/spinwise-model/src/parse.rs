@@ -185,6 +185,8 @@ struct Checker<'a> {
 }
 
 type Checked<T> = Result<T, RackError>;
+/// The states and the transitions between them (as state indices).
+type StateMachine = (Vec<State>, Vec<(StateIndex, StateIndex)>);
 
 impl Checker<'_> {
     fn error(&self, field: impl Into<String>, problem: RackProblem) -> RackError {
@@ -469,11 +471,7 @@ impl Checker<'_> {
         Ok(disks)
     }
 
-    fn states(
-        &self,
-        raw: &[RawState],
-        transitions: &[RawTransition],
-    ) -> Checked<(Vec<State>, Vec<(StateIndex, StateIndex)>)> {
+    fn states(&self, raw: &[RawState], transitions: &[RawTransition]) -> Checked<StateMachine> {
         if raw.len() > limits::MAX_STATES {
             return Err(self.error(
                 "states",

@@ -7,6 +7,9 @@
 use spinwise_model::{Amount, DiskIndex, GroupConstraint, GroupIndex, Rack, ResourceKind};
 use std::collections::BTreeMap;
 
+/// Constraints with the same kind and members, indexed into the kept list.
+type SameMembers = BTreeMap<(ResourceKind, Vec<(GroupIndex, u32)>), Vec<usize>>;
+
 /// Builds the merged group constraints of `groups` (disk indices per group) over every resource.
 pub fn group_constraints(rack: &Rack, groups: &[Vec<DiskIndex>]) -> Vec<GroupConstraint> {
     let mut group_of = vec![0 as GroupIndex; rack.disk_count()];
@@ -17,8 +20,7 @@ pub fn group_constraints(rack: &Rack, groups: &[Vec<DiskIndex>]) -> Vec<GroupCon
     }
     let resting = rack.resting_state();
     let mut kept: Vec<GroupConstraint> = Vec::new();
-    let mut by_members: BTreeMap<(ResourceKind, Vec<(GroupIndex, u32)>), Vec<usize>> =
-        BTreeMap::new();
+    let mut by_members = SameMembers::new();
     for resource in &rack.resources {
         for domain in &resource.domains {
             let mut weights: BTreeMap<GroupIndex, u32> = BTreeMap::new();

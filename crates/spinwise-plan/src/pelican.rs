@@ -12,6 +12,7 @@
 //! - no two disks of a group share a back-to-back vibration pair (different heights);
 //! - the heights cover every z twice, so each of the six chassis (z pairs) holds four disks of
 //!   every group, from which a blob takes three (Pelican's 15 + 3 across six backplanes).
+//!
 //! Classes of different x-halves share no domain at all. The paper's classes cannot be fully
 //! domain-disjoint on this geometry (a class closed under trays and cooling columns would be
 //! 1.5 x-slices); the tray budget of two is what lets two classes share trays.

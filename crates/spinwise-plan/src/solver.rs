@@ -89,18 +89,29 @@ struct Dimension {
 pub fn solve(problem: &Problem) -> Outcome {
     let dimensions = dimensions(problem.rack);
     let groups = problem.rack.disk_count() / problem.group_size;
+    let class_options = class_counts(problem.low_load_bound as usize, groups);
+    // Each class count gets an equal share of the attempts, so a class structure that never
+    // fits cannot starve the ones after it.
+    let attempts_per_option = MAX_ATTEMPTS / class_options.len() as u32;
+    let orderings = orderings(&dimensions, problem.rack.disk_count());
     let mut attempts = 0;
     let mut best: Option<Candidate> = None;
-    for classes in class_counts(problem.low_load_bound as usize, groups) {
-        for (name, order) in orderings(&dimensions, problem.rack.disk_count()) {
+    for classes in class_options {
+        let mut option_attempts = 0;
+        for (name, order) in &orderings {
+            if option_attempts >= attempts_per_option {
+                break;
+            }
+            // A class share that rounds to zero makes the ordering infeasible for every heuristic.
+            if !blocks_feasible(&dimensions, order, classes, groups, problem.group_size) {
+                continue;
+            }
             for heuristic in HEURISTICS {
-                if attempts >= MAX_ATTEMPTS {
-                    return Outcome { best, attempts };
-                }
+                option_attempts += 1;
                 attempts += 1;
                 let Some(assignment) = assign(
                     &dimensions,
-                    &order,
+                    order,
                     classes,
                     groups,
                     problem.group_size,
@@ -155,18 +166,28 @@ fn dimensions(rack: &Rack) -> Vec<Dimension> {
     dimensions
 }
 
-/// Class counts to try: the concurrency bound when it divides the groups, the next divisor above
-/// it, then one class (no class structure, only the real budgets).
+/// Class counts to try: the largest divisor of the group count not above the concurrency bound
+/// (more classes than concurrently active groups would over-commit the bottleneck), the next
+/// smaller divisor, then one class (no class structure, only the real budgets).
 fn class_counts(bound: usize, groups: usize) -> Vec<usize> {
-    let mut counts = Vec::new();
-    if bound > 1 {
-        if let Some(count) = (bound..=groups).find(|c| groups % c == 0) {
-            counts.push(count);
-        }
-    }
+    let divisors = (2..=bound.min(groups))
+        .rev()
+        .filter(|c| groups.is_multiple_of(*c));
+    let mut counts: Vec<usize> = divisors.take(2).collect();
     counts.push(1);
-    counts.dedup();
     counts
+}
+
+fn blocks_feasible(
+    dimensions: &[Dimension],
+    order: &[DiskIndex],
+    classes: usize,
+    groups: usize,
+    group_size: usize,
+) -> bool {
+    order
+        .chunks(order.len() / classes)
+        .all(|block| Block::new(dimensions, block, groups / classes, group_size).is_some())
 }
 
 /// Named disk orderings: permutations of the leading dimensions × directions of all but the first.

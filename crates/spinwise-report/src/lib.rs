@@ -22,4 +22,4 @@ pub use provisioning::{
     PROVISIONING_FIGURE_SIZE_PX, PointStatus, ProvisioningFigure, ProvisioningPoint,
     render_provisioning_png, render_provisioning_svg,
 };
-pub use table::write_csv;
+pub use table::{write_csv, write_table};

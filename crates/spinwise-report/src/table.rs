@@ -44,3 +44,39 @@ pub fn write_csv<T: Serialize>(rows: &[T], path: &Path) -> Result<(), ReportErro
         source,
     })
 }
+
+/// Writes a table whose columns are only known at run time (one column per resource of a rack,
+/// say): `header` names the columns and every row must have exactly as many cells.
+pub fn write_table(
+    header: &[String],
+    rows: &[Vec<String>],
+    path: &Path,
+) -> Result<(), ReportError> {
+    if let Some((index, row)) = rows
+        .iter()
+        .enumerate()
+        .find(|(_, row)| row.len() != header.len())
+    {
+        return Err(ReportError::bad_input(format!(
+            "row {index} has {} cells for {} columns",
+            row.len(),
+            header.len()
+        )));
+    }
+    let csv_error = |source| ReportError::Csv {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut writer = csv::Writer::from_writer(Vec::new());
+    writer.write_record(header).map_err(csv_error)?;
+    for row in rows {
+        writer.write_record(row).map_err(csv_error)?;
+    }
+    let bytes = writer
+        .into_inner()
+        .map_err(|e| csv_error(csv::Error::from(e.into_error())))?;
+    std::fs::write(path, bytes).map_err(|source| ReportError::Io {
+        path: path.to_path_buf(),
+        source,
+    })
+}

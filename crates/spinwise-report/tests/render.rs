@@ -301,3 +301,21 @@ fn errors_name_their_file() {
         "{err}"
     );
 }
+
+#[test]
+fn write_table_writes_dynamic_columns_and_refuses_ragged_rows() {
+    let dir = std::env::temp_dir().join(format!("spinwise-report-table-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("table.csv");
+    let header = vec!["configuration".to_string(), "budget_power".to_string()];
+    spinwise_report::write_table(&header, &[vec!["0".into(), "64.9".into()]], &path).unwrap();
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap(),
+        "configuration,budget_power\n0,64.9\n"
+    );
+    let ragged = spinwise_report::write_table(&header, &[vec!["0".into()]], &path);
+    assert!(matches!(
+        ragged,
+        Err(spinwise_report::ReportError::BadInput { .. })
+    ));
+}

@@ -1,0 +1,38 @@
+//! `CliError`: everything the command can refuse, each with the message a user needs.
+
+use thiserror::Error;
+
+#[derive(Debug, Error)]
+pub enum CliError {
+    #[error(transparent)]
+    Rack(#[from] spinwise_model::RackError),
+    #[error(transparent)]
+    Layout(#[from] spinwise_model::LayoutError),
+    #[error("{rack}: {source}")]
+    Plan {
+        rack: String,
+        source: spinwise_plan::PlanError,
+    },
+    #[error("unknown preset `{name}`; shipped presets: {known}")]
+    UnknownPreset { name: String, known: String },
+    #[error("{path}: {source}")]
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Report(#[from] spinwise_report::ReportError),
+    #[error("the layout fails verification against {rack}:\n{details}")]
+    Unverified { rack: String, details: String },
+    #[error("{0}")]
+    Usage(String),
+}
+
+pub type CliResult<T> = Result<T, CliError>;
+
+pub fn io_error(path: &std::path::Path) -> impl FnOnce(std::io::Error) -> CliError + '_ {
+    move |source| CliError::Io {
+        path: path.display().to_string(),
+        source,
+    }
+}

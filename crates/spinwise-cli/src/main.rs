@@ -1,0 +1,66 @@
+//! The `spinwise` command. Argument parsing and output only: every decision is made by the
+//! library crates (spinwise-plan for planning, spinwise-report for files people read).
+//!
+//! Exit status: 0 on success, 1 when the input is refused (bad rack, bad layout, unplannable
+//! configuration), 2 on a usage error (clap's convention).
+
+// CliError wraps RackError by value; it is built once, just before the process exits.
+#![allow(clippy::result_large_err)]
+
+mod error;
+mod explore;
+mod plan;
+mod quality;
+mod source;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(
+    name = "spinwise",
+    version,
+    about = "Cold storage for racks that cannot spin every disk at once",
+    long_about = "Spinwise plans and runs cold storage on racks whose power, cooling and vibration budgets let only a \
+                  few disks spin at once.\n\nStart with `spinwise plan --preset pelican`, or `spinwise presets` to see \
+                  the shipped racks. Rack files are TOML, specified in docs/rack-format.md."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Synthesize a layout for a rack: group size, erasure code, disk → group assignment and the
+    /// scheduler's group constraints, checked by an independent verifier.
+    Plan(plan::PlanArgs),
+    /// Measure a layout's quality (Flamingo §5): how many groups random orderings can spin up
+    /// together (low load) and keep active while one more spins up (high load).
+    Quality(quality::QualityArgs),
+    /// Explore the rack design space: relax the bottleneck resource step by step, plan every
+    /// configuration, and write a CSV, a JSON summary and a provisioning figure (PNG and SVG).
+    Explore(explore::ExploreArgs),
+    /// Check a layout file against a rack with the independent verifier.
+    Verify(plan::VerifyArgs),
+    /// List the shipped rack presets.
+    Presets(source::PresetsArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Plan(args) => plan::run(&args),
+        Command::Quality(args) => quality::run(&args),
+        Command::Explore(args) => explore::run(&args),
+        Command::Verify(args) => plan::run_verify(&args),
+        Command::Presets(args) => source::run_presets(&args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("error: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,199 @@
+//! `spinwise plan` and `spinwise verify`.
+
+use crate::error::{CliError, CliResult, io_error};
+use crate::source::RackSource;
+use clap::{Args, ValueEnum};
+use serde_json::json;
+use spinwise_model::{Layout, Rack};
+use spinwise_plan::{Plan, pelican_layout, plan, verify};
+use std::path::PathBuf;
+use std::time::Instant;
+
+#[derive(Args)]
+pub struct PlanArgs {
+    #[command(flatten)]
+    pub source: RackSource,
+    /// Write the layout (disk → group, erasure parameters, group constraints) to this file.
+    #[arg(long, value_name = "LAYOUT.json")]
+    pub out: Option<PathBuf>,
+    /// Print one JSON object instead of a summary.
+    #[arg(long)]
+    pub json: bool,
+    /// Which layout: synthesized by the planner, or Pelican's hand-designed one (Pelican geometry only).
+    #[arg(long, value_enum, default_value_t = LayoutKind::Synthesized)]
+    pub layout: LayoutKind,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum LayoutKind {
+    Synthesized,
+    PelicanManual,
+}
+
+pub fn run(args: &PlanArgs) -> CliResult<()> {
+    let rack = args.source.load()?;
+    let started = Instant::now();
+    let planned = match args.layout {
+        LayoutKind::Synthesized => plan(&rack),
+        LayoutKind::PelicanManual => pelican_layout(&rack),
+    }
+    .map_err(|source| CliError::Plan {
+        rack: rack.name.clone(),
+        source,
+    })?;
+    let elapsed_ms = started.elapsed().as_secs_f64() * 1e3;
+    if let Some(path) = &args.out {
+        std::fs::write(path, planned.layout.to_json() + "\n").map_err(io_error(path))?;
+    }
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&summary_json(&rack, &planned, elapsed_ms))
+                .expect("json values serialize")
+        );
+    } else {
+        print_summary(&rack, &planned, elapsed_ms, args.out.as_ref());
+    }
+    Ok(())
+}
+
+fn summary_json(rack: &Rack, planned: &Plan, elapsed_ms: f64) -> serde_json::Value {
+    let layout = &planned.layout;
+    json!({
+        "rack": rack.name,
+        "disks": layout.disks,
+        "group_size": layout.group_size,
+        "groups": layout.groups.len(),
+        "k": layout.erasure.k,
+        "r": layout.erasure.r,
+        "f": layout.erasure.f,
+        "max_active_groups": layout.max_active_groups,
+        "max_active_groups_bound": layout.max_active_groups_bound,
+        "high_load_bound": layout.high_load_bound,
+        "max_disks_at_highest": layout.max_disks_at_highest,
+        "bottleneck": layout.bottleneck,
+        "resources": planned.analysis.resources,
+        "capacity_overhead": layout.erasure.capacity_overhead(),
+        "lifetime_loss_probability": planned.erasure.lifetime_loss_probability,
+        "efficient": layout.efficient,
+        "symmetric": layout.symmetric,
+        "verified": layout.verified,
+        "solver": layout.solver,
+        "group_constraints": layout.group_constraints.len(),
+        "elapsed_ms": elapsed_ms,
+    })
+}
+
+fn print_summary(rack: &Rack, planned: &Plan, elapsed_ms: f64, out: Option<&PathBuf>) {
+    let layout = &planned.layout;
+    let per_resource: Vec<String> = planned
+        .analysis
+        .resources
+        .iter()
+        .map(|r| format!("{} {}", r.name, r.disks_at_highest))
+        .collect();
+    let verdict = |flag: bool, yes: &str, no: &str| {
+        if flag {
+            yes.to_string()
+        } else {
+            no.to_string()
+        }
+    };
+    println!("rack         {} ({} disks)", rack.name, layout.disks);
+    println!(
+        "bottleneck   {}: M = {} disks may be in their costliest state ({})",
+        layout.bottleneck.join(" + "),
+        layout.max_disks_at_highest,
+        per_resource.join(", ")
+    );
+    println!(
+        "groups       {} groups of {} disks; {} can spin up together (bound {}), high-load bound {}",
+        layout.groups.len(),
+        layout.group_size,
+        layout.max_active_groups,
+        layout.max_active_groups_bound,
+        layout.high_load_bound
+    );
+    println!(
+        "erasure      k = {}, r = {}, f = {}: capacity overhead {:.1}%, blob loss over {} years {:.1e}",
+        layout.erasure.k,
+        layout.erasure.r,
+        layout.erasure.f,
+        layout.erasure.capacity_overhead() * 100.0,
+        rack.targets.deployment_lifetime_years,
+        planned.erasure.lifetime_loss_probability
+    );
+    println!(
+        "layout       {}, {}, {}; sampled quality {:.3} / {:.3}",
+        verdict(layout.efficient, "efficient", "INEFFICIENT"),
+        verdict(layout.symmetric, "symmetric", "asymmetric"),
+        verdict(layout.verified, "verified", "UNVERIFIED"),
+        layout.solver.low_load_sampled,
+        layout.solver.high_load_sampled
+    );
+    println!(
+        "solver       {} ({} attempt(s))",
+        layout.solver.method, layout.solver.attempts
+    );
+    println!(
+        "constraints  {} group constraints for the scheduler",
+        layout.group_constraints.len()
+    );
+    println!("time         {elapsed_ms:.0} ms");
+    match out {
+        Some(path) => println!("wrote        {}", path.display()),
+        None => println!("(add --out layout.json to save the layout)"),
+    }
+}
+
+#[derive(Args)]
+pub struct VerifyArgs {
+    /// The layout file to check.
+    #[arg(value_name = "LAYOUT.json")]
+    pub layout: PathBuf,
+    #[command(flatten)]
+    pub source: RackSource,
+    /// Print one JSON object instead of a sentence.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run_verify(args: &VerifyArgs) -> CliResult<()> {
+    let rack = args.source.load()?;
+    let text = std::fs::read_to_string(&args.layout).map_err(io_error(&args.layout))?;
+    let layout = Layout::from_json(&args.layout.display().to_string(), &text)?;
+    match verify(&rack, &layout) {
+        Ok(domains) => {
+            if args.json {
+                println!(
+                    "{}",
+                    json!({ "verified": true, "rack": rack.name, "groups": layout.groups.len(), "domain_checks": domains })
+                );
+            } else {
+                println!(
+                    "verified: {} groups against {} ({domains} domain checks)",
+                    layout.groups.len(),
+                    rack.name
+                );
+            }
+            Ok(())
+        }
+        Err(violations) => {
+            if args.json {
+                println!(
+                    "{}",
+                    json!({ "verified": false, "rack": rack.name, "violations": violations })
+                );
+            }
+            let details = violations
+                .iter()
+                .map(|v| format!("  {}: {}", v.check, v.detail))
+                .collect::<Vec<_>>()
+                .join("\n");
+            Err(CliError::Unverified {
+                rack: rack.name.clone(),
+                details,
+            })
+        }
+    }
+}
