@@ -343,7 +343,7 @@ impl Checker<'_> {
                     format!("{field}.size"),
                     RackProblem::OutOfRange {
                         value: axis.size.to_string(),
-                        expected: "an axis size of at least 1",
+                        expected: "an axis size between 1 and 100,000 (limits::MAX_DISKS)",
                     },
                 ));
             }
@@ -748,7 +748,12 @@ impl Checker<'_> {
                 *slot = domain_index as u32;
             }
         }
-        let resource = field.trim_end_matches(".domains").to_string();
+        // `field` is `resources[NAME].domains` or `failure_domains[NAME].domains`: report NAME.
+        let resource = field
+            .split_once('[')
+            .and_then(|(_, rest)| rest.split_once(']'))
+            .map_or(field.as_str(), |(name, _)| name)
+            .to_string();
         if let Some(disk) = domain_of.iter().position(|d| *d == u32::MAX) {
             return Err(self.error(
                 &field,
@@ -828,6 +833,21 @@ impl Checker<'_> {
                 domain.push(disk);
             }
             domain.sort_unstable();
+            if let Some(pair) = domain.windows(2).find(|pair| pair[0] == pair[1]) {
+                let id = lists
+                    .iter()
+                    .flatten()
+                    .find(|id| index.find(**id) == Some(pair[0]))
+                    .copied()
+                    .unwrap_or_default();
+                return Err(self.error(
+                    field,
+                    RackProblem::Duplicate {
+                        what: "disk id within one domain",
+                        name: id.to_string(),
+                    },
+                ));
+            }
             domains.push(domain);
         }
         Ok(domains)

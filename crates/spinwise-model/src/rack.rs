@@ -98,7 +98,7 @@ pub struct FailureDomain {
 
 /// A quantity that is either fixed or drawn from a distribution.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "distribution", rename_all = "lowercase")]
+#[serde(tag = "distribution", rename_all = "lowercase", deny_unknown_fields)]
 pub enum Distribution {
     Fixed {
         value: f64,

@@ -778,7 +778,7 @@ fn disk_missing_from_explicit_domains_is_rejected_naming_disk_and_resource() {
         error.problem,
         RackProblem::DiskAbsentFromDomains {
             disk_id: 3,
-            resource: "resources[power]".into()
+            resource: "power".into()
         }
     );
     assert!(error.to_string().contains("disk 3 is in no domain"));
@@ -1037,4 +1037,32 @@ fn zero_queue_depth_is_rejected() {
     let error = refused(&text);
     assert_eq!(error.field, "targets.fairness.max_queue_depth");
     assert!(matches!(error.problem, RackProblem::OutOfRange { .. }));
+}
+
+#[test]
+fn disk_listed_twice_in_one_domain_is_rejected_as_a_duplicate() {
+    let text = edit(
+        MINIMAL_RACK,
+        "domains = { by = [\"tray\"] }\nbudget = 23.0",
+        "domains = { lists = [[0, 1, 2, 2], [3, 4, 5, 6]] }\nbudget = 23.0",
+    );
+    let error = refused(&text);
+    assert_eq!(error.field, "resources[power].domains.lists");
+    assert_eq!(
+        error.problem,
+        RackProblem::Duplicate {
+            what: "disk id within one domain",
+            name: "2".into()
+        }
+    );
+}
+
+#[test]
+fn unknown_key_inside_a_distribution_is_rejected() {
+    let text = edit(
+        MINIMAL_RACK,
+        "mount_latency_s = { distribution = \"uniform\", min = 1.0, max = 4.0 }",
+        "mount_latency_s = { distribution = \"uniform\", min = 1.0, max = 4.0, mean = 9.0 }",
+    );
+    assert!(matches!(refused(&text).problem, RackProblem::Syntax { .. }));
 }

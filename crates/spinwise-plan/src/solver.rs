@@ -399,6 +399,9 @@ fn assign(
     Some(result)
 }
 
+/// Sampled orderings in the first, cheap pass of scoring: most candidates that fail, fail here.
+const SCREENING_SAMPLES: u32 = 48;
+
 fn score(
     problem: &Problem,
     groups: Vec<Vec<DiskIndex>>,
@@ -414,12 +417,12 @@ fn score(
         rack.resting_state(),
         rack.active_state(),
     );
-    let (low, high) = sampled_quality(
-        &mut admission,
-        problem.low_load_bound,
-        problem.high_load_bound,
-        EFFICIENCY_SAMPLES,
-    );
+    let (low_bound, high_bound) = (problem.low_load_bound, problem.high_load_bound);
+    let mut quality = sampled_quality(&mut admission, low_bound, high_bound, SCREENING_SAMPLES);
+    if quality.0.1 && quality.1.1 {
+        quality = sampled_quality(&mut admission, low_bound, high_bound, EFFICIENCY_SAMPLES);
+    }
+    let ((low, low_all), (high, high_all)) = quality;
     let class_of = (classes > 1).then(|| {
         (0..groups.len())
             .map(|g| (g / (groups.len() / classes)) as u32)
@@ -429,9 +432,9 @@ fn score(
         groups,
         classes: class_of,
         method,
-        efficient: low.1 && high.1,
-        low_load_sampled: low.0,
-        high_load_sampled: high.0,
+        efficient: low_all && high_all,
+        low_load_sampled: low,
+        high_load_sampled: high,
     }
 }
 
