@@ -67,12 +67,9 @@ pub fn run_presets(args: &PresetsArgs) -> CliResult<()> {
         return Ok(());
     }
     for row in rows {
-        println!(
-            "{:<22} {:>6} disks  {}",
-            row["name"].as_str().unwrap_or(""),
-            row["disks"],
-            row["description"].as_str().unwrap_or("")
-        );
+        let name = row["name"].as_str().unwrap_or("");
+        let disks = row["disks"].as_u64().unwrap_or(0);
+        println!("{name:<20} {disks:>5} disks  {}", row["description"].as_str().unwrap_or(""));
     }
     Ok(())
 }
