@@ -69,6 +69,7 @@ fn summary_json(rack: &Rack, planned: &Plan, elapsed_ms: f64) -> serde_json::Val
         "f": layout.erasure.f,
         "max_active_groups": layout.max_active_groups,
         "max_active_groups_bound": layout.max_active_groups_bound,
+        "max_spinning_groups": layout.max_spinning_groups,
         "high_load_bound": layout.high_load_bound,
         "max_disks_at_highest": layout.max_disks_at_highest,
         "bottleneck": layout.bottleneck,
@@ -107,11 +108,12 @@ fn print_summary(rack: &Rack, planned: &Plan, elapsed_ms: f64, out: Option<&Path
         per_resource.join(", ")
     );
     println!(
-        "groups       {} groups of {} disks; {} can spin up together (bound {}), high-load bound {}",
+        "groups       {} groups of {} disks; {} can spin up together (bound {}); {} spinning with one spinning up (high-load bound {})",
         layout.groups.len(),
         layout.group_size,
         layout.max_active_groups,
         layout.max_active_groups_bound,
+        layout.max_spinning_groups,
         layout.high_load_bound
     );
     println!(

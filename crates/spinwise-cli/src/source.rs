@@ -69,7 +69,10 @@ pub fn run_presets(args: &PresetsArgs) -> CliResult<()> {
     for row in rows {
         let name = row["name"].as_str().unwrap_or("");
         let disks = row["disks"].as_u64().unwrap_or(0);
-        println!("{name:<20} {disks:>5} disks  {}", row["description"].as_str().unwrap_or(""));
+        println!(
+            "{name:<20} {disks:>5} disks  {}",
+            row["description"].as_str().unwrap_or("")
+        );
     }
     Ok(())
 }

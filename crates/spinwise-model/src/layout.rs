@@ -48,6 +48,10 @@ pub struct Layout {
     /// Upper bound on groups concurrently active while one more spins up (high-load metric's m).
     pub high_load_bound: u32,
     pub active_witness: Vec<GroupIndex>,
+    /// Most groups found spinning at once: all of `spinning_witness` but the last active, the last
+    /// spinning up beside them.
+    pub max_spinning_groups: u32,
+    pub spinning_witness: Vec<GroupIndex>,
     /// Class of each group when the solver built classes of colliding groups.
     pub classes: Option<Vec<u32>>,
     pub symmetric: bool,

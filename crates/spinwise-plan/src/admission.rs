@@ -146,8 +146,15 @@ impl Admission {
         kept
     }
 
-    /// Groups kept by one greedy low-load pass in `order` (a witness of concurrency).
-    pub fn greedy_set(&mut self, order: &[GroupIndex], bound: u64) -> Vec<GroupIndex> {
+    /// Groups kept by one greedy pass in `order`, each admitted spinning up beside those kept
+    /// before it, which are held in `kept_mode`. With `Mode::Spinning` the result can all spin up
+    /// together; with `Mode::Active` the last group spins up while the others are active.
+    pub fn greedy_set(
+        &mut self,
+        order: &[GroupIndex],
+        bound: u64,
+        kept_mode: Mode,
+    ) -> Vec<GroupIndex> {
         self.clear();
         let mut kept = Vec::new();
         for &group in order {
@@ -155,7 +162,7 @@ impl Admission {
                 break;
             }
             if self.fits(group, Mode::Spinning) {
-                self.add(group, Mode::Spinning);
+                self.add(group, kept_mode);
                 kept.push(group);
             }
         }

@@ -4,7 +4,8 @@
 //! Checks: the layout belongs to this rack; every disk is in exactly one group and groups have
 //! equal size; k + r + f fits a group; each group can walk the spin-up path alone while every
 //! other disk rests; the claimed `max_active_groups` is witnessed by groups that really can spin
-//! up together; and the layout's group constraints are at least as strict as the rack's domains
+//! up together; the claimed `max_spinning_groups` is witnessed by groups that can be active while
+//! the last of them spins up; and the layout's group constraints are at least as strict as the rack's domains
 //! (so a scheduler obeying them cannot break a hard budget).
 //!
 //! Deliberately written without the planner's admission or constraint code: two derivations that
@@ -28,19 +29,19 @@ pub fn verify(rack: &Rack, layout: &Layout) -> Result<usize, Vec<Violation>> {
     };
     check_erasure(layout, &mut violations);
     let worst = worst_step_per_resource(rack);
-    let mut domains_checked = 0;
-    for (group, disks) in layout.groups.iter().enumerate() {
-        let members: Vec<usize> = disks
+    let active = active_step_per_resource(rack);
+    let disks_of = |groups: &[u32]| -> Vec<usize> {
+        let ids = groups
             .iter()
-            .map(|id| index_of(rack, *id).expect("membership checked"))
-            .collect();
-        domains_checked += check_spin_up(
-            rack,
-            &worst,
-            &members,
-            &mut violations,
-            &format!("group {group} alone"),
-        );
+            .flat_map(|g| layout.groups.get(*g as usize).into_iter().flatten());
+        ids.map(|id| index_of(rack, *id).expect("membership checked"))
+            .collect()
+    };
+    let mut domains_checked = 0;
+    for group in 0..layout.groups.len() as u32 {
+        let members = disks_of(&[group]);
+        let what = format!("group {group} alone");
+        domains_checked += check_budgets(rack, &[(&worst, &members)], &mut violations, &what);
     }
     if layout.active_witness.len() != layout.max_active_groups as usize {
         violations.push(Violation {
@@ -52,19 +53,29 @@ pub fn verify(rack: &Rack, layout: &Layout) -> Result<usize, Vec<Violation>> {
             ),
         });
     }
-    let witness: Vec<usize> = layout
-        .active_witness
-        .iter()
-        .flat_map(|g| layout.groups.get(*g as usize).into_iter().flatten())
-        .map(|id| index_of(rack, *id).expect("membership checked"))
-        .collect();
-    check_spin_up(
-        rack,
-        &worst,
-        &witness,
-        &mut violations,
-        &format!("groups {:?} together", layout.active_witness),
-    );
+    let witness = disks_of(&layout.active_witness);
+    let what = format!("groups {:?} spinning up together", layout.active_witness);
+    check_budgets(rack, &[(&worst, &witness)], &mut violations, &what);
+    if layout.spinning_witness.len() != layout.max_spinning_groups as usize {
+        violations.push(Violation {
+            check: "witness",
+            detail: format!(
+                "{} groups witness a claim of {} spinning",
+                layout.spinning_witness.len(),
+                layout.max_spinning_groups
+            ),
+        });
+    }
+    if let Some((last, actives)) = layout.spinning_witness.split_last() {
+        let (spinning, active_disks) = (disks_of(&[*last]), disks_of(actives));
+        let what = format!("groups {actives:?} active while {last} spins up");
+        check_budgets(
+            rack,
+            &[(&worst, &spinning), (&active, &active_disks)],
+            &mut violations,
+            &what,
+        );
+    }
     check_constraints_cover_rack(rack, layout, &group_of, &mut violations);
     if violations.is_empty() {
         Ok(domains_checked)
@@ -156,12 +167,20 @@ fn worst_step_per_resource(rack: &Rack) -> Vec<Amount> {
         .collect()
 }
 
-/// Puts `disks` at their worst spin-up-path cost, everyone else resting, and checks every hard
-/// domain's budget. Returns the number of domains checked.
-fn check_spin_up(
+/// Active-state cost above resting, per resource.
+fn active_step_per_resource(rack: &Rack) -> Vec<Amount> {
+    let (resting, active) = (rack.resting_state(), rack.active_state());
+    rack.resources
+        .iter()
+        .map(|r| r.cost[active] - r.cost[resting])
+        .collect()
+}
+
+/// Charges each listed disk its step (per resource) above resting, every other disk resting, and
+/// checks every hard domain's budget. Returns the number of domains checked.
+fn check_budgets(
     rack: &Rack,
-    worst: &[Amount],
-    disks: &[usize],
+    charged: &[(&[Amount], &[usize])],
     violations: &mut Vec<Violation>,
     what: &str,
 ) -> usize {
@@ -172,8 +191,10 @@ fn check_spin_up(
             continue;
         }
         let mut extra: BTreeMap<u32, Amount> = BTreeMap::new();
-        for &disk in disks {
-            *extra.entry(resource.domain_of[disk]).or_default() += worst[index];
+        for (steps, disks) in charged {
+            for &disk in *disks {
+                *extra.entry(resource.domain_of[disk]).or_default() += steps[index];
+            }
         }
         for (domain, added) in extra {
             checked += 1;
