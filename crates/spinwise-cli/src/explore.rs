@@ -3,6 +3,7 @@
 //! summary.json and the provisioning figure (Flamingo Fig. 3(b)) as PNG and SVG.
 
 use crate::error::{CliError, CliResult, io_error};
+use crate::output::outln;
 use crate::source::RackSource;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -47,11 +48,16 @@ struct Outcome {
 }
 
 pub fn run(args: &ExploreArgs) -> CliResult<()> {
+    if args.max_configurations == 0 {
+        return Err(CliError::Usage(
+            "--max-configurations must be at least 1".into(),
+        ));
+    }
     let rack = args.source.load()?;
     let figure_resources = figure_resources(&rack, args.figure.as_deref())?;
     std::fs::create_dir_all(&args.out).map_err(io_error(&args.out))?;
     let started = Instant::now();
-    let exploration = explore(&rack, args.max_configurations.max(1));
+    let exploration = explore(&rack, args.max_configurations);
     let explore_ms = started.elapsed().as_secs_f64() * 1e3;
     let outcomes = plan_all(&rack, exploration.configurations, args.jobs)?;
     let elapsed_ms = started.elapsed().as_secs_f64() * 1e3;
@@ -79,12 +85,12 @@ pub fn run(args: &ExploreArgs) -> CliResult<()> {
     )
     .map_err(io_error(&summary_path))?;
     if args.json {
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&summary).expect("json values serialize")
         );
     } else {
-        println!(
+        outln!(
             "{}: {} configurations ({} efficient, {} inefficient, {} without a solution){} in {:.1} s",
             rack.name,
             outcomes.len(),
@@ -98,7 +104,7 @@ pub fn run(args: &ExploreArgs) -> CliResult<()> {
             },
             elapsed_ms / 1e3
         );
-        println!(
+        outln!(
             "wrote {}/{{configurations.csv, summary.json, provisioning.png, provisioning.svg}}",
             args.out.display()
         );

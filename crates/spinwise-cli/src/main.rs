@@ -9,6 +9,7 @@
 
 mod error;
 mod explore;
+mod output;
 mod plan;
 mod quality;
 mod source;

@@ -1,6 +1,7 @@
 //! `spinwise plan` and `spinwise verify`.
 
 use crate::error::{CliError, CliResult, io_error};
+use crate::output::outln;
 use crate::source::RackSource;
 use clap::{Args, ValueEnum};
 use serde_json::json;
@@ -46,7 +47,7 @@ pub fn run(args: &PlanArgs) -> CliResult<()> {
         std::fs::write(path, planned.layout.to_json() + "\n").map_err(io_error(path))?;
     }
     if args.json {
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&summary_json(&rack, &planned, elapsed_ms))
                 .expect("json values serialize")
@@ -100,14 +101,14 @@ fn print_summary(rack: &Rack, planned: &Plan, elapsed_ms: f64, out: Option<&Path
             no.to_string()
         }
     };
-    println!("rack         {} ({} disks)", rack.name, layout.disks);
-    println!(
+    outln!("rack         {} ({} disks)", rack.name, layout.disks);
+    outln!(
         "bottleneck   {}: M = {} disks may be in their costliest state ({})",
         layout.bottleneck.join(" + "),
         layout.max_disks_at_highest,
         per_resource.join(", ")
     );
-    println!(
+    outln!(
         "groups       {} groups of {} disks; {} can spin up together (bound {}); {} spinning with one spinning up (high-load bound {})",
         layout.groups.len(),
         layout.group_size,
@@ -116,7 +117,7 @@ fn print_summary(rack: &Rack, planned: &Plan, elapsed_ms: f64, out: Option<&Path
         layout.max_spinning_groups,
         layout.high_load_bound
     );
-    println!(
+    outln!(
         "erasure      k = {}, r = {}, f = {}: capacity overhead {:.1}%, blob loss over {} years {:.1e}",
         layout.erasure.k,
         layout.erasure.r,
@@ -125,7 +126,7 @@ fn print_summary(rack: &Rack, planned: &Plan, elapsed_ms: f64, out: Option<&Path
         rack.targets.deployment_lifetime_years,
         planned.erasure.lifetime_loss_probability
     );
-    println!(
+    outln!(
         "layout       {}, {}, {}; sampled quality {:.3} / {:.3}",
         verdict(layout.efficient, "efficient", "INEFFICIENT"),
         verdict(layout.symmetric, "symmetric", "asymmetric"),
@@ -133,18 +134,19 @@ fn print_summary(rack: &Rack, planned: &Plan, elapsed_ms: f64, out: Option<&Path
         layout.solver.low_load_sampled,
         layout.solver.high_load_sampled
     );
-    println!(
+    outln!(
         "solver       {} ({} attempt(s))",
-        layout.solver.method, layout.solver.attempts
+        layout.solver.method,
+        layout.solver.attempts
     );
-    println!(
+    outln!(
         "constraints  {} group constraints for the scheduler",
         layout.group_constraints.len()
     );
-    println!("time         {elapsed_ms:.0} ms");
+    outln!("time         {elapsed_ms:.0} ms");
     match out {
-        Some(path) => println!("wrote        {}", path.display()),
-        None => println!("(add --out layout.json to save the layout)"),
+        Some(path) => outln!("wrote        {}", path.display()),
+        None => outln!("(add --out layout.json to save the layout)"),
     }
 }
 
@@ -167,12 +169,12 @@ pub fn run_verify(args: &VerifyArgs) -> CliResult<()> {
     match verify(&rack, &layout) {
         Ok(domains) => {
             if args.json {
-                println!(
+                outln!(
                     "{}",
                     json!({ "verified": true, "rack": rack.name, "groups": layout.groups.len(), "domain_checks": domains })
                 );
             } else {
-                println!(
+                outln!(
                     "verified: {} groups against {} ({domains} domain checks)",
                     layout.groups.len(),
                     rack.name
@@ -182,7 +184,7 @@ pub fn run_verify(args: &VerifyArgs) -> CliResult<()> {
         }
         Err(violations) => {
             if args.json {
-                println!(
+                outln!(
                     "{}",
                     json!({ "verified": false, "rack": rack.name, "violations": violations })
                 );

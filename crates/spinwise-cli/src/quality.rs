@@ -1,6 +1,7 @@
 //! `spinwise quality`.
 
 use crate::error::{CliError, CliResult, io_error};
+use crate::output::outln;
 use clap::Args;
 use serde_json::json;
 use spinwise_model::Layout;
@@ -39,36 +40,37 @@ pub fn run(args: &QualityArgs) -> CliResult<()> {
         let mut value = serde_json::to_value(&measured).expect("quality serializes");
         value["elapsed_ms"] = json!(elapsed_ms);
         value["rack"] = json!(layout.rack);
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&value).expect("json values serialize")
         );
         return Ok(());
     }
-    println!(
+    outln!(
         "layout      {} ({} groups of {})",
         layout.rack,
         layout.groups.len(),
         layout.group_size
     );
-    println!(
+    outln!(
         "low load    {:.4} (min {:.3}; {:.2}% of trials reached {} groups)",
         measured.low_load,
         measured.low_load_min,
         measured.low_load_at_bound * 100.0,
         measured.low_load_bound
     );
-    println!(
+    outln!(
         "high load   {:.4} (min {:.3}; {:.2}% of trials reached {} groups)",
         measured.high_load,
         measured.high_load_min,
         measured.high_load_at_bound * 100.0,
         measured.high_load_bound
     );
-    println!("symmetric   {}", measured.symmetric);
-    println!(
+    outln!("symmetric   {}", measured.symmetric);
+    outln!(
         "trials      {} (seed {}) in {elapsed_ms:.0} ms",
-        measured.trials, measured.seed
+        measured.trials,
+        measured.seed
     );
     Ok(())
 }

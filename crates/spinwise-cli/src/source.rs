@@ -1,6 +1,7 @@
 //! Where a rack comes from: a shipped preset (embedded at build time) or a TOML file.
 
 use crate::error::{CliError, CliResult, io_error};
+use crate::output::outln;
 use clap::Args;
 use spinwise_model::{Rack, parse_rack};
 use std::path::PathBuf;
@@ -60,7 +61,7 @@ pub fn run_presets(args: &PresetsArgs) -> CliResult<()> {
         rows.push(serde_json::json!({ "name": name, "disks": rack.disk_count(), "description": rack.description }));
     }
     if args.json {
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&rows).expect("json values serialize")
         );
@@ -69,7 +70,7 @@ pub fn run_presets(args: &PresetsArgs) -> CliResult<()> {
     for row in rows {
         let name = row["name"].as_str().unwrap_or("");
         let disks = row["disks"].as_u64().unwrap_or(0);
-        println!(
+        outln!(
             "{name:<20} {disks:>5} disks  {}",
             row["description"].as_str().unwrap_or("")
         );

@@ -20,9 +20,11 @@ pub const MICROS_PER_UNIT: i64 = 1_000_000;
 pub struct Amount(i64);
 
 impl Amount {
-    /// The largest quantity accepted from a rack file: a trillion units leaves room to sum the costs
-    /// of millions of disks without overflowing i64 micro-units.
-    pub const MAX_UNITS: f64 = 1e12;
+    /// The largest quantity accepted from a file: a million units (a megawatt, a million Gbps).
+    /// In micro-units that is 10¹², so the cost of every disk of the largest rack
+    /// (`limits::MAX_DISKS` = 10⁵) in its costliest state sums to at most 10¹⁷, far inside i64
+    /// (9.2 × 10¹⁸), and so does any budget exploration can reach (full provisioning).
+    pub const MAX_UNITS: f64 = 1e6;
     pub const ZERO: Amount = Amount(0);
 
     pub const fn from_micros(micros: i64) -> Amount {
@@ -145,7 +147,7 @@ mod tests {
         assert!(Amount::from_f64(-0.5).is_none());
         assert!(Amount::from_f64(f64::NAN).is_none());
         assert!(Amount::from_f64(f64::INFINITY).is_none());
-        assert!(Amount::from_f64(2e12).is_none());
+        assert!(Amount::from_f64(2e6).is_none());
     }
 
     #[test]

@@ -202,6 +202,16 @@ impl Layout {
                 self.group_size
             ));
         }
+        if self.disks as usize > crate::limits::MAX_DISKS
+            || group_count as u64 * u64::from(self.group_size) != u64::from(self.disks)
+        {
+            return Err(format!(
+                "{group_count} groups of {} do not make {} disks (at most {})",
+                self.group_size,
+                self.disks,
+                crate::limits::MAX_DISKS
+            ));
+        }
         let states = self.states.len();
         for constraint in &self.group_constraints {
             if constraint.cost.len() != states {
@@ -209,6 +219,16 @@ impl Layout {
                     "constraint on `{}` has {} costs for {states} states",
                     constraint.resource,
                     constraint.cost.len()
+                ));
+            }
+            // Bounding the weights bounds every cost sum: ≤ MAX_DISKS × MAX_UNITS fits i64.
+            let disks: u64 = constraint.members.iter().map(|(_, w)| u64::from(*w)).sum();
+            if disks > u64::from(self.disks)
+                || constraint.members.iter().any(|(_, w)| *w > self.group_size)
+            {
+                return Err(format!(
+                    "constraint on `{}` weighs more disks than the layout has",
+                    constraint.resource
                 ));
             }
             if let Some((group, _)) = constraint.members.iter().find(|(g, _)| *g >= group_count) {
