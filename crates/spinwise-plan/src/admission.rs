@@ -7,7 +7,7 @@
 //! costs bandwidth.
 
 use crate::analysis::step_costs;
-use spinwise_model::{GroupConstraint, GroupIndex, ResourceKind};
+use spinwise_model::{GroupConstraint, GroupIndex, Rack, ResourceKind};
 
 /// How a group's disks are counted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -50,6 +50,47 @@ impl Admission {
                     steps.spinning.times(weight).micros(),
                     steps.active.times(weight).micros(),
                 ));
+            }
+        }
+        let load = vec![0; headroom.len()];
+        Admission {
+            headroom,
+            charges,
+            load,
+        }
+    }
+
+    /// Compiles the rack's hard domains directly for a disk → group assignment, without building
+    /// (and merging) group constraints: the same admission answers, cheaper, for scoring the
+    /// solver's candidates. `group_of[disk]` is each disk's group.
+    pub fn from_rack(rack: &Rack, group_of: &[GroupIndex], groups: usize) -> Admission {
+        let path = rack.spin_up_path();
+        let (resting, active) = (rack.resting_state(), rack.active_state());
+        let mut headroom = Vec::new();
+        let mut charges = vec![Vec::new(); groups];
+        let mut weight = vec![0u64; groups];
+        let mut touched = Vec::new();
+        for (_, resource) in rack.hard_resources() {
+            let steps = step_costs(&resource.cost, &path, resting, active);
+            let domain_headroom = resource.headroom().micros();
+            for domain in &resource.domains {
+                let index = headroom.len() as u32;
+                headroom.push(domain_headroom);
+                for &disk in domain {
+                    let group = group_of[disk as usize] as usize;
+                    if weight[group] == 0 {
+                        touched.push(group);
+                    }
+                    weight[group] += 1;
+                }
+                for group in touched.drain(..) {
+                    let disks = std::mem::take(&mut weight[group]);
+                    charges[group].push((
+                        index,
+                        steps.spinning.times(disks).micros(),
+                        steps.active.times(disks).micros(),
+                    ));
+                }
             }
         }
         let load = vec![0; headroom.len()];

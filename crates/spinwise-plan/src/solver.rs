@@ -18,7 +18,6 @@
 
 use crate::admission::Admission;
 use crate::analysis::step_costs;
-use crate::constraints::group_constraints;
 use rand::SeedableRng;
 use rand::seq::SliceRandom;
 use rand_chacha::ChaCha8Rng;
@@ -31,6 +30,9 @@ const MAX_PERMUTED_DIMENSIONS: usize = 4;
 pub const MAX_ATTEMPTS: u32 = 768;
 /// Sampled orderings per metric when scoring a candidate (the full metric uses 250,000).
 pub const EFFICIENCY_SAMPLES: u32 = 400;
+/// Moves one repair may try before the attempt is abandoned: repair is a last resort, and an
+/// ordering that needs more is better replaced by the next ordering.
+const MAX_REPAIR_PROBES: u32 = 20_000;
 /// Seed of the sampling RNG: the solver is deterministic.
 const SAMPLING_SEED: u64 = 0x5eed_f1a3_1160;
 
@@ -345,18 +347,24 @@ impl<'a> Block<'a> {
     /// One-swap repair: move some placed disk x from group h to a group g with room, so that
     /// `disk` can take x's place in h.
     fn repair(&mut self, disk: DiskIndex) -> bool {
+        let mut probes = 0;
         for g in 0..self.groups {
             if self.members[g].len() >= self.group_size {
                 continue;
             }
-            for h in 0..self.groups {
-                if h == g {
-                    continue;
-                }
+            for h in (0..self.groups).filter(|&h| h != g) {
                 for position in 0..self.members[h].len() {
+                    probes += 1;
+                    if probes > MAX_REPAIR_PROBES {
+                        return false;
+                    }
                     let moved = self.members[h][position];
+                    // `moved` is not in g, so whether it fits there needs no bookkeeping.
+                    if !self.fits(moved, g) {
+                        continue;
+                    }
                     self.unplace(moved, h);
-                    if self.fits(moved, g) && self.fits(disk, h) {
+                    if self.fits(disk, h) {
                         self.place(moved, g);
                         self.place(disk, h);
                         return true;
@@ -409,14 +417,13 @@ fn score(
     method: String,
 ) -> Candidate {
     let rack = problem.rack;
-    let constraints = group_constraints(rack, &groups);
-    let mut admission = Admission::new(
-        &constraints,
-        groups.len(),
-        &rack.spin_up_path(),
-        rack.resting_state(),
-        rack.active_state(),
-    );
+    let mut group_of = vec![0 as GroupIndex; rack.disk_count()];
+    for (group, disks) in groups.iter().enumerate() {
+        for &disk in disks {
+            group_of[disk as usize] = group as GroupIndex;
+        }
+    }
+    let mut admission = Admission::from_rack(rack, &group_of, groups.len());
     let (low_bound, high_bound) = (problem.low_load_bound, problem.high_load_bound);
     let mut quality = sampled_quality(&mut admission, low_bound, high_bound, SCREENING_SAMPLES);
     if quality.0.1 && quality.1.1 {
