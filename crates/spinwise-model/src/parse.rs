@@ -233,28 +233,16 @@ impl Checker<'_> {
         let disk_model = self.disk_model(&raw.disk)?;
         let targets = self.targets(&raw.targets)?;
         let index = DiskLookup::new(&disks);
+        self.unique_names(
+            "resources",
+            "resource",
+            "resources",
+            raw.resources.iter().map(|r| r.name.as_str()),
+            limits::MAX_RESOURCES,
+        )?;
         let mut resources = Vec::with_capacity(raw.resources.len());
-        if raw.resources.len() > limits::MAX_RESOURCES {
-            return Err(self.error(
-                "resources",
-                RackProblem::TooMany {
-                    what: "resources",
-                    limit: limits::MAX_RESOURCES,
-                },
-            ));
-        }
-        let mut names = BTreeSet::new();
         for raw_resource in &raw.resources {
             let field = format!("resources[{}]", raw_resource.name);
-            if !names.insert(raw_resource.name.clone()) {
-                return Err(self.error(
-                    field,
-                    RackProblem::Duplicate {
-                        what: "resource",
-                        name: raw_resource.name.clone(),
-                    },
-                ));
-            }
             resources.push(self.resource(
                 &field,
                 raw_resource,
@@ -265,28 +253,16 @@ impl Checker<'_> {
                 resting,
             )?);
         }
+        self.unique_names(
+            "failure_domains",
+            "failure domain",
+            "failure domains",
+            raw.failure_domains.iter().map(|d| d.name.as_str()),
+            limits::MAX_FAILURE_DOMAINS,
+        )?;
         let mut failure_domains = Vec::with_capacity(raw.failure_domains.len());
-        if raw.failure_domains.len() > limits::MAX_FAILURE_DOMAINS {
-            return Err(self.error(
-                "failure_domains",
-                RackProblem::TooMany {
-                    what: "failure domains",
-                    limit: limits::MAX_FAILURE_DOMAINS,
-                },
-            ));
-        }
-        let mut names = BTreeSet::new();
         for raw_domain in &raw.failure_domains {
             let field = format!("failure_domains[{}]", raw_domain.name);
-            if !names.insert(raw_domain.name.clone()) {
-                return Err(self.error(
-                    field,
-                    RackProblem::Duplicate {
-                        what: "failure domain",
-                        name: raw_domain.name.clone(),
-                    },
-                ));
-            }
             self.probability(
                 &format!("{field}.annual_failure_rate"),
                 raw_domain.annual_failure_rate,
@@ -313,6 +289,39 @@ impl Checker<'_> {
             disk_model,
             targets,
         })
+    }
+
+    /// A section's entries: at most `limit`, each name used once.
+    fn unique_names<'n>(
+        &self,
+        section: &str,
+        what: &'static str,
+        plural: &'static str,
+        names: impl ExactSizeIterator<Item = &'n str>,
+        limit: usize,
+    ) -> Checked<()> {
+        if names.len() > limit {
+            return Err(self.error(
+                section,
+                RackProblem::TooMany {
+                    what: plural,
+                    limit,
+                },
+            ));
+        }
+        let mut seen = BTreeSet::new();
+        for name in names {
+            if !seen.insert(name) {
+                return Err(self.error(
+                    format!("{section}[{name}]"),
+                    RackProblem::Duplicate {
+                        what,
+                        name: name.to_string(),
+                    },
+                ));
+            }
+        }
+        Ok(())
     }
 
     fn axes(&self, raw: &[RawAxis]) -> Checked<Vec<Axis>> {

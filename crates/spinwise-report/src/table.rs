@@ -36,13 +36,7 @@ pub fn write_csv<T: Serialize>(rows: &[T], path: &Path) -> Result<(), ReportErro
     for row in rows {
         writer.serialize(row).map_err(csv_error)?;
     }
-    let bytes = writer
-        .into_inner()
-        .map_err(|e| csv_error(csv::Error::from(e.into_error())))?;
-    std::fs::write(path, bytes).map_err(|source| ReportError::Io {
-        path: path.to_path_buf(),
-        source,
-    })
+    finish(writer, path)
 }
 
 /// Writes a table whose columns are only known at run time (one column per resource of a rack,
@@ -72,9 +66,15 @@ pub fn write_table(
     for row in rows {
         writer.write_record(row).map_err(csv_error)?;
     }
-    let bytes = writer
-        .into_inner()
-        .map_err(|e| csv_error(csv::Error::from(e.into_error())))?;
+    finish(writer, path)
+}
+
+/// Flushes a fully built in-memory CSV to `path`: nothing is written unless every row encoded.
+fn finish(writer: csv::Writer<Vec<u8>>, path: &Path) -> Result<(), ReportError> {
+    let bytes = writer.into_inner().map_err(|e| ReportError::Csv {
+        path: path.to_path_buf(),
+        source: csv::Error::from(e.into_error()),
+    })?;
     std::fs::write(path, bytes).map_err(|source| ReportError::Io {
         path: path.to_path_buf(),
         source,
