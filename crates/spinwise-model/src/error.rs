@@ -58,6 +58,10 @@ pub enum RackProblem {
         "the resting state `{resting}` cannot be reached again from the active state `{active}`"
     )]
     RestingUnreachable { resting: String, active: String },
+    #[error(
+        "transient state `{state}` has no transition out of it: a disk entering it would be stuck"
+    )]
+    TransientWithoutExit { state: String },
     #[error("no cost given for state `{state}`")]
     MissingCost { state: String },
     #[error(

@@ -119,7 +119,10 @@ fn yes() -> bool {
 }
 
 #[derive(Deserialize)]
-#[serde(untagged)]
+#[serde(
+    untagged,
+    expecting = "a number, or a table `{ distribution = \"fixed\" | \"uniform\" | \"normal\", ... }` with exactly that form's keys (value; min, max; mean, stddev, min, max)"
+)]
 enum RawDistribution {
     Number(f64),
     Table(Distribution),
@@ -586,6 +589,18 @@ impl Checker<'_> {
                 },
             ));
         }
+        if let Some(stuck) = states
+            .iter()
+            .enumerate()
+            .find(|(index, state)| state.transient && !edges.iter().any(|(from, _)| from == index))
+        {
+            return Err(self.error(
+                format!("states[{}]", stuck.1.name),
+                RackProblem::TransientWithoutExit {
+                    state: stuck.1.name.clone(),
+                },
+            ));
+        }
         Ok((states, edges))
     }
 
@@ -910,6 +925,15 @@ impl Checker<'_> {
             } => {
                 self.non_negative(&format!("{field}.stddev"), stddev)?;
                 self.non_negative(&format!("{field}.mean"), mean)?;
+                if !(min..=max).contains(&mean) {
+                    return Err(self.error(
+                        format!("{field}.mean"),
+                        RackProblem::OutOfRange {
+                            value: mean.to_string(),
+                            expected: "a mean within [min, max]",
+                        },
+                    ));
+                }
                 (min, max)
             }
         };

@@ -1066,3 +1066,28 @@ fn unknown_key_inside_a_distribution_is_rejected() {
     );
     assert!(matches!(refused(&text).problem, RackProblem::Syntax { .. }));
 }
+
+#[test]
+fn normal_distribution_with_mean_outside_its_range_is_rejected() {
+    let text = edit(
+        MINIMAL_RACK,
+        "mount_latency_s = { distribution = \"uniform\", min = 1.0, max = 4.0 }",
+        "mount_latency_s = { distribution = \"normal\", mean = 9.0, stddev = 1.0, min = 1.0, max = 4.0 }",
+    );
+    let error = refused(&text);
+    assert_eq!(error.field, "disk.mount_latency_s.mean");
+    assert!(matches!(error.problem, RackProblem::OutOfRange { .. }));
+}
+
+#[test]
+fn transient_state_without_a_way_out_is_rejected() {
+    let text = format!("{MINIMAL_RACK}\n[[states]]\nname = \"parking\"\ntransient = true\n");
+    let error = refused(&text);
+    assert_eq!(error.field, "states[parking]");
+    assert_eq!(
+        error.problem,
+        RackProblem::TransientWithoutExit {
+            state: "parking".into()
+        }
+    );
+}
