@@ -1,0 +1,666 @@
+//! Property tests of the planner over random small racks, written as TOML text so every case goes
+//! through the real parser (docs/rack-format.md).
+//!
+//! Each generated rack has 1–3 axes (4–48 disks), 1–3 hard resources grouping the disks by a random
+//! non-empty set of axes (with a divisor such as `"y/2"` where the axis size allows), random
+//! per-state costs with the resting state cheapest, a budget between the least that lets one disk
+//! per domain spin up and a whole domain at its costliest, an optional soft resource, an optional
+//! spin-down state off the spin-up path, optional failure domains, and permissive targets.
+//!
+//! Properties:
+//! - (a) a plan that succeeds passes the independent verifier and is marked verified; a plan that
+//!   fails is a typed refusal, never `Unverified`; enough cases plan that this is not vacuous;
+//! - (b) on these racks (at most 24 groups: exact search) `max_active_groups` is the true maximum,
+//!   found by a brute-force enumeration written here, from the rack's domains disk by disk and
+//!   independent of the planner's `Admission`;
+//! - (c) `analysis::low_load_bound` is at least that maximum, and is the bound the layout records;
+//! - (d) planning is deterministic.
+//!
+//! The runner is seeded deterministically; a failure prints the (shrunk) rack's TOML.
+
+use proptest::prelude::*;
+use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestRng, TestRunner};
+use spinwise_model::{Amount, Layout, Rack, parse_rack};
+use spinwise_plan::analysis::low_load_bound;
+use spinwise_plan::explore::Terminal;
+use spinwise_plan::plan::EXACT_SEARCH_MAX_GROUPS;
+use spinwise_plan::{PlanError, explore, plan, verify};
+use std::cell::Cell;
+use std::collections::BTreeSet;
+use std::fmt;
+
+const AXIS_NAMES: [&str; 3] = ["a", "b", "c"];
+
+/// A generated rack: its TOML text is the value, so proptest prints it on failure.
+#[derive(Clone)]
+struct GeneratedRack {
+    toml: String,
+}
+
+impl fmt::Debug for GeneratedRack {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "\n----- rack.toml -----\n{}---------------------",
+            self.toml
+        )
+    }
+}
+
+impl GeneratedRack {
+    fn parse(&self) -> Rack {
+        parse_rack("generated.toml", &self.toml).unwrap_or_else(|e| {
+            panic!("the generator wrote a rack the parser refuses: {e}{self:?}")
+        })
+    }
+}
+
+/// Raw random choices for one resource or failure domain; turned into TOML once the axes are known.
+#[derive(Clone, Debug)]
+struct RawDomains {
+    axis_mask: u8,
+    divisor_picks: [u8; 3],
+}
+
+#[derive(Clone, Debug)]
+struct RawResource {
+    domains: RawDomains,
+    /// Costs in half-units: resting, spinning up, active, spinning down.
+    cost_picks: [u32; 4],
+    /// Picks m (disks of a domain at the costliest state) and the extra headroom below one more.
+    budget_picks: (u32, u32),
+    /// Exploration: an upper bound this many half-units above the budget, and a minimum increase.
+    upper_bound_pick: Option<u32>,
+    minimum_increase_pick: u8,
+}
+
+#[derive(Clone, Debug)]
+struct RawFailureDomain {
+    domains: RawDomains,
+    spread: bool,
+}
+
+#[derive(Clone, Debug)]
+struct RawRack {
+    sizes: Vec<u32>,
+    hard: Vec<RawResource>,
+    soft: Option<RawResource>,
+    failure_domains: Vec<RawFailureDomain>,
+    spin_down_state: bool,
+    targets_pick: u8,
+    io_target_pick: u8,
+}
+
+fn raw_domains() -> impl Strategy<Value = RawDomains> {
+    (1u8..8, any::<[u8; 3]>()).prop_map(|(axis_mask, divisor_picks)| RawDomains {
+        axis_mask,
+        divisor_picks,
+    })
+}
+
+fn raw_resource() -> impl Strategy<Value = RawResource> {
+    (
+        raw_domains(),
+        (0u32..3, 0u32..41, 0u32..41, 0u32..41),
+        (any::<u32>(), any::<u32>()),
+        (prop::option::of(0u32..200), 0u8..4),
+    )
+        .prop_map(
+            |(domains, (rest, spin, active, down), budget_picks, (upper, minimum))| RawResource {
+                domains,
+                cost_picks: [rest, spin, active, down],
+                budget_picks,
+                upper_bound_pick: upper,
+                minimum_increase_pick: minimum,
+            },
+        )
+}
+
+fn raw_rack() -> impl Strategy<Value = RawRack> {
+    (
+        prop::collection::vec(1u32..=8, 1..=3).prop_filter("4 to 48 disks", |s| {
+            (4..=48).contains(&s.iter().product::<u32>())
+        }),
+        prop::collection::vec(raw_resource(), 1..=3),
+        prop::option::of(raw_resource()),
+        prop::collection::vec(
+            (raw_domains(), any::<bool>())
+                .prop_map(|(domains, spread)| RawFailureDomain { domains, spread }),
+            0..=2,
+        ),
+        any::<bool>(),
+        0u8..4,
+        0u8..4,
+    )
+        .prop_map(
+            |(
+                sizes,
+                hard,
+                soft,
+                failure_domains,
+                spin_down_state,
+                targets_pick,
+                io_target_pick,
+            )| {
+                RawRack {
+                    sizes,
+                    hard,
+                    soft,
+                    failure_domains,
+                    spin_down_state,
+                    targets_pick,
+                    io_target_pick,
+                }
+            },
+        )
+}
+
+fn rack_strategy() -> impl Strategy<Value = GeneratedRack> {
+    raw_rack().prop_map(|raw| GeneratedRack {
+        toml: raw.to_toml(),
+    })
+}
+
+/// A quantity of `halves` half-units as TOML (`3`, `3.5`).
+fn halves(halves: u64) -> String {
+    if halves.is_multiple_of(2) {
+        format!("{}", halves / 2)
+    } else {
+        format!("{}.5", halves / 2)
+    }
+}
+
+impl RawDomains {
+    /// The `by` terms and the number of domains they make. Without `whole_axis`, an axis is never
+    /// divided by its whole size (which would merge its domains into one).
+    fn terms(&self, sizes: &[u32], whole_axis: bool) -> (Vec<String>, u32) {
+        let mut terms = Vec::new();
+        let mut domains = 1;
+        for (axis, &size) in sizes.iter().enumerate() {
+            if self.axis_mask & (1 << axis) == 0 {
+                continue;
+            }
+            let divisors: Vec<u32> = (1..=size)
+                .filter(|d| size % d == 0 && (whole_axis || *d < size || size == 1))
+                .collect();
+            let divisor = divisors[usize::from(self.divisor_picks[axis]) % divisors.len()];
+            domains *= size / divisor;
+            terms.push(if divisor == 1 {
+                format!("\"{}\"", AXIS_NAMES[axis])
+            } else {
+                format!("\"{}/{divisor}\"", AXIS_NAMES[axis])
+            });
+        }
+        if terms.is_empty() {
+            // The mask named only axes this rack lacks: group by the first axis.
+            terms.push(format!("\"{}\"", AXIS_NAMES[0]));
+            domains = sizes[0];
+        }
+        (terms, domains)
+    }
+}
+
+impl RawRack {
+    fn disks(&self) -> u32 {
+        self.sizes.iter().product()
+    }
+
+    fn to_toml(&self) -> String {
+        let mut t = String::new();
+        t.push_str("[rack]\nname = \"generated\"\n\n");
+        for (axis, size) in self.sizes.iter().enumerate() {
+            t.push_str(&format!(
+                "[[axes]]\nname = \"{}\"\nsize = {size}\n",
+                AXIS_NAMES[axis]
+            ));
+        }
+        t.push_str("\n[disks]\ngrid = true\n\n");
+        t.push_str("[[states]]\nname = \"standby\"\nresting = true\n");
+        t.push_str("[[states]]\nname = \"spinning_up\"\ntransient = true\n");
+        t.push_str("[[states]]\nname = \"active\"\nactive = true\n");
+        if self.spin_down_state {
+            t.push_str("[[states]]\nname = \"spinning_down\"\ntransient = true\n");
+        }
+        t.push_str("\n[[transitions]]\nfrom = \"standby\"\nto = \"spinning_up\"\n");
+        t.push_str("[[transitions]]\nfrom = \"spinning_up\"\nto = \"active\"\n");
+        if self.spin_down_state {
+            t.push_str("[[transitions]]\nfrom = \"active\"\nto = \"spinning_down\"\n");
+            t.push_str("[[transitions]]\nfrom = \"spinning_down\"\nto = \"standby\"\n");
+        } else {
+            t.push_str("[[transitions]]\nfrom = \"active\"\nto = \"standby\"\n");
+        }
+        for (index, resource) in self.hard.iter().enumerate() {
+            t.push_str(&self.resource_toml(&format!("hard{index}"), "hard", resource));
+        }
+        if let Some(soft) = &self.soft {
+            t.push_str(&self.resource_toml("link", "soft", soft));
+        }
+        for (index, failure) in self.failure_domains.iter().enumerate() {
+            let (terms, _) = failure.domains.terms(&self.sizes, false);
+            t.push_str(&format!(
+                "\n[[failure_domains]]\nname = \"component{index}\"\ndomains = {{ by = [{}] }}\nannual_failure_rate = 0.001\nspread = {}\n",
+                terms.join(", "),
+                failure.spread
+            ));
+        }
+        let (floor, overhead, nines) = match self.targets_pick {
+            0 => (0, 0.9, 1),
+            1 => (0, 0.5, 2),
+            2 => (150, 0.9, 1),
+            _ => (0, 0.34, 1),
+        };
+        let io_target = if self.io_target_pick == 0 { 2 } else { 1 };
+        t.push_str(&format!(
+            "
+[disk]
+capacity_tb = 1.0
+bandwidth_mb_per_s = 100
+seek_ms = 5
+spin_up_latency_s = 10
+mount_latency_s = 1
+unmount_latency_s = 1
+annual_failure_rate = 0.0001
+
+[targets]
+durability_nines = {nines}
+service_interval_days = 30
+deployment_lifetime_years = 1
+file_bandwidth_floor_mb_per_s = {floor}
+io_concurrency_target = {io_target}
+capacity_overhead_max = {overhead}
+spare_exhaustion_probability = 0.5
+
+[targets.fairness]
+reordering_bound_gb = 10
+rebuild_share = 0.5
+max_queue_depth = 10
+"
+        ));
+        t
+    }
+
+    fn resource_toml(&self, name: &str, kind: &str, raw: &RawResource) -> String {
+        let (terms, domains) = raw.domains.terms(&self.sizes, true);
+        let domain_size = u64::from(self.disks() / domains);
+        let [rest, spin, active, down] = raw.cost_picks.map(u64::from);
+        let (spin, active, down) = (rest + spin, rest + active, rest + down);
+        let highest = if self.spin_down_state {
+            spin.max(active).max(down)
+        } else {
+            spin.max(active)
+        };
+        let step = highest - rest;
+        // m disks of the domain at the costliest state, the others resting, plus less than one
+        // more step: from the least the parser accepts (m = 1) to a whole domain (m = N_r).
+        let budget = if step == 0 {
+            domain_size * rest + u64::from(raw.budget_picks.1 % 5)
+        } else {
+            let m = 1 + u64::from(raw.budget_picks.0) % domain_size;
+            (domain_size - m) * rest + m * highest + u64::from(raw.budget_picks.1) % step
+        };
+        let mut cost = format!(
+            "standby = {}, spinning_up = {}, active = {}",
+            halves(rest),
+            halves(spin),
+            halves(active)
+        );
+        if self.spin_down_state {
+            cost.push_str(&format!(", spinning_down = {}", halves(down)));
+        }
+        let mut text = format!(
+            "\n[[resources]]\nname = \"{name}\"\nkind = \"{kind}\"\ncost = {{ {cost} }}\ndomains = {{ by = [{}] }}\nbudget = {}\n",
+            terms.join(", "),
+            halves(budget)
+        );
+        if let Some(extra) = raw.upper_bound_pick {
+            text.push_str(&format!(
+                "upper_bound = {}\n",
+                halves(budget + u64::from(extra))
+            ));
+        }
+        if raw.minimum_increase_pick > 0 {
+            text.push_str(&format!(
+                "minimum_increase = {}\n",
+                halves(u64::from(raw.minimum_increase_pick))
+            ));
+        }
+        text
+    }
+}
+
+/// Whether the disks of the groups in `chosen` can all be at their costliest spin-up-path state at
+/// once, every other disk resting, within every hard budget. Computed from the rack alone, disk by
+/// disk, domain by domain.
+struct BruteForce<'a> {
+    rack: &'a Rack,
+    /// Group of each disk (by disk index).
+    group_of: Vec<usize>,
+    groups: usize,
+    /// Per resource: the costliest state on the spin-up path.
+    worst_state: Vec<usize>,
+}
+
+impl<'a> BruteForce<'a> {
+    fn new(rack: &'a Rack, layout: &Layout) -> BruteForce<'a> {
+        let mut group_of = vec![usize::MAX; rack.disk_count()];
+        for (group, ids) in layout.groups.iter().enumerate() {
+            for id in ids {
+                let disk = rack
+                    .disks
+                    .iter()
+                    .position(|d| d.id == *id)
+                    .expect("layout names rack disks");
+                group_of[disk] = group;
+            }
+        }
+        assert!(group_of.iter().all(|g| *g != usize::MAX));
+        let path = rack.spin_up_path();
+        let worst_state = rack
+            .resources
+            .iter()
+            .map(|r| *path.iter().max_by_key(|&&s| r.cost[s]).expect("path"))
+            .collect();
+        BruteForce {
+            rack,
+            group_of,
+            groups: layout.groups.len(),
+            worst_state,
+        }
+    }
+
+    fn feasible(&self, chosen: &[bool]) -> bool {
+        let resting = self.rack.resting_state();
+        self.rack.hard_resources().all(|(index, resource)| {
+            resource.domains.iter().all(|disks| {
+                let load = disks.iter().fold(Amount::ZERO, |sum, &disk| {
+                    let state = if chosen[self.group_of[disk as usize]] {
+                        self.worst_state[index]
+                    } else {
+                        resting
+                    };
+                    sum + resource.cost[state]
+                });
+                load <= resource.budget
+            })
+        })
+    }
+
+    /// The largest feasible set size, over every subset of groups, largest sizes first.
+    /// Exponential: only for at most 16 groups.
+    fn maximum_over_all_subsets(&self) -> usize {
+        assert!(self.groups <= 16);
+        let mut masks: Vec<u32> = (0..1u32 << self.groups).collect();
+        masks.sort_by_key(|m| std::cmp::Reverse(m.count_ones()));
+        let mut chosen = vec![false; self.groups];
+        for mask in masks {
+            for (group, slot) in chosen.iter_mut().enumerate() {
+                *slot = mask & (1 << group) != 0;
+            }
+            if self.feasible(&chosen) {
+                return mask.count_ones() as usize;
+            }
+        }
+        unreachable!("the empty set is always feasible")
+    }
+
+    /// The largest feasible set, enumerating every feasible subset: feasibility is closed under
+    /// removing groups (every hard cost is at least the resting cost), so a set that breaks a
+    /// budget has no feasible superset and the walk need not extend it.
+    fn maximum_over_feasible_subsets(&self) -> usize {
+        fn walk(this: &BruteForce, next: usize, size: usize, chosen: &mut Vec<bool>) -> usize {
+            let mut best = size;
+            for group in next..this.groups {
+                chosen[group] = true;
+                if this.feasible(chosen) {
+                    best = best.max(walk(this, group + 1, size + 1, chosen));
+                }
+                chosen[group] = false;
+            }
+            best
+        }
+        walk(self, 0, 0, &mut vec![false; self.groups])
+    }
+}
+
+fn runner(cases: u32) -> TestRunner {
+    let config = Config {
+        cases,
+        failure_persistence: None,
+        max_shrink_iters: 2_000,
+        ..Config::default()
+    };
+    TestRunner::new_with_rng(config, TestRng::deterministic_rng(RngAlgorithm::ChaCha))
+}
+
+fn run(cases: u32, property: impl Fn(&GeneratedRack) -> Result<(), TestCaseError>) {
+    let mut runner = runner(cases);
+    if let Err(error) = runner.run(&rack_strategy(), |rack| property(&rack)) {
+        panic!("{error}");
+    }
+}
+
+#[test]
+fn generated_racks_parse() {
+    run(256, |generated| {
+        parse_rack("generated.toml", &generated.toml)
+            .map_err(|e| TestCaseError::fail(format!("refused: {e}")))?;
+        Ok(())
+    });
+}
+
+#[test]
+fn every_successful_plan_passes_the_verifier_and_every_failure_is_a_typed_refusal() {
+    let (planned, refused) = (Cell::new(0u32), Cell::new(0u32));
+    run(128, |generated| {
+        let rack = generated.parse();
+        match plan(&rack) {
+            Ok(plan) => {
+                planned.set(planned.get() + 1);
+                prop_assert!(plan.layout.verified, "layout not marked verified");
+                let verdict = verify(&rack, &plan.layout);
+                prop_assert!(verdict.is_ok(), "verifier rejects the plan: {:?}", verdict);
+                prop_assert!(
+                    plan.layout.max_active_groups >= rack.targets.io_concurrency_target,
+                    "{} groups spin up together, below the IO concurrency target {}",
+                    plan.layout.max_active_groups,
+                    rack.targets.io_concurrency_target
+                );
+            }
+            Err(PlanError::Unverified(violations)) => {
+                return Err(TestCaseError::fail(format!(
+                    "the planner built a layout its verifier rejects: {violations:?}"
+                )));
+            }
+            Err(PlanError::NotPelicanGeometry { reason }) => {
+                return Err(TestCaseError::fail(format!("Pelican-only error: {reason}")));
+            }
+            Err(_) => refused.set(refused.get() + 1),
+        }
+        Ok(())
+    });
+    // The last run is the 128 passing cases (shrinking only happens on failure).
+    let (planned, refused) = (planned.get(), refused.get());
+    eprintln!("{planned} racks planned, {refused} refused");
+    assert!(
+        planned * 2 >= planned + refused,
+        "only {planned} of {} generated racks planned: the property is nearly vacuous",
+        planned + refused
+    );
+}
+
+#[test]
+fn exact_search_finds_the_brute_force_maximum_of_concurrently_spinning_groups() {
+    let (checked, all_subsets) = (Cell::new(0u32), Cell::new(0u32));
+    run(128, |generated| {
+        let rack = generated.parse();
+        let Ok(plan) = plan(&rack) else {
+            return Ok(());
+        };
+        let layout = &plan.layout;
+        prop_assert!(layout.groups.len() <= EXACT_SEARCH_MAX_GROUPS);
+        let brute = BruteForce::new(&rack, layout);
+        let maximum = brute.maximum_over_feasible_subsets();
+        if layout.groups.len() <= 16 {
+            all_subsets.set(all_subsets.get() + 1);
+            prop_assert_eq!(
+                brute.maximum_over_all_subsets(),
+                maximum,
+                "the two enumerations disagree"
+            );
+        }
+        checked.set(checked.get() + 1);
+        prop_assert_eq!(
+            layout.max_active_groups as usize,
+            maximum,
+            "planner claims {} concurrently spinning groups, brute force finds {}",
+            layout.max_active_groups,
+            maximum
+        );
+        // The witness itself is one of the maximum sets.
+        let mut chosen = vec![false; layout.groups.len()];
+        for &group in &layout.active_witness {
+            chosen[group as usize] = true;
+        }
+        prop_assert!(
+            brute.feasible(&chosen),
+            "witness {:?} breaks a budget",
+            layout.active_witness
+        );
+        Ok(())
+    });
+    assert!(checked.get() >= 40, "only {} racks checked", checked.get());
+    assert!(
+        all_subsets.get() >= 20,
+        "only {} racks fully enumerated",
+        all_subsets.get()
+    );
+}
+
+#[test]
+fn the_low_load_bound_is_at_least_the_brute_force_maximum() {
+    run(128, |generated| {
+        let rack = generated.parse();
+        let Ok(plan) = plan(&rack) else {
+            return Ok(());
+        };
+        let layout = &plan.layout;
+        let maximum = BruteForce::new(&rack, layout).maximum_over_feasible_subsets();
+        let bound = low_load_bound(&rack, u64::from(layout.group_size));
+        prop_assert!(
+            bound >= maximum as u64,
+            "low-load bound {} is below the achievable {}",
+            bound,
+            maximum
+        );
+        prop_assert_eq!(u64::from(layout.max_active_groups_bound), bound);
+        Ok(())
+    });
+}
+
+#[test]
+fn planning_a_generated_rack_twice_gives_identical_layouts() {
+    run(64, |generated| {
+        let rack = generated.parse();
+        match (plan(&rack), plan(&rack)) {
+            (Ok(first), Ok(second)) => {
+                prop_assert_eq!(first.layout.to_json(), second.layout.to_json())
+            }
+            (Err(first), Err(second)) => prop_assert_eq!(first, second),
+            (first, second) => {
+                return Err(TestCaseError::fail(format!(
+                    "one plan succeeded and the other did not: {:?} / {:?}",
+                    first.err(),
+                    second.err()
+                )));
+            }
+        }
+        Ok(())
+    });
+}
+
+#[test]
+fn exploring_a_generated_rack_never_lowers_m_and_its_configurations_plan_or_refuse() {
+    let (explored, configurations_planned) = (Cell::new(0u32), Cell::new(0u32));
+    run(64, |generated| {
+        let rack = generated.parse();
+        let exploration = explore(&rack, 2_000);
+        let configurations = &exploration.configurations;
+        let own: Vec<Amount> = rack.resources.iter().map(|r| r.budget).collect();
+        prop_assert_eq!(&configurations[0].budgets, &own);
+        let distinct: BTreeSet<&Vec<Amount>> = configurations.iter().map(|c| &c.budgets).collect();
+        prop_assert_eq!(
+            distinct.len(),
+            configurations.len(),
+            "a budget vector repeats"
+        );
+        let disks = rack.disk_count() as u64;
+        for configuration in configurations {
+            let m = configuration.analysis.max_disks_at_highest;
+            if let Some(parent) = configuration.parent {
+                let before = configurations[parent].analysis.max_disks_at_highest;
+                prop_assert!(
+                    before <= m,
+                    "M fell from {} to {} at {}",
+                    before,
+                    m,
+                    configuration.index
+                );
+            }
+            for (resource, budget) in rack.resources.iter().zip(&configuration.budgets) {
+                if let Some(bound) = resource.upper_bound {
+                    prop_assert!(*budget <= bound, "{} above its upper bound", resource.name);
+                }
+            }
+            match configuration.terminal {
+                Some(Terminal::FullyProvisioned) => prop_assert_eq!(m, disks),
+                _ => prop_assert!(
+                    m < disks,
+                    "M = N at {} but not terminal",
+                    configuration.index
+                ),
+            }
+        }
+        if !exploration.truncated {
+            explored.set(explored.get() + 1);
+            prop_assert!(configurations.last().unwrap().terminal.is_some());
+        }
+        let stride = configurations.len().div_ceil(3);
+        for configuration in configurations
+            .iter()
+            .skip(stride / 2)
+            .step_by(stride.max(1))
+        {
+            let variant = configuration.rack(&rack);
+            match plan(&variant) {
+                Ok(plan) => {
+                    configurations_planned.set(configurations_planned.get() + 1);
+                    let verdict = verify(&variant, &plan.layout);
+                    prop_assert!(
+                        verdict.is_ok(),
+                        "configuration {}: {:?}",
+                        configuration.index,
+                        verdict
+                    );
+                }
+                Err(PlanError::Unverified(violations)) => {
+                    return Err(TestCaseError::fail(format!(
+                        "configuration {}: unverified layout: {violations:?}",
+                        configuration.index
+                    )));
+                }
+                Err(_) => {}
+            }
+        }
+        Ok(())
+    });
+    assert!(
+        explored.get() >= 32,
+        "only {} explorations finished",
+        explored.get()
+    );
+    assert!(
+        configurations_planned.get() >= 32,
+        "only {} configurations planned",
+        configurations_planned.get()
+    );
+}
