@@ -173,7 +173,7 @@ impl Layout {
         if version != u64::from(LAYOUT_VERSION) {
             return Err(LayoutError::Version {
                 source_name: source_name.into(),
-                found: version as u32,
+                found: u32::try_from(version).unwrap_or(u32::MAX),
             });
         }
         let layout: Layout = serde_json::from_value(probe).map_err(|e| LayoutError::Json {
@@ -247,10 +247,17 @@ impl Layout {
                 return Err(format!("unknown state `{name}`"));
             }
         }
-        if let Some(group) = self.active_witness.iter().find(|g| **g >= group_count) {
-            return Err(format!(
-                "active_witness names group {group} of {group_count}"
-            ));
+        for (name, witness) in [
+            ("active_witness", &self.active_witness),
+            ("spinning_witness", &self.spinning_witness),
+        ] {
+            if let Some(group) = witness.iter().find(|g| **g >= group_count) {
+                return Err(format!("{name} names group {group} of {group_count}"));
+            }
+            let distinct: std::collections::BTreeSet<_> = witness.iter().collect();
+            if distinct.len() != witness.len() {
+                return Err(format!("{name} names a group twice"));
+            }
         }
         Ok(())
     }

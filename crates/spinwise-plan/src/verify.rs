@@ -53,6 +53,8 @@ pub fn verify(rack: &Rack, layout: &Layout) -> Result<usize, Vec<Violation>> {
             ),
         });
     }
+    check_witness_groups(layout, &mut violations);
+    check_state_machine(rack, layout, &mut violations);
     let witness = disks_of(&layout.active_witness);
     let what = format!("groups {:?} spinning up together", layout.active_witness);
     check_budgets(rack, &[(&worst, &witness)], &mut violations, &what);
@@ -244,10 +246,14 @@ fn check_constraints_cover_rack(
                 .push(index);
         }
     }
+    // A hard resource whose every state costs as much as resting can never be exceeded (the
+    // parser guarantees its budget covers every disk resting): it needs no group constraint.
+    let binds = |r: &&spinwise_model::Resource| r.cost.iter().any(|c| *c != r.cost[resting]);
     for resource in rack
         .resources
         .iter()
         .filter(|r| r.kind == ResourceKind::Hard)
+        .filter(binds)
     {
         for (domain, disks) in resource.domains.iter().enumerate() {
             let mut weights: BTreeMap<u32, u32> = BTreeMap::new();
@@ -286,5 +292,67 @@ fn check_constraints_cover_rack(
                 });
             }
         }
+    }
+}
+
+/// Witnesses name existing groups, each once (a repeated group would count twice).
+fn check_witness_groups(layout: &Layout, violations: &mut Vec<Violation>) {
+    for (name, witness) in [
+        ("active_witness", &layout.active_witness),
+        ("spinning_witness", &layout.spinning_witness),
+    ] {
+        let mut seen = std::collections::BTreeSet::new();
+        for group in witness {
+            if *group as usize >= layout.groups.len() {
+                violations.push(Violation {
+                    check: "witness",
+                    detail: format!("{name} names group {group}, which the layout lacks"),
+                });
+            } else if !seen.insert(group) {
+                violations.push(Violation {
+                    check: "witness",
+                    detail: format!("{name} names group {group} twice"),
+                });
+            }
+        }
+    }
+}
+
+/// The layout's states, resting and active states, spin-up path and cost vectors are the rack's:
+/// the scheduler charges groups by them, so a shortened path would admit spin-ups the rack
+/// cannot power.
+fn check_state_machine(rack: &Rack, layout: &Layout, violations: &mut Vec<Violation>) {
+    let name = |state: usize| rack.states[state].name.as_str();
+    let path: Vec<&str> = rack.spin_up_path().into_iter().map(name).collect();
+    let mismatch = layout
+        .spin_up_path
+        .iter()
+        .map(String::as_str)
+        .ne(path.iter().copied())
+        || layout.resting_state != name(rack.resting_state())
+        || layout.active_state != name(rack.active_state());
+    if mismatch {
+        violations.push(Violation {
+            check: "states",
+            detail: format!(
+                "layout's spin-up path {:?} differs from the rack's {path:?}",
+                layout.spin_up_path
+            ),
+        });
+    }
+    if let Some(constraint) = layout
+        .group_constraints
+        .iter()
+        .find(|c| c.cost.len() != rack.states.len())
+    {
+        violations.push(Violation {
+            check: "group constraints",
+            detail: format!(
+                "a `{}` constraint has {} costs for {} states",
+                constraint.resource,
+                constraint.cost.len(),
+                rack.states.len()
+            ),
+        });
     }
 }

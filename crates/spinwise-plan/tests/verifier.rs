@@ -2,8 +2,7 @@
 //! and the layout file round-trips and refuses what it cannot read (`LayoutError`).
 //!
 //! Every test starts from a valid layout planned from a preset (Pelican, or the OCP half rack where
-//! its cheaper active state matters) and breaks one thing. The tests marked `#[ignore = "BUG: …"]`
-//! record holes in the verifier that are not fixed yet; run them with `cargo test -- --ignored`.
+//! its cheaper active state matters) and breaks one thing.
 
 mod common;
 
@@ -365,7 +364,6 @@ fn a_layout_checked_against_another_rack_is_a_rack_violation() {
 }
 
 #[test]
-#[ignore = "BUG: verify ignores the layout's spin_up_path, so a path that skips spinning_up (charged only the active cost) passes"]
 fn a_layout_whose_spin_up_path_skips_the_spin_up_state_is_rejected() {
     // The scheduler and quality() charge a group what the layout's spin_up_path says. On the OCP
     // rack a spin-up draws 20 W and an active drive 8 W: with the path cut to standby → active,
@@ -392,7 +390,6 @@ fn a_layout_whose_spin_up_path_skips_the_spin_up_state_is_rejected() {
 }
 
 #[test]
-#[ignore = "BUG: verify accepts a spinning_witness naming a group the layout lacks (skipped), inflating max_spinning_groups; from_json lets it through too"]
 fn a_spinning_witness_naming_a_group_the_layout_lacks_is_rejected() {
     let (rack, layout) = pelican();
     let mut broken = layout.clone();
@@ -408,7 +405,6 @@ fn a_spinning_witness_naming_a_group_the_layout_lacks_is_rejected() {
 }
 
 #[test]
-#[ignore = "BUG: verify accepts an active_witness naming a group the layout lacks (skipped), inflating max_active_groups (from_json catches it)"]
 fn an_active_witness_naming_a_group_the_layout_lacks_is_rejected() {
     let (rack, layout) = pelican();
     let mut broken = layout.clone();
@@ -419,7 +415,6 @@ fn an_active_witness_naming_a_group_the_layout_lacks_is_rejected() {
 }
 
 #[test]
-#[ignore = "BUG: verify accepts a spinning_witness that repeats a group, so max_spinning_groups can exceed the distinct groups witnessed"]
 fn a_spinning_witness_that_repeats_a_group_is_rejected() {
     // OCP: one disk of a group active (8 W) beside one of the same group spinning up (20 W) fits
     // a tray's 41 W, so counting one group twice passes every budget.
@@ -434,7 +429,6 @@ fn a_spinning_witness_that_repeats_a_group_is_rejected() {
 }
 
 #[test]
-#[ignore = "BUG: verify compares group-constraint costs with zip, so a cost vector shorter than the state list is accepted (from_json catches it)"]
 fn a_group_constraint_with_fewer_costs_than_states_is_rejected() {
     let (rack, layout) = pelican();
     let mut broken = layout.clone();
@@ -493,7 +487,6 @@ fn from_json_refuses_a_future_version() {
 }
 
 #[test]
-#[ignore = "BUG (spinwise-model layout.rs): from_json reports version 2^32 + 1 as `version 1 is not supported` (u64 truncated to u32)"]
 fn from_json_reports_a_huge_version_without_truncating_it() {
     let huge = (1u64 << 32) + u64::from(LAYOUT_VERSION);
     let text = edited_json(|v| v["version"] = huge.into());
