@@ -89,6 +89,10 @@ struct RawRack {
     spin_down_state: bool,
     targets_pick: u8,
     io_target_pick: u8,
+    /// `None`: a grid (ids are grid positions). `Some((offset, stride))`: an explicit list whose
+    /// ids run backwards, `offset + stride × (N − 1 − position)`, so disk ids, disk indices and
+    /// grid positions all differ.
+    listed_ids: Option<(u32, u32)>,
 }
 
 fn raw_domains() -> impl Strategy<Value = RawDomains> {
@@ -131,6 +135,7 @@ fn raw_rack() -> impl Strategy<Value = RawRack> {
         any::<bool>(),
         0u8..4,
         0u8..4,
+        prop::option::of((0u32..1000, 1u32..=5)),
     )
         .prop_map(
             |(
@@ -141,6 +146,7 @@ fn raw_rack() -> impl Strategy<Value = RawRack> {
                 spin_down_state,
                 targets_pick,
                 io_target_pick,
+                listed_ids,
             )| {
                 RawRack {
                     sizes,
@@ -150,6 +156,7 @@ fn raw_rack() -> impl Strategy<Value = RawRack> {
                     spin_down_state,
                     targets_pick,
                     io_target_pick,
+                    listed_ids,
                 }
             },
         )
@@ -214,7 +221,25 @@ impl RawRack {
                 AXIS_NAMES[axis]
             ));
         }
-        t.push_str("\n[disks]\ngrid = true\n\n");
+        match self.listed_ids {
+            None => t.push_str("\n[disks]\ngrid = true\n\n"),
+            Some((offset, stride)) => {
+                t.push_str("\n[disks]\nlist = [\n");
+                let disks = self.disks();
+                for position in 0..disks {
+                    // Coordinates of grid position `position`, last axis fastest.
+                    let mut rest = position;
+                    let mut at = vec![0; self.sizes.len()];
+                    for (axis, size) in self.sizes.iter().enumerate().rev() {
+                        at[axis] = rest % size;
+                        rest /= size;
+                    }
+                    let id = offset + stride * (disks - 1 - position);
+                    t.push_str(&format!("  {{ id = {id}, at = {at:?} }},\n"));
+                }
+                t.push_str("]\n\n");
+            }
+        }
         t.push_str("[[states]]\nname = \"standby\"\nresting = true\n");
         t.push_str("[[states]]\nname = \"spinning_up\"\ntransient = true\n");
         t.push_str("[[states]]\nname = \"active\"\nactive = true\n");
@@ -293,6 +318,8 @@ max_queue_depth = 10
         // m disks of the domain at the costliest state, the others resting, plus less than one
         // more step: from the least the parser accepts (m = 1) to a whole domain (m = N_r).
         let budget = if step == 0 {
+            // A resource that never binds, its budget from exactly the resting load (headroom 0,
+            // see `NEVER_BINDING_AT_ZERO_HEADROOM`) upwards.
             domain_size * rest + u64::from(raw.budget_picks.1 % 5)
         } else {
             let m = 1 + u64::from(raw.budget_picks.0) % domain_size;
@@ -663,4 +690,102 @@ fn exploring_a_generated_rack_never_lowers_m_and_its_configurations_plan_or_refu
         "only {} configurations planned",
         configurations_planned.get()
     );
+}
+
+/// Found by `every_successful_plan_passes_the_verifier_and_every_failure_is_a_typed_refusal`
+/// (shrunk), a regression case since: a hard resource whose states all cost the same never binds
+/// (docs/rack-format.md, "What is not checked"), and the parser accepts a budget equal to its
+/// resting load (headroom 0). The verifier used to demand a group constraint with positive
+/// headroom for every hard domain, so the planner refused its own layout as `Unverified`.
+const NEVER_BINDING_AT_ZERO_HEADROOM: &str = r#"
+[rack]
+name = "never-binding"
+
+[[axes]]
+name = "slot"
+size = 4
+
+[disks]
+grid = true
+
+[[states]]
+name = "standby"
+resting = true
+[[states]]
+name = "spinning_up"
+transient = true
+[[states]]
+name = "active"
+active = true
+
+[[transitions]]
+from = "standby"
+to = "spinning_up"
+[[transitions]]
+from = "spinning_up"
+to = "active"
+[[transitions]]
+from = "active"
+to = "standby"
+
+[[resources]]
+name = "flat"
+kind = "hard"
+cost = { standby = 0, spinning_up = 0, active = 0 }
+domains = { by = ["slot/4"] }
+budget = 0
+
+[disk]
+capacity_tb = 1.0
+bandwidth_mb_per_s = 100
+seek_ms = 5
+spin_up_latency_s = 10
+mount_latency_s = 1
+unmount_latency_s = 1
+annual_failure_rate = 0.0001
+
+[targets]
+durability_nines = 1
+service_interval_days = 30
+deployment_lifetime_years = 1
+file_bandwidth_floor_mb_per_s = 0
+io_concurrency_target = 1
+capacity_overhead_max = 0.9
+spare_exhaustion_probability = 0.5
+
+[targets.fairness]
+reordering_bound_gb = 10
+rebuild_share = 0.5
+max_queue_depth = 10
+"#;
+
+#[test]
+fn a_never_binding_hard_resource_with_headroom_plans_and_verifies() {
+    // The same rack with one unit of headroom: no disk state costs anything, so every group can
+    // spin up together.
+    let text = NEVER_BINDING_AT_ZERO_HEADROOM.replace("budget = 0", "budget = 1");
+    let rack = parse_rack("never-binding.toml", &text).unwrap();
+    let plan = plan(&rack).unwrap_or_else(|e| panic!("{e}"));
+    assert!(plan.layout.verified);
+    assert_eq!(
+        plan.layout.max_active_groups as usize,
+        plan.layout.groups.len()
+    );
+}
+
+#[test]
+fn a_hard_resource_whose_states_all_cost_the_same_and_whose_budget_is_its_resting_load_plans() {
+    let rack = parse_rack("never-binding.toml", NEVER_BINDING_AT_ZERO_HEADROOM)
+        .expect("the parser accepts the rack (headroom 0 is allowed when no state costs more)");
+    match plan(&rack) {
+        Ok(plan) => {
+            assert!(plan.layout.verified);
+            verify(&rack, &plan.layout).unwrap();
+            assert_eq!(
+                plan.layout.max_active_groups as usize,
+                plan.layout.groups.len()
+            );
+        }
+        Err(error) => panic!("{error:?}"),
+    }
 }
