@@ -5,7 +5,7 @@
 //! Costs are exact [`Amount`]s, so two resources tie only when they truly tie.
 
 use serde::Serialize;
-use spinwise_model::{Amount, Rack, ResourceKind};
+use spinwise_model::{Amount, Rack, Resource, ResourceKind};
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct ResourceAnalysis {
@@ -98,23 +98,32 @@ pub fn step_costs(cost: &[Amount], path: &[usize], resting: usize, active: usize
 /// Upper bound on groups of `group_size` disks spinning up together: each hard resource's domains
 /// hold ⌊headroom / spinning-step⌋ such disks (eq. 1 with the spin-up path's costliest state).
 pub fn low_load_bound(rack: &Rack, group_size: u64) -> u64 {
-    let path = rack.spin_up_path();
-    let (resting, active) = (rack.resting_state(), rack.active_state());
     let groups = rack.disk_count() as u64 / group_size;
     rack.hard_resources()
         .map(|(_, resource)| {
-            let step = step_costs(&resource.cost, &path, resting, active).spinning;
-            match resource.headroom().whole_steps(step) {
-                None => groups,
-                Some(per_domain) => {
-                    let per_domain = (per_domain.max(0) as u64).min(resource.domain_size() as u64);
-                    per_domain * resource.domains.len() as u64 / group_size
-                }
-            }
+            spinning_per_domain(rack, resource) * resource.domains.len() as u64 / group_size
         })
         .min()
         .unwrap_or(groups)
         .min(groups)
+}
+
+/// Disks of one domain of `resource` that may be on the spin-up path at once (eq. 1 with the
+/// path's costliest state), every other disk resting; the whole domain when no state costs more
+/// than resting.
+pub fn spinning_per_domain(rack: &Rack, resource: &Resource) -> u64 {
+    let step = step_costs(
+        &resource.cost,
+        &rack.spin_up_path(),
+        rack.resting_state(),
+        rack.active_state(),
+    )
+    .spinning;
+    let domain_size = resource.domain_size() as u64;
+    resource
+        .headroom()
+        .whole_steps(step)
+        .map_or(domain_size, |disks| (disks.max(0) as u64).min(domain_size))
 }
 
 /// m for the high-load metric, from the bottleneck as Flamingo computes m (eq. 1–2), with one

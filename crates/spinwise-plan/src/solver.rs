@@ -5,8 +5,9 @@
 //!    resource r (domains come from the rack, so this is "derived from the domains").
 //! 2. Orderings: disks sorted lexicographically on a permutation of the dimensions, each
 //!    dimension ascending or descending (the most restrictive dimensions are permuted first).
-//! 3. Classes: the ordered disks are cut into C consecutive blocks, one class each, with
-//!    C = ⌊M / n⌋ (the concurrency target) when it divides the group count, then coarser.
+//! 3. Classes: the ordered disks are cut into C consecutive blocks, one class each, with C the
+//!    largest divisor of the group count not above ⌊M / n⌋ (the concurrency bound), then the
+//!    next smaller divisor, then C = 1 (no class structure, only the real budgets).
 //!    A class may use at most its share of each domain's budget: ⌊m_r × (class disks in the
 //!    domain) / N_r⌋ disks per group. So groups of different classes never over-commit a domain
 //!    together, and groups of one class collide — Pelican's classes, found rather than drawn.
@@ -17,7 +18,7 @@
 //!    Otherwise the best-scoring candidate is returned, marked inefficient.
 
 use crate::admission::Admission;
-use crate::analysis::step_costs;
+use crate::analysis::spinning_per_domain;
 use rand::SeedableRng;
 use rand::seq::SliceRandom;
 use rand_chacha::ChaCha8Rng;
@@ -121,7 +122,8 @@ pub fn solve(problem: &Problem) -> Outcome {
                 ) else {
                     continue;
                 };
-                let method = format!("{name} / {classes} classes / {heuristic:?}");
+                let noun = if classes == 1 { "class" } else { "classes" };
+                let method = format!("{name} / {classes} {noun} / {heuristic:?}");
                 let candidate = score(problem, assignment, classes, method);
                 if candidate.efficient {
                     return Outcome {
@@ -142,24 +144,13 @@ pub fn solve(problem: &Problem) -> Outcome {
 }
 
 fn dimensions(rack: &Rack) -> Vec<Dimension> {
-    let path = rack.spin_up_path();
-    let (resting, active) = (rack.resting_state(), rack.active_state());
     let mut dimensions: Vec<Dimension> = rack
         .hard_resources()
-        .map(|(_, resource)| {
-            let step = step_costs(&resource.cost, &path, resting, active).spinning;
-            let spinning = resource
-                .headroom()
-                .whole_steps(step)
-                .map_or(resource.domain_size(), |m| {
-                    (m.max(0) as usize).min(resource.domain_size())
-                });
-            Dimension {
-                domain_of: resource.domain_of.clone(),
-                domains: resource.domains.len(),
-                domain_size: resource.domain_size(),
-                spinning_per_domain: spinning,
-            }
+        .map(|(_, resource)| Dimension {
+            domain_of: resource.domain_of.clone(),
+            domains: resource.domains.len(),
+            domain_size: resource.domain_size(),
+            spinning_per_domain: spinning_per_domain(rack, resource) as usize,
         })
         .collect();
     // Most restrictive first (fewest disks rack-wide may spin up); the sort is stable, so ties
