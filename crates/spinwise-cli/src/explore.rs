@@ -182,6 +182,7 @@ fn write_csv(rack: &Rack, outcomes: &[Outcome], out: &std::path::Path) -> CliRes
             "max_disks_at_highest",
             "bottleneck",
             "status",
+            "efficient",
             "n",
             "groups",
             "k",
@@ -213,11 +214,12 @@ fn write_csv(rack: &Rack, outcomes: &[Outcome], out: &std::path::Path) -> CliRes
             }));
             row.push(c.analysis.max_disks_at_highest.to_string());
             row.push(c.analysis.bottleneck.join("+"));
-            row.push(match status_of(outcome) {
-                PointStatus::Efficient => "efficient".into(),
-                PointStatus::Inefficient => "inefficient".into(),
-                PointStatus::NoSolution => "no_solution".into(),
-            });
+            let (status, efficient) = match status_of(outcome) {
+                PointStatus::Efficient => ("efficient", "true"),
+                PointStatus::Inefficient => ("inefficient", "false"),
+                PointStatus::NoSolution => ("no_solution", ""),
+            };
+            row.extend([status.to_string(), efficient.to_string()]);
             match &outcome.result {
                 Ok(plan) => {
                     let l = &plan.layout;
