@@ -1,0 +1,211 @@
+//! Group operating states under the layout's hard group constraints (Flamingo §4.3).
+//!
+//! The scheduler moves whole groups between operating states; this module keeps the books. Each
+//! hard group constraint has a load Σ weight × cost[state of the group] over its members, which
+//! starts at every group resting. A move is granted only if every constraint it touches stays
+//! within its budget, so a scheduler that moves groups only through [`GroupBudget::enter`] can
+//! never exceed a hard budget. Costs are exact integers (micro-units), so granting and
+//! releasing in any order returns the books to exactly where they were.
+//!
+//! Multi-state accounting: a group spinning up is charged its spin-up cost, an active group its
+//! (lower) active cost — the difference is what lets Flamingo's scheduler keep more groups
+//! spinning than Pelican's conservative one. Disks of a group that finish spinning up early are
+//! cheaper than charged; charging the whole group at the costlier state is the safe side.
+//!
+//! Invariant (asserted after every change): every hard constraint's load ≤ its budget. Soft
+//! constraints are not tracked here: exceeding them only costs bandwidth.
+
+use spinwise_model::{GroupIndex, Layout, ResourceKind};
+use thiserror::Error;
+
+/// Index of a state in [`Layout::states`].
+pub type StateIndex = usize;
+
+/// A move refused because one hard constraint would exceed its budget.
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+#[error(
+    "moving group {group} to `{state}` would load `{resource}` to {load_micros} micro-units against a budget of {budget_micros}"
+)]
+pub struct Refusal {
+    pub group: GroupIndex,
+    pub state: String,
+    /// The resource of the first constraint that would be exceeded, and its index.
+    pub resource: String,
+    pub constraint: usize,
+    /// Load after the move and the budget, in micro-units of the resource.
+    pub load_micros: i64,
+    pub budget_micros: i64,
+}
+
+/// One hard constraint: budget and, per state, the cost of one disk.
+#[derive(Clone, Debug)]
+struct Constraint {
+    resource: String,
+    budget: i64,
+    cost: Vec<i64>,
+    members: Vec<(GroupIndex, u32)>,
+}
+
+#[derive(Clone, Debug)]
+pub struct GroupBudget {
+    states: Vec<String>,
+    resting: StateIndex,
+    constraints: Vec<Constraint>,
+    /// Per group: (constraint, weight) for every hard constraint it is a member of.
+    memberships: Vec<Vec<(usize, u32)>>,
+    state_of: Vec<StateIndex>,
+    load: Vec<i64>,
+}
+
+impl GroupBudget {
+    /// Books for `layout` with every group resting. The layout must have passed
+    /// `Layout::from_json` (or come from the planner), so its indices are in range.
+    pub fn from_layout(layout: &Layout) -> GroupBudget {
+        let resting = layout
+            .state_index(&layout.resting_state)
+            .expect("layout states are checked on load");
+        let groups = layout.groups.len();
+        let mut memberships = vec![Vec::new(); groups];
+        let mut constraints = Vec::new();
+        for constraint in layout
+            .group_constraints
+            .iter()
+            .filter(|c| c.kind == ResourceKind::Hard)
+        {
+            let index = constraints.len();
+            for &(group, weight) in &constraint.members {
+                memberships[group as usize].push((index, weight));
+            }
+            constraints.push(Constraint {
+                resource: constraint.resource.clone(),
+                budget: constraint.budget.micros(),
+                cost: constraint.cost.iter().map(|c| c.micros()).collect(),
+                members: constraint.members.clone(),
+            });
+        }
+        let load = constraints
+            .iter()
+            .map(|c| {
+                c.members
+                    .iter()
+                    .map(|(_, w)| i64::from(*w) * c.cost[resting])
+                    .sum()
+            })
+            .collect();
+        let budget = GroupBudget {
+            states: layout.states.clone(),
+            resting,
+            constraints,
+            memberships,
+            state_of: vec![resting; groups],
+            load,
+        };
+        budget.assert_within_budgets();
+        budget
+    }
+
+    pub fn groups(&self) -> usize {
+        self.state_of.len()
+    }
+
+    pub fn state(&self, group: GroupIndex) -> StateIndex {
+        self.state_of[group as usize]
+    }
+
+    pub fn state_name(&self, state: StateIndex) -> &str {
+        &self.states[state]
+    }
+
+    pub fn resting_state(&self) -> StateIndex {
+        self.resting
+    }
+
+    /// Groups not resting, ascending.
+    pub fn busy_groups(&self) -> impl Iterator<Item = GroupIndex> + '_ {
+        self.state_of
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| **s != self.resting)
+            .map(|(g, _)| g as GroupIndex)
+    }
+
+    /// Whether `group` could move to `state` now; the first constraint it would exceed otherwise.
+    pub fn check(&self, group: GroupIndex, state: StateIndex) -> Result<(), Refusal> {
+        assert!(state < self.states.len(), "state {state} out of range");
+        let from = self.state_of[group as usize];
+        for &(index, weight) in &self.memberships[group as usize] {
+            let constraint = &self.constraints[index];
+            let after = self.load[index]
+                + i64::from(weight) * (constraint.cost[state] - constraint.cost[from]);
+            if after > constraint.budget {
+                return Err(Refusal {
+                    group,
+                    state: self.states[state].clone(),
+                    resource: constraint.resource.clone(),
+                    constraint: index,
+                    load_micros: after,
+                    budget_micros: constraint.budget,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Moves `group` to `state` if every hard budget allows it. Moving to a cheaper state always
+    /// succeeds.
+    pub fn enter(&mut self, group: GroupIndex, state: StateIndex) -> Result<(), Refusal> {
+        self.check(group, state)?;
+        let from = self.state_of[group as usize];
+        for &(index, weight) in &self.memberships[group as usize] {
+            let constraint = &self.constraints[index];
+            self.load[index] +=
+                i64::from(weight) * (constraint.cost[state] - constraint.cost[from]);
+        }
+        self.state_of[group as usize] = state;
+        self.assert_within_budgets();
+        Ok(())
+    }
+
+    /// Busy groups sharing a constraint with `group` that would block its move to `state`: the
+    /// candidates to spin down first (Flamingo's greedy search for groups to transition).
+    pub fn blockers(&self, group: GroupIndex, state: StateIndex) -> Vec<GroupIndex> {
+        let from = self.state_of[group as usize];
+        let mut blockers = Vec::new();
+        for &(index, weight) in &self.memberships[group as usize] {
+            let constraint = &self.constraints[index];
+            if self.load[index]
+                + i64::from(weight) * (constraint.cost[state] - constraint.cost[from])
+                <= constraint.budget
+            {
+                continue;
+            }
+            for &(member, _) in &constraint.members {
+                if member != group && self.state_of[member as usize] != self.resting {
+                    blockers.push(member);
+                }
+            }
+        }
+        blockers.sort_unstable();
+        blockers.dedup();
+        blockers
+    }
+
+    /// Every hard constraint's load and budget, in micro-units (for checkers and reports).
+    pub fn loads(&self) -> impl Iterator<Item = (&str, i64, i64)> + '_ {
+        self.constraints
+            .iter()
+            .zip(&self.load)
+            .map(|(c, load)| (c.resource.as_str(), *load, c.budget))
+    }
+
+    fn assert_within_budgets(&self) {
+        for (constraint, load) in self.constraints.iter().zip(&self.load) {
+            assert!(
+                *load <= constraint.budget,
+                "hard budget of `{}` exceeded: {load} > {}",
+                constraint.resource,
+                constraint.budget
+            );
+        }
+    }
+}

@@ -1,0 +1,18 @@
+//! spinwise-sched: the building blocks of the sans-IO IO scheduler (issue 3). Pure: no clock
+//! reads, no IO, no async, no threads; time, when it matters, is an argument. The server and the
+//! simulator will drive the same code.
+//!
+//! Present so far:
+//! - [`budget`]: group operating states under the layout's hard group constraints, with exact
+//!   multi-state accounting (spinning up costs more than active); a transition that would exceed a
+//!   hard budget is refused, and the books are asserted on every change.
+//! - [`reorder`]: Pelican's reordering queue (§2.3), bounded by u in requests, bytes or estimated
+//!   service time.
+//! - [`fair`]: weighted fair sharing between the rebuild queue and the client queue.
+//!
+//! It reads layouts from spinwise-model, never from the planner, so the server does not link the
+//! planning algorithms.
+
+pub mod budget;
+pub mod fair;
+pub mod reorder;

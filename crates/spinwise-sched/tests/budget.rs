@@ -1,0 +1,162 @@
+//! Group states under hard budgets: the books grant exactly the moves the rack allows, refuse the
+//! others naming the resource, and — checked disk by disk from the rack, independently of the
+//! group constraints — never let a hard domain exceed its budget, whatever the sequence of moves.
+
+use proptest::prelude::*;
+use spinwise_model::{Layout, Rack, ResourceKind, parse_rack};
+use spinwise_sched::budget::GroupBudget;
+
+fn preset(name: &str) -> (Rack, Layout) {
+    let path = format!("{}/../../presets/{name}.toml", env!("CARGO_MANIFEST_DIR"));
+    let rack = parse_rack(&path, &std::fs::read_to_string(&path).unwrap()).unwrap();
+    let layout = spinwise_plan::plan(&rack).unwrap().layout;
+    (rack, layout)
+}
+
+/// The racks the property runs on, planned once.
+fn planned() -> &'static [(Rack, Layout)] {
+    static PLANNED: std::sync::OnceLock<Vec<(Rack, Layout)>> = std::sync::OnceLock::new();
+    PLANNED.get_or_init(|| {
+        ["ocp-cold-storage", "pelican", "dense-jbod-60"]
+            .map(preset)
+            .to_vec()
+    })
+}
+
+fn state(layout: &Layout, name: &str) -> usize {
+    layout.state_index(name).unwrap()
+}
+
+/// The independent checker: every hard domain's draw with each disk in its group's state.
+fn disk_level_violations(rack: &Rack, layout: &Layout, books: &GroupBudget) -> Vec<String> {
+    let mut state_of_disk = vec![rack.resting_state(); rack.disk_count()];
+    for (group, ids) in layout.groups.iter().enumerate() {
+        for id in ids {
+            let disk = rack.disks.iter().position(|d| d.id == *id).unwrap();
+            state_of_disk[disk] = books.state(group as u32);
+        }
+    }
+    let mut violations = Vec::new();
+    for resource in rack
+        .resources
+        .iter()
+        .filter(|r| r.kind == ResourceKind::Hard)
+    {
+        for (index, domain) in resource.domains.iter().enumerate() {
+            let draw = domain
+                .iter()
+                .fold(spinwise_model::Amount::ZERO, |sum, disk| {
+                    sum + resource.cost[state_of_disk[*disk as usize]]
+                });
+            if draw > resource.budget {
+                violations.push(format!(
+                    "{} domain {index}: {draw} > {}",
+                    resource.name, resource.budget
+                ));
+            }
+        }
+    }
+    violations
+}
+
+#[test]
+fn pelican_admits_one_group_per_class_spinning_up_and_refuses_a_fifth_naming_the_resource() {
+    let (_, layout) = preset("pelican");
+    let mut books = GroupBudget::from_layout(&layout);
+    let spinning_up = state(&layout, "spinning_up");
+    for &group in &layout.active_witness {
+        books.enter(group, spinning_up).unwrap();
+    }
+    assert_eq!(books.busy_groups().count(), 4);
+    let refused = (0..layout.groups.len() as u32)
+        .filter(|g| !layout.active_witness.contains(g))
+        .map(|g| books.check(g, spinning_up))
+        .find_map(Result::err)
+        .expect("a fifth group collides");
+    // A fifth group shares a cooling column with its class-mate, and a tray with two spinning
+    // disks of other classes: either budget is a correct reason.
+    assert!(
+        ["cooling", "power"].contains(&refused.resource.as_str()),
+        "{refused}"
+    );
+    assert!(refused.load_micros > refused.budget_micros);
+}
+
+#[test]
+fn a_refused_move_changes_nothing_and_resting_again_frees_the_budget() {
+    let (_, layout) = preset("pelican");
+    let mut books = GroupBudget::from_layout(&layout);
+    let spinning_up = state(&layout, "spinning_up");
+    let before: Vec<_> = books.loads().map(|(_, load, _)| load).collect();
+    let first = layout.active_witness[0];
+    books.enter(first, spinning_up).unwrap();
+    let rival = (0..layout.groups.len() as u32)
+        .find(|g| books.check(*g, spinning_up).is_err())
+        .unwrap();
+    let loads_with_first: Vec<_> = books.loads().map(|(_, load, _)| load).collect();
+    assert!(books.enter(rival, spinning_up).is_err());
+    assert_eq!(
+        books.loads().map(|(_, load, _)| load).collect::<Vec<_>>(),
+        loads_with_first
+    );
+    assert_eq!(books.blockers(rival, spinning_up), vec![first]);
+    books.enter(first, books.resting_state()).unwrap();
+    assert_eq!(
+        books.loads().map(|(_, load, _)| load).collect::<Vec<_>>(),
+        before
+    );
+    books.enter(rival, spinning_up).unwrap();
+}
+
+#[test]
+fn ocp_spins_up_two_groups_and_keeps_more_spinning_once_they_are_active() {
+    // Multi-state accounting: a tray powers one spin-up, or one spin-up beside an active disk.
+    let (_, layout) = preset("ocp-cold-storage");
+    let mut books = GroupBudget::from_layout(&layout);
+    let (spinning_up, active) = (state(&layout, "spinning_up"), state(&layout, "active"));
+    let groups = layout.groups.len() as u32;
+    let mut spinning = Vec::new();
+    for group in 0..groups {
+        if books.enter(group, spinning_up).is_ok() {
+            spinning.push(group);
+        }
+    }
+    assert_eq!(
+        spinning.len() as u32,
+        layout.max_active_groups,
+        "spin-ups from rest"
+    );
+    for &group in &spinning {
+        books.enter(group, active).unwrap();
+    }
+    let third = (0..groups).find(|g| !spinning.contains(g) && books.check(*g, spinning_up).is_ok());
+    assert!(
+        third.is_some(),
+        "with both active, a third group can spin up"
+    );
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, failure_persistence: None, .. ProptestConfig::default() })]
+
+    #[test]
+    fn no_sequence_of_moves_exceeds_a_hard_budget_checked_disk_by_disk(
+        preset_choice in 0usize..3,
+        moves in prop::collection::vec((any::<u32>(), any::<usize>()), 1..300),
+    ) {
+        let (rack, layout) = &planned()[preset_choice];
+        let mut books = GroupBudget::from_layout(layout);
+        let (groups, states) = (layout.groups.len() as u32, layout.states.len());
+        let mut granted = 0;
+        for (group, state) in moves {
+            let (group, state) = (group % groups, state % states);
+            let predicted = books.check(group, state).is_ok();
+            let outcome = books.enter(group, state);
+            prop_assert_eq!(predicted, outcome.is_ok());
+            granted += usize::from(outcome.is_ok());
+            let violations = disk_level_violations(rack, layout, &books);
+            prop_assert!(violations.is_empty(), "{:?}", violations);
+        }
+        prop_assert!(granted > 0);
+    }
+}
