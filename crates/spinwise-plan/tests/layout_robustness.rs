@@ -56,7 +56,7 @@ fn hostile_number() -> impl Strategy<Value = String> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 256, failure_persistence: None, .. ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 256, failure_persistence: None, rng_seed: proptest::test_runner::RngSeed::Fixed(0x5eed), .. ProptestConfig::default() })]
 
     #[test]
     fn a_layout_with_hostile_numbers_is_refused_or_read_safely(edits in prop::collection::vec((any::<usize>(), hostile_number()), 1..4)) {

@@ -9,6 +9,8 @@
 //! - [`reorder`]: Pelican's reordering queue (§2.3), bounded by u in requests, bytes or estimated
 //!   service time.
 //! - [`fair`]: weighted fair sharing between the rebuild queue and the client queue.
+//! - [`scheduler`]: the class scheduler combining them (Pelican §2.3): requests and completions
+//!   in, spin-up / spin-down / serve actions out.
 //!
 //! It reads layouts from spinwise-model, never from the planner, so the server does not link the
 //! planning algorithms.
@@ -16,3 +18,4 @@
 pub mod budget;
 pub mod fair;
 pub mod reorder;
+pub mod scheduler;
