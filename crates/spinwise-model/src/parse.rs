@@ -328,31 +328,18 @@ impl Checker<'_> {
     }
 
     fn axes(&self, raw: &[RawAxis]) -> Checked<Vec<Axis>> {
-        if raw.len() > limits::MAX_AXES {
-            return Err(self.error(
-                "axes",
-                RackProblem::TooMany {
-                    what: "axes",
-                    limit: limits::MAX_AXES,
-                },
-            ));
-        }
-        let mut names = BTreeSet::new();
+        self.unique_names(
+            "axes",
+            "axis",
+            "axes",
+            raw.iter().map(|a| a.name.as_str()),
+            limits::MAX_AXES,
+        )?;
         let mut axes = Vec::with_capacity(raw.len());
         for axis in raw {
-            let field = format!("axes[{}]", axis.name);
-            if !names.insert(axis.name.clone()) {
-                return Err(self.error(
-                    field,
-                    RackProblem::Duplicate {
-                        what: "axis",
-                        name: axis.name.clone(),
-                    },
-                ));
-            }
             if axis.size == 0 || axis.size as usize > limits::MAX_DISKS {
                 return Err(self.error(
-                    format!("{field}.size"),
+                    format!("axes[{}].size", axis.name),
                     RackProblem::OutOfRange {
                         value: axis.size.to_string(),
                         expected: "an axis size between 1 and 100,000 (limits::MAX_DISKS)",
