@@ -43,31 +43,11 @@ pub fn verify(rack: &Rack, layout: &Layout) -> Result<usize, Vec<Violation>> {
         let what = format!("group {group} alone");
         domains_checked += check_budgets(rack, &[(&worst, &members)], &mut violations, &what);
     }
-    if layout.active_witness.len() != layout.max_active_groups as usize {
-        violations.push(Violation {
-            check: "witness",
-            detail: format!(
-                "{} groups witness a claim of {}",
-                layout.active_witness.len(),
-                layout.max_active_groups
-            ),
-        });
-    }
     check_witness_groups(layout, &mut violations);
     check_state_machine(rack, layout, &mut violations);
     let witness = disks_of(&layout.active_witness);
     let what = format!("groups {:?} spinning up together", layout.active_witness);
     check_budgets(rack, &[(&worst, &witness)], &mut violations, &what);
-    if layout.spinning_witness.len() != layout.max_spinning_groups as usize {
-        violations.push(Violation {
-            check: "witness",
-            detail: format!(
-                "{} groups witness a claim of {} spinning",
-                layout.spinning_witness.len(),
-                layout.max_spinning_groups
-            ),
-        });
-    }
     if let Some((last, actives)) = layout.spinning_witness.split_last() {
         let (spinning, active_disks) = (disks_of(&[*last]), disks_of(actives));
         let what = format!("groups {actives:?} active while {last} spins up");
@@ -295,12 +275,31 @@ fn check_constraints_cover_rack(
     }
 }
 
-/// Witnesses name existing groups, each once (a repeated group would count twice).
+/// Each witness holds as many groups as its claim, all existing, each once (a repeated group
+/// would count twice).
 fn check_witness_groups(layout: &Layout, violations: &mut Vec<Violation>) {
-    for (name, witness) in [
-        ("active_witness", &layout.active_witness),
-        ("spinning_witness", &layout.spinning_witness),
-    ] {
+    let claims = [
+        (
+            "active_witness",
+            &layout.active_witness,
+            layout.max_active_groups,
+        ),
+        (
+            "spinning_witness",
+            &layout.spinning_witness,
+            layout.max_spinning_groups,
+        ),
+    ];
+    for (name, witness, claim) in claims {
+        if witness.len() != claim as usize {
+            violations.push(Violation {
+                check: "witness",
+                detail: format!(
+                    "{name} holds {} groups for a claim of {claim}",
+                    witness.len()
+                ),
+            });
+        }
         let mut seen = std::collections::BTreeSet::new();
         for group in witness {
             if *group as usize >= layout.groups.len() {

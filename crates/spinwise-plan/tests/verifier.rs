@@ -197,7 +197,7 @@ fn one_more_active_group_than_the_witness_holds_is_a_witness_violation() {
     broken.max_active_groups += 1;
     let violations = rejected(rack, &broken);
     assert_eq!(checks(&violations), BTreeSet::from(["witness"]));
-    assert_violation(&violations, "witness", &["4 groups witness a claim of 5"]);
+    assert_violation(&violations, "witness", &["4 groups for a claim of 5"]);
 }
 
 #[test]
