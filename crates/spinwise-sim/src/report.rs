@@ -1,0 +1,140 @@
+//! The run's result ([`Report`]) and latency summaries, plus the trace hash that fingerprints the
+//! exact sequence of processed events.
+//!
+//! Invariants: every duration field is in seconds and every summary of an empty sample is all
+//! zeros (never NaN), so two runs' reports compare with `==` and serialize to plain JSON numbers.
+
+use serde::Serialize;
+
+/// Mean, median, 99th percentile and maximum of a sample, in seconds. Percentiles are
+/// nearest-rank (the smallest value with at least p of the sample at or below it), so they are
+/// always observed values.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct Summary {
+    pub count: u64,
+    pub mean: f64,
+    pub p50: f64,
+    pub p99: f64,
+    pub max: f64,
+}
+
+impl Summary {
+    /// Summarises durations in µs; sorts `samples_us` in place.
+    pub fn of_us(samples_us: &mut [u64]) -> Summary {
+        if samples_us.is_empty() {
+            return Summary::default();
+        }
+        samples_us.sort_unstable();
+        let n = samples_us.len();
+        let rank = |p: f64| samples_us[((p * n as f64).ceil() as usize).clamp(1, n) - 1];
+        let sum_us: u128 = samples_us.iter().map(|s| u128::from(*s)).sum();
+        Summary {
+            count: n as u64,
+            mean: sum_us as f64 / n as f64 / 1e6,
+            p50: rank(0.50) as f64 / 1e6,
+            p99: rank(0.99) as f64 / 1e6,
+            max: samples_us[n - 1] as f64 / 1e6,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct Power {
+    pub mean: f64,
+    pub peak: f64,
+}
+
+/// What one run measured. Counts and samples cover requests *arriving* in the window
+/// `[warmup_hours, hours)`; rates, power and disk counts cover time inside it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Report {
+    pub rack: String,
+    pub seed: u64,
+    pub rate_per_s: f64,
+    pub window_s: f64,
+    /// Requests that arrived in the window.
+    pub requests: u64,
+    /// Of those, served to the last byte (every accepted request is: the run drains).
+    pub completed: u64,
+    /// Of those, refused by the scheduler (a full class queue).
+    pub rejected: u64,
+    /// Arrival → first byte (after the seek).
+    pub time_to_first_byte_s: Summary,
+    /// Arrival → last byte.
+    pub completion_time_s: Summary,
+    /// `Serve` action → last byte: seek plus transfer, queueing excluded.
+    pub service_time_s: Summary,
+    /// Group spin-ups started in the window: `SpinUp` → every disk spun up and mounted.
+    pub spin_up_s: Summary,
+    /// Bytes delivered inside the window × 8 / window length.
+    pub throughput_gbps: f64,
+    /// `SpinUp` actions in the window.
+    pub spin_ups: u64,
+    /// Rack draw on the hard resource "power", time-weighted; zeros when the rack has none.
+    pub power_w: Power,
+    /// Most disks not resting at once during the window.
+    pub max_active_disks: u32,
+    /// Hard domains found over budget by the independent checker (must be 0).
+    pub budget_violations: u64,
+    /// Events processed over the whole run (warm-up and drain included), stale completions not.
+    pub events: u64,
+    /// Completion events dropped because a rate change had superseded them.
+    pub stale_events: u64,
+    /// FNV-1a 64 over every processed (time, event), in order.
+    pub trace_hash: u64,
+}
+
+/// FNV-1a 64, fed incrementally (the same function as the layout's rack fingerprint; not a
+/// security hash, only a cheap, stable digest of the trace).
+#[derive(Clone, Copy, Debug)]
+pub struct TraceHash(u64);
+
+impl Default for TraceHash {
+    fn default() -> Self {
+        TraceHash::new()
+    }
+}
+
+impl TraceHash {
+    const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+    const PRIME: u64 = 0x0000_0100_0000_01b3;
+
+    pub fn new() -> TraceHash {
+        TraceHash(Self::OFFSET)
+    }
+
+    pub fn write(&mut self, bytes: &[u8]) {
+        for byte in bytes {
+            self.0 ^= u64::from(*byte);
+            self.0 = self.0.wrapping_mul(Self::PRIME);
+        }
+    }
+
+    pub fn finish(self) -> u64 {
+        self.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn summaries_use_nearest_rank_and_seconds() {
+        let mut samples: Vec<u64> = (1..=100).map(|s| s * 1_000_000).collect();
+        let summary = Summary::of_us(&mut samples);
+        assert_eq!(summary.count, 100);
+        assert_eq!(summary.mean, 50.5);
+        assert_eq!(summary.p50, 50.0);
+        assert_eq!(summary.p99, 99.0);
+        assert_eq!(summary.max, 100.0);
+        assert_eq!(Summary::of_us(&mut []), Summary::default());
+    }
+
+    #[test]
+    fn the_trace_hash_is_fnv_1a_64() {
+        let mut hash = TraceHash::new();
+        hash.write(b"a");
+        assert_eq!(hash.finish(), 0xaf63_dc4c_8601_ec8c);
+    }
+}
