@@ -12,6 +12,7 @@ mod explore;
 mod output;
 mod plan;
 mod quality;
+mod sim;
 mod source;
 
 use clap::{Parser, Subcommand};
@@ -42,6 +43,9 @@ enum Command {
     /// Explore the rack design space: relax the bottleneck resource step by step, plan every
     /// configuration, and write a CSV, a JSON summary and a provisioning figure (PNG and SVG).
     Explore(explore::ExploreArgs),
+    /// Simulate the rack under a read workload with the scheduler the server will run (Pelican's
+    /// class scheduler so far): throughput, latency, spin-ups, power and budget checks.
+    Sim(sim::SimArgs),
     /// Check a layout file against a rack with the independent verifier.
     Verify(plan::VerifyArgs),
     /// List the shipped rack presets.
@@ -54,6 +58,7 @@ fn main() -> ExitCode {
         Command::Plan(args) => plan::run(&args),
         Command::Quality(args) => quality::run(&args),
         Command::Explore(args) => explore::run(&args),
+        Command::Sim(args) => sim::run(&args),
         Command::Verify(args) => plan::run_verify(&args),
         Command::Presets(args) => source::run_presets(&args),
     };
