@@ -24,6 +24,11 @@ pub enum CliError {
     Report(#[from] spinwise_report::ReportError),
     #[error("the layout fails verification against {rack}:\n{details}")]
     Unverified { rack: String, details: String },
+    #[error("{rack}: {source}")]
+    Sim {
+        rack: String,
+        source: spinwise_sim::SimError,
+    },
     #[error("{0}")]
     Usage(String),
 }

@@ -94,8 +94,10 @@ pub fn run(args: &SimArgs) -> CliResult<()> {
         network_gbps,
     };
     let started = Instant::now();
-    let report = simulate(&rack, &layout, &config)
-        .map_err(|e| CliError::Usage(format!("{}: {e}", rack.name)))?;
+    let report = simulate(&rack, &layout, &config).map_err(|source| CliError::Sim {
+        rack: rack.name.clone(),
+        source,
+    })?;
     let elapsed_ms = started.elapsed().as_secs_f64() * 1e3;
     if args.json {
         let value = json!({
