@@ -7,7 +7,7 @@ use crate::source::RackSource;
 use clap::{Args, ValueEnum};
 use serde_json::json;
 use spinwise_model::Layout;
-use spinwise_sim::{SimConfig, simulate};
+use spinwise_sim::{PolicyKind, SimConfig, simulate};
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -18,7 +18,9 @@ pub struct SimArgs {
     /// A layout written by `spinwise plan --out` (default: plan the rack now).
     #[arg(long, value_name = "LAYOUT.json")]
     pub layout: Option<PathBuf>,
-    /// Scheduling policy. Only Pelican's class scheduler exists so far.
+    /// Scheduling policy: Pelican's class scheduler, or `fp` — the same disks fully provisioned,
+    /// every group always spinning with its own FIFO queue (Pelican §4.1). `flamingo` and
+    /// `random` are not built yet.
     #[arg(long, value_enum, default_value_t = Policy::Pelican)]
     pub policy: Policy,
     /// Mean client reads per second (Poisson arrivals, uniform over groups).
@@ -53,15 +55,16 @@ pub enum Policy {
 }
 
 pub fn run(args: &SimArgs) -> CliResult<()> {
-    if args.policy != Policy::Pelican {
-        return Err(CliError::Usage(
-            format!(
-                "--policy {:?}: only `pelican` is implemented so far (issue 3)",
-                args.policy
-            )
-            .to_lowercase(),
-        ));
-    }
+    let policy = match args.policy {
+        Policy::Pelican => PolicyKind::Pelican,
+        Policy::Fp => PolicyKind::FullyProvisioned,
+        other => {
+            let name = format!("{other:?}").to_lowercase();
+            return Err(CliError::Usage(format!(
+                "--policy {name}: only `pelican` and `fp` are implemented so far (issue 3)"
+            )));
+        }
+    };
     let network_gbps = match args.network_gbps.as_str() {
         "unbounded" => None,
         text => Some(text.parse::<f64>().map_err(|_| {
@@ -92,6 +95,7 @@ pub fn run(args: &SimArgs) -> CliResult<()> {
         seed: args.seed,
         blob_bytes: args.blob_bytes,
         network_gbps,
+        policy,
     };
     let started = Instant::now();
     let report = simulate(&rack, &layout, &config).map_err(|source| CliError::Sim {
@@ -102,7 +106,7 @@ pub fn run(args: &SimArgs) -> CliResult<()> {
     if args.json {
         let value = json!({
             "rack": report.rack,
-            "policy": "pelican",
+            "policy": policy,
             "seed": report.seed,
             "rate_per_s": report.rate_per_s,
             "window_s": report.window_s,

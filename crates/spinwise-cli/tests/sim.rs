@@ -65,9 +65,11 @@ fn the_same_seed_gives_the_same_trace_and_another_seed_another() {
 
 #[test]
 fn policies_not_built_yet_and_bad_numbers_are_refused() {
-    let mut fp: Vec<&str> = SMALL_RUN.to_vec();
-    fp.extend(["--policy", "fp"]);
-    spinwise(fp).refused().stderr_mentions(&["only `pelican`"]);
+    let mut flamingo: Vec<&str> = SMALL_RUN.to_vec();
+    flamingo.extend(["--policy", "flamingo"]);
+    spinwise(flamingo)
+        .refused()
+        .stderr_mentions(&["only `pelican` and `fp`"]);
     let mut network: Vec<&str> = SMALL_RUN.to_vec();
     network.extend(["--network-gbps", "fast"]);
     spinwise(network)

@@ -236,6 +236,22 @@ impl Rack {
         self.resources.iter().position(|r| r.name == name)
     }
 
+    /// The same rack with every hard budget raised to let every disk be in its costliest state
+    /// at once: Pelican's fully provisioned (FP) comparison point. Budgets already that large
+    /// are kept.
+    pub fn fully_provisioned(&self) -> Rack {
+        let mut rack = self.clone();
+        for resource in rack
+            .resources
+            .iter_mut()
+            .filter(|r| r.kind == ResourceKind::Hard)
+        {
+            let full = resource.cost_highest().times(resource.domain_size() as u64);
+            resource.budget = resource.budget.max(full);
+        }
+        rack
+    }
+
     /// A copy with one resource's budget replaced (exploration).
     pub fn with_budget(&self, resource: usize, budget: Amount) -> Rack {
         let mut rack = self.clone();

@@ -11,11 +11,13 @@
 //! - [`fair`]: weighted fair sharing between the rebuild queue and the client queue.
 //! - [`scheduler`]: the class scheduler combining them (Pelican §2.3): requests and completions
 //!   in, spin-up / spin-down / serve actions out.
+//! - [`policy`]: the `Policy` interface drivers use, and the fully provisioned (FP) baseline.
 //!
 //! It reads layouts from spinwise-model, never from the planner, so the server does not link the
 //! planning algorithms.
 
 pub mod budget;
 pub mod fair;
+pub mod policy;
 pub mod reorder;
 pub mod scheduler;

@@ -27,6 +27,18 @@ pub const MAX_BLOB_BYTES: u64 = 1_000_000_000_000;
 /// Default blob size: the product's bundle size (~1 GB, BRIEF "bundles").
 pub const DEFAULT_BLOB_BYTES: u64 = 1_000_000_000;
 
+/// Which scheduling policy runs the rack.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PolicyKind {
+    /// Pelican's class scheduler on the rack as described.
+    #[default]
+    Pelican,
+    /// Pelican's FP baseline: the same rack with power and cooling for every disk; every group
+    /// spins up once and stays spinning, each serving its own FIFO queue.
+    FullyProvisioned,
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct SimConfig {
     /// Mean client reads per second (Poisson arrivals).
@@ -40,6 +52,7 @@ pub struct SimConfig {
     pub blob_bytes: u64,
     /// Capacity of the one network link all reads share; `None` is unbounded.
     pub network_gbps: Option<f64>,
+    pub policy: PolicyKind,
 }
 
 impl Default for SimConfig {
@@ -51,6 +64,7 @@ impl Default for SimConfig {
             seed: 0,
             blob_bytes: DEFAULT_BLOB_BYTES,
             network_gbps: None,
+            policy: PolicyKind::Pelican,
         }
     }
 }

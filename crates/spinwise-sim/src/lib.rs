@@ -71,7 +71,7 @@ mod sample;
 mod sim;
 
 pub use config::{
-    DEFAULT_BLOB_BYTES, MAX_BLOB_BYTES, MAX_HOURS, MAX_REQUESTS, SimConfig, SimError,
+    DEFAULT_BLOB_BYTES, MAX_BLOB_BYTES, MAX_HOURS, MAX_REQUESTS, PolicyKind, SimConfig, SimError,
 };
 pub use report::{Power, Report, Summary};
 pub use sim::simulate;

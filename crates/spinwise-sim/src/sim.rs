@@ -8,6 +8,7 @@
 //! request is served to its last byte before `simulate` returns (arrivals stop at `hours`, then
 //! the queues drain), and the scheduler ends idle.
 
+use crate::config::PolicyKind;
 use crate::config::{SimConfig, SimError};
 use crate::disks::Disks;
 use crate::network::{Completion, Network};
@@ -16,6 +17,7 @@ use crate::sample::{exponential_us, sample_us, seconds_to_us};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use spinwise_model::{DiskIndex, GroupIndex, Layout, Rack, StateIndex};
+use spinwise_sched::policy::{FullyProvisioned, Policy};
 use spinwise_sched::scheduler::{Action, ClassScheduler, Kind, Request};
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
@@ -85,7 +87,7 @@ struct Loop<'a> {
     config: &'a SimConfig,
     model: Model,
     rng: ChaCha8Rng,
-    scheduler: ClassScheduler,
+    scheduler: Box<dyn Policy>,
     disks: Disks,
     network: Network,
     events: BinaryHeap<Reverse<(u64, u64, Event)>>,
@@ -113,7 +115,16 @@ struct Loop<'a> {
 pub fn simulate(rack: &Rack, layout: &Layout, config: &SimConfig) -> Result<Report, SimError> {
     config.validate()?;
     let model = model(rack, layout)?;
-    let scheduler = ClassScheduler::new(layout)?;
+    // FP runs the same disks on a rack provisioned for all of them; the checker and the power
+    // meter then judge it against those budgets.
+    let provisioned;
+    let (rack, scheduler): (&Rack, Box<dyn Policy>) = match config.policy {
+        PolicyKind::Pelican => (rack, Box::new(ClassScheduler::new(layout)?)),
+        PolicyKind::FullyProvisioned => {
+            provisioned = rack.fully_provisioned();
+            (&provisioned, Box::new(FullyProvisioned::new(layout)))
+        }
+    };
     let window_us = (config.warmup_us(), config.end_us());
     let groups = layout.groups.len();
     let mut sim = Loop {

@@ -4,7 +4,7 @@
 //! Every scenario names its seed; a failure prints the report to reproduce from.
 
 use spinwise_model::{Layout, Rack, parse_rack};
-use spinwise_sim::{MAX_REQUESTS, SimConfig, SimError, simulate};
+use spinwise_sim::{MAX_REQUESTS, PolicyKind, SimConfig, SimError, simulate};
 use std::sync::OnceLock;
 
 fn preset(name: &str) -> (Rack, Layout) {
@@ -181,4 +181,55 @@ fn bad_configurations_are_refused_with_typed_errors() {
         simulate(ocp, layout, &good).unwrap_err(),
         SimError::LayoutMismatch { .. }
     ));
+}
+
+#[test]
+fn fully_provisioned_pelican_serves_low_load_at_the_transfer_floor_within_its_budgets() {
+    // Pelican §4.2: FP's service time for 1 GB is ~0.65 s (15 disks × 105 MB/s) and its time to
+    // first byte is tens of milliseconds (no spin-up), on a rack provisioned for every disk.
+    let (rack, layout) = pelican();
+    let config = SimConfig {
+        network_gbps: Some(40.0),
+        policy: PolicyKind::FullyProvisioned,
+        ..SimConfig::new(0.5, 3.0, 1.0, 5)
+    };
+    let report = simulate(rack, layout, &config).unwrap();
+    let floor_s = 1e9 / (f64::from(layout.erasure.k) * rack.disk_model.bandwidth_mb_per_s * 1e6);
+    assert!(
+        (report.service_time_s.mean - floor_s).abs() < 0.02,
+        "{report:?}"
+    );
+    assert!(report.time_to_first_byte_s.mean < 0.1, "{report:?}");
+    assert_eq!(report.rejected, 0);
+    assert_eq!(report.budget_violations, 0);
+    // Every disk spinning all the time: the rack draws the active power of all 1,152 disks.
+    let all_active_w = rack.disk_count() as f64 * 9.42;
+    assert!(
+        (report.power_w.mean - all_active_w).abs() < 1.0,
+        "{report:?}"
+    );
+}
+
+#[test]
+fn the_fully_provisioned_rack_admits_every_disk_in_its_costliest_state_and_keeps_soft_budgets() {
+    // The FP policy spins every group up at once; the simulator judges it against the fully
+    // provisioned copy of the rack, which must admit exactly that.
+    let (rack, _) = pelican();
+    let full = rack.fully_provisioned();
+    for (real, provisioned) in rack.resources.iter().zip(&full.resources) {
+        if real.kind == spinwise_model::ResourceKind::Hard {
+            assert_eq!(
+                provisioned.disks_at_highest_per_domain(),
+                Some(provisioned.domain_size() as u64),
+                "{}",
+                real.name
+            );
+            assert!(provisioned.budget >= real.budget);
+        } else {
+            assert_eq!(
+                provisioned.budget, real.budget,
+                "soft budgets are left alone"
+            );
+        }
+    }
 }

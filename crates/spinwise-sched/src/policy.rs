@@ -1,0 +1,162 @@
+//! `Policy`: the interface every scheduling policy offers its driver (the simulator now, the
+//! server later), and the fully provisioned baseline.
+//!
+//! A driver submits requests, performs each [`Action`] from `poll_action` and reports its end
+//! (`spun_up`, `spun_down`, `served`). Policies read no clock; whatever they need to know about
+//! time arrives as these calls.
+//!
+//! [`FullyProvisioned`] is Pelican's FP baseline (§4.1): a rack with power and cooling for every
+//! disk, where every group spins up once and stays spinning, and each group serves its own FIFO
+//! queue, one request at a time. It must run on a rack whose budgets allow that
+//! (`Rack::fully_provisioned`); on a right-provisioned rack its spin-ups would break budgets,
+//! which the simulator's independent checker would report.
+
+use crate::scheduler::{Action, ClassScheduler, Rejected, Request};
+use spinwise_model::{GroupIndex, Layout};
+use std::collections::VecDeque;
+
+pub trait Policy {
+    /// Queues a request, or refuses it.
+    fn submit(&mut self, request: Request) -> Result<(), Rejected>;
+    /// The next action to perform, if any; call until `None` after every event.
+    fn poll_action(&mut self) -> Option<Action>;
+    fn spun_up(&mut self, group: GroupIndex);
+    fn spun_down(&mut self, group: GroupIndex);
+    fn served(&mut self, request: &Request);
+    /// Nothing queued, being served or changing state.
+    fn is_idle(&self) -> bool;
+}
+
+impl Policy for ClassScheduler {
+    fn submit(&mut self, request: Request) -> Result<(), Rejected> {
+        ClassScheduler::submit(self, request)
+    }
+    fn poll_action(&mut self) -> Option<Action> {
+        ClassScheduler::poll_action(self)
+    }
+    fn spun_up(&mut self, group: GroupIndex) {
+        ClassScheduler::spun_up(self, group)
+    }
+    fn spun_down(&mut self, group: GroupIndex) {
+        ClassScheduler::spun_down(self, group)
+    }
+    fn served(&mut self, request: &Request) {
+        ClassScheduler::served(self, request)
+    }
+    fn is_idle(&self) -> bool {
+        ClassScheduler::is_idle(self)
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Spin {
+    Resting,
+    SpinningUp,
+    Active,
+}
+
+#[derive(Debug)]
+pub struct FullyProvisioned {
+    spin: Vec<Spin>,
+    queues: Vec<VecDeque<Request>>,
+    serving: Vec<Option<u64>>,
+    max_queue_depth: u32,
+    /// Groups whose spin-up has not been handed out yet (all of them, at the start).
+    to_spin_up: VecDeque<GroupIndex>,
+    /// Groups with a queued request and nothing being served, in the order they became ready.
+    ready: VecDeque<GroupIndex>,
+}
+
+impl FullyProvisioned {
+    /// Every group resting, about to be spun up once. The layout's `max_queue_depth` bounds each
+    /// group's queue.
+    pub fn new(layout: &Layout) -> FullyProvisioned {
+        let groups = layout.groups.len();
+        FullyProvisioned {
+            spin: vec![Spin::Resting; groups],
+            queues: vec![VecDeque::new(); groups],
+            serving: vec![None; groups],
+            max_queue_depth: layout.scheduler.max_queue_depth,
+            to_spin_up: (0..groups as GroupIndex).collect(),
+            ready: VecDeque::new(),
+        }
+    }
+
+    fn mark_ready(&mut self, group: GroupIndex) {
+        let index = group as usize;
+        if self.spin[index] == Spin::Active
+            && self.serving[index].is_none()
+            && !self.queues[index].is_empty()
+            && !self.ready.contains(&group)
+        {
+            self.ready.push_back(group);
+        }
+    }
+}
+
+impl Policy for FullyProvisioned {
+    fn submit(&mut self, request: Request) -> Result<(), Rejected> {
+        let groups = self.queues.len() as u32;
+        let queue = self
+            .queues
+            .get_mut(request.group as usize)
+            .ok_or(Rejected::UnknownGroup {
+                group: request.group,
+                groups,
+            })?;
+        if queue.len() as u32 >= self.max_queue_depth {
+            return Err(Rejected::QueueFull {
+                class: request.group,
+                depth: queue.len() as u32,
+            });
+        }
+        queue.push_back(request);
+        self.mark_ready(request.group);
+        Ok(())
+    }
+
+    fn poll_action(&mut self) -> Option<Action> {
+        if let Some(group) = self.to_spin_up.pop_front() {
+            self.spin[group as usize] = Spin::SpinningUp;
+            return Some(Action::SpinUp(group));
+        }
+        let group = self.ready.pop_front()?;
+        let request = self.queues[group as usize]
+            .pop_front()
+            .expect("a ready group has a queued request");
+        self.serving[group as usize] = Some(request.id);
+        Some(Action::Serve(request))
+    }
+
+    fn spun_up(&mut self, group: GroupIndex) {
+        assert_eq!(
+            self.spin[group as usize],
+            Spin::SpinningUp,
+            "spun_up for a group not spinning up"
+        );
+        self.spin[group as usize] = Spin::Active;
+        self.mark_ready(group);
+    }
+
+    fn spun_down(&mut self, group: GroupIndex) {
+        panic!("the fully provisioned policy never spins group {group} down");
+    }
+
+    fn served(&mut self, request: &Request) {
+        let group = request.group;
+        assert_eq!(
+            self.serving[group as usize],
+            Some(request.id),
+            "served a request not being served"
+        );
+        self.serving[group as usize] = None;
+        self.mark_ready(group);
+    }
+
+    fn is_idle(&self) -> bool {
+        self.to_spin_up.is_empty()
+            && self.ready.is_empty()
+            && self.serving.iter().all(Option::is_none)
+            && self.spin.iter().all(|s| *s != Spin::SpinningUp)
+    }
+}
