@@ -106,7 +106,7 @@ pub fn run(args: &ExploreArgs) -> CliResult<()> {
         );
         outln!(
             "wrote {}/{{configurations.csv, summary.json, provisioning.png, provisioning.svg}}",
-            args.out.display()
+            args.out.display().to_string().trim_end_matches('/')
         );
     }
     Ok(())
