@@ -2,8 +2,11 @@
 //! server later), and the fully provisioned baseline.
 //!
 //! A driver submits requests, performs each [`Action`] from `poll_action` and reports its end
-//! (`spun_up`, `spun_down`, `served`). Policies read no clock; whatever they need to know about
-//! time arrives as these calls.
+//! (`spun_up`, `spun_down`, `served`). Policies read no clock: every call carries the driver's
+//! `now_us` (microseconds on the driver's monotonic clock: model time in the simulator, time since
+//! start in the server), and a policy that wants to act later without any event (a head-of-queue
+//! delay growing past a threshold) says when through [`Policy::next_timeout_us`]; the driver then
+//! calls `poll_action` at that time.
 //!
 //! [`FullyProvisioned`] is Pelican's FP baseline (§4.1): a rack with power and cooling for every
 //! disk, where every group spins up once and stays spinning, and each group serves its own FIFO
@@ -16,32 +19,39 @@ use spinwise_model::{GroupIndex, Layout};
 use std::collections::VecDeque;
 
 pub trait Policy {
-    /// Queues a request, or refuses it.
-    fn submit(&mut self, request: Request) -> Result<(), Rejected>;
-    /// The next action to perform, if any; call until `None` after every event.
-    fn poll_action(&mut self) -> Option<Action>;
-    fn spun_up(&mut self, group: GroupIndex);
-    fn spun_down(&mut self, group: GroupIndex);
-    fn served(&mut self, request: &Request);
+    /// Queues a request arriving at `now_us`, or refuses it.
+    fn submit(&mut self, now_us: u64, request: Request) -> Result<(), Rejected>;
+    /// The next action to perform at `now_us`, if any; call until `None` after every event.
+    fn poll_action(&mut self, now_us: u64) -> Option<Action>;
+    fn spun_up(&mut self, now_us: u64, group: GroupIndex);
+    fn spun_down(&mut self, now_us: u64, group: GroupIndex);
+    fn served(&mut self, now_us: u64, request: &Request);
+    /// The earliest time at which `poll_action` may return something although no event happened
+    /// (`None`: only events change the policy's mind). A driver that reaches it polls again.
+    fn next_timeout_us(&self) -> Option<u64>;
     /// Nothing queued, being served or changing state.
     fn is_idle(&self) -> bool;
 }
 
+/// Pelican's class scheduler decides on order alone, so it ignores `now_us` and never times out.
 impl Policy for ClassScheduler {
-    fn submit(&mut self, request: Request) -> Result<(), Rejected> {
+    fn submit(&mut self, _now_us: u64, request: Request) -> Result<(), Rejected> {
         ClassScheduler::submit(self, request)
     }
-    fn poll_action(&mut self) -> Option<Action> {
+    fn poll_action(&mut self, _now_us: u64) -> Option<Action> {
         ClassScheduler::poll_action(self)
     }
-    fn spun_up(&mut self, group: GroupIndex) {
+    fn spun_up(&mut self, _now_us: u64, group: GroupIndex) {
         ClassScheduler::spun_up(self, group)
     }
-    fn spun_down(&mut self, group: GroupIndex) {
+    fn spun_down(&mut self, _now_us: u64, group: GroupIndex) {
         ClassScheduler::spun_down(self, group)
     }
-    fn served(&mut self, request: &Request) {
+    fn served(&mut self, _now_us: u64, request: &Request) {
         ClassScheduler::served(self, request)
+    }
+    fn next_timeout_us(&self) -> Option<u64> {
+        None
     }
     fn is_idle(&self) -> bool {
         ClassScheduler::is_idle(self)
@@ -95,7 +105,7 @@ impl FullyProvisioned {
 }
 
 impl Policy for FullyProvisioned {
-    fn submit(&mut self, request: Request) -> Result<(), Rejected> {
+    fn submit(&mut self, _now_us: u64, request: Request) -> Result<(), Rejected> {
         let groups = self.queues.len() as u32;
         let queue = self
             .queues
@@ -115,7 +125,7 @@ impl Policy for FullyProvisioned {
         Ok(())
     }
 
-    fn poll_action(&mut self) -> Option<Action> {
+    fn poll_action(&mut self, _now_us: u64) -> Option<Action> {
         if let Some(group) = self.to_spin_up.pop_front() {
             self.spin[group as usize] = Spin::SpinningUp;
             return Some(Action::SpinUp(group));
@@ -128,7 +138,7 @@ impl Policy for FullyProvisioned {
         Some(Action::Serve(request))
     }
 
-    fn spun_up(&mut self, group: GroupIndex) {
+    fn spun_up(&mut self, _now_us: u64, group: GroupIndex) {
         assert_eq!(
             self.spin[group as usize],
             Spin::SpinningUp,
@@ -138,11 +148,11 @@ impl Policy for FullyProvisioned {
         self.mark_ready(group);
     }
 
-    fn spun_down(&mut self, group: GroupIndex) {
+    fn spun_down(&mut self, _now_us: u64, group: GroupIndex) {
         panic!("the fully provisioned policy never spins group {group} down");
     }
 
-    fn served(&mut self, request: &Request) {
+    fn served(&mut self, _now_us: u64, request: &Request) {
         let group = request.group;
         assert_eq!(
             self.serving[group as usize],
@@ -151,6 +161,10 @@ impl Policy for FullyProvisioned {
         );
         self.serving[group as usize] = None;
         self.mark_ready(group);
+    }
+
+    fn next_timeout_us(&self) -> Option<u64> {
+        None
     }
 
     fn is_idle(&self) -> bool {

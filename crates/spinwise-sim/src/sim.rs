@@ -36,6 +36,9 @@ enum Event {
     FirstByte { request: u64 },
     /// A flow's last byte, valid only if `generation` is still the flow's.
     FlowDone { request: u64, generation: u64 },
+    /// The policy asked to be polled at this time (`Policy::next_timeout_us`); stale when the
+    /// policy has since asked for another time.
+    Timeout,
 }
 
 impl Event {
@@ -51,6 +54,7 @@ impl Event {
                 request,
                 generation,
             } => (5, request, generation),
+            Event::Timeout => (6, 0, 0),
         };
         let mut bytes = [0u8; 17];
         bytes[0] = tag;
@@ -97,6 +101,8 @@ struct Loop<'a> {
     in_flight: BTreeMap<u64, InFlight>,
     spin_up_started_us: Vec<Option<u64>>,
     completions: Vec<Completion>,
+    /// The policy timeout an `Event::Timeout` is queued for, if any.
+    timeout_us: Option<u64>,
     // Metrics for requests arriving in the window.
     requests: u64,
     rejected: u64,
@@ -142,6 +148,7 @@ pub fn simulate(rack: &Rack, layout: &Layout, config: &SimConfig) -> Result<Repo
         in_flight: BTreeMap::new(),
         spin_up_started_us: vec![None; groups],
         completions: Vec::new(),
+        timeout_us: None,
         requests: 0,
         rejected: 0,
         spin_ups: 0,
@@ -241,9 +248,10 @@ impl Loop<'_> {
             self.processed += 1;
             self.trace.write(&now_us.to_le_bytes());
             self.trace.write(&event.encode());
-            while let Some(action) = self.scheduler.poll_action() {
+            while let Some(action) = self.scheduler.poll_action(now_us) {
                 self.perform(now_us, action);
             }
+            self.schedule_timeout(now_us);
         }
         assert!(self.scheduler.is_idle(), "the scheduler ended with work");
         assert!(self.in_flight.is_empty(), "accepted requests left unserved");
@@ -251,9 +259,28 @@ impl Loop<'_> {
         now_us
     }
 
-    /// Applies one event; `false` for a stale flow completion (nothing happened).
+    /// Queues a wake-up for the policy's next timeout unless one is queued for that time already.
+    /// A timeout at or before `now_us` would be a policy asking to be polled again for nothing.
+    fn schedule_timeout(&mut self, now_us: u64) {
+        let wanted_us = self.scheduler.next_timeout_us();
+        if let Some(at_us) = wanted_us {
+            assert!(at_us > now_us, "a policy timeout must lie in the future");
+            if self.timeout_us != Some(at_us) {
+                self.timeout_us = Some(at_us);
+                self.push(at_us, Event::Timeout);
+            }
+        }
+    }
+
+    /// Applies one event; `false` for a stale flow completion or timeout (nothing happened).
     fn handle(&mut self, now_us: u64, event: Event) -> bool {
         match event {
+            Event::Timeout => {
+                if self.timeout_us != Some(now_us) {
+                    return false;
+                }
+                self.timeout_us = None;
+            }
             Event::Arrive => {
                 let id = self.next_request;
                 self.next_request += 1;
@@ -266,7 +293,7 @@ impl Loop<'_> {
                 };
                 let counted = self.in_window(now_us);
                 self.requests += u64::from(counted);
-                match self.scheduler.submit(request) {
+                match self.scheduler.submit(now_us, request) {
                     Ok(()) => {
                         self.in_flight.insert(
                             id,
@@ -287,7 +314,7 @@ impl Loop<'_> {
                     .set(self.rack, now_us, &[disk], self.model.active);
             }
             Event::GroupSpunUp { group } => {
-                self.scheduler.spun_up(group);
+                self.scheduler.spun_up(now_us, group);
                 let started_us = self.spin_up_started_us[group as usize]
                     .take()
                     .expect("a spin-up was started");
@@ -302,7 +329,7 @@ impl Loop<'_> {
                     &self.model.group_disks[group as usize],
                     self.model.resting,
                 );
-                self.scheduler.spun_down(group);
+                self.scheduler.spun_down(now_us, group);
             }
             Event::FirstByte { request } => {
                 let flight = self.in_flight.get_mut(&request).expect("being served");
@@ -329,7 +356,7 @@ impl Loop<'_> {
                 }
                 self.schedule_completions();
                 let flight = self.in_flight.remove(&request).expect("being served");
-                self.scheduler.served(&flight.request);
+                self.scheduler.served(now_us, &flight.request);
                 if self.in_window(flight.arrival_us) {
                     let serve_us = flight.serve_us.expect("served");
                     let first_byte_us = flight.first_byte_us.expect("flow started");
