@@ -136,6 +136,8 @@ struct RawDiskModel {
     seek_ms: f64,
     spin_up_latency_s: RawDistribution,
     mount_latency_s: RawDistribution,
+    #[serde(default)]
+    mount_latency_high_load_s: Option<RawDistribution>,
     unmount_latency_s: RawDistribution,
     annual_failure_rate: f64,
 }
@@ -882,6 +884,11 @@ impl Checker<'_> {
                 &raw.mount_latency_s,
                 false,
             )?,
+            mount_latency_high_load_s: raw
+                .mount_latency_high_load_s
+                .as_ref()
+                .map(|high| self.distribution("disk.mount_latency_high_load_s", high, false))
+                .transpose()?,
             unmount_latency_s: self.distribution(
                 "disk.unmount_latency_s",
                 &raw.unmount_latency_s,

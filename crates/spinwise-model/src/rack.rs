@@ -142,6 +142,11 @@ pub struct DiskModel {
     pub seek_ms: f64,
     pub spin_up_latency_s: Distribution,
     pub mount_latency_s: Distribution,
+    /// Mount latency under high load (Pelican §4.1: mount delays depend on the system's load);
+    /// `None`: `mount_latency_s` at every load. What counts as high load is the simulator's rule
+    /// (docs/simulator.md). Skipped when absent so racks without it keep their fingerprint.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mount_latency_high_load_s: Option<Distribution>,
     pub unmount_latency_s: Distribution,
     pub annual_failure_rate: f64,
 }

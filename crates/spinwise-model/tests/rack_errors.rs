@@ -1091,3 +1091,41 @@ fn transient_state_without_a_way_out_is_rejected() {
         }
     );
 }
+
+#[test]
+fn high_load_mount_latency_is_optional_and_checked_like_the_others() {
+    let rack = parse_rack("minimal.toml", MINIMAL_RACK).unwrap();
+    assert_eq!(rack.disk_model.mount_latency_high_load_s, None);
+    let base = "mount_latency_s = { distribution = \"uniform\", min = 1.0, max = 4.0 }";
+    let good = edit(
+        MINIMAL_RACK,
+        base,
+        &format!(
+            "{base}\nmount_latency_high_load_s = {{ distribution = \"uniform\", min = 1.0, max = 9.0 }}"
+        ),
+    );
+    let rack = parse_rack("high-load.toml", &good).unwrap();
+    assert_eq!(
+        rack.disk_model.mount_latency_high_load_s,
+        Some(spinwise_model::Distribution::Uniform { min: 1.0, max: 9.0 })
+    );
+    let inverted = edit(
+        MINIMAL_RACK,
+        base,
+        &format!(
+            "{base}\nmount_latency_high_load_s = {{ distribution = \"uniform\", min = 9.0, max = 1.0 }}"
+        ),
+    );
+    let error = refused(&inverted);
+    assert_eq!(error.field, "disk.mount_latency_high_load_s");
+    assert_eq!(
+        error.problem,
+        RackProblem::InvertedRange { min: 9.0, max: 1.0 }
+    );
+    let negative = edit(
+        MINIMAL_RACK,
+        base,
+        &format!("{base}\nmount_latency_high_load_s = -2"),
+    );
+    assert_eq!(refused(&negative).field, "disk.mount_latency_high_load_s");
+}

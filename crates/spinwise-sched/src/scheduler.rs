@@ -155,7 +155,10 @@ impl ClassScheduler {
     /// the module documentation.
     pub fn served_fair_cost(&self, class: u32) -> (u128, u128) {
         let fair = &self.classes[class as usize].fair;
-        (fair.served_cost(Queue::Rebuild), fair.served_cost(Queue::Client))
+        (
+            fair.served_cost(Queue::Rebuild),
+            fair.served_cost(Queue::Client),
+        )
     }
 
     pub fn budget(&self) -> &GroupBudget {

@@ -5,6 +5,7 @@
 //! loop derives from it (window bounds in µs, arrival rate, link rate) is finite and positive, and
 //! the expected number of requests is within [`MAX_REQUESTS`]. Nothing in the loop re-checks.
 
+use crate::workload::{Arrivals, BURST_SPREAD_S, BlobSizes};
 use serde::Serialize;
 use spinwise_sched::scheduler::SchedulerError;
 use thiserror::Error;
@@ -26,6 +27,38 @@ pub const MAX_BLOB_BYTES: u64 = 1_000_000_000_000;
 
 /// Default blob size: the product's bundle size (~1 GB, BRIEF "bundles").
 pub const DEFAULT_BLOB_BYTES: u64 = 1_000_000_000;
+
+/// Bytes on the failed disk by default: Pelican §4.3's failed disk, 4.28 TB.
+pub const DEFAULT_FAILED_BYTES: u64 = 4_280_000_000_000;
+
+/// Stripe stacks on the failed disk by default: Pelican §4.3, "64,329 blobs stored in the group
+/// have a stripe stack on the failed disk" (so a stack is ~66.5 MB).
+pub const DEFAULT_FAILED_STACKS: u64 = 64_329;
+
+/// Most bytes a failed disk may hold (100 TB: beyond any disk in the presets; a larger value is
+/// a unit mistake).
+pub const MAX_FAILED_BYTES: u64 = 100_000_000_000_000;
+
+/// One disk failing during the run; its lost stripe stacks are rebuilt inside its group.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct DiskFailure {
+    /// When the disk fails, in hours from the start; `None` is the end of the warm-up.
+    pub at_hours: Option<f64>,
+    /// Bytes the failed disk held: every one must be regenerated.
+    pub lost_bytes: u64,
+    /// Stripe stacks those bytes form: one rebuild request each.
+    pub lost_stacks: u64,
+}
+
+impl Default for DiskFailure {
+    fn default() -> Self {
+        DiskFailure {
+            at_hours: None,
+            lost_bytes: DEFAULT_FAILED_BYTES,
+            lost_stacks: DEFAULT_FAILED_STACKS,
+        }
+    }
+}
 
 /// Which scheduling policy runs the rack.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
@@ -53,6 +86,12 @@ pub struct SimConfig {
     /// Capacity of the one network link all reads share; `None` is unbounded.
     pub network_gbps: Option<f64>,
     pub policy: PolicyKind,
+    /// When client requests arrive (Poisson at `rate_per_s`, a burst, or a trace).
+    pub arrivals: Arrivals,
+    /// Request sizes for Poisson and burst arrivals.
+    pub blob_sizes: BlobSizes,
+    /// A disk failure and its rebuild, if any.
+    pub failure: Option<DiskFailure>,
 }
 
 impl Default for SimConfig {
@@ -65,6 +104,9 @@ impl Default for SimConfig {
             blob_bytes: DEFAULT_BLOB_BYTES,
             network_gbps: None,
             policy: PolicyKind::Pelican,
+            arrivals: Arrivals::Poisson,
+            blob_sizes: BlobSizes::Fixed,
+            failure: None,
         }
     }
 }
@@ -102,6 +144,25 @@ pub enum SimError {
     UnknownDisk { id: u32 },
     #[error("the layout's state `{state}` is not a state of the rack")]
     UnknownState { state: String },
+    #[error("a burst must have between 1 and {limit:.0} requests, got {requests}")]
+    Burst { requests: u64, limit: f64 },
+    #[error(
+        "the disk failure at {at_hours} h must lie in [warmup_hours, hours) = [{warmup_hours}, {hours})"
+    )]
+    FailureTime {
+        at_hours: f64,
+        warmup_hours: f64,
+        hours: f64,
+    },
+    #[error(
+        "the failed disk must hold 1 to {max} bytes in 1 to min(bytes, {limit:.0}) stripe stacks, got {lost_bytes} bytes in {lost_stacks}"
+    )]
+    FailureSize {
+        lost_bytes: u64,
+        lost_stacks: u64,
+        max: u64,
+        limit: f64,
+    },
     #[error("the scheduler refused the layout: {0}")]
     Scheduler(#[from] SchedulerError),
 }
@@ -121,7 +182,8 @@ impl SimConfig {
     /// Refuses a configuration the loop could not run meaningfully; see the module invariant.
     pub fn validate(&self) -> Result<(), SimError> {
         // Written as "not (finite and positive)" so NaN is refused too.
-        if !(self.rate_per_s.is_finite() && self.rate_per_s > 0.0) {
+        let poisson = self.arrivals == Arrivals::Poisson;
+        if poisson && !(self.rate_per_s.is_finite() && self.rate_per_s > 0.0) {
             return Err(SimError::Rate {
                 rate_per_s: self.rate_per_s,
             });
@@ -149,7 +211,15 @@ impl SimConfig {
         {
             return Err(SimError::Network { network_gbps });
         }
-        let expected = self.rate_per_s * self.hours * 3600.0;
+        if let Arrivals::Burst { requests } = self.arrivals
+            && !(1..=MAX_REQUESTS as u64).contains(&requests)
+        {
+            return Err(SimError::Burst {
+                requests,
+                limit: MAX_REQUESTS,
+            });
+        }
+        let expected = self.expected_requests();
         if expected > MAX_REQUESTS {
             return Err(SimError::TooManyRequests {
                 expected,
@@ -164,7 +234,72 @@ impl SimConfig {
                 max_hours: MAX_HOURS,
             });
         }
+        if let Some(failure) = &self.failure {
+            self.validate_failure(failure)?;
+        }
         Ok(())
+    }
+
+    fn validate_failure(&self, failure: &DiskFailure) -> Result<(), SimError> {
+        let at_hours = failure.at_hours.unwrap_or(self.warmup_hours);
+        if !(at_hours >= self.warmup_hours && at_hours < self.hours) {
+            return Err(SimError::FailureTime {
+                at_hours,
+                warmup_hours: self.warmup_hours,
+                hours: self.hours,
+            });
+        }
+        let stacks_limit = failure.lost_bytes.min(MAX_REQUESTS as u64);
+        if !(1..=MAX_FAILED_BYTES).contains(&failure.lost_bytes)
+            || !(1..=stacks_limit).contains(&failure.lost_stacks)
+        {
+            return Err(SimError::FailureSize {
+                lost_bytes: failure.lost_bytes,
+                lost_stacks: failure.lost_stacks,
+                max: MAX_FAILED_BYTES,
+                limit: MAX_REQUESTS,
+            });
+        }
+        Ok(())
+    }
+
+    /// Client requests the arrivals will generate (expected, for Poisson).
+    fn expected_requests(&self) -> f64 {
+        match &self.arrivals {
+            Arrivals::Poisson => self.rate_per_s * self.hours * 3600.0,
+            Arrivals::Burst { requests } => *requests as f64,
+            Arrivals::Trace(records) => records.len() as f64,
+        }
+    }
+
+    /// The offered request rate a report states: `rate_per_s` for Poisson, b / 60 s for a burst,
+    /// and for a trace the records replayed (before `hours`) per second of `hours`.
+    pub fn offered_rate_per_s(&self) -> f64 {
+        match &self.arrivals {
+            Arrivals::Poisson => self.rate_per_s,
+            Arrivals::Burst { requests } => *requests as f64 / BURST_SPREAD_S,
+            Arrivals::Trace(records) => {
+                let end_us = self.end_us();
+                let replayed = records.iter().filter(|r| r.time_us < end_us).count();
+                replayed as f64 / (self.hours * 3600.0)
+            }
+        }
+    }
+
+    /// The measured window in µs. Poisson and trace runs measure `[warmup_hours, hours)`. A burst
+    /// measures everything from 0 until the run has drained: its end is open here
+    /// (`u64::MAX`) and the report closes it at the last event.
+    pub(crate) fn window_us(&self) -> (u64, u64) {
+        match self.arrivals {
+            Arrivals::Burst { .. } => (0, u64::MAX),
+            _ => (self.warmup_us(), self.end_us()),
+        }
+    }
+
+    /// When the configured disk fails, in µs.
+    pub(crate) fn failure_us(&self) -> Option<u64> {
+        self.failure
+            .map(|f| hours_to_us(f.at_hours.unwrap_or(self.warmup_hours)))
     }
 
     pub(crate) fn warmup_us(&self) -> u64 {

@@ -96,6 +96,13 @@ impl Disks {
         self.note_current(now_us);
     }
 
+    /// Ends the window at `end_us` if it was open longer (a burst's window closes at the run's
+    /// last event). Meters never ran past the last event, so nothing integrated is lost.
+    pub fn close_window(&mut self, end_us: u64) {
+        assert!(end_us > self.window_us.0, "a window has a positive length");
+        self.window_us.1 = self.window_us.1.min(end_us);
+    }
+
     /// Closes the meters at the end of the window (or at `now_us` if later events ran past it).
     pub fn finish(&mut self, now_us: u64) {
         self.meter_until(now_us.max(self.window_us.1));

@@ -69,9 +69,14 @@ mod network;
 pub mod report;
 mod sample;
 mod sim;
+pub mod workload;
 
 pub use config::{
-    DEFAULT_BLOB_BYTES, MAX_BLOB_BYTES, MAX_HOURS, MAX_REQUESTS, PolicyKind, SimConfig, SimError,
+    DEFAULT_BLOB_BYTES, DEFAULT_FAILED_BYTES, DEFAULT_FAILED_STACKS, DiskFailure, MAX_BLOB_BYTES,
+    MAX_FAILED_BYTES, MAX_HOURS, MAX_REQUESTS, PolicyKind, SimConfig, SimError,
 };
-pub use report::{Power, Report, Summary};
+pub use report::{Power, RebuildReport, Report, Summary};
 pub use sim::simulate;
+pub use workload::{
+    Arrivals, BlobSizes, Operation, TraceError, TraceProblem, TraceRecord, parse_trace,
+};

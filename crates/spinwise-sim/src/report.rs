@@ -38,6 +38,21 @@ impl Summary {
     }
 }
 
+/// The rebuild after the configured disk failure.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct RebuildReport {
+    /// The group that lost a disk, and that disk's rack id.
+    pub group: u32,
+    pub failed_disk: u32,
+    /// Stripe stacks regenerated (one rebuild request each) and the bytes they hold.
+    pub stacks: u64,
+    pub bytes: u64,
+    /// When the disk failed, from the run's start.
+    pub failed_at_s: f64,
+    /// Failure → last rebuild request served (Pelican Fig. 7's rebuild time).
+    pub time_s: f64,
+}
+
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
 pub struct Power {
     pub mean: f64,
@@ -50,7 +65,9 @@ pub struct Power {
 pub struct Report {
     pub rack: String,
     pub seed: u64,
+    /// Offered client requests per second (`SimConfig::offered_rate_per_s`).
     pub rate_per_s: f64,
+    /// The measured window's length (a burst's: from 0 to the last event).
     pub window_s: f64,
     /// Requests that arrived in the window.
     pub requests: u64,
@@ -58,6 +75,8 @@ pub struct Report {
     pub completed: u64,
     /// Of those, refused by the scheduler (a full class queue).
     pub rejected: u64,
+    /// `rejected / requests` (0 without requests).
+    pub reject_rate: f64,
     /// Arrival → first byte (after the seek).
     pub time_to_first_byte_s: Summary,
     /// Arrival → last byte.
@@ -70,6 +89,16 @@ pub struct Report {
     pub throughput_gbps: f64,
     /// `SpinUp` actions in the window.
     pub spin_ups: u64,
+    /// Disk spin-ups in the window (each group spin-up spins up all its disks), scaled to a
+    /// 365-day year and divided by the rack's disks (Pelican Fig. 9(a)).
+    pub spin_ups_per_disk_per_year: f64,
+    /// Bytes the disks moved in the window (client reads off k disks; rebuild stacks read from k
+    /// disks and written to one), in TB, scaled to a year and divided by the rack's disks.
+    pub tb_per_disk_per_year: f64,
+    /// Group spin-ups in the window whose mounts used the high-load latency.
+    pub high_load_spin_ups: u64,
+    /// The rebuild, when a disk failure was configured.
+    pub rebuild: Option<RebuildReport>,
     /// Rack draw on the hard resource "power", time-weighted; zeros when the rack has none.
     pub power_w: Power,
     /// Most disks not resting at once during the window.

@@ -64,7 +64,7 @@ pub fn seconds_to_us(seconds: f64) -> u64 {
 
 /// A standard normal variate by Box–Muller (one of the pair; the other is discarded so every
 /// call consumes exactly two uniforms, which keeps the draw order simple to reason about).
-fn standard_normal(rng: &mut impl Rng) -> f64 {
+pub(crate) fn standard_normal(rng: &mut impl Rng) -> f64 {
     let u1: f64 = 1.0 - rng.random::<f64>(); // (0, 1]: ln is finite
     let u2: f64 = rng.random();
     (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()

@@ -12,8 +12,9 @@ use crate::config::PolicyKind;
 use crate::config::{SimConfig, SimError};
 use crate::disks::Disks;
 use crate::network::{Completion, Network};
-use crate::report::{Power, Report, Summary, TraceHash};
+use crate::report::{Power, RebuildReport, Report, Summary, TraceHash};
 use crate::sample::{exponential_us, sample_us, seconds_to_us};
+use crate::workload::{Arrivals, BlobSizes, burst_times_us, group_of_key, vhd_blob_bytes};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use spinwise_model::{DiskIndex, GroupIndex, Layout, Rack, StateIndex};
@@ -39,6 +40,8 @@ enum Event {
     /// The policy asked to be polled at this time (`Policy::next_timeout_us`); stale when the
     /// policy has since asked for another time.
     Timeout,
+    /// The configured disk fails: its stripe stacks start being rebuilt.
+    Fail,
 }
 
 impl Event {
@@ -55,6 +58,7 @@ impl Event {
                 generation,
             } => (5, request, generation),
             Event::Timeout => (6, 0, 0),
+            Event::Fail => (7, 0, 0),
         };
         let mut bytes = [0u8; 17];
         bytes[0] = tag;
@@ -84,6 +88,49 @@ struct Model {
     seek_us: u64,
     /// k data disks × disk bandwidth, bytes/µs (systematic code: a read touches k disks).
     flow_cap_bytes_per_us: f64,
+    /// One disk's bandwidth, bytes/µs: the cap of a rebuild flow (one regenerated stack written).
+    disk_bytes_per_us: f64,
+    /// The code's k.
+    data_disks: u32,
+    /// Scheduler classes (groups when the layout has none): at most this many flows at once.
+    classes: usize,
+}
+
+/// Rebuild requests the simulator keeps submitted at once (queued or being served) after a
+/// failure. The scheduler serves one request per class at a time, so two keep the rebuild queue
+/// non-empty across a completion; a few more cost nothing and leave slack for the reordering
+/// queue. Never more than the layout's queue depth.
+const REBUILD_OUTSTANDING: u32 = 8;
+
+/// A spin-up starts under high load when at least this fraction of the classes have a flow in
+/// progress (each class serves one request at a time, so the classes bound the flows): the rack
+/// is then moving data for at least half of what it can serve at once.
+const HIGH_LOAD_FLOW_FRACTION: f64 = 0.5;
+
+/// Seconds in a year for "per disk per year" metrics (365 days).
+const SECONDS_PER_YEAR: f64 = 365.0 * 86_400.0;
+
+/// The failed disk's rebuild: one `Kind::Rebuild` request per lost stripe stack.
+#[derive(Clone, Copy, Debug)]
+struct Rebuild {
+    lost_bytes: u64,
+    lost_stacks: u64,
+    /// At most this many submitted and not yet served.
+    outstanding_max: u32,
+    /// Set at the failure.
+    group: Option<GroupIndex>,
+    failed_disk: Option<DiskIndex>,
+    failed_us: u64,
+    submitted: u64,
+    served: u64,
+    done_us: Option<u64>,
+}
+
+impl Rebuild {
+    /// Stack `index`'s bytes: the lost bytes split as evenly as whole bytes allow.
+    fn stack_bytes(&self, index: u64) -> u64 {
+        self.lost_bytes / self.lost_stacks + u64::from(index < self.lost_bytes % self.lost_stacks)
+    }
 }
 
 struct Loop<'a> {
@@ -103,6 +150,16 @@ struct Loop<'a> {
     completions: Vec<Completion>,
     /// The policy timeout an `Event::Timeout` is queued for, if any.
     timeout_us: Option<u64>,
+    /// Burst arrival times (empty for other arrivals), and how many arrivals have happened.
+    burst_times_us: Vec<u64>,
+    arrivals_made: usize,
+    /// Rebuild flows: inside the group, they never cross the NIC (unbounded link, each capped at
+    /// one disk's bandwidth), and their bytes are not client throughput.
+    rebuild_io: Network,
+    rebuild: Option<Rebuild>,
+    /// Disks spun up in the window (a group spin-up counts each of its disks).
+    disk_spin_ups: u64,
+    high_load_spin_ups: u64,
     // Metrics for requests arriving in the window.
     requests: u64,
     rejected: u64,
@@ -131,13 +188,29 @@ pub fn simulate(rack: &Rack, layout: &Layout, config: &SimConfig) -> Result<Repo
             (&provisioned, Box::new(FullyProvisioned::new(layout)))
         }
     };
-    let window_us = (config.warmup_us(), config.end_us());
+    let window_us = config.window_us();
     let groups = layout.groups.len();
+    let mut rng = ChaCha8Rng::seed_from_u64(config.seed);
+    let burst_times_us = match config.arrivals {
+        Arrivals::Burst { requests } => burst_times_us(requests, &mut rng),
+        _ => Vec::new(),
+    };
+    let rebuild = config.failure.map(|failure| Rebuild {
+        lost_bytes: failure.lost_bytes,
+        lost_stacks: failure.lost_stacks,
+        outstanding_max: REBUILD_OUTSTANDING.min(layout.scheduler.max_queue_depth),
+        group: None,
+        failed_disk: None,
+        failed_us: 0,
+        submitted: 0,
+        served: 0,
+        done_us: None,
+    });
     let mut sim = Loop {
         rack,
         config,
         model,
-        rng: ChaCha8Rng::seed_from_u64(config.seed),
+        rng,
         scheduler,
         disks: Disks::new(rack, window_us),
         network: Network::new(config.network_gbps, window_us),
@@ -149,6 +222,12 @@ pub fn simulate(rack: &Rack, layout: &Layout, config: &SimConfig) -> Result<Repo
         spin_up_started_us: vec![None; groups],
         completions: Vec::new(),
         timeout_us: None,
+        burst_times_us,
+        arrivals_made: 0,
+        rebuild_io: Network::new(None, window_us),
+        rebuild,
+        disk_spin_ups: 0,
+        high_load_spin_ups: 0,
         requests: 0,
         rejected: 0,
         spin_ups: 0,
@@ -161,6 +240,9 @@ pub fn simulate(rack: &Rack, layout: &Layout, config: &SimConfig) -> Result<Repo
         trace: TraceHash::new(),
     };
     sim.schedule_next_arrival(0);
+    if let Some(failure_us) = config.failure_us() {
+        sim.push(failure_us, Event::Fail);
+    }
     let last_us = sim.run();
     Ok(sim.report(last_us))
 }
@@ -215,6 +297,13 @@ fn model(rack: &Rack, layout: &Layout) -> Result<Model, SimError> {
         seek_us: seconds_to_us(rack.disk_model.seek_ms / 1e3),
         // MB/s = bytes/µs.
         flow_cap_bytes_per_us: f64::from(layout.erasure.k) * bandwidth_mb_per_s,
+        disk_bytes_per_us: bandwidth_mb_per_s,
+        data_disks: layout.erasure.k,
+        classes: layout
+            .classes
+            .as_ref()
+            .and_then(|c| c.iter().max())
+            .map_or(layout.groups.len(), |c| *c as usize + 1),
     })
 }
 
@@ -228,11 +317,41 @@ impl Loop<'_> {
         (self.window_us.0..self.window_us.1).contains(&at_us)
     }
 
+    /// Queues the next client arrival, if any is left before `hours`.
     fn schedule_next_arrival(&mut self, now_us: u64) {
-        let at_us = now_us + exponential_us(self.config.rate_per_s, &mut self.rng);
-        if at_us < self.window_us.1 {
+        let end_us = self.config.end_us();
+        let at_us = match &self.config.arrivals {
+            Arrivals::Poisson => {
+                Some(now_us + exponential_us(self.config.rate_per_s, &mut self.rng))
+            }
+            Arrivals::Burst { .. } => self.burst_times_us.get(self.arrivals_made).copied(),
+            Arrivals::Trace(records) => records
+                .get(self.arrivals_made)
+                .map(|r| r.time_us)
+                .filter(|at_us| *at_us < end_us),
+        };
+        // A burst ignores `hours`: all of it arrives within its 60 s.
+        let before_end = matches!(self.config.arrivals, Arrivals::Burst { .. })
+            || at_us.is_some_and(|at_us| at_us < end_us);
+        if let Some(at_us) = at_us.filter(|_| before_end) {
             self.push(at_us, Event::Arrive);
         }
+    }
+
+    /// The group and bytes of the arrival happening now (the `arrivals_made`-th). Draw order:
+    /// group, then size — Poisson runs with fixed sizes draw exactly as before workloads existed.
+    fn next_client_request(&mut self) -> (GroupIndex, u64) {
+        let groups = self.model.group_disks.len();
+        if let Arrivals::Trace(records) = &self.config.arrivals {
+            let record = &records[self.arrivals_made];
+            return (group_of_key(&record.key, groups as u32), record.size_bytes);
+        }
+        let group = self.rng.random_range(0..groups) as GroupIndex;
+        let bytes = match self.config.blob_sizes {
+            BlobSizes::Fixed => self.config.blob_bytes,
+            BlobSizes::VhdLike => vhd_blob_bytes(&mut self.rng),
+        };
+        (group, bytes)
     }
 
     /// Processes events until none is left; returns the time of the last one.
@@ -256,6 +375,13 @@ impl Loop<'_> {
         assert!(self.scheduler.is_idle(), "the scheduler ended with work");
         assert!(self.in_flight.is_empty(), "accepted requests left unserved");
         assert_eq!(self.network.flows(), 0, "flows left running");
+        assert_eq!(self.rebuild_io.flows(), 0, "rebuild flows left running");
+        if let Some(rebuild) = &self.rebuild {
+            assert!(
+                rebuild.group.is_none() || rebuild.done_us.is_some(),
+                "the rebuild was left unfinished"
+            );
+        }
         now_us
     }
 
@@ -281,14 +407,16 @@ impl Loop<'_> {
                 }
                 self.timeout_us = None;
             }
+            Event::Fail => self.fail(now_us),
             Event::Arrive => {
                 let id = self.next_request;
                 self.next_request += 1;
-                let group = self.rng.random_range(0..self.model.group_disks.len()) as GroupIndex;
+                let (group, bytes) = self.next_client_request();
+                self.arrivals_made += 1;
                 let request = Request {
                     id,
                     group,
-                    bytes: self.config.blob_bytes,
+                    bytes,
                     kind: Kind::Client,
                 };
                 let counted = self.in_window(now_us);
@@ -334,39 +462,130 @@ impl Loop<'_> {
             Event::FirstByte { request } => {
                 let flight = self.in_flight.get_mut(&request).expect("being served");
                 flight.first_byte_us = Some(now_us);
-                let bytes = flight.request.bytes;
-                self.network.start(
-                    now_us,
-                    request,
-                    bytes,
-                    self.model.flow_cap_bytes_per_us,
-                    &mut self.completions,
-                );
+                let flow = flight.request;
+                self.start_flow(now_us, &flow);
                 self.schedule_completions();
             }
             Event::FlowDone {
                 request,
                 generation,
             } => {
-                if !self
-                    .network
-                    .finish(now_us, request, generation, &mut self.completions)
-                {
+                if !self.finish_flow(now_us, request, generation) {
                     return false;
                 }
                 self.schedule_completions();
                 let flight = self.in_flight.remove(&request).expect("being served");
                 self.scheduler.served(now_us, &flight.request);
-                if self.in_window(flight.arrival_us) {
+                if flight.request.kind == Kind::Rebuild {
+                    self.rebuild_stack_served(now_us);
+                } else if self.in_window(flight.arrival_us) {
                     let serve_us = flight.serve_us.expect("served");
                     let first_byte_us = flight.first_byte_us.expect("flow started");
                     self.ttfb_us.push(first_byte_us - flight.arrival_us);
                     self.completion_us.push(now_us - flight.arrival_us);
                     self.service_us.push(now_us - serve_us);
                 }
+                // A completion freed a place in some class's queue.
+                self.submit_rebuild_stacks(now_us);
             }
         }
         true
+    }
+
+    /// Starts the flow of a request whose seek is over. Client reads share the network link,
+    /// capped at k × disk bandwidth; a rebuild stack stays inside its group (k stacks read, one
+    /// written) and runs at one disk's bandwidth, the written stack's, on its own unbounded link.
+    /// (The one place to change when flows get paths through disks, PCIe and NIC.)
+    fn start_flow(&mut self, now_us: u64, request: &Request) {
+        let (network, cap_bytes_per_us) = match request.kind {
+            Kind::Client => (&mut self.network, self.model.flow_cap_bytes_per_us),
+            Kind::Rebuild => (&mut self.rebuild_io, self.model.disk_bytes_per_us),
+        };
+        network.start(
+            now_us,
+            request.id,
+            request.bytes,
+            cap_bytes_per_us,
+            &mut self.completions,
+        );
+    }
+
+    /// Handles a popped flow completion on the network its request runs on; `false` if stale.
+    fn finish_flow(&mut self, now_us: u64, request: u64, generation: u64) -> bool {
+        let Some(flight) = self.in_flight.get(&request) else {
+            return false;
+        };
+        let network = match flight.request.kind {
+            Kind::Client => &mut self.network,
+            Kind::Rebuild => &mut self.rebuild_io,
+        };
+        network.finish(now_us, request, generation, &mut self.completions)
+    }
+
+    /// The disk fails: a uniformly drawn group loses its first disk, and the rebuild of its
+    /// stripe stacks begins. Reads of that group keep touching k of its remaining disks (the
+    /// flow model does not name disks, so nothing else changes); the failed disk keeps following
+    /// its group's states, which can only overstate the draw the budget checker sees.
+    fn fail(&mut self, now_us: u64) {
+        let group = self.rng.random_range(0..self.model.group_disks.len()) as GroupIndex;
+        let failed_disk = self.model.group_disks[group as usize][0];
+        let rebuild = self.rebuild.as_mut().expect("a failure is configured");
+        rebuild.group = Some(group);
+        rebuild.failed_disk = Some(failed_disk);
+        rebuild.failed_us = now_us;
+        self.submit_rebuild_stacks(now_us);
+    }
+
+    /// Keeps up to `outstanding_max` rebuild requests submitted; stops at the first refusal (the
+    /// class queue is full) and tries again after the next completion.
+    fn submit_rebuild_stacks(&mut self, now_us: u64) {
+        let Some(rebuild) = self.rebuild.as_mut() else {
+            return;
+        };
+        let Some(group) = rebuild.group else {
+            return;
+        };
+        while rebuild.submitted < rebuild.lost_stacks
+            && rebuild.submitted - rebuild.served < u64::from(rebuild.outstanding_max)
+        {
+            let request = Request {
+                id: self.next_request,
+                group,
+                bytes: rebuild.stack_bytes(rebuild.submitted),
+                kind: Kind::Rebuild,
+            };
+            if self.scheduler.submit(now_us, request).is_err() {
+                break;
+            }
+            self.next_request += 1;
+            rebuild.submitted += 1;
+            self.in_flight.insert(
+                request.id,
+                InFlight {
+                    request,
+                    arrival_us: now_us,
+                    serve_us: None,
+                    first_byte_us: None,
+                },
+            );
+        }
+    }
+
+    fn rebuild_stack_served(&mut self, now_us: u64) {
+        let rebuild = self
+            .rebuild
+            .as_mut()
+            .expect("rebuild requests come from a failure");
+        rebuild.served += 1;
+        if rebuild.served == rebuild.lost_stacks {
+            rebuild.done_us = Some(now_us);
+        }
+    }
+
+    /// Whether a spin-up starting now is under high load (see [`HIGH_LOAD_FLOW_FRACTION`]).
+    fn high_load(&self) -> bool {
+        let flows = self.network.flows() + self.rebuild_io.flows();
+        flows as f64 >= HIGH_LOAD_FLOW_FRACTION * self.model.classes as f64
     }
 
     fn schedule_completions(&mut self) {
@@ -388,9 +607,20 @@ impl Loop<'_> {
     fn perform(&mut self, now_us: u64, action: Action) {
         match action {
             Action::SpinUp(group) => {
-                self.spin_ups += u64::from(self.in_window(now_us));
+                let in_window = self.in_window(now_us);
+                self.spin_ups += u64::from(in_window);
                 self.spin_up_started_us[group as usize] = Some(now_us);
                 let disks = std::mem::take(&mut self.model.group_disks[group as usize]);
+                self.disk_spin_ups += if in_window { disks.len() as u64 } else { 0 };
+                let rack = self.rack;
+                let disk_model = &rack.disk_model;
+                let mount_latency_s = match &disk_model.mount_latency_high_load_s {
+                    Some(high) if self.high_load() => {
+                        self.high_load_spin_ups += u64::from(in_window);
+                        high
+                    }
+                    _ => &disk_model.mount_latency_s,
+                };
                 self.disks
                     .set(self.rack, now_us, &disks, self.model.spinning_up);
                 // Each disk spins up and mounts on its own; the group is ready when the slowest
@@ -399,7 +629,7 @@ impl Loop<'_> {
                 for &disk in &disks {
                     let spin_up_us =
                         sample_us(&self.rack.disk_model.spin_up_latency_s, &mut self.rng);
-                    let mount_us = sample_us(&self.rack.disk_model.mount_latency_s, &mut self.rng);
+                    let mount_us = sample_us(mount_latency_s, &mut self.rng);
                     self.push(now_us + spin_up_us, Event::DiskSpunUp { disk });
                     ready_us = ready_us.max(spin_up_us + mount_us);
                 }
@@ -426,23 +656,52 @@ impl Loop<'_> {
     }
 
     fn report(&mut self, last_us: u64) -> Report {
+        // A burst's window is open until the run has drained.
+        let window_end_us = self.window_us.1.min(last_us.max(self.window_us.0 + 1));
+        self.disks.close_window(window_end_us);
         self.disks.finish(last_us);
-        let window_s = (self.window_us.1 - self.window_us.0) as f64 / 1e6;
+        let window_s = (window_end_us - self.window_us.0) as f64 / 1e6;
+        let disks = self.rack.disk_count() as f64;
+        let per_disk_year = SECONDS_PER_YEAR / window_s / disks;
+        // Disk bytes: a client read moves its bytes off k disks; a rebuild stack is read from k
+        // disks and written to one.
+        let disk_bytes = self.network.delivered_in_window_bytes()
+            + self.rebuild_io.delivered_in_window_bytes() * f64::from(self.model.data_disks + 1);
         let (power_mean_w, power_peak_w) = self.disks.power_w();
         Report {
             rack: self.rack.name.clone(),
             seed: self.config.seed,
-            rate_per_s: self.config.rate_per_s,
+            rate_per_s: self.config.offered_rate_per_s(),
             window_s,
             requests: self.requests,
             completed: self.completion_us.len() as u64,
             rejected: self.rejected,
+            reject_rate: if self.requests == 0 {
+                0.0
+            } else {
+                self.rejected as f64 / self.requests as f64
+            },
             time_to_first_byte_s: Summary::of_us(&mut self.ttfb_us),
             completion_time_s: Summary::of_us(&mut self.completion_us),
             service_time_s: Summary::of_us(&mut self.service_us),
             spin_up_s: Summary::of_us(&mut self.spin_up_us),
             throughput_gbps: self.network.delivered_in_window_bytes() * 8.0 / window_s / 1e9,
             spin_ups: self.spin_ups,
+            spin_ups_per_disk_per_year: self.disk_spin_ups as f64 * per_disk_year,
+            tb_per_disk_per_year: disk_bytes / 1e12 * per_disk_year,
+            high_load_spin_ups: self.high_load_spin_ups,
+            rebuild: self.rebuild.as_ref().and_then(|rebuild| {
+                let group = rebuild.group?;
+                let done_us = rebuild.done_us.expect("the run drains the rebuild");
+                Some(RebuildReport {
+                    group,
+                    failed_disk: self.rack.disks[rebuild.failed_disk? as usize].id,
+                    stacks: rebuild.lost_stacks,
+                    bytes: rebuild.lost_bytes,
+                    failed_at_s: rebuild.failed_us as f64 / 1e6,
+                    time_s: (done_us - rebuild.failed_us) as f64 / 1e6,
+                })
+            }),
             power_w: Power {
                 mean: power_mean_w,
                 peak: power_peak_w,
