@@ -29,6 +29,11 @@ pub enum CliError {
         rack: String,
         source: spinwise_sim::SimError,
     },
+    #[error("{path}: {source}")]
+    Trace {
+        path: String,
+        source: spinwise_sim::TraceError,
+    },
     #[error("{0}")]
     Usage(String),
 }

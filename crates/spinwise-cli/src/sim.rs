@@ -7,7 +7,10 @@ use crate::source::RackSource;
 use clap::{Args, ValueEnum};
 use serde_json::json;
 use spinwise_model::Layout;
-use spinwise_sim::{PolicyKind, SimConfig, simulate};
+use spinwise_sim::{
+    Arrivals, BlobSizes, DEFAULT_FAILED_BYTES, DEFAULT_FAILED_STACKS, DiskFailure, PolicyKind,
+    SimConfig, parse_trace, simulate,
+};
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -23,9 +26,18 @@ pub struct SimArgs {
     /// `random` are not built yet.
     #[arg(long, value_enum, default_value_t = Policy::Pelican)]
     pub policy: Policy,
-    /// Mean client reads per second (Poisson arrivals, uniform over groups).
-    #[arg(long)]
-    pub rate: f64,
+    /// Mean client reads per second (Poisson arrivals, uniform over groups). Required unless
+    /// `--burst` or `--trace` gives the arrivals.
+    #[arg(long, required_unless_present_any = ["burst", "trace"], conflicts_with_all = ["burst", "trace"])]
+    pub rate: Option<f64>,
+    /// A burst of B reads at uniform times over 60 s instead of Poisson arrivals (Pelican §4.4);
+    /// the run drains and every metric covers it whole.
+    #[arg(long, value_name = "B", conflicts_with = "trace")]
+    pub burst: Option<u64>,
+    /// Replay a trace (CSV `time_s,operation,key,size_bytes`, docs/simulator.md) instead of
+    /// Poisson arrivals; records at or after --hours are not replayed.
+    #[arg(long, value_name = "FILE.csv")]
+    pub trace: Option<PathBuf>,
     /// Simulated hours, warm-up included.
     #[arg(long, default_value_t = 24.0)]
     pub hours: f64,
@@ -38,9 +50,28 @@ pub struct SimArgs {
     /// Network link shared by all reads, in Gbps, or `unbounded`.
     #[arg(long, default_value = "40")]
     pub network_gbps: String,
-    /// Bytes per request (one blob).
-    #[arg(long, default_value_t = 1_000_000_000)]
-    pub blob_bytes: u64,
+    /// Bytes per request (one blob), or `vhd` for VHD-like sizes (200 MB–9 GB, mean 3.3 GB).
+    /// Trace records carry their own sizes.
+    #[arg(
+        long,
+        alias = "blob-bytes",
+        value_name = "BYTES|vhd",
+        default_value = "1000000000",
+        conflicts_with = "trace"
+    )]
+    pub blob_size: String,
+    /// Fail one disk (of a random group) and rebuild its stripe stacks inside the group.
+    #[arg(long)]
+    pub fail_disk: bool,
+    /// When the disk fails, in hours from the start (default: the end of the warm-up).
+    #[arg(long, value_name = "H", requires = "fail_disk")]
+    pub fail_at_hours: Option<f64>,
+    /// Bytes the failed disk held (default 4.28 TB, Pelican §4.3).
+    #[arg(long, value_name = "BYTES", requires = "fail_disk")]
+    pub failed_bytes: Option<u64>,
+    /// Stripe stacks those bytes form, one rebuild request each (default 64,329, Pelican §4.3).
+    #[arg(long, value_name = "N", requires = "fail_disk")]
+    pub failed_stacks: Option<u64>,
     /// Print one JSON object instead of a summary.
     #[arg(long)]
     pub json: bool,
@@ -88,14 +119,22 @@ pub fn run(args: &SimArgs) -> CliResult<()> {
                 .layout
         }
     };
+    let (blob_sizes, blob_bytes) = blob_size(&args.blob_size)?;
     let config = SimConfig {
-        rate_per_s: args.rate,
+        rate_per_s: args.rate.unwrap_or(0.0),
         hours: args.hours,
         warmup_hours: args.warmup_hours,
         seed: args.seed,
-        blob_bytes: args.blob_bytes,
+        blob_bytes,
         network_gbps,
         policy,
+        arrivals: arrivals(args)?,
+        blob_sizes,
+        failure: args.fail_disk.then(|| DiskFailure {
+            at_hours: args.fail_at_hours,
+            lost_bytes: args.failed_bytes.unwrap_or(DEFAULT_FAILED_BYTES),
+            lost_stacks: args.failed_stacks.unwrap_or(DEFAULT_FAILED_STACKS),
+        }),
     };
     let started = Instant::now();
     let report = simulate(&rack, &layout, &config).map_err(|source| CliError::Sim {
@@ -113,12 +152,18 @@ pub fn run(args: &SimArgs) -> CliResult<()> {
             "requests": report.requests,
             "completed": report.completed,
             "rejected": report.rejected,
+            "reject_rate": report.reject_rate,
             "throughput_gbps": report.throughput_gbps,
             "ttfb_s": report.time_to_first_byte_s,
             "completion_s": report.completion_time_s,
             "service_s": report.service_time_s,
             "spin_up_s": report.spin_up_s,
             "spin_ups": report.spin_ups,
+            "spin_ups_per_disk_per_year": report.spin_ups_per_disk_per_year,
+            "tb_per_disk_per_year": report.tb_per_disk_per_year,
+            "high_load_spin_ups": report.high_load_spin_ups,
+            "rebuild_s": report.rebuild.map(|r| r.time_s),
+            "rebuild": report.rebuild,
             "power_w": report.power_w,
             "max_active_disks": report.max_active_disks,
             "budget_violations": report.budget_violations,
@@ -147,7 +192,11 @@ pub fn run(args: &SimArgs) -> CliResult<()> {
         report.completed,
         report.rejected
     );
-    outln!("throughput    {:.2} Gbps", report.throughput_gbps);
+    outln!(
+        "reject rate   {:.4}; throughput {:.2} Gbps",
+        report.reject_rate,
+        report.throughput_gbps
+    );
     for (name, summary) in [
         ("first byte", &report.time_to_first_byte_s),
         ("completion", &report.completion_time_s),
@@ -167,6 +216,23 @@ pub fn run(args: &SimArgs) -> CliResult<()> {
         report.spin_up_s.mean
     );
     outln!(
+        "per disk      {:.1} spin-ups and {:.3} TB a year ({} spin-ups mounted under high load)",
+        report.spin_ups_per_disk_per_year,
+        report.tb_per_disk_per_year,
+        report.high_load_spin_ups
+    );
+    if let Some(rebuild) = &report.rebuild {
+        outln!(
+            "rebuild       disk {} of group {} failed at {:.2} h: {} stacks ({:.2} TB) rebuilt in {:.2} h",
+            rebuild.failed_disk,
+            rebuild.group,
+            rebuild.failed_at_s / 3600.0,
+            rebuild.stacks,
+            rebuild.bytes as f64 / 1e12,
+            rebuild.time_s / 3600.0
+        );
+    }
+    outln!(
         "power         mean {:.0} W, peak {:.0} W; at most {} disks spinning",
         report.power_w.mean,
         report.power_w.peak,
@@ -182,4 +248,33 @@ pub fn run(args: &SimArgs) -> CliResult<()> {
         report.trace_hash
     );
     Ok(())
+}
+
+/// `--blob-size`: `vhd`, or a whole number of bytes (range checked by the simulator).
+fn blob_size(text: &str) -> CliResult<(BlobSizes, u64)> {
+    if text == "vhd" {
+        return Ok((BlobSizes::VhdLike, spinwise_sim::DEFAULT_BLOB_BYTES));
+    }
+    let bytes = text.parse::<u64>().map_err(|_| {
+        CliError::Usage(format!(
+            "--blob-size: `{text}` is neither a whole number of bytes nor `vhd`"
+        ))
+    })?;
+    Ok((BlobSizes::Fixed, bytes))
+}
+
+/// Poisson unless `--burst` or `--trace` says otherwise; a trace file is read and parsed here.
+fn arrivals(args: &SimArgs) -> CliResult<Arrivals> {
+    if let Some(requests) = args.burst {
+        return Ok(Arrivals::Burst { requests });
+    }
+    let Some(path) = &args.trace else {
+        return Ok(Arrivals::Poisson);
+    };
+    let text = std::fs::read_to_string(path).map_err(io_error(path))?;
+    let records = parse_trace(&text).map_err(|source| CliError::Trace {
+        path: path.display().to_string(),
+        source,
+    })?;
+    Ok(Arrivals::Trace(records))
 }

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{integer, number, spinwise};
+use common::{TempDir, integer, number, spinwise};
 
 const SMALL_RUN: [&str; 10] = [
     "sim",
@@ -78,4 +78,170 @@ fn policies_not_built_yet_and_bad_numbers_are_refused() {
     spinwise(["sim", "--preset", "dense-jbod-60", "--rate=-1"])
         .refused()
         .stderr_mentions(&["rate"]);
+}
+
+/// A short dense-jbod-60 run with the given extra flags (no --rate: the caller picks arrivals).
+fn small(extra: &[&str]) -> Vec<String> {
+    let mut args: Vec<String> = ["sim", "--preset", "dense-jbod-60", "--json"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    args.extend(extra.iter().map(|s| s.to_string()));
+    args
+}
+
+#[test]
+fn a_burst_is_served_whole_and_measured_from_its_first_request_to_its_last_byte() {
+    let report = spinwise(small(&["--burst", "30", "--network-gbps", "8.5"]))
+        .success()
+        .json();
+    assert_eq!(integer(&report, "requests"), 30, "{report}");
+    assert_eq!(integer(&report, "completed"), 30);
+    assert_eq!(number(&report, "reject_rate"), 0.0);
+    assert!((number(&report, "rate_per_s") - 0.5).abs() < 1e-12);
+    // The window runs from 0 to the last byte, so every completion fits inside it.
+    let window_s = number(&report, "window_s");
+    assert!(
+        number(&report["completion_s"], "max") <= window_s + 1e-6,
+        "{report}"
+    );
+    assert!(number(&report, "throughput_gbps") > 0.0);
+}
+
+#[test]
+fn a_trace_is_replayed_record_by_record_until_the_run_ends() {
+    let dir = TempDir::new("sim-trace");
+    let trace = dir.write(
+        "trace.csv",
+        "time_s,operation,key,size_bytes\n0.5,read,alpha,1000000000\n10,write,beta,200000000\n20,read,gamma,3000000000\n7200,read,too-late,1000\n",
+    );
+    let trace = trace.to_str().unwrap();
+    let args = small(&["--trace", trace, "--hours", "1", "--warmup-hours", "0"]);
+    let report = spinwise(&args).success().json();
+    // The record at 7,200 s lies after the one-hour run and is not replayed.
+    assert_eq!(integer(&report, "requests"), 3, "{report}");
+    assert_eq!(integer(&report, "completed"), 3);
+    assert_eq!(integer(&report, "budget_violations"), 0);
+    let again = spinwise(&args).success().json();
+    assert_eq!(report["trace_hash"], again["trace_hash"]);
+}
+
+#[test]
+fn a_malformed_trace_is_refused_with_its_file_line_and_field() {
+    let dir = TempDir::new("sim-bad-trace");
+    let trace = dir.write(
+        "bad.csv",
+        "time_s,operation,key,size_bytes\n0,read,a,10\n1,read,b,lots\n",
+    );
+    spinwise(small(&["--trace", trace.to_str().unwrap()]))
+        .refused()
+        .stderr_mentions(&["bad.csv", "line 3", "size_bytes", "lots"]);
+    let header = dir.write("header.csv", "when,what,key,bytes\n");
+    spinwise(small(&["--trace", header.to_str().unwrap()]))
+        .refused()
+        .stderr_mentions(&["line 1", "time_s,operation,key,size_bytes"]);
+    spinwise(small(&[
+        "--trace",
+        dir.join("missing.csv").to_str().unwrap(),
+    ]))
+    .refused()
+    .stderr_mentions(&["missing.csv"]);
+}
+
+#[test]
+fn blob_sizes_are_bytes_or_vhd_and_anything_else_is_refused() {
+    let vhd = spinwise(small(&[
+        "--rate",
+        "0.2",
+        "--hours",
+        "2",
+        "--blob-size",
+        "vhd",
+    ]))
+    .success()
+    .json();
+    assert!(integer(&vhd, "completed") > 0, "{vhd}");
+    spinwise(small(&["--rate", "0.2", "--blob-size", "big"]))
+        .refused()
+        .stderr_mentions(&["--blob-size", "big"]);
+    spinwise(small(&["--rate", "0.2", "--blob-size", "0"]))
+        .refused()
+        .stderr_mentions(&["blob_bytes"]);
+}
+
+#[test]
+fn a_failed_disk_is_rebuilt_and_its_rebuild_time_reported() {
+    let report = spinwise(small(&[
+        "--rate",
+        "0.2",
+        "--hours",
+        "2",
+        "--warmup-hours",
+        "0.5",
+        "--fail-disk",
+        "--failed-bytes",
+        "3000000000",
+        "--failed-stacks",
+        "40",
+    ]))
+    .success()
+    .json();
+    let rebuild = &report["rebuild"];
+    assert_eq!(integer(rebuild, "stacks"), 40, "{report}");
+    assert_eq!(number(rebuild, "failed_at_s"), 1800.0);
+    // At least the written stacks' bytes at one disk's bandwidth (well under 1 GB/s).
+    let rebuild_s = number(&report, "rebuild_s");
+    assert!(
+        rebuild_s > 3.0 && rebuild_s == number(rebuild, "time_s"),
+        "{report}"
+    );
+    assert_eq!(integer(&report, "budget_violations"), 0);
+    let healthy = spinwise(small(&["--rate", "0.2", "--hours", "2"]))
+        .success()
+        .json();
+    assert!(healthy["rebuild_s"].is_null() && healthy["rebuild"].is_null());
+}
+
+#[test]
+fn per_disk_yearly_metrics_and_the_reject_rate_are_reported() {
+    let report = spinwise(SMALL_RUN).success().json();
+    for key in [
+        "reject_rate",
+        "spin_ups_per_disk_per_year",
+        "tb_per_disk_per_year",
+    ] {
+        assert!(number(&report, key) >= 0.0, "{key} in {report}");
+    }
+    assert!(number(&report, "spin_ups_per_disk_per_year") > 0.0);
+    assert!(number(&report, "tb_per_disk_per_year") > 0.0);
+}
+
+#[test]
+fn bad_workload_and_failure_flags_are_refused_clearly() {
+    spinwise(small(&["--burst", "0"]))
+        .refused()
+        .stderr_mentions(&["burst"]);
+    spinwise(small(&["--rate", "1", "--burst", "10"])).usage_error();
+    spinwise(small(&["--rate", "1", "--failed-bytes", "10"])).usage_error();
+    spinwise(small(&[])).usage_error();
+    spinwise(small(&[
+        "--rate",
+        "0.5",
+        "--hours",
+        "2",
+        "--fail-disk",
+        "--fail-at-hours",
+        "5",
+    ]))
+    .refused()
+    .stderr_mentions(&["disk failure at 5 h"]);
+    spinwise(small(&[
+        "--rate",
+        "0.5",
+        "--fail-disk",
+        "--failed-stacks",
+        "0",
+    ]))
+    .refused()
+    .stderr_mentions(&["stripe stacks"]);
 }
