@@ -96,10 +96,9 @@ struct Model {
     classes: usize,
 }
 
-/// Rebuild requests the simulator keeps submitted at once (queued or being served) after a
-/// failure. The scheduler serves one request per class at a time, so two keep the rebuild queue
-/// non-empty across a completion; a few more cost nothing and leave slack for the reordering
-/// queue. Never more than the layout's queue depth.
+/// Rebuild requests the simulator keeps queued at once after a failure. The scheduler serves one
+/// request per class at a time and the queue is refilled at every dispatch, so one would keep it
+/// non-empty; a few more cost nothing. Never more than the layout's queue depth.
 const REBUILD_OUTSTANDING: u32 = 8;
 
 /// A spin-up starts under high load when at least this fraction of the classes have a flow in
@@ -122,6 +121,8 @@ struct Rebuild {
     failed_disk: Option<DiskIndex>,
     failed_us: u64,
     submitted: u64,
+    /// Handed out by the scheduler (`Serve`); `submitted - dispatched` are queued.
+    dispatched: u64,
     served: u64,
     done_us: Option<u64>,
 }
@@ -203,6 +204,7 @@ pub fn simulate(rack: &Rack, layout: &Layout, config: &SimConfig) -> Result<Repo
         failed_disk: None,
         failed_us: 0,
         submitted: 0,
+        dispatched: 0,
         served: 0,
         done_us: None,
     });
@@ -536,8 +538,11 @@ impl Loop<'_> {
         self.submit_rebuild_stacks(now_us);
     }
 
-    /// Keeps up to `outstanding_max` rebuild requests submitted; stops at the first refusal (the
-    /// class queue is full) and tries again after the next completion.
+    /// Keeps up to `outstanding_max` rebuild requests queued; stops at the first refusal (the
+    /// class queue is full) and tries again at the next dispatch or completion. Refilling when a
+    /// place frees (before any later arrival) matters under overload: the class's queue is full
+    /// of client requests, and a rebuild that waited for a completion would find each place it
+    /// left taken by an arrival during its own transfer, and drain.
     fn submit_rebuild_stacks(&mut self, now_us: u64) {
         let Some(rebuild) = self.rebuild.as_mut() else {
             return;
@@ -546,7 +551,7 @@ impl Loop<'_> {
             return;
         };
         while rebuild.submitted < rebuild.lost_stacks
-            && rebuild.submitted - rebuild.served < u64::from(rebuild.outstanding_max)
+            && rebuild.submitted - rebuild.dispatched < u64::from(rebuild.outstanding_max)
         {
             let request = Request {
                 id: self.next_request,
@@ -651,6 +656,12 @@ impl Loop<'_> {
                         request: request.id,
                     },
                 );
+                // Dispatching a request frees a place in its class's queue: refill the rebuild
+                // queue before a later arrival takes it.
+                if let (Kind::Rebuild, Some(rebuild)) = (request.kind, self.rebuild.as_mut()) {
+                    rebuild.dispatched += 1;
+                }
+                self.submit_rebuild_stacks(now_us);
             }
         }
     }

@@ -4,7 +4,10 @@
 //! Every scenario names its seed; a failure prints the report to reproduce from.
 
 use spinwise_model::{Layout, Rack, parse_rack};
-use spinwise_sim::{MAX_REQUESTS, PolicyKind, SimConfig, SimError, simulate};
+use spinwise_sim::{
+    Arrivals, BlobSizes, DiskFailure, MAX_FAILED_BYTES, MAX_REQUESTS, PolicyKind, SimConfig,
+    SimError, parse_trace, simulate,
+};
 use std::sync::OnceLock;
 
 fn preset(name: &str) -> (Rack, Layout) {
@@ -232,4 +235,238 @@ fn the_fully_provisioned_rack_admits_every_disk_in_its_costliest_state_and_keeps
             );
         }
     }
+}
+
+fn prototype() -> &'static (Rack, Layout) {
+    static PROTOTYPE: OnceLock<(Rack, Layout)> = OnceLock::new();
+    PROTOTYPE.get_or_init(|| preset("pelican-prototype"))
+}
+
+const YEAR_S: f64 = 365.0 * 86_400.0;
+
+#[test]
+fn a_failed_disk_alone_in_its_class_is_rebuilt_at_one_disks_bandwidth() {
+    let (rack, layout) = pelican();
+    // 322 stacks of 66.5 MB (a two-hundredth of Pelican's 4.28 TB) at 105 MB/s: 204 s of
+    // transfer, plus one spin-up of the failed group and the odd client request of its class.
+    let failure = DiskFailure {
+        lost_bytes: 21_400_000_000,
+        lost_stacks: 322,
+        ..DiskFailure::default()
+    };
+    let config = SimConfig {
+        failure: Some(failure),
+        ..SimConfig::new(0.01, 3.0, 1.0, 21)
+    };
+    let report = simulate(rack, layout, &config).unwrap();
+    let rebuild = report.rebuild.expect("a failure was configured");
+    let transfer_s = 21.4e9 / (rack.disk_model.bandwidth_mb_per_s * 1e6);
+    assert_eq!(rebuild.failed_at_s, 3600.0);
+    assert_eq!(rebuild.stacks, 322);
+    assert!(layout.groups[rebuild.group as usize].contains(&rebuild.failed_disk));
+    assert!(
+        (transfer_s..transfer_s + 60.0).contains(&rebuild.time_s),
+        "rebuild {} s against {transfer_s} s of transfer: {report:?}",
+        rebuild.time_s
+    );
+    assert_eq!(report.budget_violations, 0);
+    assert!(
+        simulate(rack, layout, &SimConfig::new(0.01, 3.0, 1.0, 21))
+            .unwrap()
+            .rebuild
+            .is_none()
+    );
+}
+
+#[test]
+fn rebuild_bytes_move_on_the_disks_but_not_across_the_network() {
+    let (rack, layout) = pelican();
+    let lost_bytes = 10_000_000_000;
+    let config = SimConfig {
+        network_gbps: Some(40.0),
+        failure: Some(DiskFailure {
+            lost_bytes,
+            lost_stacks: 150,
+            at_hours: Some(1.5),
+        }),
+        ..SimConfig::new(0.5, 3.0, 1.0, 4)
+    };
+    let report = simulate(rack, layout, &config).unwrap();
+    assert!(report.rebuild.is_some());
+    // Disk bytes = client bytes (the throughput) + each stack read from k disks and written
+    // to one; the rebuild finished inside the window.
+    let client_bytes = report.throughput_gbps * report.window_s / 8.0 * 1e9;
+    let rebuild_disk_bytes = lost_bytes as f64 * f64::from(layout.erasure.k + 1);
+    let disks = rack.disk_count() as f64;
+    let disk_bytes = report.tb_per_disk_per_year * 1e12 * disks * report.window_s / YEAR_S;
+    assert!(
+        (disk_bytes - (client_bytes + rebuild_disk_bytes)).abs() < 1e-6 * disk_bytes,
+        "{disk_bytes} disk bytes against {client_bytes} client + {rebuild_disk_bytes} rebuild"
+    );
+}
+
+#[test]
+fn per_disk_yearly_spin_ups_and_the_reject_rate_follow_from_the_window_counts() {
+    let (rack, layout) = pelican();
+    let config = SimConfig {
+        network_gbps: Some(40.0),
+        ..SimConfig::new(8.0, 3.0, 1.0, 9)
+    };
+    let report = simulate(rack, layout, &config).unwrap();
+    let disks = rack.disk_count() as f64;
+    let expected =
+        report.spin_ups as f64 * f64::from(layout.group_size) / disks * YEAR_S / report.window_s;
+    assert!((report.spin_ups_per_disk_per_year - expected).abs() < 1e-9 * expected);
+    assert!(report.rejected > 0);
+    assert_eq!(
+        report.reject_rate,
+        report.rejected as f64 / report.requests as f64
+    );
+}
+
+#[test]
+fn a_burst_arrives_within_sixty_seconds_and_is_measured_until_it_has_drained() {
+    let (rack, layout) = prototype();
+    let config = SimConfig {
+        network_gbps: Some(8.5),
+        arrivals: Arrivals::Burst { requests: 120 },
+        ..SimConfig::new(1.0, 24.0, 1.0, 15)
+    };
+    let report = simulate(rack, layout, &config).unwrap();
+    assert_eq!(
+        (report.requests, report.completed),
+        (120, 120),
+        "{report:?}"
+    );
+    assert_eq!(report.rate_per_s, 2.0);
+    // 120 GB at no more than 8.5 Gbps takes at least 113 s; the window ends at the last byte.
+    assert!(report.window_s >= 120e9 * 8.0 / 8.5e9, "{report:?}");
+    assert!(report.completion_time_s.max <= report.window_s);
+    let delivered_gb = report.throughput_gbps * report.window_s / 8.0;
+    assert!((delivered_gb - 120.0).abs() < 1e-6, "{delivered_gb} GB");
+    assert_eq!(report, simulate(rack, layout, &config).unwrap());
+}
+
+#[test]
+fn a_trace_sends_every_record_of_one_key_to_one_group() {
+    let (rack, layout) = pelican();
+    let trace = |keys: &dyn Fn(usize) -> String| {
+        let mut text = String::from("time_s,operation,key,size_bytes\n");
+        for i in 0..48 {
+            let operation = if i % 2 == 0 { "read" } else { "write" };
+            text.push_str(&format!("{},{operation},{},1000000000\n", i * 5, keys(i)));
+        }
+        parse_trace(&text).unwrap()
+    };
+    let run = |records| {
+        let config = SimConfig {
+            arrivals: Arrivals::Trace(records),
+            ..SimConfig::new(1.0, 1.0, 0.0, 2)
+        };
+        simulate(rack, layout, &config).unwrap()
+    };
+    let same = run(trace(&|_| "one-blob".into()));
+    assert_eq!(same.requests, 48);
+    assert_eq!(same.completed, 48);
+    assert_eq!(
+        same.spin_ups, 1,
+        "one key, one group, spun up once: {same:?}"
+    );
+    let many = run(trace(&|i| format!("blob-{i}")));
+    assert_eq!(many.completed, 48);
+    assert!(
+        many.spin_ups > 10,
+        "distinct keys spread over groups: {many:?}"
+    );
+}
+
+#[test]
+fn vhd_like_blobs_take_their_mean_size_to_serve_at_low_load() {
+    let (rack, layout) = pelican();
+    let config = SimConfig {
+        blob_sizes: BlobSizes::VhdLike,
+        ..SimConfig::new(0.05, 7.0, 1.0, 33)
+    };
+    let report = simulate(rack, layout, &config).unwrap();
+    let k = f64::from(layout.erasure.k);
+    let expected_s =
+        rack.disk_model.seek_ms / 1e3 + 3.3e9 / (k * rack.disk_model.bandwidth_mb_per_s * 1e6);
+    let mean_s = report.service_time_s.mean;
+    assert!(
+        (mean_s - expected_s).abs() < 0.06 * expected_s,
+        "service {mean_s} s against {expected_s} s: {report:?}"
+    );
+    assert!(report.service_time_s.max > 2.0 * expected_s);
+}
+
+#[test]
+fn mounts_take_the_high_load_latency_only_when_the_rack_is_busy() {
+    let (rack, layout) = pelican();
+    assert!(rack.disk_model.mount_latency_high_load_s.is_some());
+    let idle = simulate(rack, layout, &SimConfig::new(0.01, 6.0, 1.0, 3)).unwrap();
+    assert_eq!(idle.high_load_spin_ups, 0, "{idle:?}");
+    let busy_config = SimConfig {
+        network_gbps: Some(40.0),
+        ..SimConfig::new(8.0, 2.0, 0.5, 3)
+    };
+    let busy = simulate(rack, layout, &busy_config).unwrap();
+    assert!(busy.high_load_spin_ups > 0, "{busy:?}");
+    assert!(busy.high_load_spin_ups <= busy.spin_ups);
+    let mut calm_rack = rack.clone();
+    calm_rack.disk_model.mount_latency_high_load_s = None;
+    let mut calm_layout = layout.clone();
+    calm_layout.rack_fingerprint = calm_rack.fingerprint();
+    let calm = simulate(&calm_rack, &calm_layout, &busy_config).unwrap();
+    assert_eq!(calm.high_load_spin_ups, 0);
+    // Stragglers make spin-ups under load slower on average.
+    assert!(
+        busy.spin_up_s.mean > calm.spin_up_s.mean,
+        "{busy:?}\n{calm:?}"
+    );
+}
+
+#[test]
+fn bad_workloads_and_failures_are_refused_with_typed_errors() {
+    let (rack, layout) = pelican();
+    let good = SimConfig::new(1.0, 2.0, 1.0, 0);
+    let refused = |config: SimConfig| simulate(rack, layout, &config).unwrap_err();
+    assert!(matches!(
+        refused(SimConfig {
+            arrivals: Arrivals::Burst { requests: 0 },
+            ..good.clone()
+        }),
+        SimError::Burst { .. }
+    ));
+    for at_hours in [0.5, 2.0, f64::NAN] {
+        assert!(matches!(
+            refused(SimConfig {
+                failure: Some(DiskFailure {
+                    at_hours: Some(at_hours),
+                    ..DiskFailure::default()
+                }),
+                ..good.clone()
+            }),
+            SimError::FailureTime { .. }
+        ));
+    }
+    for (lost_bytes, lost_stacks) in [(0, 1), (10, 0), (10, 11), (MAX_FAILED_BYTES + 1, 1)] {
+        assert!(matches!(
+            refused(SimConfig {
+                failure: Some(DiskFailure {
+                    lost_bytes,
+                    lost_stacks,
+                    at_hours: None,
+                }),
+                ..good.clone()
+            }),
+            SimError::FailureSize { .. }
+        ));
+    }
+    // A burst or a trace needs no rate.
+    let burst = SimConfig {
+        rate_per_s: 0.0,
+        arrivals: Arrivals::Burst { requests: 3 },
+        ..good.clone()
+    };
+    assert_eq!(simulate(rack, layout, &burst).unwrap().completed, 3);
 }
