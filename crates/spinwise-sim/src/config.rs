@@ -2,8 +2,10 @@
 //! errors for a configuration or input it refuses ([`SimError`]).
 //!
 //! Invariant: [`SimConfig::validate`] accepting a configuration means every quantity the event
-//! loop derives from it (window bounds in µs, arrival rate, link rate) is finite and positive, and
-//! the expected number of requests is within [`MAX_REQUESTS`]. Nothing in the loop re-checks.
+//! loop derives from it (window bounds in µs, the Poisson arrival rate, link rate) is finite and
+//! positive, the expected number of requests (Poisson, burst or trace) is within
+//! [`MAX_REQUESTS`], and a configured disk failure lies in `[warmup_hours, hours)` with 1 to
+//! `lost_bytes` stripe stacks. Nothing in the loop re-checks.
 
 use crate::workload::{Arrivals, BURST_SPREAD_S, BlobSizes};
 use serde::Serialize;

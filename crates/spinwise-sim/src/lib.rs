@@ -25,20 +25,28 @@
 //!
 //! `cargo run --release -p spinwise-sim --example day` runs that day on Pelican and prints the
 //! report and the wall time. A run refuses a bad configuration with a [`SimError`]
-//! (rate ≤ 0 or NaN, hours ≤ warm-up, blob of 0 bytes, more than [`MAX_REQUESTS`] expected, a
-//! layout planned for another rack).
+//! (rate ≤ 0 or NaN for Poisson arrivals, hours ≤ warm-up, blob of 0 bytes, more than
+//! [`MAX_REQUESTS`] expected, an empty burst, a failure outside the window or of 0 bytes or
+//! stacks, a layout planned for another rack). Workloads, the trace format, the failure model and
+//! every metric are specified in docs/simulator.md.
 //!
 //! # The model, and why
 //!
-//! - **Workload.** Client reads arrive as a Poisson process at `rate_per_s` until `hours`; each
-//!   reads one blob of `blob_bytes` from a uniformly random group — the stand-in for "uniform over
-//!   stored blobs" when every group stores the same number of blobs. No writes, no rebuild.
+//! - **Workload** ([`workload`]). Client requests arrive as a Poisson process at `rate_per_s`
+//!   until `hours`, as a burst of b requests at uniform times over 60 s (measured from 0 until
+//!   drained), or replayed from a trace ([`parse_trace`]: CSV `time_s,operation,key,size_bytes`,
+//!   a key's group is FNV-1a 64 of the key mod the group count, writes are served like reads).
+//!   Poisson and burst requests go to a uniformly random group — "uniform over stored blobs" when
+//!   every group stores the same number — and read `blob_bytes` or a VHD-like size (truncated
+//!   log-normal, 200 MB–9 GB, mean 3.3 GB).
 //! - **Spin-up.** The scheduler's `SpinUp(g)` moves every disk of `g` into the rack's spin-up
 //!   path state before active (for every preset the one transient state, "spinning_up"). Each
 //!   disk draws its own spin-up latency (`disk_model.spin_up_latency_s`) — it is *active*, and
-//!   draws active power, from then on — and its own mount latency (`mount_latency_s`); the group
-//!   is reported spun up to the scheduler when the slowest disk has spun up and mounted,
-//!   i.e. after `max over disks of (spin-up + mount)`.
+//!   draws active power, from then on — and its own mount latency (`mount_latency_s`, or
+//!   `mount_latency_high_load_s` when the rack gives one and at least half as many flows as
+//!   scheduler classes are in progress at the spin-up's start: Pelican's load-dependent mounts);
+//!   the group is reported spun up to the scheduler when the slowest disk has spun up and
+//!   mounted, i.e. after `max over disks of (spin-up + mount)`.
 //! - **Spin-down.** `SpinDown(g)` completes after one `unmount_latency_s` sample; the disks stay
 //!   active while unmounting and rest afterwards (spinning down itself is taken as instant).
 //! - **Distributions.** Fixed as is; uniform by inverse CDF; truncated normal by rejection (a
@@ -50,18 +58,26 @@
 //!   fairness (water-filling), recomputed whenever a flow starts or ends; each flow has one
 //!   completion event, invalidated by a generation counter when its rate changes. The scheduler
 //!   serves one request per class at a time, so at most one flow per class is in progress.
-//!   Not modelled: PCIe/SAS/server limits (the rack's soft resources), per-disk queues, failures.
-//! - **Window.** Metrics cover requests that *arrive* in `[warmup_hours, hours)`, and time inside
-//!   it (throughput = bytes delivered inside the window / its length; power and active disks
-//!   time-weighted over it). After `hours` arrivals stop and accepted work drains, so every
+//!   Not modelled: PCIe/SAS/server limits (the rack's soft resources), per-disk queues.
+//! - **Failure and rebuild.** With [`SimConfig::failure`], one disk of a random group fails (by
+//!   default at the end of the warm-up); each of its lost stripe stacks becomes a
+//!   `Kind::Rebuild` request for that group, kept ≤ 8 queued and refilled whenever a queue place
+//!   frees. A rebuild flow reads k stacks and writes one inside the group: it runs at one disk's
+//!   bandwidth on its own unbounded link (never the NIC) and is not client throughput. The
+//!   scheduler's fair share charges disk time (a client read b / k, a stack b). The report's
+//!   rebuild time runs from the failure to the last stack served; the run drains it.
+//! - **Window.** Metrics cover requests that *arrive* in `[warmup_hours, hours)` (a burst: the
+//!   whole run), and time inside it (throughput = client bytes delivered inside the window / its
+//!   length; power and active disks time-weighted over it; spin-ups and disk TB per disk scaled
+//!   to a 365-day year). After `hours` arrivals stop and accepted work drains, so every
 //!   accepted request in the window has a completion time.
 //! - **Checker.** [`Report::budget_violations`] comes from an independent checker that re-adds,
 //!   disk by disk from the rack's hard domains and each disk's physical state, the draw of every
 //!   domain a state change touched. It never reads the scheduler's books; it must report 0.
 //!
-//! Modules: `config` (inputs, limits, errors), `sample` (distributions), `network` (max-min
-//! flows), `disks` (disk states, checker, power meter), `report` (output, trace hash), `sim` (the
-//! loop).
+//! Modules: `config` (inputs, limits, errors), `workload` (arrivals, sizes, trace parser),
+//! `sample` (distributions), `network` (max-min flows), `disks` (disk states, checker, power
+//! meter), `report` (output, trace hash), `sim` (the loop).
 
 pub mod config;
 mod disks;
