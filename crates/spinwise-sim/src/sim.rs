@@ -6,7 +6,8 @@
 //! sequence number makes ties resolve in push order, so nothing depends on `Event`'s own order;
 //! every random choice comes from the one `ChaCha8Rng` in a fixed call order; every accepted
 //! request is served to its last byte before `simulate` returns (arrivals stop at `hours`, then
-//! the queues drain), and the scheduler ends idle.
+//! the queues drain), and the scheduler ends idle; after a configured disk failure, every lost
+//! stripe stack is rebuilt before `simulate` returns (the rebuild outlives `hours` if it must).
 
 use crate::config::PolicyKind;
 use crate::config::{SimConfig, SimError};
@@ -114,7 +115,7 @@ const SECONDS_PER_YEAR: f64 = 365.0 * 86_400.0;
 struct Rebuild {
     lost_bytes: u64,
     lost_stacks: u64,
-    /// At most this many submitted and not yet served.
+    /// At most this many queued (submitted, not yet dispatched).
     outstanding_max: u32,
     /// Set at the failure.
     group: Option<GroupIndex>,
@@ -325,17 +326,16 @@ impl Loop<'_> {
         let at_us = match &self.config.arrivals {
             Arrivals::Poisson => {
                 Some(now_us + exponential_us(self.config.rate_per_s, &mut self.rng))
+                    .filter(|at_us| *at_us < end_us)
             }
+            // A burst ignores `hours`: all of it arrives within its 60 s.
             Arrivals::Burst { .. } => self.burst_times_us.get(self.arrivals_made).copied(),
             Arrivals::Trace(records) => records
                 .get(self.arrivals_made)
                 .map(|r| r.time_us)
                 .filter(|at_us| *at_us < end_us),
         };
-        // A burst ignores `hours`: all of it arrives within its 60 s.
-        let before_end = matches!(self.config.arrivals, Arrivals::Burst { .. })
-            || at_us.is_some_and(|at_us| at_us < end_us);
-        if let Some(at_us) = at_us.filter(|_| before_end) {
+        if let Some(at_us) = at_us {
             self.push(at_us, Event::Arrive);
         }
     }
