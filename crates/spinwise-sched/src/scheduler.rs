@@ -23,6 +23,16 @@
 //! x / t × 1 / w (Pelican §2.3). The reordering queues still measure cost (and the bound u) in
 //! bytes.
 //!
+//! Group affinity against the share: when the fair choice's head is for another group but the
+//! other queue's head is for the spinning group, the other queue is served instead (a switch costs
+//! a spin-up). Unchecked, a rebuild — whose queue never runs dry and is all for one group — would
+//! keep its class for the whole rebuild and starve the class's other groups. So a queue may be
+//! served out of turn only until it has taken u / k of fair cost (disk-bytes; u the reordering
+//! bound, the same allowance a request has for being overtaken within a queue) since the chosen
+//! queue was last served; then the class switches to the chosen queue's group. With Pelican's
+//! u = 500 GB and k = 15 that is ~33 GB of disk time (~5 minutes at 105 MB/s) per turn, so the two
+//! spin-ups of a round trip cost a few percent.
+//!
 //! Invariants: at most one group per class is not resting; at most one request per class is
 //! being served, and only by an active group; requests queued per class never exceed the
 //! layout's `max_queue_depth`.
@@ -87,6 +97,9 @@ struct Class {
     fair: FairShare,
     /// The class's one non-resting group.
     current: Option<(GroupIndex, Phase)>,
+    /// Fair cost served from the queue the fair share did not choose (its head was for the
+    /// spinning group, the chosen one's was not) since the chosen queue was last served.
+    overtaken_cost: u64,
     serving: Option<Request>,
 }
 
@@ -98,6 +111,9 @@ pub struct ClassScheduler {
     cost_model: CostModel,
     /// The code's k: a client read streams from k data disks.
     data_disks: u32,
+    /// How much fair cost one queue may be served out of turn for group affinity: the reordering
+    /// bound u (client bytes) in disk-bytes, u / k. See the module documentation.
+    affinity_bound: u64,
     max_queue_depth: u32,
     spinning_up: StateIndex,
     active: StateIndex,
@@ -129,6 +145,7 @@ impl ClassScheduler {
                     rebuild: ReorderQueue::new(bound_bytes),
                     fair: FairShare::new(share)?,
                     current: None,
+                    overtaken_cost: 0,
                     serving: None,
                 })
             })
@@ -139,6 +156,7 @@ impl ClassScheduler {
             classes,
             cost_model: CostModel::Bytes,
             data_disks: layout.erasure.k.max(1),
+            affinity_bound: bound_bytes / u64::from(layout.erasure.k.max(1)),
             max_queue_depth: layout.scheduler.max_queue_depth,
             spinning_up,
             active,
@@ -270,6 +288,7 @@ impl ClassScheduler {
     /// Decides for one class: serve its head, switch groups, or nothing.
     fn step(&mut self, class_index: usize) -> Option<Action> {
         let data_disks = self.data_disks;
+        let affinity_bound = self.affinity_bound;
         let class = &mut self.classes[class_index];
         if class.serving.is_some() {
             return None;
@@ -291,10 +310,12 @@ impl ClassScheduler {
                 } else {
                     Queue::Rebuild
                 };
-                let Some(queue) = [chosen, other]
-                    .into_iter()
-                    .find(|q| head_of(class, *q) == Some(group))
-                else {
+                // The other queue may take the chosen one's turn only until it has been served
+                // `affinity_bound` beyond the fair order; then the class switches groups.
+                let may_overtake = class.overtaken_cost < affinity_bound;
+                let Some(queue) = [chosen, other].into_iter().find(|q| {
+                    head_of(class, *q) == Some(group) && (*q == chosen || may_overtake)
+                }) else {
                     class.current = Some((group, Phase::SpinningDown));
                     return Some(Action::SpinDown(group));
                 };
@@ -303,7 +324,13 @@ impl ClassScheduler {
                     Queue::Client => class.client.pop_front(),
                 }
                 .expect("the queue's head was just seen");
-                class.fair.charge(queue, fair_cost(&entry.item, data_disks));
+                let cost = fair_cost(&entry.item, data_disks);
+                class.overtaken_cost = if queue == chosen {
+                    0
+                } else {
+                    class.overtaken_cost.saturating_add(cost)
+                };
+                class.fair.charge(queue, cost);
                 class.serving = Some(entry.item);
                 Some(Action::Serve(entry.item))
             }

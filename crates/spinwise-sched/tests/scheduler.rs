@@ -294,3 +294,74 @@ proptest! {
         prop_assert!(run.spin_ups <= run.served.len());
     }
 }
+
+#[test]
+fn a_rebuild_shares_its_class_with_clients_of_other_groups_instead_of_keeping_it() {
+    // Rebuild stacks for one group, clients for another group of the same class, both always
+    // backlogged: group affinity alone would keep the rebuild's group spinning for ever. The class
+    // must alternate, each side holding the disks for about u / k of disk time per turn, so each
+    // gets about half of the serving time.
+    let (_, layout) = &planned()[0];
+    let layout = layout.clone();
+    let classes = layout.classes.as_ref().expect("pelican has classes");
+    let (rebuild_group, client_group) = (
+        0u32,
+        (1..classes.len() as u32)
+            .find(|g| classes[*g as usize] == classes[0])
+            .unwrap(),
+    );
+    let k = u64::from(layout.erasure.k);
+    let disk_bytes_per_us = 105;
+    let mut scheduler = ClassScheduler::new(&layout).unwrap();
+    let mut next_id = 0u64;
+    let mut submit = |scheduler: &mut ClassScheduler, kind: Kind| {
+        let (group, bytes) = match kind {
+            Kind::Client => (client_group, 1_000_000_000),
+            Kind::Rebuild => (rebuild_group, 66_532_000),
+        };
+        next_id += 1;
+        scheduler
+            .submit(Request {
+                id: next_id,
+                group,
+                bytes,
+                kind,
+            })
+            .unwrap();
+    };
+    for _ in 0..10 {
+        submit(&mut scheduler, Kind::Client);
+        submit(&mut scheduler, Kind::Rebuild);
+    }
+    let (mut rebuild_us, mut client_us, mut spin_ups) = (0u64, 0u64, 0u32);
+    for _ in 0..40_000 {
+        match scheduler.poll_action().expect("backlogged") {
+            Action::SpinUp(group) => {
+                spin_ups += 1;
+                scheduler.spun_up(group);
+            }
+            Action::SpinDown(group) => scheduler.spun_down(group),
+            Action::Serve(request) => {
+                let took_us = service_us(&request, k, disk_bytes_per_us);
+                match request.kind {
+                    Kind::Client => client_us += took_us,
+                    Kind::Rebuild => rebuild_us += took_us,
+                }
+                scheduler.served(&request);
+                submit(&mut scheduler, request.kind);
+            }
+        }
+    }
+    let rebuild_fraction = rebuild_us as f64 / (rebuild_us + client_us) as f64;
+    assert!(
+        (rebuild_fraction - 0.5).abs() < 0.05,
+        "rebuild got {rebuild_fraction} of the serving time with {spin_ups} spin-ups"
+    );
+    // Turns are long: each holds the disks for about u / k of disk time (~317 s here).
+    let total_s = (rebuild_us + client_us) as f64 / 1e6;
+    assert!(spin_ups >= 4, "the class switched groups: {spin_ups}");
+    assert!(
+        f64::from(spin_ups) <= total_s / 250.0 + 2.0,
+        "{spin_ups} spin-ups in {total_s} s of serving"
+    );
+}
