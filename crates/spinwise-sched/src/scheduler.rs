@@ -313,9 +313,10 @@ impl ClassScheduler {
                 // The other queue may take the chosen one's turn only until it has been served
                 // `affinity_bound` beyond the fair order; then the class switches groups.
                 let may_overtake = class.overtaken_cost < affinity_bound;
-                let Some(queue) = [chosen, other].into_iter().find(|q| {
-                    head_of(class, *q) == Some(group) && (*q == chosen || may_overtake)
-                }) else {
+                let Some(queue) = [chosen, other]
+                    .into_iter()
+                    .find(|q| head_of(class, *q) == Some(group) && (*q == chosen || may_overtake))
+                else {
                     class.current = Some((group, Phase::SpinningDown));
                     return Some(Action::SpinDown(group));
                 };
