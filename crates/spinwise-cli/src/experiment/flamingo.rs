@@ -4,8 +4,8 @@
 //! design-space exploration derives from a preset.
 //!
 //! Invariants: Fig. 6's configurations are chosen from the exploration by their M (disks that may
-//! be in the costliest state at once), evenly over the distinct M values, smallest and largest
-//! included, then planned in parallel; a configuration the planner cannot lay out is skipped and
+//! be in the costliest state at once), spread geometrically over the distinct M values, smallest
+//! and largest included, then planned in parallel; a configuration the planner cannot lay out is skipped and
 //! counted in the summary, never simulated with a made-up layout.
 
 use super::summary::{Comparison, header, mean_of, rate, table};
@@ -261,7 +261,7 @@ pub fn fig6ab(context: &Context) -> CliResult<Outcome> {
     ) + &table(&fig6ab_comparisons(&rows, presets));
     for (preset, unplannable) in skipped {
         summary.push_str(&format!(
-            "\n{preset}: configurations chosen evenly over the distinct M values of its exploration; {unplannable} of them had no layout and were skipped."
+            "\n{preset}: configurations chosen over the distinct M values of its exploration, spread geometrically from the smallest to the largest; {unplannable} of them had no layout and were skipped."
         ));
     }
     summary.push('\n');
@@ -302,16 +302,19 @@ fn configuration_setups(
     Ok((planned.into_iter().flatten().collect(), unplannable))
 }
 
-/// The first configuration of each distinct M, then `count` of those evenly spaced (first and
-/// last included).
+/// The first configuration of each distinct M, then `count` of those spread geometrically in M
+/// from the smallest to the largest: Flamingo Fig. 6(a) shows most change at low provisioning
+/// (0.06 → 0.1), and low-M configurations are also the cheap ones to simulate.
 fn spread_by_m(configurations: &[Configuration], count: usize) -> Vec<&Configuration> {
-    let mut distinct: Vec<&Configuration> = Vec::new();
     let mut sorted: Vec<&Configuration> = configurations.iter().collect();
     sorted.sort_by_key(|c| (c.analysis.max_disks_at_highest, c.index));
+    let mut distinct: Vec<&Configuration> = Vec::new();
     for configuration in sorted {
-        if distinct.last().is_none_or(|last| {
-            last.analysis.max_disks_at_highest != configuration.analysis.max_disks_at_highest
-        }) {
+        let m = configuration.analysis.max_disks_at_highest;
+        if distinct
+            .last()
+            .is_none_or(|last| last.analysis.max_disks_at_highest != m)
+        {
             distinct.push(configuration);
         }
     }
@@ -319,10 +322,31 @@ fn spread_by_m(configurations: &[Configuration], count: usize) -> Vec<&Configura
         distinct.truncate(count);
         return distinct;
     }
-    let last = distinct.len() - 1;
-    let mut picked: Vec<usize> = (0..count).map(|i| i * last / (count - 1)).collect();
+    let m = |c: &Configuration| (c.analysis.max_disks_at_highest.max(1) as f64).ln();
+    let (low, high) = (m(distinct[0]), m(distinct[distinct.len() - 1]));
+    let mut picked: Vec<usize> = (0..count)
+        .map(|i| {
+            let target = low + (high - low) * i as f64 / (count - 1) as f64;
+            (0..distinct.len())
+                .min_by(|&a, &b| {
+                    (m(distinct[a]) - target)
+                        .abs()
+                        .total_cmp(&(m(distinct[b]) - target).abs())
+                })
+                .unwrap_or(0)
+        })
+        .collect();
     picked.dedup();
     picked.into_iter().map(|i| distinct[i]).collect()
+}
+
+/// A duration for people: seconds from 1 s up, milliseconds below.
+fn seconds(value: f64) -> String {
+    if value >= 1.0 {
+        format!("{value:.1} s")
+    } else {
+        format!("{:.1} ms", value * 1e3)
+    }
 }
 
 fn fig6ab_comparisons(rows: &[Row], presets: &[&str]) -> Vec<Comparison> {
@@ -362,9 +386,9 @@ fn fig6ab_comparisons(rows: &[Row], presets: &[&str]) -> Vec<Comparison> {
                 ),
                 paper: paper.into(),
                 ours: format!(
-                    "{:.1} s → {:.1} s ({:+.0}%), falling in {decreasing_steps} of {} steps",
-                    first.y,
-                    last.y,
+                    "{} → {} ({:+.0}%), falling in {decreasing_steps} of {} steps",
+                    seconds(first.y),
+                    seconds(last.y),
                     change * 100.0,
                     pts.len() - 1
                 ),
