@@ -8,6 +8,7 @@
 #![allow(clippy::result_large_err)]
 
 mod error;
+mod experiment;
 mod explore;
 mod output;
 mod plan;
@@ -46,6 +47,10 @@ enum Command {
     /// Simulate the rack under a read workload with the scheduler the server will run (Pelican's
     /// class scheduler so far): throughput, latency, spin-ups, power and budget checks.
     Sim(sim::SimArgs),
+    /// Reproduce a figure of the Pelican or Flamingo evaluation: a sweep of simulations on both
+    /// cores, written as results.csv, PNG and SVG figures and a summary.md beside the paper's
+    /// numbers (`--list` names them).
+    Experiment(experiment::ExperimentArgs),
     /// Check a layout file against a rack with the independent verifier.
     Verify(plan::VerifyArgs),
     /// List the shipped rack presets.
@@ -59,6 +64,7 @@ fn main() -> ExitCode {
         Command::Quality(args) => quality::run(&args),
         Command::Explore(args) => explore::run(&args),
         Command::Sim(args) => sim::run(&args),
+        Command::Experiment(args) => experiment::run(&args),
         Command::Verify(args) => plan::run_verify(&args),
         Command::Presets(args) => source::run_presets(&args),
     };

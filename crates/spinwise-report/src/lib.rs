@@ -1,9 +1,9 @@
-//! `spinwise-report`: renders experiment output for people — design-space figures (PNG and SVG)
-//! and flat CSV tables.
+//! `spinwise-report`: renders experiment output for people — design-space figures and line/scatter
+//! charts of sweeps (PNG and SVG, see `lines`) and flat CSV tables.
 //!
 //! Invariants:
 //! - This crate depends on no other Spinwise crate: callers convert their results into the plain
-//!   structs defined here (`ProvisioningFigure`, any flat `serde::Serialize` row). That keeps the
+//!   structs defined here (`ProvisioningFigure`, `LineChart`, any flat `serde::Serialize` row). That keeps the
 //!   plotting stack (plotters, image encoders, an embedded font) out of every core crate, and
 //!   lets the dependency arrow point one way (`report ← cli`).
 //! - Bad input (empty point lists, NaN or out-of-range fractions, empty tables) is reported as
@@ -14,10 +14,15 @@
 mod colour;
 mod error;
 mod font;
+mod lines;
 mod provisioning;
 mod table;
 
 pub use error::ReportError;
+pub use lines::{
+    LINE_CHART_SIZE_PX, LineChart, LinePoint, MAX_SERIES, Series, SeriesStyle, YScale,
+    render_lines_png, render_lines_svg,
+};
 pub use provisioning::{
     PROVISIONING_FIGURE_SIZE_PX, PointStatus, ProvisioningFigure, ProvisioningPoint,
     render_provisioning_png, render_provisioning_svg,

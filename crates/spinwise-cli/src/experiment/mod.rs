@@ -1,0 +1,263 @@
+//! `spinwise experiment`: named reproductions of the papers' evaluations (issue 3, item 5). Each
+//! experiment is a sweep of `spinwise_sim::simulate` configurations run on both cores, written
+//! into one folder as `results.csv` (one row per run, every input and every metric), one PNG and
+//! one SVG per figure and `summary.md` (our numbers beside the paper's, computed from the rows).
+//!
+//! Invariants:
+//! - [`EXPERIMENTS`] is the one registry: `--list`, name lookup and the error for a bad name all
+//!   read it. An experiment is a plain function from the run [`Context`] to an [`Outcome`]; the
+//!   driver here does every file write, so experiments compute and never touch the disk.
+//! - Results do not depend on thread scheduling: every run's seed derives from (base seed,
+//!   configuration index, seed index) (`sweep::run_seed`), and rows come back in configuration
+//!   order. Wall-clock time is printed, never written to `results.csv`.
+//! - The output folder is created and probed for writing before any simulation starts, so an
+//!   unwritable `--out` fails in milliseconds, not after the sweep.
+//! - Which policies a sweep runs is a `&[PolicyKind]` constant per experiment; adding a policy to
+//!   a sweep is a one-line change (labels come from the policy's serialized name).
+
+mod flamingo;
+mod pelican;
+mod summary;
+mod sweep;
+
+use crate::error::{CliError, CliResult, io_error};
+use crate::output::outln;
+use clap::Args;
+use serde_json::json;
+use spinwise_report::{LineChart, render_lines_png, render_lines_svg, write_csv};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+pub use sweep::Row;
+
+#[derive(Args)]
+pub struct ExperimentArgs {
+    /// The experiment to run (see `--list`).
+    #[arg(value_name = "NAME", required_unless_present = "list")]
+    pub name: Option<String>,
+    /// List the experiments (name and one-line description) and exit.
+    #[arg(long, conflicts_with = "name")]
+    pub list: bool,
+    /// Folder for results.csv, the figures (PNG and SVG) and summary.md; created if missing.
+    #[arg(long, value_name = "DIR", required_unless_present = "list")]
+    pub out: Option<PathBuf>,
+    /// Measured simulated hours per run, after the warm-up (default 24, the paper's; 0.5 with
+    /// --quick).
+    #[arg(long, value_name = "H")]
+    pub hours: Option<f64>,
+    /// Leading simulated hours excluded from every metric (default 1; 0.1 with --quick).
+    #[arg(long, value_name = "H")]
+    pub warmup_hours: Option<f64>,
+    /// Runs per configuration with different seeds; figures show the mean with min–max bars.
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub seeds: u32,
+    /// Base seed; each run's seed derives from it and the configuration index.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// A small version: fewer rates or configurations and short runs (for CI and a first look).
+    #[arg(long)]
+    pub quick: bool,
+    /// Worker threads (default: one per core).
+    #[arg(long)]
+    pub jobs: Option<usize>,
+    /// Print JSON: the list with --list, else a summary of the run.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// What an experiment is asked to do.
+pub struct Context {
+    /// Measured hours per run (the window after the warm-up).
+    pub hours: f64,
+    pub warmup_hours: f64,
+    pub seeds: u32,
+    pub base_seed: u64,
+    pub quick: bool,
+    pool: rayon::ThreadPool,
+}
+
+/// One figure, written as `STEM.png` and `STEM.svg`.
+pub struct Figure {
+    pub stem: &'static str,
+    pub chart: LineChart,
+}
+
+/// Everything an experiment produced; the driver writes it.
+pub struct Outcome {
+    pub rows: Vec<Row>,
+    pub figures: Vec<Figure>,
+    /// The body of summary.md (markdown).
+    pub summary: String,
+}
+
+/// One registered experiment.
+pub struct Experiment {
+    pub name: &'static str,
+    pub description: &'static str,
+    run: fn(&Context) -> CliResult<Outcome>,
+}
+
+/// Every experiment, in the order `--list` prints them.
+pub const EXPERIMENTS: &[Experiment] = &[
+    Experiment {
+        name: "pelican-fig5",
+        description: "Pelican Fig. 5(a-c): throughput, service time and time to first byte vs request rate, Pelican and FP at 40 Gbps and unbounded",
+        run: pelican::fig5,
+    },
+    Experiment {
+        name: "pelican-fig6",
+        description: "Pelican Fig. 6: reject rate vs request rate (the same runs as pelican-fig5)",
+        run: pelican::fig6,
+    },
+    Experiment {
+        name: "pelican-fig8",
+        description: "Pelican Fig. 8: reordering bound u from 50 to 1,000 GB at 5 req/s, 40 Gbps: throughput, p99 time to first byte, reject rate",
+        run: pelican::fig8,
+    },
+    Experiment {
+        name: "pelican-fig9",
+        description: "Pelican Fig. 9(a, b): spin-ups and TB transferred per disk per year, mean and peak power vs request rate",
+        run: pelican::fig9,
+    },
+    Experiment {
+        name: "flamingo-fig5a",
+        description: "Flamingo Fig. 5(a): the synthesized layout of the pelican rack vs Pelican's hand-designed one, throughput and time to first byte vs rate",
+        run: flamingo::fig5a,
+    },
+    Experiment {
+        name: "flamingo-fig6ab",
+        description: "Flamingo Fig. 6(a, b): time to first byte vs provisioning over explored configurations of pelican and ocp-cold-storage, at 4 and 0.0625 req/s",
+        run: flamingo::fig6ab,
+    },
+];
+
+pub fn run(args: &ExperimentArgs) -> CliResult<()> {
+    if args.list {
+        return list(args.json);
+    }
+    let (Some(name), Some(out)) = (&args.name, &args.out) else {
+        return Err(CliError::Usage(
+            "give an experiment NAME and --out DIR, or --list".into(),
+        ));
+    };
+    let experiment = find(name)?;
+    let context = context(args)?;
+    prepare_out(out)?;
+    let started = Instant::now();
+    let outcome = (experiment.run)(&context)?;
+    let files = write_outcome(&outcome, out)?;
+    let elapsed_s = started.elapsed().as_secs_f64();
+    if args.json {
+        let value = json!({
+            "experiment": experiment.name,
+            "out": out.display().to_string(),
+            "runs": outcome.rows.len(),
+            "files": files,
+            "elapsed_s": elapsed_s,
+        });
+        outln!(
+            "{}",
+            serde_json::to_string_pretty(&value).expect("json values serialize")
+        );
+    } else {
+        outln!(
+            "{}: {} runs in {elapsed_s:.1} s",
+            experiment.name,
+            outcome.rows.len()
+        );
+        outln!(
+            "wrote {}/{{{}}}",
+            out.display().to_string().trim_end_matches('/'),
+            files.join(", ")
+        );
+    }
+    Ok(())
+}
+
+fn list(json: bool) -> CliResult<()> {
+    if json {
+        let rows: Vec<_> = EXPERIMENTS
+            .iter()
+            .map(|e| json!({ "name": e.name, "description": e.description }))
+            .collect();
+        outln!(
+            "{}",
+            serde_json::to_string_pretty(&rows).expect("json values serialize")
+        );
+    } else {
+        for experiment in EXPERIMENTS {
+            outln!("{:<17} {}", experiment.name, experiment.description);
+        }
+    }
+    Ok(())
+}
+
+fn find(name: &str) -> CliResult<&'static Experiment> {
+    EXPERIMENTS.iter().find(|e| e.name == name).ok_or_else(|| {
+        let known: Vec<&str> = EXPERIMENTS.iter().map(|e| e.name).collect();
+        CliError::Usage(format!(
+            "unknown experiment `{name}`; experiments: {} (see `spinwise experiment --list`)",
+            known.join(", ")
+        ))
+    })
+}
+
+fn context(args: &ExperimentArgs) -> CliResult<Context> {
+    let hours = args.hours.unwrap_or(if args.quick { 0.5 } else { 24.0 });
+    let warmup_hours = args
+        .warmup_hours
+        .unwrap_or(if args.quick { 0.1 } else { 1.0 });
+    if !(hours.is_finite() && hours > 0.0) {
+        return Err(CliError::Usage(format!(
+            "--hours must be a positive number, got {hours}"
+        )));
+    }
+    if !(warmup_hours.is_finite() && warmup_hours >= 0.0) {
+        return Err(CliError::Usage(format!(
+            "--warmup-hours must be zero or a positive number, got {warmup_hours}"
+        )));
+    }
+    if args.seeds == 0 {
+        return Err(CliError::Usage("--seeds must be at least 1".into()));
+    }
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(args.jobs.unwrap_or(0))
+        .build()
+        .map_err(|e| CliError::Usage(format!("--jobs: {e}")))?;
+    Ok(Context {
+        hours,
+        warmup_hours,
+        seeds: args.seeds,
+        base_seed: args.seed,
+        quick: args.quick,
+        pool,
+    })
+}
+
+/// Creates `out` and checks a file can be written there, before any simulation runs.
+fn prepare_out(out: &Path) -> CliResult<()> {
+    std::fs::create_dir_all(out).map_err(io_error(out))?;
+    let probe = out.join(".spinwise-write-probe");
+    std::fs::write(&probe, b"").map_err(io_error(out))?;
+    std::fs::remove_file(&probe).map_err(io_error(&probe))
+}
+
+/// Writes results.csv, every figure as PNG and SVG, and summary.md; returns the file names.
+fn write_outcome(outcome: &Outcome, out: &Path) -> CliResult<Vec<String>> {
+    let mut files = vec!["results.csv".to_string()];
+    write_csv(&outcome.rows, &out.join("results.csv"))?;
+    for figure in &outcome.figures {
+        for (extension, render) in [
+            ("png", render_lines_png as fn(&LineChart, &Path) -> _),
+            ("svg", render_lines_svg),
+        ] {
+            let name = format!("{}.{extension}", figure.stem);
+            render(&figure.chart, &out.join(&name))?;
+            files.push(name);
+        }
+    }
+    let summary_path = out.join("summary.md");
+    std::fs::write(&summary_path, &outcome.summary).map_err(io_error(&summary_path))?;
+    files.push("summary.md".into());
+    Ok(files)
+}

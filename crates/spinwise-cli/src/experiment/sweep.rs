@@ -1,0 +1,367 @@
+//! Running a sweep: rack + layout setups, the jobs (one simulated configuration each), the
+//! parallel runner with its progress bar, the flat result [`Row`] and the per-configuration
+//! averages the figures and summaries read.
+//!
+//! Invariants: a job's configuration index is its position in the job list; run `i` of a sweep
+//! (job `i / seeds`, seed `i % seeds`) gets [`run_seed`]`(base, job, seed index)`, so a run's
+//! result depends only on its inputs, never on which thread ran it or when. Rows are returned in
+//! run order (rayon's indexed `collect` keeps it).
+
+use super::Context;
+use crate::error::{CliError, CliResult};
+use crate::source::load_preset;
+use indicatif::{ProgressBar, ProgressStyle};
+use rayon::prelude::*;
+use serde::Serialize;
+use spinwise_model::{Layout, Rack};
+use spinwise_report::LinePoint;
+use spinwise_sim::{DEFAULT_BLOB_BYTES, PolicyKind, Report, SimConfig, simulate};
+use std::collections::BTreeMap;
+
+/// Seconds in a (Julian) year, for per-disk-year rates.
+pub const SECONDS_PER_YEAR: f64 = 365.25 * 24.0 * 3600.0;
+
+/// A rack and the layout runs use on it.
+pub struct Setup {
+    /// The preset the rack came from.
+    pub preset: String,
+    /// `synthesized` (spinwise plan), `pelican-manual` (Pelican §2.2's hand-designed layout).
+    pub layout_name: &'static str,
+    /// The exploration configuration this rack is, when it is one (Flamingo Fig. 6).
+    pub exploration_configuration: Option<usize>,
+    /// M / N of this rack: disks that may be in their costliest state at once over all disks.
+    pub provisioning: f64,
+    pub rack: Rack,
+    pub layout: Layout,
+}
+
+impl Setup {
+    /// A shipped preset with the planner's layout.
+    pub fn synthesized(preset: &str) -> CliResult<Setup> {
+        let rack = load_preset(preset)?;
+        let layout = plan(&rack, spinwise_plan::plan(&rack))?;
+        Ok(Setup::new(preset, "synthesized", None, rack, layout))
+    }
+
+    /// The pelican preset with Pelican's hand-designed layout.
+    pub fn pelican_manual() -> CliResult<Setup> {
+        let rack = load_preset("pelican")?;
+        let layout = plan(&rack, spinwise_plan::pelican_layout(&rack))?;
+        Ok(Setup::new("pelican", "pelican-manual", None, rack, layout))
+    }
+
+    pub fn new(
+        preset: &str,
+        layout_name: &'static str,
+        exploration_configuration: Option<usize>,
+        rack: Rack,
+        layout: Layout,
+    ) -> Setup {
+        let provisioning = layout.max_disks_at_highest as f64 / rack.disk_count() as f64;
+        Setup {
+            preset: preset.to_string(),
+            layout_name,
+            exploration_configuration,
+            provisioning,
+            rack,
+            layout,
+        }
+    }
+}
+
+fn plan(
+    rack: &Rack,
+    planned: Result<spinwise_plan::Plan, spinwise_plan::PlanError>,
+) -> CliResult<Layout> {
+    planned.map(|p| p.layout).map_err(|source| CliError::Plan {
+        rack: rack.name.clone(),
+        source,
+    })
+}
+
+/// One simulated configuration of a sweep.
+#[derive(Clone, Debug)]
+pub struct Job {
+    /// Index into the sweep's setups.
+    pub setup: usize,
+    pub policy: PolicyKind,
+    /// `None`: unbounded.
+    pub network_gbps: Option<f64>,
+    pub rate_per_s: f64,
+    /// Overrides the layout's `scheduler.reordering_bound_gb` (Pelican Fig. 8).
+    pub reordering_bound_gb: Option<f64>,
+}
+
+/// One run: every input and every metric, flat for CSV. Durations in seconds, power in W.
+#[derive(Clone, Debug, Serialize)]
+pub struct Row {
+    pub experiment: &'static str,
+    pub configuration: usize,
+    pub seed_index: u32,
+    pub seed: u64,
+    pub preset: String,
+    pub layout: &'static str,
+    pub exploration_configuration: Option<usize>,
+    pub provisioning: f64,
+    pub disks: usize,
+    pub group_size: u32,
+    pub groups: usize,
+    pub max_active_groups: u32,
+    pub policy: String,
+    pub network_gbps: String,
+    pub rate_per_s: f64,
+    pub hours: f64,
+    pub warmup_hours: f64,
+    pub blob_bytes: u64,
+    pub reordering_bound_gb: f64,
+    pub max_queue_depth: u32,
+    pub requests: u64,
+    pub completed: u64,
+    pub rejected: u64,
+    pub reject_rate: f64,
+    pub throughput_gbps: f64,
+    pub ttfb_mean_s: f64,
+    pub ttfb_p50_s: f64,
+    pub ttfb_p99_s: f64,
+    pub ttfb_max_s: f64,
+    pub completion_mean_s: f64,
+    pub completion_p50_s: f64,
+    pub completion_p99_s: f64,
+    pub completion_max_s: f64,
+    pub service_mean_s: f64,
+    pub service_p50_s: f64,
+    pub service_p99_s: f64,
+    pub service_max_s: f64,
+    pub spin_up_mean_s: f64,
+    pub spin_up_max_s: f64,
+    pub spin_ups: u64,
+    pub spin_ups_per_disk_year: f64,
+    pub tb_per_disk_year: f64,
+    pub power_mean_w: f64,
+    pub power_peak_w: f64,
+    pub max_active_disks: u32,
+    pub budget_violations: u64,
+    pub events: u64,
+    pub stale_events: u64,
+    pub trace_hash: String,
+}
+
+/// The policy's serialized name (`pelican`, `fully_provisioned`, …): new policies need no code
+/// here.
+pub fn policy_name(policy: PolicyKind) -> String {
+    serde_json::to_value(policy)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_else(|| format!("{policy:?}"))
+}
+
+/// How figures and summaries name a policy.
+pub fn policy_label(name: &str) -> String {
+    match name {
+        "fully_provisioned" => "FP".into(),
+        "pelican" => "Pelican".into(),
+        other => {
+            let mut chars = other.chars();
+            chars
+                .next()
+                .map(|c| c.to_uppercase().collect::<String>() + chars.as_str())
+                .unwrap_or_default()
+        }
+    }
+}
+
+pub fn network_label(network_gbps: Option<f64>) -> String {
+    network_gbps.map_or("unbounded".into(), |g| format!("{g}"))
+}
+
+/// SplitMix64's finaliser: a bijective mix, so distinct inputs give well-spread distinct seeds.
+fn mix(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// The seed of one run, from the base seed, its configuration and which of its seeds it is.
+pub fn run_seed(base_seed: u64, configuration: usize, seed_index: u32) -> u64 {
+    mix(mix(mix(base_seed) ^ configuration as u64) ^ u64::from(seed_index))
+}
+
+/// Runs every job `context.seeds` times on the context's thread pool, with a progress bar on a
+/// terminal (indicatif draws nothing when stderr is not one). Rows in configuration order.
+pub fn run_sweep(
+    experiment: &'static str,
+    context: &Context,
+    setups: &[Setup],
+    jobs: &[Job],
+) -> CliResult<Vec<Row>> {
+    let seeds = context.seeds as usize;
+    let progress = ProgressBar::new((jobs.len() * seeds) as u64);
+    progress.set_style(
+        ProgressStyle::with_template(
+            "{spinner} {msg} {pos}/{len} runs [{bar:40}] {elapsed_precise} (eta {eta})",
+        )
+        .expect("static template")
+        .progress_chars("=> "),
+    );
+    progress.set_message(experiment);
+    let rows = context.pool.install(|| {
+        (0..jobs.len() * seeds)
+            .into_par_iter()
+            .map(|run| {
+                let (index, seed_index) = (run / seeds, (run % seeds) as u32);
+                let row = run_one(experiment, context, setups, index, &jobs[index], seed_index);
+                progress.inc(1);
+                row
+            })
+            .collect::<CliResult<Vec<Row>>>()
+    });
+    progress.finish_and_clear();
+    rows
+}
+
+fn run_one(
+    experiment: &'static str,
+    context: &Context,
+    setups: &[Setup],
+    index: usize,
+    job: &Job,
+    seed_index: u32,
+) -> CliResult<Row> {
+    let setup = &setups[job.setup];
+    let mut layout_override = None;
+    if let Some(bound) = job.reordering_bound_gb {
+        let mut layout = setup.layout.clone();
+        layout.scheduler.reordering_bound_gb = bound;
+        layout_override = Some(layout);
+    }
+    let layout = layout_override.as_ref().unwrap_or(&setup.layout);
+    let config = SimConfig {
+        rate_per_s: job.rate_per_s,
+        hours: context.warmup_hours + context.hours,
+        warmup_hours: context.warmup_hours,
+        seed: run_seed(context.base_seed, index, seed_index),
+        blob_bytes: DEFAULT_BLOB_BYTES,
+        network_gbps: job.network_gbps,
+        policy: job.policy,
+    };
+    let report = simulate(&setup.rack, layout, &config).map_err(|source| CliError::Sim {
+        rack: setup.rack.name.clone(),
+        source,
+    })?;
+    Ok(row(
+        experiment, index, seed_index, setup, layout, job, &config, &report,
+    ))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn row(
+    experiment: &'static str,
+    configuration: usize,
+    seed_index: u32,
+    setup: &Setup,
+    layout: &Layout,
+    job: &Job,
+    config: &SimConfig,
+    report: &Report,
+) -> Row {
+    let disks = setup.rack.disk_count();
+    // Disk-years the window stands for: every disk, for the window's share of a year.
+    let disk_years = disks as f64 * report.window_s / SECONDS_PER_YEAR;
+    // Bytes delivered in the window = bytes read from disks (a read fetches k data fragments,
+    // together the blob; redundancy is not read while no disk has failed).
+    let bytes = report.throughput_gbps * 1e9 / 8.0 * report.window_s;
+    let (t, c, s) = (
+        &report.time_to_first_byte_s,
+        &report.completion_time_s,
+        &report.service_time_s,
+    );
+    Row {
+        experiment,
+        configuration,
+        seed_index,
+        seed: config.seed,
+        preset: setup.preset.clone(),
+        layout: setup.layout_name,
+        exploration_configuration: setup.exploration_configuration,
+        provisioning: setup.provisioning,
+        disks,
+        group_size: layout.group_size,
+        groups: layout.groups.len(),
+        max_active_groups: layout.max_active_groups,
+        policy: policy_name(job.policy),
+        network_gbps: network_label(job.network_gbps),
+        rate_per_s: job.rate_per_s,
+        hours: config.hours,
+        warmup_hours: config.warmup_hours,
+        blob_bytes: config.blob_bytes,
+        reordering_bound_gb: layout.scheduler.reordering_bound_gb,
+        max_queue_depth: layout.scheduler.max_queue_depth,
+        requests: report.requests,
+        completed: report.completed,
+        rejected: report.rejected,
+        reject_rate: if report.requests == 0 {
+            0.0
+        } else {
+            report.rejected as f64 / report.requests as f64
+        },
+        throughput_gbps: report.throughput_gbps,
+        ttfb_mean_s: t.mean,
+        ttfb_p50_s: t.p50,
+        ttfb_p99_s: t.p99,
+        ttfb_max_s: t.max,
+        completion_mean_s: c.mean,
+        completion_p50_s: c.p50,
+        completion_p99_s: c.p99,
+        completion_max_s: c.max,
+        service_mean_s: s.mean,
+        service_p50_s: s.p50,
+        service_p99_s: s.p99,
+        service_max_s: s.max,
+        spin_up_mean_s: report.spin_up_s.mean,
+        spin_up_max_s: report.spin_up_s.max,
+        spin_ups: report.spin_ups,
+        spin_ups_per_disk_year: report.spin_ups as f64 * f64::from(layout.group_size) / disk_years,
+        tb_per_disk_year: bytes / 1e12 / disk_years,
+        power_mean_w: report.power_w.mean,
+        power_peak_w: report.power_w.peak,
+        max_active_disks: report.max_active_disks,
+        budget_violations: report.budget_violations,
+        events: report.events,
+        stale_events: report.stale_events,
+        trace_hash: format!("{:016x}", report.trace_hash),
+    }
+}
+
+/// One point per configuration among `rows` matching `keep`: x of the configuration, the mean of
+/// `y` over its seeds, and (with more than one seed) a min–max error bar. Sorted by x.
+pub fn points(
+    rows: &[Row],
+    keep: impl Fn(&Row) -> bool,
+    x: impl Fn(&Row) -> f64,
+    y: impl Fn(&Row) -> f64,
+) -> Vec<LinePoint> {
+    let mut by_configuration: BTreeMap<usize, Vec<&Row>> = BTreeMap::new();
+    for row in rows.iter().filter(|r| keep(r)) {
+        by_configuration
+            .entry(row.configuration)
+            .or_default()
+            .push(row);
+    }
+    let mut points: Vec<LinePoint> = by_configuration
+        .values()
+        .map(|runs| {
+            let values: Vec<f64> = runs.iter().map(|r| y(r)).collect();
+            let mean = values.iter().sum::<f64>() / values.len() as f64;
+            let low = values.iter().copied().fold(f64::INFINITY, f64::min);
+            let high = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            LinePoint {
+                x: x(runs[0]),
+                y: mean,
+                error: (runs.len() > 1).then_some((low.min(mean), high.max(mean))),
+            }
+        })
+        .collect();
+    points.sort_by(|a, b| a.x.total_cmp(&b.x));
+    points
+}

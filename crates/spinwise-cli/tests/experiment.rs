@@ -1,0 +1,377 @@
+//! `spinwise experiment`: `--list` names every experiment; each experiment with `--quick` writes
+//! results.csv (the expected columns, one row per run, sorted by configuration, no budget
+//! violation), a PNG and an SVG per figure and a summary.md quoting the paper; results do not
+//! depend on the number of threads; Fig. 5 and Fig. 6 share their runs; a bad name or an
+//! unwritable --out is refused with a clear message.
+//!
+//! Runs are short (`--quick`: 0.5 measured hours after 0.1 h of warm-up, three rates or fewer)
+//! to keep CI time small.
+
+mod common;
+
+use common::{TempDir, spinwise};
+use std::path::Path;
+
+const EXPERIMENTS: [&str; 6] = [
+    "pelican-fig5",
+    "pelican-fig6",
+    "pelican-fig8",
+    "pelican-fig9",
+    "flamingo-fig5a",
+    "flamingo-fig6ab",
+];
+
+/// Columns every results.csv must have: the inputs and the metrics of issue 3.
+const COLUMNS: [&str; 22] = [
+    "experiment",
+    "configuration",
+    "seed",
+    "preset",
+    "layout",
+    "policy",
+    "network_gbps",
+    "rate_per_s",
+    "hours",
+    "warmup_hours",
+    "reordering_bound_gb",
+    "requests",
+    "rejected",
+    "reject_rate",
+    "throughput_gbps",
+    "ttfb_mean_s",
+    "ttfb_p99_s",
+    "service_mean_s",
+    "spin_ups_per_disk_year",
+    "tb_per_disk_year",
+    "power_mean_w",
+    "budget_violations",
+];
+
+struct Table {
+    header: Vec<String>,
+    rows: Vec<Vec<String>>,
+}
+
+impl Table {
+    fn read(path: &Path) -> Table {
+        let mut reader = csv::Reader::from_path(path).expect("results.csv is readable");
+        let header = reader
+            .headers()
+            .expect("a header")
+            .iter()
+            .map(String::from)
+            .collect();
+        let rows = reader
+            .records()
+            .map(|r| r.expect("a CSV record").iter().map(String::from).collect())
+            .collect();
+        Table { header, rows }
+    }
+
+    fn column(&self, name: &str) -> Vec<&str> {
+        let index = self
+            .header
+            .iter()
+            .position(|h| h == name)
+            .unwrap_or_else(|| panic!("no column {name:?} in {:?}", self.header));
+        self.rows.iter().map(|r| r[index].as_str()).collect()
+    }
+
+    fn numbers(&self, name: &str) -> Vec<f64> {
+        self.column(name)
+            .iter()
+            .map(|v| v.parse().unwrap_or_else(|_| panic!("{name} = {v:?}")))
+            .collect()
+    }
+}
+
+fn run_quick(name: &str, out: &Path, extra: &[&str]) -> common::Run {
+    let mut args = vec![
+        "experiment".to_string(),
+        name.to_string(),
+        "--quick".to_string(),
+        "--out".to_string(),
+        out.display().to_string(),
+    ];
+    args.extend(extra.iter().map(|s| s.to_string()));
+    spinwise(&args).success()
+}
+
+/// Runs `name` with --quick and checks every file it must write; returns the table.
+fn check_quick(name: &str, rows: usize, figures: &[&str], paper_values: &[&str]) -> Table {
+    let dir = TempDir::new(name);
+    let run = run_quick(name, dir.path(), &[]);
+    assert!(
+        run.stdout.contains(&format!("{rows} runs")),
+        "{}",
+        run.stdout
+    );
+    let table = Table::read(&dir.join("results.csv"));
+    for column in COLUMNS {
+        assert!(
+            table.header.iter().any(|h| h == column),
+            "{name}: no column {column}"
+        );
+    }
+    assert_eq!(table.rows.len(), rows, "{name}: one row per run");
+    assert!(table.column("experiment").iter().all(|e| *e == name));
+    let configurations = table.numbers("configuration");
+    assert!(
+        configurations.windows(2).all(|w| w[0] < w[1]),
+        "{name}: rows sorted by configuration, one seed each: {configurations:?}"
+    );
+    assert!(table.numbers("budget_violations").iter().all(|v| *v == 0.0));
+    assert!(table.numbers("requests").iter().all(|v| *v > 0.0));
+    assert!(
+        table
+            .numbers("hours")
+            .iter()
+            .all(|h| (*h - 0.6).abs() < 1e-9)
+    );
+    for figure in figures {
+        let png = std::fs::read(dir.join(&format!("{figure}.png"))).expect("PNG written");
+        assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n", "{figure}.png");
+        assert!(
+            png.len() > 5_000,
+            "{figure}.png is only {} bytes",
+            png.len()
+        );
+        let svg = std::fs::read_to_string(dir.join(&format!("{figure}.svg"))).expect("SVG");
+        assert!(
+            svg.contains("<svg") && svg.contains("<text"),
+            "{figure}.svg"
+        );
+    }
+    let summary = std::fs::read_to_string(dir.join("summary.md")).expect("summary.md");
+    assert!(
+        summary.contains("| quantity | paper | ours | note |"),
+        "{summary}"
+    );
+    for value in paper_values {
+        assert!(
+            summary.contains(value),
+            "{name}: summary lacks {value:?}:\n{summary}"
+        );
+    }
+    table
+}
+
+#[test]
+fn list_names_every_experiment_with_a_description() {
+    let run = spinwise(["experiment", "--list"]).success();
+    for name in EXPERIMENTS {
+        let line = run
+            .stdout
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(name))
+            .unwrap_or_else(|| panic!("--list lacks {name}:\n{}", run.stdout));
+        assert!(
+            line.len() > name.len() + 20,
+            "{name} needs a description: {line}"
+        );
+    }
+    let json = spinwise(["experiment", "--list", "--json"])
+        .success()
+        .json();
+    let names: Vec<&str> = json
+        .as_array()
+        .expect("an array")
+        .iter()
+        .map(|e| e["name"].as_str().expect("a name"))
+        .collect();
+    assert_eq!(names, EXPERIMENTS);
+}
+
+#[test]
+fn pelican_fig5_quick_writes_three_figures_and_quotes_the_paper() {
+    let table = check_quick(
+        "pelican-fig5",
+        12, // 2 policies × 2 networks × 3 rates
+        &["throughput", "service_time", "time_to_first_byte"],
+        &["Pelican §4.2", "within 20%", "106 Gbps", "0.65 s", "14.2 s"],
+    );
+    let mut policies = table.column("policy");
+    policies.dedup();
+    assert_eq!(policies, ["pelican", "fully_provisioned"]);
+    // FP's service time at low load sits near its 0.65 s floor (1 GB from 15 disks at 105 MB/s).
+    let fp_low = table
+        .rows
+        .iter()
+        .zip(table.numbers("service_mean_s"))
+        .find(|(r, _)| r.contains(&"fully_provisioned".to_string()) && r.contains(&"0.25".into()))
+        .map(|(_, s)| s)
+        .expect("an FP row at 0.25 req/s");
+    assert!((0.6..0.75).contains(&fp_low), "FP service {fp_low}");
+}
+
+#[test]
+fn pelican_fig6_quick_shares_fig5_runs_and_plots_rejects() {
+    let table = check_quick(
+        "pelican-fig6",
+        12,
+        &["reject_rate"],
+        &["none rejected", "35%", "21%", "1%"],
+    );
+    let dir = TempDir::new("fig5-for-fig6");
+    run_quick("pelican-fig5", dir.path(), &[]);
+    let fig5 = Table::read(&dir.join("results.csv"));
+    assert_eq!(fig5.header, table.header);
+    // Same configurations, seeds and results; only the experiment column differs.
+    let strip =
+        |t: &Table| -> Vec<Vec<String>> { t.rows.iter().map(|r| r[1..].to_vec()).collect() };
+    assert_eq!(strip(&fig5), strip(&table));
+}
+
+#[test]
+fn pelican_fig8_quick_sweeps_the_reordering_bound_at_5_requests_per_second() {
+    let table = check_quick(
+        "pelican-fig8",
+        3,
+        &["throughput_vs_u", "ttfb_p99_vs_u", "reject_rate_vs_u"],
+        &["Pelican §4.4", "nearly doubles", "85%"],
+    );
+    assert_eq!(table.numbers("reordering_bound_gb"), [50.0, 350.0, 1000.0]);
+    assert!(table.numbers("rate_per_s").iter().all(|r| *r == 5.0));
+    let throughput = table.numbers("throughput_gbps");
+    assert!(
+        throughput[1] > throughput[0],
+        "a larger u batches more: {throughput:?}"
+    );
+}
+
+#[test]
+fn pelican_fig9_quick_reports_wear_and_power_beside_all_active() {
+    let table = check_quick(
+        "pelican-fig9",
+        3,
+        &["spin_ups_per_disk_year", "tb_per_disk_year", "power"],
+        &["Pelican §4.5", "3.7 kW", "99 TB", "10.9 kW", "0.5 req/s"],
+    );
+    // Per-disk-year metrics are consistent with the raw counts they scale.
+    let year_s = 365.25 * 24.0 * 3600.0;
+    for ((spin_ups, per_year), window_h) in table
+        .numbers("spin_ups")
+        .iter()
+        .zip(table.numbers("spin_ups_per_disk_year"))
+        .zip(
+            table
+                .numbers("hours")
+                .iter()
+                .zip(table.numbers("warmup_hours"))
+                .map(|(h, w)| h - w),
+        )
+    {
+        let expected = spin_ups * 24.0 / 1152.0 * year_s / (window_h * 3600.0);
+        assert!(
+            (per_year - expected).abs() <= 1e-6 * expected.max(1.0),
+            "{per_year} vs {expected}"
+        );
+    }
+    assert!(
+        table
+            .numbers("power_peak_w")
+            .iter()
+            .all(|w| *w > 0.0 && *w < 10_852.0)
+    );
+}
+
+#[test]
+fn flamingo_fig5a_quick_runs_both_layouts_on_the_same_workloads() {
+    let table = check_quick(
+        "flamingo-fig5a",
+        4, // 2 layouts × 2 rates
+        &["time_to_first_byte", "throughput"],
+        &["Flamingo §5", "virtually identical"],
+    );
+    assert_eq!(
+        table.column("layout"),
+        [
+            "synthesized",
+            "synthesized",
+            "pelican-manual",
+            "pelican-manual"
+        ]
+    );
+}
+
+#[test]
+fn flamingo_fig6ab_quick_runs_explored_configurations_of_rising_provisioning() {
+    let table = check_quick(
+        "flamingo-fig6ab",
+        4, // 1 preset × 2 configurations × 2 rates
+        &[
+            "ttfb_vs_provisioning_high_rate",
+            "ttfb_vs_provisioning_low_rate",
+        ],
+        &["Flamingo §5", "Fig. 6(a)", "Fig. 6(b)"],
+    );
+    let provisioning = table.numbers("provisioning");
+    assert!(provisioning[0] < provisioning[2], "{provisioning:?}");
+    assert!(
+        table
+            .column("exploration_configuration")
+            .iter()
+            .all(|c| !c.is_empty())
+    );
+}
+
+#[test]
+fn results_do_not_depend_on_the_number_of_threads_and_seeds_multiply_rows() {
+    let (one, two) = (TempDir::new("jobs-1"), TempDir::new("jobs-2"));
+    run_quick("pelican-fig9", one.path(), &["--jobs", "1", "--seeds", "2"]);
+    run_quick("pelican-fig9", two.path(), &["--jobs", "2", "--seeds", "2"]);
+    let text = |d: &TempDir| std::fs::read_to_string(d.join("results.csv")).expect("results.csv");
+    assert_eq!(text(&one), text(&two));
+    let table = Table::read(&one.join("results.csv"));
+    assert_eq!(table.rows.len(), 6);
+    let mut seeds = table.column("seed");
+    seeds.sort();
+    seeds.dedup();
+    assert_eq!(seeds.len(), 6, "every run has its own seed");
+}
+
+#[test]
+fn an_unknown_experiment_is_refused_with_the_valid_names() {
+    let dir = TempDir::new("unknown");
+    spinwise(
+        ["experiment", "pelican-fig99", "--out"]
+            .iter()
+            .map(|s| s.to_string())
+            .chain([dir.path().display().to_string()]),
+    )
+    .refused()
+    .stderr_mentions(&["pelican-fig99", "pelican-fig5", "flamingo-fig6ab", "--list"]);
+}
+
+#[test]
+fn an_unwritable_out_is_refused_before_simulating() {
+    let dir = TempDir::new("unwritable");
+    let file = dir.write("not-a-directory", "x");
+    let out = file.join("results");
+    let started = std::time::Instant::now();
+    spinwise([
+        "experiment",
+        "pelican-fig5",
+        "--out",
+        &out.display().to_string(),
+    ])
+    .refused()
+    .stderr_mentions(&["not-a-directory"]);
+    assert!(
+        started.elapsed().as_secs() < 10,
+        "refused only after simulating"
+    );
+}
+
+#[test]
+fn a_name_without_out_and_bad_numbers_are_usage_errors() {
+    spinwise(["experiment", "pelican-fig5"]).usage_error();
+    let dir = TempDir::new("bad-numbers");
+    let out = dir.path().display().to_string();
+    spinwise(["experiment", "pelican-fig5", "--out", &out, "--hours", "0"])
+        .refused()
+        .stderr_mentions(&["--hours"]);
+    spinwise(["experiment", "pelican-fig5", "--out", &out, "--seeds", "0"])
+        .refused()
+        .stderr_mentions(&["--seeds"]);
+}
