@@ -248,7 +248,7 @@ fn pelican_fig9_quick_reports_wear_and_power_beside_all_active() {
         &["Pelican §4.5", "3.7 kW", "99 TB", "10.9 kW", "0.5 req/s"],
     );
     // Per-disk-year metrics are consistent with the raw counts they scale.
-    let year_s = 365.25 * 24.0 * 3600.0;
+    let year_s = 365.0 * 24.0 * 3600.0; // the simulator's year
     for ((spin_ups, per_year), window_h) in table
         .numbers("spin_ups")
         .iter()

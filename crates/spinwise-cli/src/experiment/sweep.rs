@@ -18,9 +18,6 @@ use spinwise_report::LinePoint;
 use spinwise_sim::{DEFAULT_BLOB_BYTES, PolicyKind, Report, SimConfig, simulate};
 use std::collections::BTreeMap;
 
-/// Seconds in a (Julian) year, for per-disk-year rates.
-pub const SECONDS_PER_YEAR: f64 = 365.25 * 24.0 * 3600.0;
-
 /// A rack and the layout runs use on it.
 pub struct Setup {
     /// The preset the rack came from.
@@ -244,6 +241,7 @@ fn run_one(
         blob_bytes: DEFAULT_BLOB_BYTES,
         network_gbps: job.network_gbps,
         policy: job.policy,
+        ..SimConfig::default()
     };
     let report = simulate(&setup.rack, layout, &config).map_err(|source| CliError::Sim {
         rack: setup.rack.name.clone(),
@@ -266,11 +264,6 @@ fn row(
     report: &Report,
 ) -> Row {
     let disks = setup.rack.disk_count();
-    // Disk-years the window stands for: every disk, for the window's share of a year.
-    let disk_years = disks as f64 * report.window_s / SECONDS_PER_YEAR;
-    // Bytes delivered in the window = bytes read from disks (a read fetches k data fragments,
-    // together the blob; redundancy is not read while no disk has failed).
-    let bytes = report.throughput_gbps * 1e9 / 8.0 * report.window_s;
     let (t, c, s) = (
         &report.time_to_first_byte_s,
         &report.completion_time_s,
@@ -300,11 +293,7 @@ fn row(
         requests: report.requests,
         completed: report.completed,
         rejected: report.rejected,
-        reject_rate: if report.requests == 0 {
-            0.0
-        } else {
-            report.rejected as f64 / report.requests as f64
-        },
+        reject_rate: report.reject_rate,
         throughput_gbps: report.throughput_gbps,
         ttfb_mean_s: t.mean,
         ttfb_p50_s: t.p50,
@@ -321,8 +310,8 @@ fn row(
         spin_up_mean_s: report.spin_up_s.mean,
         spin_up_max_s: report.spin_up_s.max,
         spin_ups: report.spin_ups,
-        spin_ups_per_disk_year: report.spin_ups as f64 * f64::from(layout.group_size) / disk_years,
-        tb_per_disk_year: bytes / 1e12 / disk_years,
+        spin_ups_per_disk_year: report.spin_ups_per_disk_per_year,
+        tb_per_disk_year: report.tb_per_disk_per_year,
         power_mean_w: report.power_w.mean,
         power_peak_w: report.power_w.peak,
         max_active_disks: report.max_active_disks,
