@@ -1,5 +1,5 @@
 //! The event loop: a virtual clock in integer microseconds, a heap of `(time_us, sequence,
-//! Event)`, the real `ClassScheduler`, model disks ([`crate::disks`]) and the shared link
+//! Event)`, the real `ClassScheduler`, model disks ([`crate::disks`]) and the network's links
 //! ([`crate::network`]). It owns the translation between scheduler actions and model time.
 //!
 //! Invariants: events are processed in (time, sequence) order and time never goes back; the
@@ -11,7 +11,7 @@
 use crate::config::PolicyKind;
 use crate::config::{SimConfig, SimError};
 use crate::disks::Disks;
-use crate::network::{Completion, Network};
+use crate::network::{FlowPath, Network};
 use crate::report::{Power, Report, Summary, TraceHash};
 use crate::sample::{exponential_us, sample_us, seconds_to_us};
 use rand::{Rng, SeedableRng};
@@ -34,8 +34,9 @@ enum Event {
     GroupSpunDown { group: GroupIndex },
     /// The seek of a request being served is over: its flow starts.
     FirstByte { request: u64 },
-    /// A flow's last byte, valid only if `generation` is still the flow's.
-    FlowDone { request: u64, generation: u64 },
+    /// The network's earliest flow completion, valid only if `generation` is still the
+    /// network's (one pending at a time; see [`crate::network`]).
+    FlowDone { generation: u64 },
     /// The policy asked to be polled at this time (`Policy::next_timeout_us`); stale when the
     /// policy has since asked for another time.
     Timeout,
@@ -50,10 +51,7 @@ impl Event {
             Event::GroupSpunUp { group } => (2, u64::from(group), 0),
             Event::GroupSpunDown { group } => (3, u64::from(group), 0),
             Event::FirstByte { request } => (4, request, 0),
-            Event::FlowDone {
-                request,
-                generation,
-            } => (5, request, generation),
+            Event::FlowDone { generation } => (5, generation, 0u64),
             Event::Timeout => (6, 0, 0),
         };
         let mut bytes = [0u8; 17];
@@ -82,8 +80,10 @@ struct Model {
     spinning_up: StateIndex,
     active: StateIndex,
     seek_us: u64,
-    /// k data disks × disk bandwidth, bytes/µs (systematic code: a read touches k disks).
-    flow_cap_bytes_per_us: f64,
+    /// The disks a client read of each group streams from: the group's first k disks in layout
+    /// order (a systematic code reads its k data fragments; which k of the group's disks hold a
+    /// blob's data is not modelled, so every blob of a group uses the same ones).
+    read_disks: Vec<Vec<DiskIndex>>,
 }
 
 struct Loop<'a> {
@@ -100,7 +100,6 @@ struct Loop<'a> {
     next_request: u64,
     in_flight: BTreeMap<u64, InFlight>,
     spin_up_started_us: Vec<Option<u64>>,
-    completions: Vec<Completion>,
     /// The policy timeout an `Event::Timeout` is queued for, if any.
     timeout_us: Option<u64>,
     // Metrics for requests arriving in the window.
@@ -140,14 +139,13 @@ pub fn simulate(rack: &Rack, layout: &Layout, config: &SimConfig) -> Result<Repo
         rng: ChaCha8Rng::seed_from_u64(config.seed),
         scheduler,
         disks: Disks::new(rack, window_us),
-        network: Network::new(config.network_gbps, window_us),
+        network: Network::new(rack, config.network_gbps, window_us),
         events: BinaryHeap::new(),
         sequence: 0,
         window_us,
         next_request: 0,
         in_flight: BTreeMap::new(),
         spin_up_started_us: vec![None; groups],
-        completions: Vec::new(),
         timeout_us: None,
         requests: 0,
         rejected: 0,
@@ -206,15 +204,18 @@ fn model(rack: &Rack, layout: &Layout) -> Result<Model, SimError> {
         "the parser guarantees resting → … → active"
     );
     let spinning_up = path[if path.len() == 2 { 1 } else { path.len() - 2 }];
-    let bandwidth_mb_per_s = rack.disk_model.bandwidth_mb_per_s;
+    let k = layout.erasure.k as usize;
+    let read_disks = group_disks
+        .iter()
+        .map(|disks| disks[..k.min(disks.len())].to_vec())
+        .collect();
     Ok(Model {
         group_disks,
         resting: rack.resting_state(),
         spinning_up,
         active: rack.active_state(),
         seek_us: seconds_to_us(rack.disk_model.seek_ms / 1e3),
-        // MB/s = bytes/µs.
-        flow_cap_bytes_per_us: f64::from(layout.erasure.k) * bandwidth_mb_per_s,
+        read_disks,
     })
 }
 
@@ -256,6 +257,14 @@ impl Loop<'_> {
         assert!(self.scheduler.is_idle(), "the scheduler ended with work");
         assert!(self.in_flight.is_empty(), "accepted requests left unserved");
         assert_eq!(self.network.flows(), 0, "flows left running");
+        let (delivered, requested) = (
+            self.network.delivered_bytes(),
+            self.network.requested_bytes(),
+        );
+        assert!(
+            (delivered - requested).abs() <= requested * 1e-9,
+            "delivered {delivered} bytes of {requested}"
+        );
         now_us
     }
 
@@ -334,27 +343,16 @@ impl Loop<'_> {
             Event::FirstByte { request } => {
                 let flight = self.in_flight.get_mut(&request).expect("being served");
                 flight.first_byte_us = Some(now_us);
-                let bytes = flight.request.bytes;
-                self.network.start(
-                    now_us,
-                    request,
-                    bytes,
-                    self.model.flow_cap_bytes_per_us,
-                    &mut self.completions,
-                );
-                self.schedule_completions();
+                let (bytes, group) = (flight.request.bytes, flight.request.group);
+                let path = FlowPath::client_read(&self.model.read_disks[group as usize]);
+                self.network.start(now_us, request, bytes, path);
+                self.schedule_flow_wake();
             }
-            Event::FlowDone {
-                request,
-                generation,
-            } => {
-                if !self
-                    .network
-                    .finish(now_us, request, generation, &mut self.completions)
-                {
+            Event::FlowDone { generation } => {
+                let Some(request) = self.network.complete(now_us, generation) else {
                     return false;
-                }
-                self.schedule_completions();
+                };
+                self.schedule_flow_wake();
                 let flight = self.in_flight.remove(&request).expect("being served");
                 self.scheduler.served(now_us, &flight.request);
                 if self.in_window(flight.arrival_us) {
@@ -369,19 +367,16 @@ impl Loop<'_> {
         true
     }
 
-    fn schedule_completions(&mut self) {
-        let completions = std::mem::take(&mut self.completions);
-        for completion in &completions {
+    /// Queues the network's next flow completion if it moved.
+    fn schedule_flow_wake(&mut self) {
+        if let Some(wake) = self.network.take_wake() {
             self.push(
-                completion.done_us,
+                wake.at_us,
                 Event::FlowDone {
-                    request: completion.id,
-                    generation: completion.generation,
+                    generation: wake.generation,
                 },
             );
         }
-        self.completions = completions;
-        self.completions.clear();
     }
 
     /// Carries out one scheduler action in model time.
