@@ -143,8 +143,15 @@ struct Flow {
     uses: Vec<(LinkIndex, f64)>,
     /// Min over the links only this flow crosses of capacity / coefficient (∞ if none).
     private_cap_bytes_per_us: f64,
+    /// The other links it crosses (shared with other flows), with its coefficients.
+    shared_uses: Vec<(LinkIndex, f64)>,
     rate_bytes_per_us: f64,
+    /// Bytes left as of `updated_us` (a flow is brought up to date only when its rate changes
+    /// and when it ends).
     remaining_bytes: f64,
+    updated_us: u64,
+    /// When it ends at its current rate: `updated_us + ceil(remaining / rate)`.
+    done_us: u64,
     requested_bytes: f64,
 }
 
@@ -156,12 +163,12 @@ pub struct Network {
     slots: Vec<Option<Flow>>,
     free_slots: Vec<usize>,
     ids: BTreeMap<u64, usize>,
-    /// (private cap bits, slot) of every running flow: ascending cap (positive floats order like
-    /// their bits), for water-filling.
-    by_cap: BTreeSet<(u64, usize)>,
+    /// (private cap bits, slot) of every running flow, ascending (positive floats order like
+    /// their bits): the order water-filling meets private caps in.
+    by_cap: Vec<(u64, usize)>,
     /// Links crossed by two or more flows.
     shared: BTreeSet<LinkIndex>,
-    /// Every flow's remaining bytes are as of this time.
+    /// The time of the last start or end.
     updated_us: u64,
     /// The one completion the loop has been told about (or must be told about, see `wake_new`).
     pending: Option<Wake>,
@@ -171,11 +178,10 @@ pub struct Network {
     delivered_in_window_bytes: f64,
     delivered_bytes: f64,
     requested_bytes: f64,
-    /// Water-filling scratch: per slot, frozen yet; flows by ascending cap; per shared link, what
-    /// is left.
+    /// Water-filling scratch: per slot, frozen yet; per shared link, what is left.
     frozen: Vec<bool>,
-    order: Vec<(f64, usize)>,
-    residual: BTreeMap<LinkIndex, Residual>,
+    /// Indexed by link; outside water-filling every entry has `unfrozen == 0`.
+    residual: Vec<Residual>,
 }
 
 impl Network {
@@ -233,6 +239,7 @@ impl Network {
         );
         Network {
             topology,
+            residual: vec![Residual::default(); capacities.len()],
             links: capacities
                 .into_iter()
                 .map(|capacity_bytes_per_us| Link {
@@ -243,7 +250,7 @@ impl Network {
             slots: Vec::new(),
             free_slots: Vec::new(),
             ids: BTreeMap::new(),
-            by_cap: BTreeSet::new(),
+            by_cap: Vec::new(),
             shared: BTreeSet::new(),
             updated_us: 0,
             pending: None,
@@ -254,8 +261,6 @@ impl Network {
             delivered_bytes: 0.0,
             requested_bytes: 0.0,
             frozen: Vec::new(),
-            order: Vec::new(),
-            residual: BTreeMap::new(),
         }
     }
 
@@ -295,30 +300,41 @@ impl Network {
         } else {
             1.0 / path.disks_read.len() as f64
         };
-        let mut uses: BTreeMap<LinkIndex, f64> = BTreeMap::new();
-        let mut disks_per_server = vec![0usize; self.topology.servers];
+        let mut uses: Vec<(LinkIndex, f64)> = Vec::with_capacity(2 * path.disks_read.len() + 3);
         let touched = path
             .disks_read
             .iter()
             .map(|&disk| (disk, read_coefficient))
             .chain(path.disk_written.map(|disk| (disk, 1.0)));
         for (disk, coefficient) in touched {
-            *uses.entry(disk).or_default() += coefficient;
+            uses.push((disk, coefficient));
             for &link in &self.topology.domain_links[disk as usize] {
-                *uses.entry(link).or_default() += coefficient;
+                uses.push((link, coefficient));
             }
         }
-        for &disk in path.disks_read {
-            disks_per_server[self.topology.server_of[disk as usize] as usize] += 1;
-        }
         if path.via_nic && !self.topology.nic_of.is_empty() {
+            let mut disks_per_server = vec![0usize; self.topology.servers];
+            for &disk in path.disks_read {
+                disks_per_server[self.topology.server_of[disk as usize] as usize] += 1;
+            }
             // The first server among those holding the most read disks.
             let most = *disks_per_server.iter().max().expect("at least one server");
             let server = disks_per_server.iter().position(|&n| n == most);
-            let nic = self.topology.nic_of[server.expect("the max is present")];
-            *uses.entry(nic).or_default() += 1.0;
+            uses.push((
+                self.topology.nic_of[server.expect("the max is present")],
+                1.0,
+            ));
         }
-        uses.into_iter().collect()
+        // One entry per link, ascending; a link listed several times sums its coefficients.
+        uses.sort_by_key(|&(link, _)| link);
+        uses.dedup_by(|later, kept| {
+            let same = later.0 == kept.0;
+            if same {
+                kept.1 += later.1;
+            }
+            same
+        });
+        uses
     }
 
     /// [`Network::start`] with the links and coefficients given directly.
@@ -329,7 +345,8 @@ impl Network {
             !self.ids.contains_key(&id),
             "flow {id} started while running"
         );
-        self.advance_all(now_us);
+        assert!(now_us >= self.updated_us, "time went back");
+        self.updated_us = now_us;
         let slot = self.free_slots.pop().unwrap_or_else(|| {
             self.slots.push(None);
             self.slots.len() - 1
@@ -350,8 +367,12 @@ impl Network {
             id,
             uses,
             private_cap_bytes_per_us: f64::INFINITY,
+            shared_uses: Vec::new(),
+            // Zero until water-filling sets it (and with it `done_us`).
             rate_bytes_per_us: 0.0,
             remaining_bytes: bytes as f64,
+            updated_us: now_us,
+            done_us: u64::MAX,
             requested_bytes: bytes as f64,
         });
         self.ids.insert(id, slot);
@@ -373,11 +394,16 @@ impl Network {
             return None;
         }
         self.pending = None;
-        self.advance_all(now_us);
-        let (_, slot) = self
+        self.updated_us = now_us;
+        let (done_us, slot) = self
             .next_completion()
             .expect("a pending wake-up has a flow");
-        let flow = self.slots[slot].take().expect("running");
+        assert_eq!(
+            done_us, now_us,
+            "the pending wake-up is the earliest completion"
+        );
+        let mut flow = self.slots[slot].take().expect("running");
+        self.advance(&mut flow, now_us);
         assert!(
             flow.remaining_bytes <= tolerance_bytes(flow.requested_bytes),
             "flow {} ended with {} bytes left",
@@ -390,8 +416,9 @@ impl Network {
             self.delivered_in_window_bytes += flow.remaining_bytes;
         }
         self.ids.remove(&flow.id);
-        self.by_cap
-            .remove(&(flow.private_cap_bytes_per_us.to_bits(), slot));
+        let key = (flow.private_cap_bytes_per_us.to_bits(), slot);
+        let position = self.by_cap.binary_search(&key).expect("listed by cap");
+        self.by_cap.remove(position);
         for &(link, _) in &flow.uses {
             let users = &mut self.links[link as usize].users;
             let position = users
@@ -421,7 +448,7 @@ impl Network {
 
     /// After a start or end: new rates, and a new pending completion if its time moved.
     fn changed(&mut self, now_us: u64) {
-        self.water_fill();
+        self.water_fill(now_us);
         let next_us = self.next_completion().map(|(at_us, _)| at_us);
         if self.pending.map(|w| w.at_us) != next_us {
             self.generation += 1;
@@ -436,117 +463,114 @@ impl Network {
 
     /// The earliest (completion time, slot) over running flows, ties by flow id.
     fn next_completion(&self) -> Option<(u64, usize)> {
-        let mut best: Option<(u64, usize)> = None;
-        for &slot in self.ids.values() {
-            let flow = self.slots[slot].as_ref().expect("running");
-            let wait_us = if flow.remaining_bytes <= tolerance_bytes(flow.requested_bytes) {
-                0
-            } else {
-                (flow.remaining_bytes / flow.rate_bytes_per_us).ceil() as u64
-            };
-            let at_us = self.updated_us + wait_us;
-            // Ids ascend, so a strict comparison keeps the lowest id among ties.
-            if best.is_none_or(|(best_us, _)| at_us < best_us) {
-                best = Some((at_us, slot));
+        let mut best: Option<(u64, u64, usize)> = None;
+        for (slot, flow) in self.slots.iter().enumerate() {
+            let Some(flow) = flow else { continue };
+            let key = (flow.done_us, flow.id);
+            if best.is_none_or(|(best_us, best_id, _)| key < (best_us, best_id)) {
+                best = Some((flow.done_us, flow.id, slot));
             }
         }
-        best
+        best.map(|(at_us, _, slot)| (at_us, slot))
     }
 
-    /// Brings every flow's remaining bytes up to `now_us` at its current rate.
-    fn advance_all(&mut self, now_us: u64) {
-        assert!(now_us >= self.updated_us, "time went back");
-        let elapsed_us = now_us - self.updated_us;
+    /// Brings `flow`'s remaining bytes up to `now_us` at its current rate, counting what moved.
+    fn advance(&mut self, flow: &mut Flow, now_us: u64) {
+        let elapsed_us = now_us - flow.updated_us;
         if elapsed_us == 0 {
             return;
         }
+        let moved = (flow.rate_bytes_per_us * elapsed_us as f64).min(flow.remaining_bytes);
         let (window_start, window_end) = self.window_us;
         let overlap_us = now_us
             .min(window_end)
-            .saturating_sub(self.updated_us.max(window_start));
-        let in_window = overlap_us as f64 / elapsed_us as f64;
-        let mut moved_total = 0.0;
-        for slot in self.ids.values() {
-            let flow = self.slots[*slot].as_mut().expect("running");
-            let moved = (flow.rate_bytes_per_us * elapsed_us as f64).min(flow.remaining_bytes);
-            flow.remaining_bytes -= moved;
-            moved_total += moved;
-        }
-        self.delivered_bytes += moved_total;
-        self.delivered_in_window_bytes += moved_total * in_window;
-        self.updated_us = now_us;
+            .saturating_sub(flow.updated_us.max(window_start));
+        self.delivered_bytes += moved;
+        self.delivered_in_window_bytes += moved * overlap_us as f64 / elapsed_us as f64;
+        flow.remaining_bytes -= moved;
+        flow.updated_us = now_us;
     }
 
-    /// Recomputes the private cap of the flow in `slot` and its place in `by_cap`.
+    /// Recomputes the private cap and shared links of the flow in `slot`, and its place in
+    /// `by_cap`; called whenever one of its links gains or loses its second flow.
     fn refresh_private_cap(&mut self, slot: usize) {
-        let flow = self.slots[slot].as_ref().expect("running");
+        let flow = self.slots[slot].as_mut().expect("running");
         let old_bits = flow.private_cap_bytes_per_us.to_bits();
-        let cap = flow
-            .uses
-            .iter()
-            .filter(|&&(link, _)| self.links[link as usize].users.len() == 1)
-            .map(|&(link, coefficient)| {
-                self.links[link as usize].capacity_bytes_per_us / coefficient
-            })
-            .fold(f64::INFINITY, f64::min);
-        self.by_cap.remove(&(old_bits, slot));
-        self.by_cap.insert((cap.to_bits(), slot));
-        self.slots[slot]
-            .as_mut()
-            .expect("running")
-            .private_cap_bytes_per_us = cap;
+        let mut cap = f64::INFINITY;
+        flow.shared_uses.clear();
+        for &(link, coefficient) in &flow.uses {
+            let link_state = &self.links[link as usize];
+            if link_state.users.len() == 1 {
+                cap = cap.min(link_state.capacity_bytes_per_us / coefficient);
+            } else {
+                flow.shared_uses.push((link, coefficient));
+            }
+        }
+        flow.private_cap_bytes_per_us = cap;
+        if let Ok(position) = self.by_cap.binary_search(&(old_bits, slot)) {
+            self.by_cap.remove(position);
+        }
+        let key = (cap.to_bits(), slot);
+        let position = self
+            .by_cap
+            .binary_search(&key)
+            .expect_err("one entry per flow");
+        self.by_cap.insert(position, key);
     }
 
     /// Max-min rates by progressive filling over the shared links, flows' private caps standing
     /// in for their unshared links.
-    fn water_fill(&mut self) {
+    fn water_fill(&mut self, now_us: u64) {
         if self.frozen.len() < self.slots.len() {
             self.frozen.resize(self.slots.len(), false);
         }
-        self.order.clear();
-        for &(bits, slot) in &self.by_cap {
+        for &(_, slot) in &self.by_cap {
             self.frozen[slot] = false;
-            self.order.push((f64::from_bits(bits), slot));
         }
-        self.residual.clear();
+        // Taken out so `freeze` may borrow the network; put back below.
+        let order = std::mem::take(&mut self.by_cap);
         for &link in &self.shared {
             let link_state = &self.links[link as usize];
             let weight = link_state.users.iter().map(|&(_, c)| c).sum();
-            let residual = Residual {
+            self.residual[link as usize] = Residual {
                 bytes_per_us: link_state.capacity_bytes_per_us,
                 weight,
                 unfrozen: link_state.users.len(),
             };
-            self.residual.insert(link, residual);
         }
-        let mut unfrozen = self.order.len();
+        let mut unfrozen = order.len();
         let mut next_cap = 0;
         while unfrozen > 0 {
             // The level at which the next constraint binds: the smallest unfrozen private cap,
             // or the first shared link to saturate if all unfrozen flows rise together.
-            while next_cap < self.order.len() && self.frozen[self.order[next_cap].1] {
+            while next_cap < order.len() && self.frozen[order[next_cap].1] {
                 next_cap += 1;
             }
-            let cap_level = self.order.get(next_cap).map_or(f64::INFINITY, |c| c.0);
+            let cap_level = order
+                .get(next_cap)
+                .map_or(f64::INFINITY, |c| f64::from_bits(c.0));
             let (link_level, tight) = self.tightest_link();
             if cap_level <= link_level {
-                let slot = self.order[next_cap].1;
-                self.freeze(slot, cap_level);
+                let slot = order[next_cap].1;
+                self.freeze(slot, cap_level, now_us);
                 unfrozen -= 1;
             } else {
                 let link = tight.expect("an unfrozen flow is bounded by a cap or a shared link");
                 let users = std::mem::take(&mut self.links[link as usize].users);
                 for &(slot, _) in &users {
                     if !self.frozen[slot] {
-                        self.freeze(slot, link_level);
+                        self.freeze(slot, link_level, now_us);
                         unfrozen -= 1;
                     }
                 }
                 self.links[link as usize].users = users;
             }
         }
-        for (link, residual) in &self.residual {
-            let capacity = self.links[*link as usize].capacity_bytes_per_us;
+        self.by_cap = order;
+        for &link in &self.shared {
+            let residual = &self.residual[link as usize];
+            debug_assert_eq!(residual.unfrozen, 0, "every flow frozen");
+            let capacity = self.links[link as usize].capacity_bytes_per_us;
             assert!(
                 residual.bytes_per_us >= -capacity * RELATIVE_TOLERANCE,
                 "link {link} oversubscribed by {} bytes/µs",
@@ -559,7 +583,8 @@ impl Network {
     /// link index among ties), and the level it saturates at.
     fn tightest_link(&self) -> (f64, Option<LinkIndex>) {
         let mut best = (f64::INFINITY, None);
-        for (&link, residual) in &self.residual {
+        for &link in &self.shared {
+            let residual = &self.residual[link as usize];
             if residual.unfrozen == 0 {
                 continue;
             }
@@ -571,28 +596,38 @@ impl Network {
         best
     }
 
-    /// Fixes the rate of the flow in `slot` and charges it to the shared links it crosses.
-    fn freeze(&mut self, slot: usize, rate_bytes_per_us: f64) {
+    /// Fixes the rate of the flow in `slot` and charges it to the shared links it crosses. A
+    /// flow whose rate changes is first brought up to `now_us` and gets a new completion time.
+    fn freeze(&mut self, slot: usize, rate_bytes_per_us: f64, now_us: u64) {
         assert!(
             rate_bytes_per_us.is_finite() && rate_bytes_per_us > 0.0,
             "rate {rate_bytes_per_us} is not positive and finite"
         );
         self.frozen[slot] = true;
-        let flow = self.slots[slot].as_mut().expect("running");
-        flow.rate_bytes_per_us = rate_bytes_per_us;
-        for &(link, coefficient) in &flow.uses {
-            if let Some(residual) = self.residual.get_mut(&link) {
-                residual.bytes_per_us -= coefficient * rate_bytes_per_us;
-                residual.weight -= coefficient;
-                residual.unfrozen -= 1;
-            }
+        let mut flow = self.slots[slot].take().expect("running");
+        if flow.rate_bytes_per_us.to_bits() != rate_bytes_per_us.to_bits() {
+            self.advance(&mut flow, now_us);
+            flow.rate_bytes_per_us = rate_bytes_per_us;
+            let wait_us = if flow.remaining_bytes <= tolerance_bytes(flow.requested_bytes) {
+                0
+            } else {
+                (flow.remaining_bytes / rate_bytes_per_us).ceil() as u64
+            };
+            flow.done_us = now_us + wait_us;
+        }
+        let flow = self.slots[slot].insert(flow);
+        for &(link, coefficient) in &flow.shared_uses {
+            let residual = &mut self.residual[link as usize];
+            residual.bytes_per_us -= coefficient * rate_bytes_per_us;
+            residual.weight -= coefficient;
+            residual.unfrozen -= 1;
         }
     }
 }
 
 /// A shared link during water-filling: capacity left, and the coefficients and number of its
 /// flows not yet frozen.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Default)]
 struct Residual {
     bytes_per_us: f64,
     weight: f64,
