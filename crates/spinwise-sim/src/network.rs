@@ -403,7 +403,9 @@ impl Network {
             "the pending wake-up is the earliest completion"
         );
         let mut flow = self.slots[slot].take().expect("running");
-        self.advance(&mut flow, now_us);
+        let (moved, moved_in_window) = advance(&mut flow, now_us, self.window_us);
+        self.delivered_bytes += moved;
+        self.delivered_in_window_bytes += moved_in_window;
         assert!(
             flow.remaining_bytes <= tolerance_bytes(flow.requested_bytes),
             "flow {} ended with {} bytes left",
@@ -472,23 +474,6 @@ impl Network {
             }
         }
         best.map(|(at_us, _, slot)| (at_us, slot))
-    }
-
-    /// Brings `flow`'s remaining bytes up to `now_us` at its current rate, counting what moved.
-    fn advance(&mut self, flow: &mut Flow, now_us: u64) {
-        let elapsed_us = now_us - flow.updated_us;
-        if elapsed_us == 0 {
-            return;
-        }
-        let moved = (flow.rate_bytes_per_us * elapsed_us as f64).min(flow.remaining_bytes);
-        let (window_start, window_end) = self.window_us;
-        let overlap_us = now_us
-            .min(window_end)
-            .saturating_sub(flow.updated_us.max(window_start));
-        self.delivered_bytes += moved;
-        self.delivered_in_window_bytes += moved * overlap_us as f64 / elapsed_us as f64;
-        flow.remaining_bytes -= moved;
-        flow.updated_us = now_us;
     }
 
     /// Recomputes the private cap and shared links of the flow in `slot`, and its place in
@@ -604,18 +589,14 @@ impl Network {
             "rate {rate_bytes_per_us} is not positive and finite"
         );
         self.frozen[slot] = true;
-        let mut flow = self.slots[slot].take().expect("running");
+        let flow = self.slots[slot].as_mut().expect("running");
         if flow.rate_bytes_per_us.to_bits() != rate_bytes_per_us.to_bits() {
-            self.advance(&mut flow, now_us);
+            let (moved, moved_in_window) = advance(flow, now_us, self.window_us);
+            self.delivered_bytes += moved;
+            self.delivered_in_window_bytes += moved_in_window;
             flow.rate_bytes_per_us = rate_bytes_per_us;
-            let wait_us = if flow.remaining_bytes <= tolerance_bytes(flow.requested_bytes) {
-                0
-            } else {
-                (flow.remaining_bytes / rate_bytes_per_us).ceil() as u64
-            };
-            flow.done_us = now_us + wait_us;
+            flow.done_us = now_us + wait_us(flow);
         }
-        let flow = self.slots[slot].insert(flow);
         for &(link, coefficient) in &flow.shared_uses {
             let residual = &mut self.residual[link as usize];
             residual.bytes_per_us -= coefficient * rate_bytes_per_us;
@@ -632,6 +613,33 @@ struct Residual {
     bytes_per_us: f64,
     weight: f64,
     unfrozen: usize,
+}
+
+/// Brings `flow`'s remaining bytes up to `now_us` at its current rate; returns the bytes moved
+/// and the part of them moved inside `window_us` (pro rata of the time).
+fn advance(flow: &mut Flow, now_us: u64, window_us: (u64, u64)) -> (f64, f64) {
+    let elapsed_us = now_us - flow.updated_us;
+    if elapsed_us == 0 {
+        return (0.0, 0.0);
+    }
+    let moved = (flow.rate_bytes_per_us * elapsed_us as f64).min(flow.remaining_bytes);
+    let overlap_us = now_us
+        .min(window_us.1)
+        .saturating_sub(flow.updated_us.max(window_us.0));
+    flow.remaining_bytes -= moved;
+    flow.updated_us = now_us;
+    (moved, moved * overlap_us as f64 / elapsed_us as f64)
+}
+
+/// Whole µs until `flow` ends at its rate: `ceil(remaining / rate)`, 0 when only rounding is left.
+fn wait_us(flow: &Flow) -> u64 {
+    if flow.remaining_bytes <= tolerance_bytes(flow.requested_bytes) {
+        return 0;
+    }
+    let exact = flow.remaining_bytes / flow.rate_bytes_per_us;
+    // `as` truncates; written out because `f64::ceil` is a libm call on baseline x86-64.
+    let whole = exact as u64;
+    whole + u64::from((whole as f64) < exact)
 }
 
 /// Bytes per µs in one unit of `unit`, if it is a bandwidth.
