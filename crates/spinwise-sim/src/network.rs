@@ -675,12 +675,12 @@ mod tests {
             .collect()
     }
 
+    /// A flow to start: (at_us, id, bytes, uses).
+    type Start = (u64, u64, u64, Vec<(u32, f64)>);
+
     /// Drives `network` like the event loop: starts `(at_us, id, bytes, uses)` in order, queues
     /// every wake-up, and returns `(id, done_us)` in completion order.
-    fn run(
-        network: &mut Network,
-        mut starts: Vec<(u64, u64, u64, Vec<(u32, f64)>)>,
-    ) -> Vec<(u64, u64)> {
+    fn run(network: &mut Network, mut starts: Vec<Start>) -> Vec<(u64, u64)> {
         starts.sort_by_key(|s| s.0);
         let mut starts = starts.into_iter().peekable();
         let mut wakes: Vec<Wake> = Vec::new();
@@ -716,13 +716,12 @@ mod tests {
             let level_of = |link: usize, frozen: &[bool], rate: &[f64]| {
                 let (mut used, mut weight) = (0.0, 0.0);
                 for (f, uses) in flows.iter().enumerate() {
-                    for &(l, c) in uses.iter().filter(|u| u.0 as usize == link) {
+                    for &(_, c) in uses.iter().filter(|u| u.0 as usize == link) {
                         if frozen[f] {
                             used += c * rate[f];
                         } else {
                             weight += c;
                         }
-                        let _ = l;
                     }
                 }
                 (weight > 0.0).then(|| (capacities[link] - used) / weight)
