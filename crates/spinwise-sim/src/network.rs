@@ -36,9 +36,11 @@
 //!   (min over such links of capacity / coefficient); only links with two or more flows take part
 //!   in water-filling. Group layouts never serve two flows from one disk at once, so the shared
 //!   links are the PCIe roots and NICs, a handful;
-//! - flows are visited in ascending private cap (kept sorted in a `BTreeSet`), so water-filling
-//!   is one pass plus one round per saturated shared link;
-//! - every flow's remaining bytes are brought up to date lazily (all at once, at each change);
+//! - flows are visited in ascending private cap (kept sorted), so water-filling is one pass plus
+//!   one round per saturated shared link, and charges a frozen flow only to its shared links;
+//! - a flow's remaining bytes and completion time are brought up to date lazily, only when its
+//!   rate changes (and when it ends), so a start or end costs O(flows) comparisons but divisions
+//!   only for the flows it actually slows down or speeds up;
 //! - the network has **one** pending completion for all its flows — the earliest
 //!   `now + ceil(remaining / rate)`, ties by flow id — tagged with a generation. The event loop
 //!   queues a wake-up only when that time changes ([`Network::take_wake`]) and drops wake-ups whose
@@ -300,18 +302,32 @@ impl Network {
         } else {
             1.0 / path.disks_read.len() as f64
         };
-        let mut uses: Vec<(LinkIndex, f64)> = Vec::with_capacity(2 * path.disks_read.len() + 3);
         let touched = path
             .disks_read
             .iter()
             .map(|&disk| (disk, read_coefficient))
             .chain(path.disk_written.map(|disk| (disk, 1.0)));
+        // Disk links first (below every other link), merged if a disk is listed twice; then the
+        // few bandwidth domains, summed in disk order; then the NIC (the highest links).
+        let mut uses: Vec<(LinkIndex, f64)> = touched.clone().collect();
+        uses.sort_unstable_by_key(|&(disk, _)| disk);
+        uses.dedup_by(|later, kept| {
+            let same = later.0 == kept.0;
+            if same {
+                kept.1 += later.1;
+            }
+            same
+        });
+        let disk_links = uses.len();
         for (disk, coefficient) in touched {
-            uses.push((disk, coefficient));
             for &link in &self.topology.domain_links[disk as usize] {
-                uses.push((link, coefficient));
+                match uses[disk_links..].iter_mut().find(|(l, _)| *l == link) {
+                    Some(entry) => entry.1 += coefficient,
+                    None => uses.push((link, coefficient)),
+                }
             }
         }
+        uses[disk_links..].sort_unstable_by_key(|&(link, _)| link);
         if path.via_nic && !self.topology.nic_of.is_empty() {
             let mut disks_per_server = vec![0usize; self.topology.servers];
             for &disk in path.disks_read {
@@ -320,20 +336,8 @@ impl Network {
             // The first server among those holding the most read disks.
             let most = *disks_per_server.iter().max().expect("at least one server");
             let server = disks_per_server.iter().position(|&n| n == most);
-            uses.push((
-                self.topology.nic_of[server.expect("the max is present")],
-                1.0,
-            ));
+            uses.push((self.topology.nic_of[server.expect("the max is present")], 1.0));
         }
-        // One entry per link, ascending; a link listed several times sums its coefficients.
-        uses.sort_by_key(|&(link, _)| link);
-        uses.dedup_by(|later, kept| {
-            let same = later.0 == kept.0;
-            if same {
-                kept.1 += later.1;
-            }
-            same
-        });
         uses
     }
 
