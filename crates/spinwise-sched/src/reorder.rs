@@ -52,9 +52,8 @@
 //!
 //! # Cost of operations
 //!
-//! [`ReorderQueue::push`] is O(queue length): one backward pass finds the group's last request
-//! while checking the requests after it (stopping at the first that cannot be overtaken), and an
-//! accepted overtake updates them. A maximum queue depth is the scheduler's business (Pelican: 1,000
+//! [`ReorderQueue::push`] is O(queue length): it scans for the group's last request and checks
+//! every request after it. A maximum queue depth is the scheduler's business (Pelican: 1,000
 //! requests per class), not this queue's. [`ReorderQueue::remove_where`] is O(queue length ×
 //! removed requests).
 
@@ -162,50 +161,42 @@ impl<T> ReorderQueue<T> {
             timestamp,
             reorder: timestamp,
         };
-        let position = match self.joinable_last(group, cost) {
+        let position = match self.entries.iter().rposition(|e| e.group == group) {
             None => tail,
             Some(last) => {
-                let mut overtaken_cost = 0u64;
-                for i in self.entries.range_mut(last + 1..) {
-                    // o_i ≤ t_i + u and o_i stays within the counter (invariant (meaning)).
-                    i.reorder = i
-                        .reorder
-                        .checked_add(cost)
-                        .expect("an overtaken request's reordering counter overflows");
-                    overtaken_cost = overtaken_cost
-                        .checked_add(i.cost)
-                        .expect("overtaken costs overflow");
+                let bound = self.bound;
+                // u128: o_i + cost and t_i + u may each exceed u64 when u is huge.
+                let allowed = self.entries.range(last + 1..).all(|i| {
+                    u128::from(i.reorder) + u128::from(cost)
+                        <= u128::from(i.timestamp) + u128::from(bound)
+                });
+                if allowed {
+                    let mut overtaken_cost = 0u64;
+                    for i in self.entries.range_mut(last + 1..) {
+                        // o_i ≤ t_i + u and o_i stays within the counter (invariant (meaning)).
+                        i.reorder = i
+                            .reorder
+                            .checked_add(cost)
+                            .expect("an overtaken request's reordering counter overflows");
+                        overtaken_cost = overtaken_cost
+                            .checked_add(i.cost)
+                            .expect("overtaken costs overflow");
+                    }
+                    // The overtaken requests were enqueued before r with disjoint intervals
+                    // [t_i, t_i + cost_i) below t_r, so their costs sum to at most t_r.
+                    entry.reorder = timestamp
+                        .checked_sub(overtaken_cost)
+                        .expect("overtaken costs exceed the new request's timestamp");
+                    last + 1
+                } else {
+                    tail
                 }
-                // The overtaken requests were enqueued before r with disjoint intervals
-                // [t_i, t_i + cost_i) below t_r, so their costs sum to at most t_r.
-                entry.reorder = timestamp
-                    .checked_sub(overtaken_cost)
-                    .expect("overtaken costs exceed the new request's timestamp");
-                last + 1
             }
         };
         self.entries.insert(position, entry);
         self.queued_cost += cost;
         debug_assert!(self.bound_holds(), "push broke the reordering bound");
         position
-    }
-
-    /// Steps 1 and 2 of the insertion rule in one backward pass: the position of the last queued
-    /// request of `group` if a request of `cost` may overtake every request after it, else `None`
-    /// (no request of the group, or some bound would break: both mean the tail). Stops at the
-    /// first request that cannot be overtaken, so a refused overtake rarely scans far.
-    fn joinable_last(&self, group: GroupIndex, cost: u64) -> Option<usize> {
-        let bound = u128::from(self.bound);
-        for (index, entry) in self.entries.iter().enumerate().rev() {
-            if entry.group == group {
-                return Some(index);
-            }
-            // u128: o_i + cost and t_i + u may each exceed u64 when u is huge.
-            if u128::from(entry.reorder) + u128::from(cost) > u128::from(entry.timestamp) + bound {
-                return None;
-            }
-        }
-        None
     }
 
     /// Removes and returns the request at the front: the next to serve.
