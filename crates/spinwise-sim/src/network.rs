@@ -336,7 +336,10 @@ impl Network {
             // The first server among those holding the most read disks.
             let most = *disks_per_server.iter().max().expect("at least one server");
             let server = disks_per_server.iter().position(|&n| n == most);
-            uses.push((self.topology.nic_of[server.expect("the max is present")], 1.0));
+            uses.push((
+                self.topology.nic_of[server.expect("the max is present")],
+                1.0,
+            ));
         }
         uses
     }
@@ -345,6 +348,10 @@ impl Network {
     fn start_on(&mut self, now_us: u64, id: u64, bytes: u64, uses: Vec<(LinkIndex, f64)>) {
         assert!(bytes > 0, "a flow moves at least one byte");
         assert!(!uses.is_empty(), "a flow crosses at least one link");
+        debug_assert!(
+            uses.windows(2).all(|w| w[0].0 < w[1].0),
+            "links ascend, each once"
+        );
         assert!(
             !self.ids.contains_key(&id),
             "flow {id} started while running"
@@ -361,10 +368,9 @@ impl Network {
             let position = users.partition_point(|&(s, _)| s < slot);
             users.insert(position, (slot, coefficient));
             if users.len() == 2 {
-                // The other flow loses this link from its private cap.
                 self.shared.insert(link);
-                let other = users[1 - position].0;
-                self.refresh_private_cap(other);
+                let (other, other_coefficient) = users[1 - position];
+                self.share_link(other, link, other_coefficient);
             }
         }
         self.slots[slot] = Some(Flow {
@@ -433,8 +439,8 @@ impl Network {
             users.remove(position);
             if users.len() == 1 {
                 self.shared.remove(&link);
-                let other = users[0].0;
-                self.refresh_private_cap(other);
+                let (other, other_coefficient) = users[0];
+                self.unshare_link(other, link, other_coefficient);
             }
         }
         self.free_slots.push(slot);
@@ -480,8 +486,51 @@ impl Network {
         best.map(|(at_us, _, slot)| (at_us, slot))
     }
 
+    /// The flow in `slot` now shares `link` (it had it alone): the link leaves its private cap,
+    /// which is recomputed only if the link could have been its minimum.
+    fn share_link(&mut self, slot: usize, link: LinkIndex, coefficient: f64) {
+        let capacity = self.links[link as usize].capacity_bytes_per_us;
+        let flow = self.slots[slot].as_mut().expect("running");
+        if capacity / coefficient <= flow.private_cap_bytes_per_us {
+            self.refresh_private_cap(slot);
+        } else {
+            flow.shared_uses.push((link, coefficient));
+        }
+    }
+
+    /// The flow in `slot` is left alone on `link`: the link joins its private cap.
+    fn unshare_link(&mut self, slot: usize, link: LinkIndex, coefficient: f64) {
+        let capacity = self.links[link as usize].capacity_bytes_per_us;
+        let flow = self.slots[slot].as_mut().expect("running");
+        let position = flow
+            .shared_uses
+            .iter()
+            .position(|&(l, _)| l == link)
+            .expect("the link was shared");
+        flow.shared_uses.swap_remove(position);
+        let old_bits = flow.private_cap_bytes_per_us.to_bits();
+        let cap = flow.private_cap_bytes_per_us.min(capacity / coefficient);
+        if cap.to_bits() != old_bits {
+            flow.private_cap_bytes_per_us = cap;
+            self.move_in_cap_order(slot, old_bits, cap);
+        }
+    }
+
+    /// Moves the flow in `slot` from `old_bits` to `cap` in `by_cap` (absent at first).
+    fn move_in_cap_order(&mut self, slot: usize, old_bits: u64, cap: f64) {
+        if let Ok(position) = self.by_cap.binary_search(&(old_bits, slot)) {
+            self.by_cap.remove(position);
+        }
+        let key = (cap.to_bits(), slot);
+        let position = self
+            .by_cap
+            .binary_search(&key)
+            .expect_err("one entry per flow");
+        self.by_cap.insert(position, key);
+    }
+
     /// Recomputes the private cap and shared links of the flow in `slot`, and its place in
-    /// `by_cap`; called whenever one of its links gains or loses its second flow.
+    /// `by_cap`: for a new flow, and when a link that may have been its minimum becomes shared.
     fn refresh_private_cap(&mut self, slot: usize) {
         let flow = self.slots[slot].as_mut().expect("running");
         let old_bits = flow.private_cap_bytes_per_us.to_bits();
@@ -496,15 +545,7 @@ impl Network {
             }
         }
         flow.private_cap_bytes_per_us = cap;
-        if let Ok(position) = self.by_cap.binary_search(&(old_bits, slot)) {
-            self.by_cap.remove(position);
-        }
-        let key = (cap.to_bits(), slot);
-        let position = self
-            .by_cap
-            .binary_search(&key)
-            .expect_err("one entry per flow");
-        self.by_cap.insert(position, key);
+        self.move_in_cap_order(slot, old_bits, cap);
     }
 
     /// Max-min rates by progressive filling over the shared links, flows' private caps standing
@@ -707,8 +748,33 @@ mod tests {
                 (Some(_), None) => unreachable!("the guard takes a start when no wake is queued"),
             }
             wakes.extend(network.take_wake());
+            assert_reference_rates(network);
         }
         done
+    }
+
+    /// The running flows' rates equal textbook progressive filling over their own links.
+    fn assert_reference_rates(network: &Network) {
+        let capacities: Vec<f64> = network
+            .links
+            .iter()
+            .map(|l| l.capacity_bytes_per_us)
+            .collect();
+        let flows: Vec<&Flow> = network
+            .ids
+            .values()
+            .map(|&s| network.slots[s].as_ref().unwrap())
+            .collect();
+        let uses: Vec<Vec<(u32, f64)>> = flows.iter().map(|f| f.uses.clone()).collect();
+        let expected = reference_rates(&capacities, &uses);
+        for (flow, e) in flows.iter().zip(&expected) {
+            let got = flow.rate_bytes_per_us;
+            assert!(
+                (got - e).abs() <= 1e-9 * e.max(1.0),
+                "flow {}: {got} vs {e}",
+                flow.id
+            );
+        }
     }
 
     /// Textbook progressive filling over every link (no private caps): all unfrozen flows rise
