@@ -29,6 +29,18 @@
 //! rate rises together until a link saturates, whose flows then freeze, and so on. Equivalently,
 //! every flow crosses a saturated link on which no flow runs faster.
 //!
+//! # Driving it
+//!
+//! ```text
+//! network.start(now_us, id, bytes, FlowPath::rebuild(&sources, target)); // or client_read(&disks)
+//! if let Some(wake) = network.take_wake() { queue FlowDone { generation: wake.generation } at wake.at_us }
+//! // when a FlowDone pops:
+//! if let Some(id) = network.complete(now_us, generation) { id's last byte is now; take_wake() again }
+//! ```
+//!
+//! Ids are the caller's and must be unique among running flows: the simulator uses request ids
+//! for client reads, so other kinds of flow need ids from a disjoint range.
+//!
 //! # Speed
 //!
 //! Rates are recomputed whenever a flow starts or ends, so that must be cheap with ~50 flows:
