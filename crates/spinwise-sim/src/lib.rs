@@ -54,8 +54,11 @@
 //!   (Pelican: a 64 Gbps PCIe root per half rack), and one NIC per server. The servers are the
 //!   domains of the failure domain named `server` (Pelican: two, by `x/3`), else the rack is one
 //!   server; each NIC gets `network_gbps / servers`, so `--network-gbps 40` is Pelican's
-//!   2 × 20 Gbps, 8.5 the cross-validation rack's NIC, and `unbounded` removes the NICs (disks
-//!   and PCIe roots still bind: FP tops out near 2 × 64 Gbps). A read of 1 GB loads each of its
+//!   2 × 20 Gbps (Pelican §4: "Each server is configured with 20 Gbps network bandwidth"), 8.5 the
+//!   cross-validation rack's NIC, and `unbounded` removes the NICs (disks and PCIe roots still
+//!   bind: FP tops out near 2 × 64 Gbps). Why links and not one pipe: Pelican's simulator models
+//!   "the PCIe/SATA and network bandwidth at flow level" (§4), and where a rack's bandwidth
+//!   budgets sit decides which reads slow each other down. A read of 1 GB loads each of its
 //!   k disks with 1/k of its rate, each PCIe root with the share of its disks behind it, and the
 //!   NIC of the server holding most of them with all of it: alone it runs at
 //!   k × 105 MB/s = 12.6 Gbps (0.635 s + the seek), two on one 20 Gbps NIC get 10 Gbps each.
@@ -63,7 +66,8 @@
 //!   (the earliest, ties by flow id) under a generation counter, and a flow's bytes are brought
 //!   up to date only when its rate changes. Completion times round up to whole µs; every byte
 //!   requested is delivered (asserted at the end of a run).
-//!   Not modelled: per-disk queues, SAS/HBA links, server failures (no PCIe fail-over), failures.
+//!   Not modelled: per-disk queues, SAS/HBA links not in the rack file, disk and server failures
+//!   (no PCIe fail-over).
 //! - **Window.** Metrics cover requests that *arrive* in `[warmup_hours, hours)`, and time inside
 //!   it (throughput = bytes delivered inside the window / its length; power and active disks
 //!   time-weighted over it). After `hours` arrivals stop and accepted work drains, so every
@@ -73,8 +77,8 @@
 //!   domain a state change touched. It never reads the scheduler's books; it must report 0.
 //!
 //! Modules: `config` (inputs, limits, errors), `sample` (distributions), `network` (max-min
-//! flows over disks, bandwidth domains and NICs), `disks` (disk states, checker, power meter), `report` (output, trace hash), `sim` (the
-//! loop).
+//! flows over disks, bandwidth domains and NICs), `disks` (disk states, checker, power meter),
+//! `report` (output, trace hash), `sim` (the loop).
 
 pub mod config;
 mod disks;
