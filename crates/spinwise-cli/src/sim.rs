@@ -47,7 +47,8 @@ pub struct SimArgs {
     /// Seed of every random choice: the same seed gives the same run.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Network link shared by all reads, in Gbps, or `unbounded`.
+    /// Total NIC bandwidth in Gbps, split evenly over the rack's servers (Pelican: 2 × 20 at 40),
+    /// or `unbounded` (no NIC; disks and PCIe roots still bind).
     #[arg(long, default_value = "40")]
     pub network_gbps: String,
     /// Bytes per request (one blob), or `vhd` for VHD-like sizes (200 MB–9 GB, mean 3.3 GB).

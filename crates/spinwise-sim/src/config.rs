@@ -85,7 +85,8 @@ pub struct SimConfig {
     pub seed: u64,
     /// Bytes read per request (one blob).
     pub blob_bytes: u64,
-    /// Capacity of the one network link all reads share; `None` is unbounded.
+    /// Total NIC capacity, split evenly over the rack's servers (see the crate docs,
+    /// "Network"); `None` is unbounded (no NIC links).
     pub network_gbps: Option<f64>,
     pub policy: PolicyKind,
     /// When client requests arrive (Poisson at `rate_per_s`, a burst, or a trace).

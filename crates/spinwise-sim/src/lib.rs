@@ -53,17 +53,37 @@
 //!   Box–Muller draw outside `[min, max]` is redrawn), clamping only after 64 rejections, which on
 //!   the presets' ±2σ-or-wider ranges never happens. Latencies are rounded to whole µs.
 //! - **Serving.** `Serve(request)` costs one seek (`disk_model.seek_ms`) before the first byte;
-//!   then the blob flows at up to `k × bandwidth_mb_per_s` (a systematic code reads the data
-//!   fragments from k disks). All flows share one network link of `network_gbps` by max-min
-//!   fairness (water-filling), recomputed whenever a flow starts or ends; each flow has one
-//!   completion event, invalidated by a generation counter when its rate changes. The scheduler
-//!   serves one request per class at a time, so at most one flow per class is in progress.
-//!   Not modelled: PCIe/SAS/server limits (the rack's soft resources), per-disk queues.
+//!   then the blob flows from the first k disks of its group, in the layout's order (a systematic
+//!   code reads its k data fragments; which k disks of the group hold a given blob is not
+//!   modelled, so every read of a group uses the same k). The scheduler serves one request per
+//!   class at a time (FP: one per group), so at most that many flows are in progress.
+//! - **Network.** Flows share links by max-min fairness (module `network` has the details):
+//!   every disk (`bandwidth_mb_per_s`), every domain of a soft resource whose unit is a bandwidth
+//!   (Pelican: a 64 Gbps PCIe root per half rack), and one NIC per server. The servers are the
+//!   domains of the failure domain named `server` (Pelican: two, by `x/3`), else the rack is one
+//!   server; each NIC gets `network_gbps / servers`, so `--network-gbps 40` is Pelican's
+//!   2 × 20 Gbps (Pelican §4: "Each server is configured with 20 Gbps network bandwidth"), 8.5 the
+//!   cross-validation rack's NIC, and `unbounded` removes the NICs (disks and PCIe roots still
+//!   bind: FP tops out near 2 × 64 Gbps). Why links and not one pipe: Pelican's simulator models
+//!   "the PCIe/SATA and network bandwidth at flow level" (§4), and where a rack's bandwidth
+//!   budgets sit decides which reads slow each other down. A read of 1 GB loads each of its
+//!   k disks with 1/k of its rate, each PCIe root with the share of its disks behind it, and the
+//!   NIC of the server holding most of them with all of it: alone it runs at
+//!   k × 105 MB/s = 12.6 Gbps (0.635 s + the seek), two on one 20 Gbps NIC get 10 Gbps each.
+//!   Rates are recomputed at every flow start and end; the network keeps one pending completion
+//!   (the earliest, ties by flow id) under a generation counter, and a flow's bytes are brought
+//!   up to date only when its rate changes. Completion times round up to whole µs; every byte
+//!   requested is delivered (asserted at the end of a run).
+//!   Not modelled: per-disk queues, SAS/HBA links not in the rack file, disk and server failures
+//!   (no PCIe fail-over).
 //! - **Failure and rebuild.** With [`SimConfig::failure`], one disk of a random group fails (by
 //!   default at the end of the warm-up); each of its lost stripe stacks becomes a
 //!   `Kind::Rebuild` request for that group, kept ≤ 8 queued and refilled whenever a queue place
-//!   frees. A rebuild flow reads k stacks and writes one inside the group: it runs at one disk's
-//!   bandwidth on its own unbounded link (never the NIC) and is not client throughput. The
+//!   frees. A rebuild flow reads k stacks and writes one inside the group: the regenerated stack
+//!   goes to another surviving disk of the group (rotating by stack), so a rebuild flow loads
+//!   k + 1 disks and their PCIe roots, never a NIC: alone it runs at one disk's bandwidth, and
+//!   its bytes are not client throughput. After the failure the group's reads use k surviving
+//!   disks. The
 //!   scheduler's fair share charges disk time (a client read b / k, a stack b). The report's
 //!   rebuild time runs from the failure to the last stack served; the run drains it.
 //! - **Window.** Metrics cover requests that *arrive* in `[warmup_hours, hours)` (a burst: the
@@ -76,8 +96,8 @@
 //!   domain a state change touched. It never reads the scheduler's books; it must report 0.
 //!
 //! Modules: `config` (inputs, limits, errors), `workload` (arrivals, sizes, trace parser),
-//! `sample` (distributions), `network` (max-min flows), `disks` (disk states, checker, power
-//! meter), `report` (output, trace hash), `sim` (the loop).
+//! `sample` (distributions), `network` (max-min flows over disks, bandwidth domains and NICs),
+//! `disks` (disk states, checker, power meter), `report` (output, trace hash), `sim` (the loop).
 
 pub mod config;
 mod disks;

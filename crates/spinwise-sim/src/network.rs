@@ -1,230 +1,1037 @@
-//! Flow-level bandwidth: reads in progress as fluid flows sharing one network link by max-min
+//! Flow-level bandwidth: transfers in progress as fluid flows sharing the rack's links by max-min
 //! fairness (research notes §6.2: one aggregate flow per request, not one per fragment).
 //!
-//! Each flow has a private cap (k data disks × disk bandwidth) and gets
-//! `min(cap, equal share of what the capped flows leave)` — water-filling over one link. Rates
-//! are recomputed whenever a flow starts or ends; each flow keeps its remaining bytes and the
-//! time they were last brought up to date, and has exactly one valid completion event: when its
-//! rate changes its `generation` is bumped and a new event is issued, and the loop drops popped
-//! events whose generation is stale (lazy invalidation instead of deleting from the heap).
+//! # Links
 //!
-//! Invariants: the rates of all flows sum to at most the link's capacity; every flow's rate is
-//! positive and at most its cap; a flow's remaining bytes never go below zero.
+//! Built once from the rack ([`Network::new`]):
+//! - every **disk**, capacity `disk_model.bandwidth_mb_per_s` (reads and writes share it);
+//! - every domain of every **soft resource whose unit is a bandwidth** (`Gbps`, `Mbps`, `GB/s`,
+//!   `MB/s`, case-insensitive), capacity its budget — on Pelican the two 64 Gbps PCIe roots, one
+//!   per half rack (`pcie`, by `x/3`). Other soft resources are not bandwidths and are ignored;
+//! - one **NIC per server**, capacity `network_gbps / servers`. The servers are the domains of
+//!   the rack's failure domain named `server` if it has one (Pelican: two, by `x/3`), else the
+//!   whole rack is one server. So `--network-gbps 40` on Pelican is its 2 × 20 Gbps, 8.5 is the
+//!   cross-validation rack's one NIC, and an unbounded network has no NIC link at all.
 //!
-//! Units: bytes per microsecond (numerically MB/s), so `k × bandwidth_mb_per_s` is a cap as is,
-//! and a link of G Gbps carries G × 125 bytes/µs.
+//! # Flows
+//!
+//! A flow has one rate x, in bytes per µs of *progress*, and loads every link it crosses with
+//! `coefficient × x` ([`FlowPath`]):
+//! - a **client read** of a blob striped over k data disks: each disk 1/k (it supplies a k-th of
+//!   the bytes), each bandwidth domain (its read disks in that domain)/k, and the NIC of the
+//!   flow's server with 1. The server is the one holding most of the read disks (ties to the
+//!   lowest server index);
+//! - a **rebuild** (no NIC): progress is bytes of the regenerated fragment; each of the k disks
+//!   read reads all of them (coefficient 1), the written disk writes them (1), and each bandwidth
+//!   domain carries (its disks read or written) × 1.
+//!
+//! Rates are max-min fair over the common x (progressive filling / water-filling): every flow's
+//! rate rises together until a link saturates, whose flows then freeze, and so on. Equivalently,
+//! every flow crosses a saturated link on which no flow runs faster.
+//!
+//! # Driving it
+//!
+//! ```text
+//! network.start(now_us, id, bytes, FlowPath::rebuild(&sources, target)); // or client_read(&disks)
+//! if let Some(wake) = network.take_wake() { queue FlowDone { generation: wake.generation } at wake.at_us }
+//! // when a FlowDone pops:
+//! if let Some(id) = network.complete(now_us, generation) { id's last byte is now; take_wake() again }
+//! ```
+//!
+//! Ids are the caller's and must be unique among running flows: the simulator uses request ids
+//! for client reads, so other kinds of flow need ids from a disjoint range.
+//!
+//! # Speed
+//!
+//! Rates are recomputed whenever a flow starts or ends, so that must be cheap with ~50 flows:
+//! - a link crossed by a single flow is folded into that flow's **private cap**
+//!   (min over such links of capacity / coefficient); only links with two or more flows take part
+//!   in water-filling. Group layouts never serve two flows from one disk at once, so the shared
+//!   links are the PCIe roots and NICs, a handful;
+//! - flows are visited in ascending private cap (kept sorted), so water-filling is one pass plus
+//!   one round per saturated shared link, and charges a frozen flow only to its shared links;
+//! - a flow's remaining bytes and completion time are brought up to date lazily, only when its
+//!   rate changes (and when it ends), so a start or end costs O(flows) comparisons but divisions
+//!   only for the flows it actually slows down or speeds up;
+//! - the network has **one** pending completion for all its flows — the earliest
+//!   `now + ceil(remaining / rate)`, ties by flow id — tagged with a generation. The event loop
+//!   queues a wake-up only when that time changes ([`Network::take_wake`]) and drops wake-ups whose
+//!   generation is stale ([`Network::complete`]); each valid wake-up ends exactly one flow.
+//!
+//! # Invariants
+//!
+//! Every link carries at most its capacity (asserted, relative 1e-9); every flow's rate is positive
+//! and finite; completion times are rounded up to whole µs, so a flow ends with at most a float
+//! rounding error left (asserted) and the bytes delivered equal the bytes requested
+//! ([`Network::delivered_bytes`]). Flow ids are chosen by the caller and unique among running
+//! flows. Everything is iterated in id or index order, so the same calls give the same rates.
+//!
+//! Units: bytes per microsecond (numerically MB/s), so a disk's `bandwidth_mb_per_s` is a
+//! capacity as is, and G Gbps is G × 125 bytes/µs.
 
-use std::collections::BTreeMap;
+use spinwise_model::{DiskIndex, Rack, ResourceKind};
+use std::collections::{BTreeMap, BTreeSet};
 
-/// A completion event the loop must schedule: flow `id` ends at `done_us` unless a later
-/// generation supersedes it.
+/// Index of a link: disks first (link i is disk i), then bandwidth domains, then NICs.
+type LinkIndex = u32;
+
+/// Bytes per µs in one unit of each bandwidth unit a rack may use (case-insensitive).
+const BANDWIDTH_UNITS: [(&str, f64); 4] = [
+    ("gbps", 125.0),
+    ("mbps", 0.125),
+    ("gb/s", 1000.0),
+    ("mb/s", 1.0),
+];
+
+/// Relative tolerance for capacity checks and the bytes a finished flow may have left (float
+/// rounding of repeated `remaining -= rate × elapsed`, far below a byte for a 1 GB blob).
+const RELATIVE_TOLERANCE: f64 = 1e-9;
+
+/// Which disks a flow touches and whether it crosses its server's NIC.
+#[derive(Clone, Copy, Debug)]
+pub struct FlowPath<'a> {
+    /// Disks read. Without `disk_written` each supplies 1/k of the flow's bytes (k = the slice's
+    /// length, a striped read); with it each reads all of them (a reconstruction).
+    pub disks_read: &'a [DiskIndex],
+    /// The disk a rebuild writes, if any.
+    pub disk_written: Option<DiskIndex>,
+    /// Whether the bytes leave the rack through the NIC of the server holding most read disks.
+    pub via_nic: bool,
+}
+
+impl<'a> FlowPath<'a> {
+    /// A client read of a blob striped over `data_disks` (its k data fragments), out via the NIC.
+    pub fn client_read(data_disks: &'a [DiskIndex]) -> FlowPath<'a> {
+        FlowPath {
+            disks_read: data_disks,
+            disk_written: None,
+            via_nic: true,
+        }
+    }
+
+    /// A rebuild regenerating a fragment on `written` from whole fragments on `sources`, inside
+    /// the rack (no NIC). The flow's bytes are the regenerated bytes.
+    pub fn rebuild(sources: &'a [DiskIndex], written: DiskIndex) -> FlowPath<'a> {
+        FlowPath {
+            disks_read: sources,
+            disk_written: Some(written),
+            via_nic: false,
+        }
+    }
+}
+
+/// A wake-up the event loop must queue: at `at_us`, call [`Network::complete`] with `generation`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Completion {
-    pub id: u64,
+pub struct Wake {
+    pub at_us: u64,
     pub generation: u64,
-    pub done_us: u64,
+}
+
+/// Which links each disk's bytes cross, derived once from the rack.
+#[derive(Clone, Debug, Default)]
+struct Topology {
+    /// `domain_links[disk]`: the bandwidth-domain links holding the disk (one per resource).
+    domain_links: Vec<Vec<LinkIndex>>,
+    /// `server_of[disk]`: index of the server the disk is attached to.
+    server_of: Vec<u32>,
+    /// `nic_of[server]`: its NIC link; empty when the network is unbounded.
+    nic_of: Vec<LinkIndex>,
+    servers: usize,
+}
+
+#[derive(Clone, Debug)]
+struct Link {
+    capacity_bytes_per_us: f64,
+    /// Slots of the flows crossing the link, with their coefficients, ascending by slot.
+    users: Vec<(usize, f64)>,
 }
 
 #[derive(Clone, Debug)]
 struct Flow {
-    cap_bytes_per_us: f64,
+    id: u64,
+    /// Links crossed, ascending, each once, with the flow's coefficient on it.
+    uses: Vec<(LinkIndex, f64)>,
+    /// Min over the links only this flow crosses of capacity / coefficient (∞ if none).
+    private_cap_bytes_per_us: f64,
+    /// The other links it crosses (shared with other flows), with its coefficients.
+    shared_uses: Vec<(LinkIndex, f64)>,
     rate_bytes_per_us: f64,
+    /// Bytes left as of `updated_us` (a flow is brought up to date only when its rate changes
+    /// and when it ends).
     remaining_bytes: f64,
     updated_us: u64,
-    generation: u64,
+    /// When it ends at its current rate: `updated_us + ceil(remaining / rate)`.
+    done_us: u64,
+    requested_bytes: f64,
+    /// Whether it leaves the rack through a NIC: only such bytes are client throughput.
+    via_nic: bool,
 }
 
 #[derive(Clone, Debug)]
 pub struct Network {
-    /// `None`: unbounded, every flow runs at its cap.
-    link_bytes_per_us: Option<f64>,
-    /// Ordered by id so recomputation visits flows in a fixed order.
-    flows: BTreeMap<u64, Flow>,
+    topology: Topology,
+    links: Vec<Link>,
+    /// Flow storage; `ids` maps each running flow's id to its slot (iteration in id order).
+    slots: Vec<Option<Flow>>,
+    free_slots: Vec<usize>,
+    ids: BTreeMap<u64, usize>,
+    /// (private cap bits, slot) of every running flow, ascending (positive floats order like
+    /// their bits): the order water-filling meets private caps in.
+    by_cap: Vec<(u64, usize)>,
+    /// Links crossed by two or more flows.
+    shared: BTreeSet<LinkIndex>,
+    /// The time of the last start or end.
+    updated_us: u64,
+    /// The one completion the loop has been told about (or must be told about, see `wake_new`).
+    pending: Option<Wake>,
+    wake_new: bool,
+    generation: u64,
     window_us: (u64, u64),
+    /// Bytes of flows through a NIC, moved inside the window (client throughput).
     delivered_in_window_bytes: f64,
-    /// Scratch for water-filling, kept to avoid an allocation per recompute.
-    order: Vec<(f64, u64)>,
+    /// Bytes of flows that stay inside the rack (rebuild), moved inside the window.
+    internal_in_window_bytes: f64,
+    delivered_bytes: f64,
+    requested_bytes: f64,
+    /// Water-filling scratch: per slot, frozen yet; per shared link, what is left.
+    frozen: Vec<bool>,
+    /// Indexed by link; outside water-filling every entry has `unfrozen == 0`.
+    residual: Vec<Residual>,
 }
 
 impl Network {
-    /// A link of `link_gbps` (None = unbounded); bytes moved during `window_us` are counted.
-    pub fn new(link_gbps: Option<f64>, window_us: (u64, u64)) -> Network {
+    /// The links of `rack` (see the module docs) behind a network of `network_gbps` in total
+    /// (`None`: unbounded, no NIC links); bytes moved during `window_us` are counted.
+    pub fn new(rack: &Rack, network_gbps: Option<f64>, window_us: (u64, u64)) -> Network {
+        let disks = rack.disk_count();
+        let mut capacities = vec![rack.disk_model.bandwidth_mb_per_s; disks];
+        let mut domain_links = vec![Vec::new(); disks];
+        for resource in &rack.resources {
+            let Some(bytes_per_us_per_unit) = bandwidth_unit(&resource.unit) else {
+                continue;
+            };
+            if resource.kind != ResourceKind::Soft {
+                continue;
+            }
+            for domain in &resource.domains {
+                let link = capacities.len() as LinkIndex;
+                capacities.push(resource.budget.as_f64() * bytes_per_us_per_unit);
+                for &disk in domain {
+                    domain_links[disk as usize].push(link);
+                }
+            }
+        }
+        let mut server_of = vec![0u32; disks];
+        let mut servers = 1;
+        if let Some(domain) = rack.failure_domains.iter().find(|f| f.name == "server") {
+            servers = domain.domains.len().max(1);
+            for (server, members) in domain.domains.iter().enumerate() {
+                for &disk in members {
+                    server_of[disk as usize] = server as u32;
+                }
+            }
+        }
+        let mut nic_of = Vec::new();
+        if let Some(gbps) = network_gbps {
+            for _ in 0..servers {
+                nic_of.push(capacities.len() as LinkIndex);
+                capacities.push(gbps * 125.0 / servers as f64);
+            }
+        }
+        let topology = Topology {
+            domain_links,
+            server_of,
+            nic_of,
+            servers,
+        };
+        Network::with_links(topology, capacities, window_us)
+    }
+
+    fn with_links(topology: Topology, capacities: Vec<f64>, window_us: (u64, u64)) -> Network {
+        assert!(
+            capacities.iter().all(|c| c.is_finite() && *c > 0.0),
+            "link capacities are positive"
+        );
         Network {
-            link_bytes_per_us: link_gbps.map(|g| g * 125.0),
-            flows: BTreeMap::new(),
+            topology,
+            residual: vec![Residual::default(); capacities.len()],
+            links: capacities
+                .into_iter()
+                .map(|capacity_bytes_per_us| Link {
+                    capacity_bytes_per_us,
+                    users: Vec::new(),
+                })
+                .collect(),
+            slots: Vec::new(),
+            free_slots: Vec::new(),
+            ids: BTreeMap::new(),
+            by_cap: Vec::new(),
+            shared: BTreeSet::new(),
+            updated_us: 0,
+            pending: None,
+            wake_new: false,
+            generation: 0,
             window_us,
             delivered_in_window_bytes: 0.0,
-            order: Vec::new(),
+            internal_in_window_bytes: 0.0,
+            delivered_bytes: 0.0,
+            requested_bytes: 0.0,
+            frozen: Vec::new(),
         }
     }
 
+    /// Bytes moved inside the window by flows through a NIC (client reads).
     pub fn delivered_in_window_bytes(&self) -> f64 {
         self.delivered_in_window_bytes
     }
 
+    /// Bytes moved inside the window by flows that stay inside the rack (rebuild stacks).
+    pub fn internal_in_window_bytes(&self) -> f64 {
+        self.internal_in_window_bytes
+    }
+
+    /// Bytes moved by all flows so far (finished flows in full).
+    pub fn delivered_bytes(&self) -> f64 {
+        self.delivered_bytes
+    }
+
+    /// Bytes of every flow ever started.
+    pub fn requested_bytes(&self) -> f64 {
+        self.requested_bytes
+    }
+
+    fn in_window_counter(&mut self, via_nic: bool) -> &mut f64 {
+        if via_nic {
+            &mut self.delivered_in_window_bytes
+        } else {
+            &mut self.internal_in_window_bytes
+        }
+    }
+
     pub fn flows(&self) -> usize {
-        self.flows.len()
+        self.ids.len()
     }
 
-    /// Starts flow `id` of `bytes` at `now_us`; pushes the completion events to (re)schedule.
-    pub fn start(
-        &mut self,
-        now_us: u64,
-        id: u64,
-        bytes: u64,
-        cap_bytes_per_us: f64,
-        completions: &mut Vec<Completion>,
-    ) {
-        assert!(cap_bytes_per_us > 0.0, "a flow needs a positive cap");
-        self.advance_all(now_us);
-        let previous = self.flows.insert(
-            id,
-            Flow {
-                cap_bytes_per_us,
-                // Zero marks "no rate yet", so recompute always issues its first completion.
-                rate_bytes_per_us: 0.0,
-                remaining_bytes: bytes as f64,
-                updated_us: now_us,
-                generation: 0,
-            },
+    /// Starts flow `id` of `bytes` along `path` at `now_us` (not before the last change). Call
+    /// [`Network::take_wake`] afterwards.
+    pub fn start(&mut self, now_us: u64, id: u64, bytes: u64, path: FlowPath) {
+        let uses = self.uses(path);
+        self.start_on(now_us, id, bytes, uses);
+        let slot = self.ids[&id];
+        self.slots[slot].as_mut().expect("just started").via_nic = path.via_nic;
+    }
+
+    /// The links `path` crosses with their coefficients, ascending by link.
+    fn uses(&self, path: FlowPath) -> Vec<(LinkIndex, f64)> {
+        assert!(
+            !path.disks_read.is_empty(),
+            "a flow reads at least one disk"
         );
-        assert!(previous.is_none(), "flow {id} started twice");
-        self.recompute(now_us, completions);
+        let read_coefficient = if path.disk_written.is_some() {
+            1.0
+        } else {
+            1.0 / path.disks_read.len() as f64
+        };
+        let touched = path
+            .disks_read
+            .iter()
+            .map(|&disk| (disk, read_coefficient))
+            .chain(path.disk_written.map(|disk| (disk, 1.0)));
+        // Disk links first (below every other link), merged if a disk is listed twice; then the
+        // few bandwidth domains, summed in disk order; then the NIC (the highest links).
+        let mut uses: Vec<(LinkIndex, f64)> = touched.clone().collect();
+        uses.sort_unstable_by_key(|&(disk, _)| disk);
+        uses.dedup_by(|later, kept| {
+            let same = later.0 == kept.0;
+            if same {
+                kept.1 += later.1;
+            }
+            same
+        });
+        let disk_links = uses.len();
+        for (disk, coefficient) in touched {
+            for &link in &self.topology.domain_links[disk as usize] {
+                match uses[disk_links..].iter_mut().find(|(l, _)| *l == link) {
+                    Some(entry) => entry.1 += coefficient,
+                    None => uses.push((link, coefficient)),
+                }
+            }
+        }
+        uses[disk_links..].sort_unstable_by_key(|&(link, _)| link);
+        if path.via_nic && !self.topology.nic_of.is_empty() {
+            let mut disks_per_server = vec![0usize; self.topology.servers];
+            for &disk in path.disks_read {
+                disks_per_server[self.topology.server_of[disk as usize] as usize] += 1;
+            }
+            // The first server among those holding the most read disks.
+            let most = *disks_per_server.iter().max().expect("at least one server");
+            let server = disks_per_server.iter().position(|&n| n == most);
+            uses.push((
+                self.topology.nic_of[server.expect("the max is present")],
+                1.0,
+            ));
+        }
+        uses
     }
 
-    /// Handles a popped completion event. `false` when it is stale (superseded generation); the
-    /// flow then keeps running. `true` when the flow ended; the others' new completions are pushed.
-    pub fn finish(
-        &mut self,
-        now_us: u64,
-        id: u64,
-        generation: u64,
-        completions: &mut Vec<Completion>,
-    ) -> bool {
-        match self.flows.get(&id) {
-            Some(flow) if flow.generation == generation => {}
-            _ => return false,
+    /// [`Network::start`] with the links and coefficients given directly.
+    fn start_on(&mut self, now_us: u64, id: u64, bytes: u64, uses: Vec<(LinkIndex, f64)>) {
+        assert!(bytes > 0, "a flow moves at least one byte");
+        assert!(!uses.is_empty(), "a flow crosses at least one link");
+        debug_assert!(
+            uses.windows(2).all(|w| w[0].0 < w[1].0),
+            "links ascend, each once"
+        );
+        assert!(
+            !self.ids.contains_key(&id),
+            "flow {id} started while running"
+        );
+        assert!(now_us >= self.updated_us, "time went back");
+        self.updated_us = now_us;
+        let slot = self.free_slots.pop().unwrap_or_else(|| {
+            self.slots.push(None);
+            self.slots.len() - 1
+        });
+        for &(link, coefficient) in &uses {
+            assert!(coefficient > 0.0, "coefficients are positive");
+            let users = &mut self.links[link as usize].users;
+            let position = users.partition_point(|&(s, _)| s < slot);
+            users.insert(position, (slot, coefficient));
+            if users.len() == 2 {
+                self.shared.insert(link);
+                let (other, other_coefficient) = users[1 - position];
+                self.share_link(other, link, other_coefficient);
+            }
         }
-        self.advance_all(now_us);
-        let flow = self.flows.remove(&id).expect("checked above");
-        // Completion times are rounded up to whole µs, so at most a float rounding error is left.
+        self.slots[slot] = Some(Flow {
+            id,
+            uses,
+            private_cap_bytes_per_us: f64::INFINITY,
+            shared_uses: Vec::new(),
+            // Zero until water-filling sets it (and with it `done_us`).
+            rate_bytes_per_us: 0.0,
+            remaining_bytes: bytes as f64,
+            updated_us: now_us,
+            done_us: u64::MAX,
+            requested_bytes: bytes as f64,
+            via_nic: true,
+        });
+        self.ids.insert(id, slot);
+        self.requested_bytes += bytes as f64;
+        self.refresh_private_cap(slot);
+        self.changed(now_us);
+    }
+
+    /// Handles a wake-up popped at `now_us`: `None` when `generation` is stale (the loop then
+    /// drops it); otherwise ends the flow that completes now (the lowest id among ties) and
+    /// returns its id. Call [`Network::take_wake`] afterwards.
+    pub fn complete(&mut self, now_us: u64, generation: u64) -> Option<u64> {
+        if self.pending
+            != Some(Wake {
+                at_us: now_us,
+                generation,
+            })
+        {
+            return None;
+        }
+        self.pending = None;
+        self.updated_us = now_us;
+        let (done_us, slot) = self
+            .next_completion()
+            .expect("a pending wake-up has a flow");
+        assert_eq!(
+            done_us, now_us,
+            "the pending wake-up is the earliest completion"
+        );
+        let mut flow = self.slots[slot].take().expect("running");
+        let (moved, moved_in_window) = advance(&mut flow, now_us, self.window_us);
+        self.delivered_bytes += moved;
+        *self.in_window_counter(flow.via_nic) += moved_in_window;
+        assert!(
+            flow.remaining_bytes <= tolerance_bytes(flow.requested_bytes),
+            "flow {} ended with {} bytes left",
+            flow.id,
+            flow.remaining_bytes
+        );
+        // What rounding left is delivered now, so no byte is lost.
+        self.delivered_bytes += flow.remaining_bytes;
         if (self.window_us.0..self.window_us.1).contains(&now_us) {
-            self.delivered_in_window_bytes += flow.remaining_bytes;
+            *self.in_window_counter(flow.via_nic) += flow.remaining_bytes;
         }
-        self.recompute(now_us, completions);
-        true
+        self.ids.remove(&flow.id);
+        let key = (flow.private_cap_bytes_per_us.to_bits(), slot);
+        let position = self.by_cap.binary_search(&key).expect("listed by cap");
+        self.by_cap.remove(position);
+        for &(link, _) in &flow.uses {
+            let users = &mut self.links[link as usize].users;
+            let position = users
+                .binary_search_by_key(&slot, |&(s, _)| s)
+                .expect("the flow crosses the link");
+            users.remove(position);
+            if users.len() == 1 {
+                self.shared.remove(&link);
+                let (other, other_coefficient) = users[0];
+                self.unshare_link(other, link, other_coefficient);
+            }
+        }
+        self.free_slots.push(slot);
+        self.changed(now_us);
+        Some(flow.id)
     }
 
-    /// Brings every flow's remaining bytes up to `now_us` at its current rate.
-    fn advance_all(&mut self, now_us: u64) {
-        let (window_start, window_end) = self.window_us;
-        for flow in self.flows.values_mut() {
-            let elapsed_us = now_us - flow.updated_us;
-            if elapsed_us == 0 {
+    /// The wake-up to queue after a change, if the earliest completion moved (at most one
+    /// pending wake-up is valid; older ones carry a stale generation).
+    pub fn take_wake(&mut self) -> Option<Wake> {
+        if std::mem::take(&mut self.wake_new) {
+            self.pending
+        } else {
+            None
+        }
+    }
+
+    /// After a start or end: new rates, and a new pending completion if its time moved.
+    fn changed(&mut self, now_us: u64) {
+        self.water_fill(now_us);
+        let next_us = self.next_completion().map(|(at_us, _)| at_us);
+        if self.pending.map(|w| w.at_us) != next_us {
+            self.generation += 1;
+            self.pending = next_us.map(|at_us| Wake {
+                at_us,
+                generation: self.generation,
+            });
+            self.wake_new = self.pending.is_some();
+        }
+        debug_assert!(next_us.is_none_or(|at_us| at_us >= now_us));
+    }
+
+    /// The earliest (completion time, slot) over running flows, ties by flow id.
+    fn next_completion(&self) -> Option<(u64, usize)> {
+        let mut best: Option<(u64, u64, usize)> = None;
+        for (slot, flow) in self.slots.iter().enumerate() {
+            let Some(flow) = flow else { continue };
+            let key = (flow.done_us, flow.id);
+            if best.is_none_or(|(best_us, best_id, _)| key < (best_us, best_id)) {
+                best = Some((flow.done_us, flow.id, slot));
+            }
+        }
+        best.map(|(at_us, _, slot)| (at_us, slot))
+    }
+
+    /// The flow in `slot` now shares `link` (it had it alone): the link leaves its private cap,
+    /// which is recomputed only if the link could have been its minimum.
+    fn share_link(&mut self, slot: usize, link: LinkIndex, coefficient: f64) {
+        let capacity = self.links[link as usize].capacity_bytes_per_us;
+        let flow = self.slots[slot].as_mut().expect("running");
+        if capacity / coefficient <= flow.private_cap_bytes_per_us {
+            self.refresh_private_cap(slot);
+        } else {
+            flow.shared_uses.push((link, coefficient));
+        }
+    }
+
+    /// The flow in `slot` is left alone on `link`: the link joins its private cap.
+    fn unshare_link(&mut self, slot: usize, link: LinkIndex, coefficient: f64) {
+        let capacity = self.links[link as usize].capacity_bytes_per_us;
+        let flow = self.slots[slot].as_mut().expect("running");
+        let position = flow
+            .shared_uses
+            .iter()
+            .position(|&(l, _)| l == link)
+            .expect("the link was shared");
+        flow.shared_uses.swap_remove(position);
+        let old_bits = flow.private_cap_bytes_per_us.to_bits();
+        let cap = flow.private_cap_bytes_per_us.min(capacity / coefficient);
+        if cap.to_bits() != old_bits {
+            flow.private_cap_bytes_per_us = cap;
+            self.move_in_cap_order(slot, old_bits, cap);
+        }
+    }
+
+    /// Moves the flow in `slot` from `old_bits` to `cap` in `by_cap` (absent at first).
+    fn move_in_cap_order(&mut self, slot: usize, old_bits: u64, cap: f64) {
+        if let Ok(position) = self.by_cap.binary_search(&(old_bits, slot)) {
+            self.by_cap.remove(position);
+        }
+        let key = (cap.to_bits(), slot);
+        let position = self
+            .by_cap
+            .binary_search(&key)
+            .expect_err("one entry per flow");
+        self.by_cap.insert(position, key);
+    }
+
+    /// Recomputes the private cap and shared links of the flow in `slot`, and its place in
+    /// `by_cap`: for a new flow, and when a link that may have been its minimum becomes shared.
+    fn refresh_private_cap(&mut self, slot: usize) {
+        let flow = self.slots[slot].as_mut().expect("running");
+        let old_bits = flow.private_cap_bytes_per_us.to_bits();
+        let mut cap = f64::INFINITY;
+        flow.shared_uses.clear();
+        for &(link, coefficient) in &flow.uses {
+            let link_state = &self.links[link as usize];
+            if link_state.users.len() == 1 {
+                cap = cap.min(link_state.capacity_bytes_per_us / coefficient);
+            } else {
+                flow.shared_uses.push((link, coefficient));
+            }
+        }
+        flow.private_cap_bytes_per_us = cap;
+        self.move_in_cap_order(slot, old_bits, cap);
+    }
+
+    /// Max-min rates by progressive filling over the shared links, flows' private caps standing
+    /// in for their unshared links.
+    fn water_fill(&mut self, now_us: u64) {
+        if self.frozen.len() < self.slots.len() {
+            self.frozen.resize(self.slots.len(), false);
+        }
+        for &(_, slot) in &self.by_cap {
+            self.frozen[slot] = false;
+        }
+        // Taken out so `freeze` may borrow the network; put back below.
+        let order = std::mem::take(&mut self.by_cap);
+        for &link in &self.shared {
+            let link_state = &self.links[link as usize];
+            let weight = link_state.users.iter().map(|&(_, c)| c).sum();
+            self.residual[link as usize] = Residual {
+                bytes_per_us: link_state.capacity_bytes_per_us,
+                weight,
+                unfrozen: link_state.users.len(),
+            };
+        }
+        let mut unfrozen = order.len();
+        let mut next_cap = 0;
+        while unfrozen > 0 {
+            // The level at which the next constraint binds: the smallest unfrozen private cap,
+            // or the first shared link to saturate if all unfrozen flows rise together.
+            while next_cap < order.len() && self.frozen[order[next_cap].1] {
+                next_cap += 1;
+            }
+            let cap_level = order
+                .get(next_cap)
+                .map_or(f64::INFINITY, |c| f64::from_bits(c.0));
+            let (link_level, tight) = self.tightest_link();
+            if cap_level <= link_level {
+                let slot = order[next_cap].1;
+                self.freeze(slot, cap_level, now_us);
+                unfrozen -= 1;
+            } else {
+                let link = tight.expect("an unfrozen flow is bounded by a cap or a shared link");
+                let users = std::mem::take(&mut self.links[link as usize].users);
+                for &(slot, _) in &users {
+                    if !self.frozen[slot] {
+                        self.freeze(slot, link_level, now_us);
+                        unfrozen -= 1;
+                    }
+                }
+                self.links[link as usize].users = users;
+            }
+        }
+        self.by_cap = order;
+        for &link in &self.shared {
+            let residual = &self.residual[link as usize];
+            debug_assert_eq!(residual.unfrozen, 0, "every flow frozen");
+            let capacity = self.links[link as usize].capacity_bytes_per_us;
+            assert!(
+                residual.bytes_per_us >= -capacity * RELATIVE_TOLERANCE,
+                "link {link} oversubscribed by {} bytes/µs",
+                -residual.bytes_per_us
+            );
+        }
+    }
+
+    /// The shared link with unfrozen flows that saturates first as they rise together (lowest
+    /// link index among ties), and the level it saturates at.
+    fn tightest_link(&self) -> (f64, Option<LinkIndex>) {
+        let mut best = (f64::INFINITY, None);
+        for &link in &self.shared {
+            let residual = &self.residual[link as usize];
+            if residual.unfrozen == 0 {
                 continue;
             }
-            let moved = (flow.rate_bytes_per_us * elapsed_us as f64).min(flow.remaining_bytes);
-            let overlap_us = now_us
-                .min(window_end)
-                .saturating_sub(flow.updated_us.max(window_start));
-            self.delivered_in_window_bytes += moved * overlap_us as f64 / elapsed_us as f64;
-            flow.remaining_bytes -= moved;
-            flow.updated_us = now_us;
-        }
-    }
-
-    /// Max-min rates by water-filling (flows in ascending cap, each taking the smaller of its cap
-    /// and an equal share of the capacity left); flows whose rate changed get a new generation.
-    fn recompute(&mut self, now_us: u64, completions: &mut Vec<Completion>) {
-        self.order.clear();
-        self.order
-            .extend(self.flows.iter().map(|(id, f)| (f.cap_bytes_per_us, *id)));
-        self.order
-            .sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-        let mut left_bytes_per_us = self.link_bytes_per_us.unwrap_or(f64::INFINITY);
-        let mut unassigned = self.order.len();
-        let mut total = 0.0;
-        for &(cap, id) in &self.order {
-            let rate = cap.min(left_bytes_per_us / unassigned as f64);
-            left_bytes_per_us -= rate;
-            unassigned -= 1;
-            total += rate;
-            let flow = self.flows.get_mut(&id).expect("ordered from the map");
-            assert!(rate > 0.0 && rate <= cap, "rate {rate} outside (0, {cap}]");
-            if rate != flow.rate_bytes_per_us {
-                flow.rate_bytes_per_us = rate;
-                flow.generation += 1;
-                let wait_us = (flow.remaining_bytes / rate).ceil().max(0.0) as u64;
-                completions.push(Completion {
-                    id,
-                    generation: flow.generation,
-                    done_us: now_us + wait_us,
-                });
+            let level = (residual.bytes_per_us / residual.weight).max(0.0);
+            if level < best.0 {
+                best = (level, Some(link));
             }
         }
-        if let Some(link) = self.link_bytes_per_us {
-            assert!(total <= link * (1.0 + 1e-9), "link oversubscribed");
+        best
+    }
+
+    /// Fixes the rate of the flow in `slot` and charges it to the shared links it crosses. A
+    /// flow whose rate changes is first brought up to `now_us` and gets a new completion time.
+    fn freeze(&mut self, slot: usize, rate_bytes_per_us: f64, now_us: u64) {
+        assert!(
+            rate_bytes_per_us.is_finite() && rate_bytes_per_us > 0.0,
+            "rate {rate_bytes_per_us} is not positive and finite"
+        );
+        self.frozen[slot] = true;
+        let flow = self.slots[slot].as_mut().expect("running");
+        if flow.rate_bytes_per_us.to_bits() != rate_bytes_per_us.to_bits() {
+            let (moved, moved_in_window) = advance(flow, now_us, self.window_us);
+            self.delivered_bytes += moved;
+            if flow.via_nic {
+                self.delivered_in_window_bytes += moved_in_window;
+            } else {
+                self.internal_in_window_bytes += moved_in_window;
+            }
+            flow.rate_bytes_per_us = rate_bytes_per_us;
+            flow.done_us = now_us + wait_us(flow);
+        }
+        for &(link, coefficient) in &flow.shared_uses {
+            let residual = &mut self.residual[link as usize];
+            residual.bytes_per_us -= coefficient * rate_bytes_per_us;
+            residual.weight -= coefficient;
+            residual.unfrozen -= 1;
         }
     }
+}
+
+/// A shared link during water-filling: capacity left, and the coefficients and number of its
+/// flows not yet frozen.
+#[derive(Clone, Copy, Debug, Default)]
+struct Residual {
+    bytes_per_us: f64,
+    weight: f64,
+    unfrozen: usize,
+}
+
+/// Brings `flow`'s remaining bytes up to `now_us` at its current rate; returns the bytes moved
+/// and the part of them moved inside `window_us` (pro rata of the time).
+fn advance(flow: &mut Flow, now_us: u64, window_us: (u64, u64)) -> (f64, f64) {
+    let elapsed_us = now_us - flow.updated_us;
+    if elapsed_us == 0 {
+        return (0.0, 0.0);
+    }
+    let moved = (flow.rate_bytes_per_us * elapsed_us as f64).min(flow.remaining_bytes);
+    let overlap_us = now_us
+        .min(window_us.1)
+        .saturating_sub(flow.updated_us.max(window_us.0));
+    flow.remaining_bytes -= moved;
+    flow.updated_us = now_us;
+    (moved, moved * overlap_us as f64 / elapsed_us as f64)
+}
+
+/// Whole µs until `flow` ends at its rate: `ceil(remaining / rate)`, 0 when only rounding is left.
+fn wait_us(flow: &Flow) -> u64 {
+    if flow.remaining_bytes <= tolerance_bytes(flow.requested_bytes) {
+        return 0;
+    }
+    let exact = flow.remaining_bytes / flow.rate_bytes_per_us;
+    // `as` truncates; written out because `f64::ceil` is a libm call on baseline x86-64.
+    let whole = exact as u64;
+    whole + u64::from((whole as f64) < exact)
+}
+
+/// Bytes per µs in one unit of `unit`, if it is a bandwidth.
+fn bandwidth_unit(unit: &str) -> Option<f64> {
+    let unit = unit.trim().to_ascii_lowercase();
+    BANDWIDTH_UNITS
+        .iter()
+        .find(|(name, _)| *name == unit)
+        .map(|&(_, factor)| factor)
+}
+
+/// Bytes a flow of `requested_bytes` may have left when it ends: float rounding only.
+fn tolerance_bytes(requested_bytes: f64) -> f64 {
+    requested_bytes * RELATIVE_TOLERANCE
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+    use proptest::test_runner::RngSeed;
 
-    #[test]
-    fn flows_share_the_link_equally_and_speed_up_when_one_ends() {
-        // 10 Gbps = 1250 bytes/µs; two flows capped at 1000 bytes/µs get 625 each.
-        let mut network = Network::new(Some(10.0), (0, u64::MAX));
-        let mut out = Vec::new();
-        network.start(0, 1, 625_000, 1000.0, &mut out);
-        assert_eq!(
-            out,
-            vec![Completion {
-                id: 1,
-                generation: 1,
-                done_us: 625
-            }]
-        );
-        out.clear();
-        network.start(0, 2, 1_250_000, 1000.0, &mut out);
-        // Flow 1 slows to 625: new generation, done at 1000; flow 2 done at 2000 at 625.
-        assert_eq!(out.len(), 2);
-        assert!(out.contains(&Completion {
-            id: 1,
-            generation: 2,
-            done_us: 1000
-        }));
-        out.clear();
-        assert!(!network.finish(625, 1, 1, &mut out), "stale generation");
-        assert!(network.finish(1000, 1, 2, &mut out));
-        // Flow 2 has 625,000 left and now runs at its cap of 1000: done at 1625.
-        assert_eq!(
-            out,
-            vec![Completion {
-                id: 2,
-                generation: 2,
-                done_us: 1625
-            }]
-        );
-        assert!(network.finish(1625, 2, 2, &mut out));
-        assert!((network.delivered_in_window_bytes() - 1_875_000.0).abs() < 1e-6);
+    /// A network of bare links (no rack): flows are started with explicit uses.
+    fn bare(capacities: &[f64]) -> Network {
+        Network::with_links(Topology::default(), capacities.to_vec(), (0, u64::MAX))
+    }
+
+    fn rates(network: &Network) -> Vec<(u64, f64)> {
+        network
+            .ids
+            .iter()
+            .map(|(&id, &slot)| (id, network.slots[slot].as_ref().unwrap().rate_bytes_per_us))
+            .collect()
+    }
+
+    /// A flow to start: (at_us, id, bytes, uses).
+    type Start = (u64, u64, u64, Vec<(u32, f64)>);
+
+    /// Drives `network` like the event loop: starts `(at_us, id, bytes, uses)` in order, queues
+    /// every wake-up, and returns `(id, done_us)` in completion order.
+    fn run(network: &mut Network, mut starts: Vec<Start>) -> Vec<(u64, u64)> {
+        starts.sort_by_key(|s| s.0);
+        let mut starts = starts.into_iter().peekable();
+        let mut wakes: Vec<Wake> = Vec::new();
+        let mut done = Vec::new();
+        loop {
+            let next_wake = wakes.iter().map(|w| w.at_us).min();
+            match (starts.peek(), next_wake) {
+                (None, None) => break,
+                (Some(start), wake) if wake.is_none_or(|w| start.0 < w) => {
+                    let (at_us, id, bytes, uses) = starts.next().unwrap();
+                    network.start_on(at_us, id, bytes, uses);
+                }
+                (_, Some(at_us)) => {
+                    let position = wakes.iter().position(|w| w.at_us == at_us).unwrap();
+                    let wake = wakes.remove(position);
+                    if let Some(id) = network.complete(wake.at_us, wake.generation) {
+                        done.push((id, wake.at_us));
+                    }
+                }
+                (Some(_), None) => unreachable!("the guard takes a start when no wake is queued"),
+            }
+            wakes.extend(network.take_wake());
+            assert_reference_rates(network);
+        }
+        done
+    }
+
+    /// The running flows' rates equal textbook progressive filling over their own links.
+    fn assert_reference_rates(network: &Network) {
+        let capacities: Vec<f64> = network
+            .links
+            .iter()
+            .map(|l| l.capacity_bytes_per_us)
+            .collect();
+        let flows: Vec<&Flow> = network
+            .ids
+            .values()
+            .map(|&s| network.slots[s].as_ref().unwrap())
+            .collect();
+        let uses: Vec<Vec<(u32, f64)>> = flows.iter().map(|f| f.uses.clone()).collect();
+        let expected = reference_rates(&capacities, &uses);
+        for (flow, e) in flows.iter().zip(&expected) {
+            let got = flow.rate_bytes_per_us;
+            assert!(
+                (got - e).abs() <= 1e-9 * e.max(1.0),
+                "flow {}: {got} vs {e}",
+                flow.id
+            );
+        }
+    }
+
+    /// Textbook progressive filling over every link (no private caps): all unfrozen flows rise
+    /// together; a link that saturates freezes its flows.
+    fn reference_rates(capacities: &[f64], flows: &[Vec<(u32, f64)>]) -> Vec<f64> {
+        let mut rate = vec![0.0; flows.len()];
+        let mut frozen = vec![false; flows.len()];
+        while frozen.iter().any(|f| !f) {
+            let level_of = |link: usize, frozen: &[bool], rate: &[f64]| {
+                let (mut used, mut weight) = (0.0, 0.0);
+                for (f, uses) in flows.iter().enumerate() {
+                    for &(_, c) in uses.iter().filter(|u| u.0 as usize == link) {
+                        if frozen[f] {
+                            used += c * rate[f];
+                        } else {
+                            weight += c;
+                        }
+                    }
+                }
+                (weight > 0.0).then(|| (capacities[link] - used) / weight)
+            };
+            let level = (0..capacities.len())
+                .filter_map(|l| level_of(l, &frozen, &rate))
+                .fold(f64::INFINITY, f64::min);
+            let tight: Vec<usize> = (0..capacities.len())
+                .filter(|&l| {
+                    level_of(l, &frozen, &rate).is_some_and(|x| x <= level * (1.0 + 1e-12))
+                })
+                .collect();
+            for (f, uses) in flows.iter().enumerate() {
+                if !frozen[f] && uses.iter().any(|(l, _)| tight.contains(&(*l as usize))) {
+                    frozen[f] = true;
+                    rate[f] = level;
+                }
+            }
+        }
+        rate
     }
 
     #[test]
-    fn a_capped_flow_leaves_its_unused_share_to_the_others() {
-        let mut network = Network::new(Some(10.0), (0, u64::MAX));
-        let mut out = Vec::new();
-        network.start(0, 1, 1_000_000, 100.0, &mut out);
-        network.start(0, 2, 1_000_000, 5000.0, &mut out);
-        out.clear();
-        network.start(0, 3, 1_000_000, 5000.0, &mut out);
-        // 1250 - 100 = 1150 split between the two uncapped flows.
-        let rates: Vec<f64> = network
-            .flows
-            .values()
-            .map(|f| f.rate_bytes_per_us)
+    fn a_nic_shared_by_two_flows_gives_each_half() {
+        // Links 0..4 are disks of 105 bytes/µs, link 4 a NIC of 100: each flow could do 210 alone.
+        let mut network = bare(&[105.0, 105.0, 105.0, 105.0, 100.0]);
+        network.start_on(0, 1, 1_000, vec![(0, 0.5), (1, 0.5), (4, 1.0)]);
+        assert_eq!(rates(&network), vec![(1, 100.0)]);
+        network.start_on(0, 2, 1_000, vec![(2, 0.5), (3, 0.5), (4, 1.0)]);
+        assert_eq!(rates(&network), vec![(1, 50.0), (2, 50.0)]);
+    }
+
+    #[test]
+    fn a_flow_limited_by_its_disks_keeps_its_cap_while_the_others_share_the_rest() {
+        // A NIC of 400 and three flows: one on a single disk (cap 105), two on two disks (210).
+        // The fair share 133.3 exceeds 105, so the others split 400 − 105.
+        let mut network = bare(&[105.0, 105.0, 105.0, 105.0, 105.0, 400.0]);
+        network.start_on(0, 1, 1_000, vec![(0, 1.0), (5, 1.0)]);
+        network.start_on(0, 2, 1_000, vec![(1, 0.5), (2, 0.5), (5, 1.0)]);
+        network.start_on(0, 3, 1_000, vec![(3, 0.5), (4, 0.5), (5, 1.0)]);
+        assert_eq!(rates(&network), vec![(1, 105.0), (2, 147.5), (3, 147.5)]);
+    }
+
+    #[test]
+    fn flows_speed_up_when_one_ends_and_complete_at_the_rounded_up_microsecond() {
+        // A NIC of 1250 bytes/µs (10 Gbps), two flows capped at 1000 by a disk each.
+        let mut network = bare(&[1000.0, 1000.0, 1250.0]);
+        let done = run(
+            &mut network,
+            vec![
+                (0, 1, 625_000, vec![(0, 1.0), (2, 1.0)]),
+                (0, 2, 1_250_000, vec![(1, 1.0), (2, 1.0)]),
+            ],
+        );
+        // Both at 625 until flow 1 ends at 1000; flow 2 then has 625,000 left at 1000: 1625.
+        assert_eq!(done, vec![(1, 1000), (2, 1625)]);
+        assert_eq!(network.delivered_bytes(), network.requested_bytes());
+        // A flow of 1,001 bytes at 1000 bytes/µs needs 2 µs, not 1.
+        assert_eq!(
+            run(&mut network, vec![(5000, 3, 1_001, vec![(0, 1.0)])]),
+            vec![(3, 5002)]
+        );
+    }
+
+    #[test]
+    fn a_stale_wake_up_is_refused_and_changes_nothing() {
+        let mut network = bare(&[100.0, 100.0, 150.0]);
+        network.start_on(0, 1, 10_000, vec![(0, 1.0), (2, 1.0)]);
+        let first = network.take_wake().unwrap();
+        assert_eq!(first.at_us, 100);
+        network.start_on(10, 2, 10_000, vec![(1, 1.0), (2, 1.0)]);
+        let second = network.take_wake().unwrap();
+        assert_ne!(first.generation, second.generation);
+        assert_eq!(network.complete(first.at_us, first.generation), None);
+        assert_eq!(network.flows(), 2);
+        // Flow 1 ran 10 µs at 100, then 75: 9,000 / 75 = 120 µs more.
+        assert_eq!(second.at_us, 130);
+        assert_eq!(network.complete(second.at_us, second.generation), Some(1));
+    }
+
+    #[test]
+    fn equal_completion_times_end_the_lowest_id_first_at_the_same_microsecond() {
+        let mut network = bare(&[100.0, 100.0, 100.0]);
+        let done = run(
+            &mut network,
+            vec![
+                (0, 7, 1_000, vec![(1, 1.0)]),
+                (0, 3, 1_000, vec![(0, 1.0)]),
+                (0, 5, 1_000, vec![(2, 1.0)]),
+            ],
+        );
+        assert_eq!(done, vec![(3, 10), (5, 10), (7, 10)]);
+    }
+
+    #[test]
+    fn pelican_has_a_disk_link_per_disk_two_pcie_roots_and_two_20_gbps_nics_at_40_gbps() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../presets/pelican.toml");
+        let rack =
+            spinwise_model::parse_rack(path, &std::fs::read_to_string(path).unwrap()).unwrap();
+        let network = Network::new(&rack, Some(40.0), (0, u64::MAX));
+        let disks = rack.disk_count();
+        let capacities: Vec<f64> = network
+            .links
+            .iter()
+            .map(|l| l.capacity_bytes_per_us)
             .collect();
-        assert_eq!(rates, vec![100.0, 575.0, 575.0]);
+        assert_eq!(capacities.len(), disks + 4);
+        assert!(capacities[..disks].iter().all(|&c| c == 105.0));
+        assert_eq!(capacities[disks..], [8000.0, 8000.0, 2500.0, 2500.0]);
+        let unbounded = Network::new(&rack, None, (0, u64::MAX));
+        assert_eq!(unbounded.links.len(), disks + 2);
+
+        // A read of 15 disks, 10 on server 1 and 5 on server 0, leaves through server 1's NIC.
+        let server_of = &network.topology.server_of;
+        let server = |s: u32| (0..disks as DiskIndex).filter(move |&d| server_of[d as usize] == s);
+        let read: Vec<DiskIndex> = server(0).take(5).chain(server(1).take(10)).collect();
+        let uses = network.uses(FlowPath::client_read(&read));
+        let (pcie0, pcie1, nic1) = (disks as u32, disks as u32 + 1, disks as u32 + 3);
+        let coefficient = |link| uses.iter().find(|u| u.0 == link).map(|u| u.1);
+        assert_eq!(coefficient(read[0]), Some(1.0 / 15.0));
+        assert!((coefficient(pcie0).unwrap() - 5.0 / 15.0).abs() < 1e-12);
+        assert!((coefficient(pcie1).unwrap() - 10.0 / 15.0).abs() < 1e-12);
+        assert_eq!(coefficient(nic1), Some(1.0));
+        assert_eq!(uses.len(), 15 + 2 + 1);
+
+        // A rebuild reads each source in full and writes one disk, and never crosses a NIC.
+        let target = server(0).nth(20).unwrap();
+        let uses = network.uses(FlowPath::rebuild(&read, target));
+        assert!(
+            uses.iter().all(|&(link, _)| link < disks as u32 + 2),
+            "no NIC"
+        );
+        let find = |link| uses.iter().find(|u| u.0 == link).map(|u| u.1);
+        assert_eq!(find(read[0]), Some(1.0));
+        assert_eq!(find(target), Some(1.0));
+        assert_eq!(find(pcie0), Some(6.0));
+        assert_eq!(find(pcie1), Some(10.0));
+    }
+
+    /// Random small flow sets: up to 6 links, up to 6 flows each on 1–3 links.
+    fn flow_sets() -> impl Strategy<Value = (Vec<f64>, Vec<Vec<(u32, f64)>>)> {
+        (2usize..=6).prop_flat_map(|links| {
+            let capacities = prop::collection::vec(1.0f64..1000.0, links);
+            let flow = prop::collection::btree_map(0..links as u32, 0.05f64..3.0, 1..=3)
+                .prop_map(|uses| uses.into_iter().collect::<Vec<_>>());
+            (capacities, prop::collection::vec(flow, 1..=6))
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 512, failure_persistence: None, rng_seed: RngSeed::Fixed(0x5eed), .. ProptestConfig::default() })]
+
+        #[test]
+        fn rates_match_textbook_progressive_filling_and_every_flow_has_a_bottleneck(
+            (capacities, flows) in flow_sets()
+        ) {
+            let mut network = bare(&capacities);
+            for (id, uses) in flows.iter().enumerate() {
+                network.start_on(0, id as u64, 1_000_000, uses.clone());
+            }
+            let got: Vec<f64> = rates(&network).into_iter().map(|r| r.1).collect();
+            let expected = reference_rates(&capacities, &flows);
+            for (g, e) in got.iter().zip(&expected) {
+                prop_assert!((g - e).abs() <= 1e-9 * e.max(1.0), "{got:?} vs {expected:?}");
+            }
+            // Max-min fairness, checked directly: no link over capacity, and every flow crosses
+            // a saturated link on which no flow is faster.
+            let load = |link: u32| -> f64 {
+                flows.iter().zip(&got).flat_map(|(uses, r)| uses.iter().filter(move |u| u.0 == link).map(move |u| u.1 * r)).sum()
+            };
+            for (link, &capacity) in capacities.iter().enumerate() {
+                prop_assert!(load(link as u32) <= capacity * (1.0 + 1e-9));
+            }
+            for (f, uses) in flows.iter().enumerate() {
+                let bottleneck = uses.iter().any(|&(link, _)| {
+                    let saturated = load(link) >= capacities[link as usize] * (1.0 - 1e-9);
+                    let fastest = flows.iter().zip(&got).filter(|(u, _)| u.iter().any(|x| x.0 == link)).all(|(_, &r)| r <= got[f] * (1.0 + 1e-9));
+                    saturated && fastest
+                });
+                prop_assert!(bottleneck, "flow {f} has no bottleneck: {got:?}");
+            }
+        }
+
+        #[test]
+        fn every_byte_requested_is_delivered_and_the_same_calls_give_the_same_completions(
+            (capacities, flows) in flow_sets(),
+            starts_us in prop::collection::vec(0u64..5_000, 6),
+            sizes in prop::collection::vec(1u64..2_000_000, 6),
+        ) {
+            let starts: Vec<_> = flows.iter().enumerate().map(|(id, uses)| (starts_us[id], id as u64, sizes[id], uses.clone())).collect();
+            let mut network = bare(&capacities);
+            let done = run(&mut network, starts.clone());
+            prop_assert_eq!(done.len(), flows.len());
+            prop_assert_eq!(network.flows(), 0);
+            let requested: u64 = sizes[..flows.len()].iter().sum();
+            prop_assert_eq!(network.requested_bytes(), requested as f64);
+            prop_assert!((network.delivered_bytes() - requested as f64).abs() <= requested as f64 * 1e-9);
+            // No flow ends before its bytes could have moved at the rate of its tightest link.
+            for &(id, done_us) in &done {
+                let (start_us, _, bytes, uses) = &starts[id as usize];
+                let cap = uses.iter().map(|&(l, c)| capacities[l as usize] / c).fold(f64::INFINITY, f64::min);
+                prop_assert!((done_us - start_us) as f64 >= (*bytes as f64 / cap).floor());
+            }
+            let mut again = bare(&capacities);
+            prop_assert_eq!(run(&mut again, starts), done);
+        }
     }
 }

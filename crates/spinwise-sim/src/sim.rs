@@ -1,5 +1,5 @@
 //! The event loop: a virtual clock in integer microseconds, a heap of `(time_us, sequence,
-//! Event)`, the real `ClassScheduler`, model disks ([`crate::disks`]) and the shared link
+//! Event)`, the real `ClassScheduler`, model disks ([`crate::disks`]) and the network's links
 //! ([`crate::network`]). It owns the translation between scheduler actions and model time.
 //!
 //! Invariants: events are processed in (time, sequence) order and time never goes back; the
@@ -12,7 +12,7 @@
 use crate::config::PolicyKind;
 use crate::config::{SimConfig, SimError};
 use crate::disks::Disks;
-use crate::network::{Completion, Network};
+use crate::network::{FlowPath, Network};
 use crate::report::{Power, RebuildReport, Report, Summary, TraceHash};
 use crate::sample::{exponential_us, sample_us, seconds_to_us};
 use crate::workload::{Arrivals, BlobSizes, burst_times_us, group_of_key, vhd_blob_bytes};
@@ -36,8 +36,9 @@ enum Event {
     GroupSpunDown { group: GroupIndex },
     /// The seek of a request being served is over: its flow starts.
     FirstByte { request: u64 },
-    /// A flow's last byte, valid only if `generation` is still the flow's.
-    FlowDone { request: u64, generation: u64 },
+    /// The network's earliest flow completion, valid only if `generation` is still the
+    /// network's (one pending at a time; see [`crate::network`]).
+    FlowDone { generation: u64 },
     /// The policy asked to be polled at this time (`Policy::next_timeout_us`); stale when the
     /// policy has since asked for another time.
     Timeout,
@@ -54,10 +55,7 @@ impl Event {
             Event::GroupSpunUp { group } => (2, u64::from(group), 0),
             Event::GroupSpunDown { group } => (3, u64::from(group), 0),
             Event::FirstByte { request } => (4, request, 0),
-            Event::FlowDone {
-                request,
-                generation,
-            } => (5, request, generation),
+            Event::FlowDone { generation } => (5, generation, 0u64),
             Event::Timeout => (6, 0, 0),
             Event::Fail => (7, 0, 0),
         };
@@ -87,14 +85,14 @@ struct Model {
     spinning_up: StateIndex,
     active: StateIndex,
     seek_us: u64,
-    /// k data disks × disk bandwidth, bytes/µs (systematic code: a read touches k disks).
-    flow_cap_bytes_per_us: f64,
-    /// One disk's bandwidth, bytes/µs: the cap of a rebuild flow (one regenerated stack written).
-    disk_bytes_per_us: f64,
     /// The code's k.
     data_disks: u32,
     /// Scheduler classes (groups when the layout has none): at most this many flows at once.
     classes: usize,
+    /// The disks a client read of each group streams from: the group's first k disks in layout
+    /// order (a systematic code reads its k data fragments; which k of the group's disks hold a
+    /// blob's data is not modelled, so every blob of a group uses the same ones).
+    read_disks: Vec<Vec<DiskIndex>>,
 }
 
 /// Rebuild requests the simulator keeps queued at once after a failure. The scheduler serves one
@@ -149,15 +147,11 @@ struct Loop<'a> {
     next_request: u64,
     in_flight: BTreeMap<u64, InFlight>,
     spin_up_started_us: Vec<Option<u64>>,
-    completions: Vec<Completion>,
     /// The policy timeout an `Event::Timeout` is queued for, if any.
     timeout_us: Option<u64>,
     /// Burst arrival times (empty for other arrivals), and how many arrivals have happened.
     burst_times_us: Vec<u64>,
     arrivals_made: usize,
-    /// Rebuild flows: inside the group, they never cross the NIC (unbounded link, each capped at
-    /// one disk's bandwidth), and their bytes are not client throughput.
-    rebuild_io: Network,
     rebuild: Option<Rebuild>,
     /// Disks spun up in the window (a group spin-up counts each of its disks).
     disk_spin_ups: u64,
@@ -216,18 +210,16 @@ pub fn simulate(rack: &Rack, layout: &Layout, config: &SimConfig) -> Result<Repo
         rng,
         scheduler,
         disks: Disks::new(rack, window_us),
-        network: Network::new(config.network_gbps, window_us),
+        network: Network::new(rack, config.network_gbps, window_us),
         events: BinaryHeap::new(),
         sequence: 0,
         window_us,
         next_request: 0,
         in_flight: BTreeMap::new(),
         spin_up_started_us: vec![None; groups],
-        completions: Vec::new(),
         timeout_us: None,
         burst_times_us,
         arrivals_made: 0,
-        rebuild_io: Network::new(None, window_us),
         rebuild,
         disk_spin_ups: 0,
         high_load_spin_ups: 0,
@@ -291,22 +283,24 @@ fn model(rack: &Rack, layout: &Layout) -> Result<Model, SimError> {
         "the parser guarantees resting → … → active"
     );
     let spinning_up = path[if path.len() == 2 { 1 } else { path.len() - 2 }];
-    let bandwidth_mb_per_s = rack.disk_model.bandwidth_mb_per_s;
+    let k = layout.erasure.k as usize;
+    let read_disks = group_disks
+        .iter()
+        .map(|disks| disks[..k.min(disks.len())].to_vec())
+        .collect();
     Ok(Model {
         group_disks,
         resting: rack.resting_state(),
         spinning_up,
         active: rack.active_state(),
         seek_us: seconds_to_us(rack.disk_model.seek_ms / 1e3),
-        // MB/s = bytes/µs.
-        flow_cap_bytes_per_us: f64::from(layout.erasure.k) * bandwidth_mb_per_s,
-        disk_bytes_per_us: bandwidth_mb_per_s,
         data_disks: layout.erasure.k,
         classes: layout
             .classes
             .as_ref()
             .and_then(|c| c.iter().max())
             .map_or(layout.groups.len(), |c| *c as usize + 1),
+        read_disks,
     })
 }
 
@@ -377,13 +371,20 @@ impl Loop<'_> {
         assert!(self.scheduler.is_idle(), "the scheduler ended with work");
         assert!(self.in_flight.is_empty(), "accepted requests left unserved");
         assert_eq!(self.network.flows(), 0, "flows left running");
-        assert_eq!(self.rebuild_io.flows(), 0, "rebuild flows left running");
         if let Some(rebuild) = &self.rebuild {
             assert!(
                 rebuild.group.is_none() || rebuild.done_us.is_some(),
                 "the rebuild was left unfinished"
             );
         }
+        let (delivered, requested) = (
+            self.network.delivered_bytes(),
+            self.network.requested_bytes(),
+        );
+        assert!(
+            (delivered - requested).abs() <= requested * 1e-9,
+            "delivered {delivered} bytes of {requested}"
+        );
         now_us
     }
 
@@ -466,16 +467,13 @@ impl Loop<'_> {
                 flight.first_byte_us = Some(now_us);
                 let flow = flight.request;
                 self.start_flow(now_us, &flow);
-                self.schedule_completions();
+                self.schedule_flow_wake();
             }
-            Event::FlowDone {
-                request,
-                generation,
-            } => {
-                if !self.finish_flow(now_us, request, generation) {
+            Event::FlowDone { generation } => {
+                let Some(request) = self.network.complete(now_us, generation) else {
                     return false;
-                }
-                self.schedule_completions();
+                };
+                self.schedule_flow_wake();
                 let flight = self.in_flight.remove(&request).expect("being served");
                 self.scheduler.served(now_us, &flight.request);
                 if flight.request.kind == Kind::Rebuild {
@@ -494,34 +492,34 @@ impl Loop<'_> {
         true
     }
 
-    /// Starts the flow of a request whose seek is over. Client reads share the network link,
-    /// capped at k × disk bandwidth; a rebuild stack stays inside its group (k stacks read, one
-    /// written) and runs at one disk's bandwidth, the written stack's, on its own unbounded link.
-    /// (The one place to change when flows get paths through disks, PCIe and NIC.)
+    /// Starts the flow of a request whose seek is over. A client read streams from its group's
+    /// read disks through the PCIe root and NIC of their server; a rebuild stack stays inside its
+    /// group: k stacks read from the group's surviving read disks, one regenerated stack written
+    /// to another surviving disk of the group (rotating by stack, as the spare capacity is spread
+    /// over the group), never crossing the NIC.
     fn start_flow(&mut self, now_us: u64, request: &Request) {
-        let (network, cap_bytes_per_us) = match request.kind {
-            Kind::Client => (&mut self.network, self.model.flow_cap_bytes_per_us),
-            Kind::Rebuild => (&mut self.rebuild_io, self.model.disk_bytes_per_us),
+        let group = request.group as usize;
+        let sources = &self.model.read_disks[group];
+        let path = match request.kind {
+            Kind::Client => FlowPath::client_read(sources),
+            Kind::Rebuild => {
+                let failed = self.rebuild.as_ref().and_then(|r| r.failed_disk);
+                let targets: Vec<DiskIndex> = self.model.group_disks[group]
+                    .iter()
+                    .copied()
+                    .filter(|d| Some(*d) != failed && !sources.contains(d))
+                    .collect();
+                // A group no wider than k + 1 has no disk besides the sources: write onto one
+                // of them (the flow then charges that disk twice, once read and once written).
+                let written = if targets.is_empty() {
+                    sources[request.id as usize % sources.len()]
+                } else {
+                    targets[request.id as usize % targets.len()]
+                };
+                FlowPath::rebuild(sources, written)
+            }
         };
-        network.start(
-            now_us,
-            request.id,
-            request.bytes,
-            cap_bytes_per_us,
-            &mut self.completions,
-        );
-    }
-
-    /// Handles a popped flow completion on the network its request runs on; `false` if stale.
-    fn finish_flow(&mut self, now_us: u64, request: u64, generation: u64) -> bool {
-        let Some(flight) = self.in_flight.get(&request) else {
-            return false;
-        };
-        let network = match flight.request.kind {
-            Kind::Client => &mut self.network,
-            Kind::Rebuild => &mut self.rebuild_io,
-        };
-        network.finish(now_us, request, generation, &mut self.completions)
+        self.network.start(now_us, request.id, request.bytes, path);
     }
 
     /// The disk fails: a uniformly drawn group loses its first disk, and the rebuild of its
@@ -531,6 +529,10 @@ impl Loop<'_> {
     fn fail(&mut self, now_us: u64) {
         let group = self.rng.random_range(0..self.model.group_disks.len()) as GroupIndex;
         let failed_disk = self.model.group_disks[group as usize][0];
+        // Reads of the group now stream from k of its surviving disks.
+        let k = self.model.data_disks as usize;
+        let survivors = &self.model.group_disks[group as usize][1..];
+        self.model.read_disks[group as usize] = survivors[..k.min(survivors.len())].to_vec();
         let rebuild = self.rebuild.as_mut().expect("a failure is configured");
         rebuild.group = Some(group);
         rebuild.failed_disk = Some(failed_disk);
@@ -589,23 +591,20 @@ impl Loop<'_> {
 
     /// Whether a spin-up starting now is under high load (see [`HIGH_LOAD_FLOW_FRACTION`]).
     fn high_load(&self) -> bool {
-        let flows = self.network.flows() + self.rebuild_io.flows();
+        let flows = self.network.flows();
         flows as f64 >= HIGH_LOAD_FLOW_FRACTION * self.model.classes as f64
     }
 
-    fn schedule_completions(&mut self) {
-        let completions = std::mem::take(&mut self.completions);
-        for completion in &completions {
+    /// Queues the network's next flow completion if it moved.
+    fn schedule_flow_wake(&mut self) {
+        if let Some(wake) = self.network.take_wake() {
             self.push(
-                completion.done_us,
+                wake.at_us,
                 Event::FlowDone {
-                    request: completion.id,
-                    generation: completion.generation,
+                    generation: wake.generation,
                 },
             );
         }
-        self.completions = completions;
-        self.completions.clear();
     }
 
     /// Carries out one scheduler action in model time.
@@ -677,7 +676,7 @@ impl Loop<'_> {
         // Disk bytes: a client read moves its bytes off k disks; a rebuild stack is read from k
         // disks and written to one.
         let disk_bytes = self.network.delivered_in_window_bytes()
-            + self.rebuild_io.delivered_in_window_bytes() * f64::from(self.model.data_disks + 1);
+            + self.network.internal_in_window_bytes() * f64::from(self.model.data_disks + 1);
         let (power_mean_w, power_peak_w) = self.disks.power_w();
         Report {
             rack: self.rack.name.clone(),

@@ -117,14 +117,15 @@ fn at_a_very_low_rate_time_to_first_byte_is_a_spin_up_plus_mount_plus_seek() {
 #[test]
 fn a_40_gbps_link_caps_throughput_near_its_capacity_under_heavy_load() {
     let (rack, layout) = pelican();
-    // 8 req/s of 1 GB blobs offer 64 Gbps; four classes at 12.6 Gbps each could take 50.
+    // 8 req/s of 1 GB blobs offer 64 Gbps; four classes at 12.6 Gbps each could take 50, but two
+    // classes share each server's 20 Gbps NIC and each group switch idles a class for ~15 s.
     let config = SimConfig {
         network_gbps: Some(40.0),
         ..SimConfig::new(8.0, 6.0, 1.0, 8)
     };
     let report = simulate(rack, layout, &config).unwrap();
     assert!(report.throughput_gbps <= 40.0, "{report:?}");
-    assert!(report.throughput_gbps > 30.0, "{report:?}");
+    assert!(report.throughput_gbps > 27.0, "{report:?}");
     assert!(
         report.rejected > 0,
         "an overloaded rack fills its queues: {report:?}"
@@ -190,11 +191,13 @@ fn bad_configurations_are_refused_with_typed_errors() {
 fn fully_provisioned_pelican_serves_low_load_at_the_transfer_floor_within_its_budgets() {
     // Pelican §4.2: FP's service time for 1 GB is ~0.65 s (15 disks × 105 MB/s) and its time to
     // first byte is tens of milliseconds (no spin-up), on a rack provisioned for every disk.
+    // At 0.1 req/s reads rarely overlap: two reads behind one server's 20 Gbps NIC (a read alone
+    // runs at 12.6 Gbps) would slow each other down.
     let (rack, layout) = pelican();
     let config = SimConfig {
         network_gbps: Some(40.0),
         policy: PolicyKind::FullyProvisioned,
-        ..SimConfig::new(0.5, 3.0, 1.0, 5)
+        ..SimConfig::new(0.1, 5.0, 1.0, 5)
     };
     let report = simulate(rack, layout, &config).unwrap();
     let floor_s = 1e9 / (f64::from(layout.erasure.k) * rack.disk_model.bandwidth_mb_per_s * 1e6);
