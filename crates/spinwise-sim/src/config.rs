@@ -6,6 +6,7 @@
 //! the expected number of requests is within [`MAX_REQUESTS`]. Nothing in the loop re-checks.
 
 use serde::Serialize;
+use spinwise_sched::random::PlacementError;
 use spinwise_sched::scheduler::SchedulerError;
 use thiserror::Error;
 
@@ -37,6 +38,12 @@ pub enum PolicyKind {
     /// Pelican's FP baseline: the same rack with power and cooling for every disk; every group
     /// spins up once and stays spinning, each serving its own FIFO queue.
     FullyProvisioned,
+    /// Flamingo's constraint-aware scheduler (per-group queues, as many groups spinning as the
+    /// hard budgets allow) on the rack as described.
+    Flamingo,
+    /// The random straw-man layout of Pelican §2.2: each blob on k + r random domain-disjoint
+    /// disks ([`crate::random_layout`]), scheduled FIFO at disk level on the rack as described.
+    Random,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -104,6 +111,12 @@ pub enum SimError {
     UnknownState { state: String },
     #[error("the scheduler refused the layout: {0}")]
     Scheduler(#[from] SchedulerError),
+    #[error(
+        "the random layout needs {width} disks without a common hard domain, but the greedy found only {chosen}"
+    )]
+    RandomLayout { width: u32, chosen: u32 },
+    #[error("the random layout's scheduler refused its placement sets: {0}")]
+    Placement(#[from] PlacementError),
 }
 
 impl SimConfig {

@@ -66,6 +66,7 @@
 pub mod config;
 mod disks;
 mod network;
+pub mod random_layout;
 pub mod report;
 mod sample;
 mod sim;

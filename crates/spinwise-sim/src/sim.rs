@@ -17,7 +17,10 @@ use crate::sample::{exponential_us, sample_us, seconds_to_us};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use spinwise_model::{DiskIndex, GroupIndex, Layout, Rack, StateIndex};
+use crate::random_layout::{PLACEMENT_SETS, random_placements};
+use spinwise_sched::flamingo::Flamingo;
 use spinwise_sched::policy::{FullyProvisioned, Policy};
+use spinwise_sched::random::RandomPlacement;
 use spinwise_sched::scheduler::{Action, ClassScheduler, Kind, Request};
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
@@ -75,8 +78,12 @@ struct InFlight {
 
 /// Model constants derived once from the rack, layout and configuration.
 struct Model {
-    /// Rack disk indices of each group.
-    group_disks: Vec<Vec<DiskIndex>>,
+    /// Rack disk indices of each unit the policy spins up and down (`SpinUp(g)` moves
+    /// `unit_disks[g]`): the layout's groups, or single disks for the random layout.
+    unit_disks: Vec<Vec<DiskIndex>>,
+    /// Rack disk indices each request target reads from (a request's `group` indexes it; arrivals
+    /// pick one uniformly): the layout's groups, or the random layout's placement sets.
+    target_disks: Vec<Vec<DiskIndex>>,
     /// Rack states a disk passes through.
     resting: StateIndex,
     spinning_up: StateIndex,
@@ -120,7 +127,7 @@ struct Loop<'a> {
 /// Deterministic: the same inputs give the same report, trace hash included.
 pub fn simulate(rack: &Rack, layout: &Layout, config: &SimConfig) -> Result<Report, SimError> {
     config.validate()?;
-    let model = model(rack, layout)?;
+    let mut model = model(rack, layout)?;
     // FP runs the same disks on a rack provisioned for all of them; the checker and the power
     // meter then judge it against those budgets.
     let provisioned;
@@ -130,9 +137,11 @@ pub fn simulate(rack: &Rack, layout: &Layout, config: &SimConfig) -> Result<Repo
             provisioned = rack.fully_provisioned();
             (&provisioned, Box::new(FullyProvisioned::new(layout)))
         }
+        PolicyKind::Flamingo => (rack, Box::new(Flamingo::new(layout)?)),
+        PolicyKind::Random => (rack, random_policy(rack, layout, config, &mut model)?),
     };
+    let units = model.unit_disks.len();
     let window_us = (config.warmup_us(), config.end_us());
-    let groups = layout.groups.len();
     let mut sim = Loop {
         rack,
         config,
@@ -146,7 +155,7 @@ pub fn simulate(rack: &Rack, layout: &Layout, config: &SimConfig) -> Result<Repo
         window_us,
         next_request: 0,
         in_flight: BTreeMap::new(),
-        spin_up_started_us: vec![None; groups],
+        spin_up_started_us: vec![None; units],
         completions: Vec::new(),
         timeout_us: None,
         requests: 0,
@@ -165,6 +174,34 @@ pub fn simulate(rack: &Rack, layout: &Layout, config: &SimConfig) -> Result<Repo
     Ok(sim.report(last_us))
 }
 
+/// The random straw-man layout (Pelican §2.2): [`PLACEMENT_SETS`] sets of k + r disks from the
+/// run's seed become the request targets, single disks the units spun up and down, and the
+/// policy queues as many requests in all as Pelican's classes together.
+fn random_policy(
+    rack: &Rack,
+    layout: &Layout,
+    config: &SimConfig,
+    model: &mut Model,
+) -> Result<Box<dyn Policy>, SimError> {
+    let placements = random_placements(
+        rack,
+        layout.erasure.stripe_width(),
+        PLACEMENT_SETS,
+        config.seed,
+    )?;
+    let classes = layout
+        .classes
+        .as_ref()
+        .and_then(|c| c.iter().max())
+        .map_or(layout.groups.len(), |c| *c as usize + 1);
+    let max_queued = layout.scheduler.max_queue_depth as usize * classes;
+    model.unit_disks = (0..rack.disk_count() as DiskIndex)
+        .map(|disk| vec![disk])
+        .collect();
+    model.target_disks = placements.clone();
+    Ok(Box::new(RandomPlacement::new(rack, placements, max_queued)?))
+}
+
 fn model(rack: &Rack, layout: &Layout) -> Result<Model, SimError> {
     let rack_fingerprint = rack.fingerprint();
     if layout.rack_fingerprint != rack_fingerprint {
@@ -175,7 +212,7 @@ fn model(rack: &Rack, layout: &Layout) -> Result<Model, SimError> {
             rack_fingerprint,
         });
     }
-    let group_disks = layout
+    let unit_disks: Vec<Vec<DiskIndex>> = layout
         .groups
         .iter()
         .map(|ids| {
@@ -208,7 +245,8 @@ fn model(rack: &Rack, layout: &Layout) -> Result<Model, SimError> {
     let spinning_up = path[if path.len() == 2 { 1 } else { path.len() - 2 }];
     let bandwidth_mb_per_s = rack.disk_model.bandwidth_mb_per_s;
     Ok(Model {
-        group_disks,
+        target_disks: unit_disks.clone(),
+        unit_disks,
         resting: rack.resting_state(),
         spinning_up,
         active: rack.active_state(),
@@ -284,7 +322,7 @@ impl Loop<'_> {
             Event::Arrive => {
                 let id = self.next_request;
                 self.next_request += 1;
-                let group = self.rng.random_range(0..self.model.group_disks.len()) as GroupIndex;
+                let group = self.rng.random_range(0..self.model.target_disks.len()) as GroupIndex;
                 let request = Request {
                     id,
                     group,
@@ -326,7 +364,7 @@ impl Loop<'_> {
                 self.disks.set(
                     self.rack,
                     now_us,
-                    &self.model.group_disks[group as usize],
+                    &self.model.unit_disks[group as usize],
                     self.model.resting,
                 );
                 self.scheduler.spun_down(now_us, group);
@@ -390,7 +428,7 @@ impl Loop<'_> {
             Action::SpinUp(group) => {
                 self.spin_ups += u64::from(self.in_window(now_us));
                 self.spin_up_started_us[group as usize] = Some(now_us);
-                let disks = std::mem::take(&mut self.model.group_disks[group as usize]);
+                let disks = std::mem::take(&mut self.model.unit_disks[group as usize]);
                 self.disks
                     .set(self.rack, now_us, &disks, self.model.spinning_up);
                 // Each disk spins up and mounts on its own; the group is ready when the slowest
@@ -403,7 +441,7 @@ impl Loop<'_> {
                     self.push(now_us + spin_up_us, Event::DiskSpunUp { disk });
                     ready_us = ready_us.max(spin_up_us + mount_us);
                 }
-                self.model.group_disks[group as usize] = disks;
+                self.model.unit_disks[group as usize] = disks;
                 self.push(now_us + ready_us, Event::GroupSpunUp { group });
             }
             Action::SpinDown(group) => {
