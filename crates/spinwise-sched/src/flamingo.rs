@@ -290,9 +290,22 @@ impl Flamingo {
             })
             .collect();
         waiting.sort_unstable();
+        // Without an idle or spinning-down group no search can make room: only try what fits.
+        let releasable = self
+            .groups
+            .iter()
+            .any(|g| g.idle() || g.phase == Phase::SpinningDown);
         for (_, _, group) in waiting {
-            if let Some(action) = self.bring_up(group, false) {
-                return Some(action);
+            let action = if releasable {
+                self.bring_up(group, false)
+            } else if self.budget.enter(group, self.spinning_up).is_ok() {
+                self.groups[group as usize].phase = Phase::SpinningUp;
+                Some(Action::SpinUp(group))
+            } else {
+                None
+            };
+            if action.is_some() {
+                return action;
             }
         }
         None
