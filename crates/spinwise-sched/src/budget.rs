@@ -229,7 +229,8 @@ impl GroupBudget {
         for &(index, weight) in &self.memberships[other as usize] {
             if let Some(entry) = room.excess.iter_mut().find(|(i, _)| *i == index) {
                 let constraint = &self.constraints[index];
-                entry.1 -= i64::from(weight) * (constraint.cost[state] - constraint.cost[self.resting]);
+                entry.1 -=
+                    i64::from(weight) * (constraint.cost[state] - constraint.cost[self.resting]);
             }
         }
     }

@@ -434,8 +434,9 @@ impl Policy for Flamingo {
     fn is_idle(&self) -> bool {
         self.pending.is_empty()
             && self.queued == 0
-            && self.groups.iter().all(|g| {
-                g.serving.is_none() && matches!(g.phase, Phase::Resting | Phase::Active)
-            })
+            && self
+                .groups
+                .iter()
+                .all(|g| g.serving.is_none() && matches!(g.phase, Phase::Resting | Phase::Active))
     }
 }

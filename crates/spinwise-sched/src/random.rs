@@ -40,7 +40,11 @@ pub enum PlacementError {
     #[error("placement set {set} is empty")]
     EmptySet { set: usize },
     #[error("placement set {set} names disk {disk}, but the rack has {disks} disks")]
-    UnknownDisk { set: usize, disk: DiskIndex, disks: usize },
+    UnknownDisk {
+        set: usize,
+        disk: DiskIndex,
+        disks: usize,
+    },
     #[error("placement set {set} names disk {disk} twice")]
     RepeatedDisk { set: usize, disk: DiskIndex },
     #[error(

@@ -12,12 +12,12 @@ use crate::config::PolicyKind;
 use crate::config::{SimConfig, SimError};
 use crate::disks::Disks;
 use crate::network::{Completion, Network};
+use crate::random_layout::{PLACEMENT_SETS, random_placements};
 use crate::report::{Power, Report, Summary, TraceHash};
 use crate::sample::{exponential_us, sample_us, seconds_to_us};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use spinwise_model::{DiskIndex, GroupIndex, Layout, Rack, StateIndex};
-use crate::random_layout::{PLACEMENT_SETS, random_placements};
 use spinwise_sched::flamingo::Flamingo;
 use spinwise_sched::policy::{FullyProvisioned, Policy};
 use spinwise_sched::random::RandomPlacement;
@@ -199,7 +199,9 @@ fn random_policy(
         .map(|disk| vec![disk])
         .collect();
     model.target_disks = placements.clone();
-    Ok(Box::new(RandomPlacement::new(rack, placements, max_queued)?))
+    Ok(Box::new(RandomPlacement::new(
+        rack, placements, max_queued,
+    )?))
 }
 
 fn model(rack: &Rack, layout: &Layout) -> Result<Model, SimError> {

@@ -90,7 +90,10 @@ fn every_policy_keeps_budgets(
                 continue;
             }
             Err(SimError::RandomLayout { .. }) if policy == PolicyKind::Random => {
-                *tally.skipped.entry("too few disjoint disks".into()).or_default() += 1;
+                *tally
+                    .skipped
+                    .entry("too few disjoint disks".into())
+                    .or_default() += 1;
                 continue;
             }
             Err(error) => return Err(TestCaseError::fail(format!("{policy:?}: {error}"))),
