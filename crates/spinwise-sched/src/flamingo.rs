@@ -122,6 +122,8 @@ pub struct Flamingo {
     /// to do, and nothing that could change that has happened since (a new waiting group, a
     /// finished transition or request). An unrestricted pass covers every restricted one.
     stalled: Option<Option<GroupIndex>>,
+    /// Groups that started waiting while a pass was stalled.
+    newcomers: Vec<GroupIndex>,
     /// The latest `now_us` seen: a timeout must lie after it.
     now_us: u64,
 }
@@ -161,6 +163,7 @@ impl Flamingo {
             starvation_bound_us: DEFAULT_STARVATION_BOUND_US,
             pending: VecDeque::new(),
             stalled: None,
+            newcomers: Vec::new(),
             now_us: 0,
         })
     }
@@ -276,14 +279,24 @@ impl Flamingo {
     /// group, only groups sharing no hard constraint with it are considered: they cannot take
     /// what it waits for.
     fn bring_up_best(&mut self, starving: Option<GroupIndex>) -> Option<Action> {
-        let mut waiting: Vec<(std::cmp::Reverse<usize>, u64, GroupIndex)> = self
-            .groups
+        let everyone: Vec<GroupIndex> = (0..self.groups.len() as GroupIndex).collect();
+        self.bring_up_first_of(&everyone, starving)
+    }
+
+    /// The pass of [`Flamingo::bring_up_best`] over `groups` only (the others are known to have
+    /// nothing to do).
+    fn bring_up_first_of(
+        &mut self,
+        groups: &[GroupIndex],
+        starving: Option<GroupIndex>,
+    ) -> Option<Action> {
+        let mut waiting: Vec<(std::cmp::Reverse<usize>, u64, GroupIndex)> = groups
             .iter()
-            .enumerate()
+            .map(|group| (*group, &self.groups[*group as usize]))
             .filter(|(_, g)| g.phase == Phase::Resting)
-            .filter_map(|(index, g)| {
+            .filter_map(|(group, g)| {
                 let at = g.head_arrival_us()?;
-                Some((std::cmp::Reverse(g.depth()), at, index as GroupIndex))
+                Some((std::cmp::Reverse(g.depth()), at, group))
             })
             .filter(|(_, _, group)| {
                 starving.is_none_or(|c| c != *group && !self.budget.interact(c, *group))
@@ -329,10 +342,11 @@ impl Policy for Flamingo {
             });
         }
         let group = &mut self.groups[request.group as usize];
-        // A new waiting group can change a stalled pass's outcome; more work for one that was
-        // already waiting cannot (fitting does not depend on depth).
-        if group.depth() == 0 {
-            self.stalled = None;
+        // A new waiting group can act although a stalled pass found nothing: it is tried alone
+        // (`newcomers`). More work for a group already waiting changes nothing (fitting does not
+        // depend on depth).
+        if group.depth() == 0 && group.phase == Phase::Resting && self.stalled.is_some() {
+            self.newcomers.push(request.group);
         }
         let queued = Queued {
             request,
@@ -364,8 +378,15 @@ impl Policy for Flamingo {
             return Some(action);
         }
         if self.stalled == Some(None) || self.stalled == Some(starving) {
-            return None;
+            // Only groups that started waiting since the stalled pass can have changed.
+            let newcomers = std::mem::take(&mut self.newcomers);
+            let action = self.bring_up_first_of(&newcomers, starving);
+            if action.is_some() {
+                self.stalled = None;
+            }
+            return action;
         }
+        self.newcomers.clear();
         let action = self.bring_up_best(starving);
         if action.is_none() {
             self.stalled = Some(starving);
@@ -417,8 +438,10 @@ impl Policy for Flamingo {
         );
         group.serving = None;
         group.idle_since_us = now_us;
-        // An idle group may now be spun down to make room for a waiting one.
-        self.stalled = None;
+        // A group that ran dry may now be spun down to make room for a waiting one.
+        if group.depth() == 0 {
+            self.stalled = None;
+        }
     }
 
     fn next_timeout_us(&self) -> Option<u64> {
