@@ -31,9 +31,15 @@
 //! # The model, and why
 //!
 //! - **Workload.** Client reads arrive as a Poisson process at `rate_per_s` until `hours`; each
-//!   reads one blob of `blob_bytes` from a uniformly random group — the stand-in for "uniform over
-//!   stored blobs" when every group stores the same number of blobs. No writes, no rebuild.
-//! - **Spin-up.** The scheduler's `SpinUp(g)` moves every disk of `g` into the rack's spin-up
+//!   reads one blob of `blob_bytes` from a uniformly random target — the stand-in for "uniform over
+//!   stored blobs" when every target stores the same number of blobs. Targets are the layout's
+//!   groups, or for the random straw-man layout ([`random_layout`], Pelican §2.2) 4,096 random
+//!   placement sets of k + r domain-disjoint disks, scheduled at disk level. No writes, no
+//!   rebuild.
+//! - **Policies.** [`PolicyKind`]: Pelican's class scheduler, Flamingo's constraint-aware
+//!   scheduler and the random layout on the rack as described; FP on the rack fully provisioned.
+//! - **Spin-up.** The scheduler's `SpinUp(g)` moves every disk of unit `g` (a group, or one disk
+//!   for the random layout) into the rack's spin-up
 //!   path state before active (for every preset the one transient state, "spinning_up"). Each
 //!   disk draws its own spin-up latency (`disk_model.spin_up_latency_s`) — it is *active*, and
 //!   draws active power, from then on — and its own mount latency (`mount_latency_s`); the group
@@ -60,8 +66,8 @@
 //!   domain a state change touched. It never reads the scheduler's books; it must report 0.
 //!
 //! Modules: `config` (inputs, limits, errors), `sample` (distributions), `network` (max-min
-//! flows), `disks` (disk states, checker, power meter), `report` (output, trace hash), `sim` (the
-//! loop).
+//! flows), `disks` (disk states, checker, power meter), `report` (output, trace hash),
+//! `random_layout` (the straw-man placement sets), `sim` (the loop).
 
 pub mod config;
 mod disks;

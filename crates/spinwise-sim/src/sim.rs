@@ -1,5 +1,6 @@
 //! The event loop: a virtual clock in integer microseconds, a heap of `(time_us, sequence,
-//! Event)`, the real `ClassScheduler`, model disks ([`crate::disks`]) and the shared link
+//! Event)`, the real scheduling policy (`ClassScheduler`, `Flamingo`, `FullyProvisioned` or
+//! `RandomPlacement`), model disks ([`crate::disks`]) and the shared link
 //! ([`crate::network`]). It owns the translation between scheduler actions and model time.
 //!
 //! Invariants: events are processed in (time, sequence) order and time never goes back; the
