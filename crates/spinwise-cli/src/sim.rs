@@ -21,8 +21,8 @@ pub struct SimArgs {
     /// Scheduling policy: Pelican's class scheduler; `flamingo` — per-group queues, as many
     /// groups spinning as the hard budgets allow (Flamingo §3.2); `fp` — the same disks fully
     /// provisioned, every group always spinning with its own FIFO queue (Pelican §4.1); `random`
-    /// — the random straw-man layout (Pelican §2.2), each blob on k + r random domain-disjoint
-    /// disks, served FIFO.
+    /// — the random straw-man layout (Pelican §2.2), each blob on k + r random disks that can
+    /// all spin at once, served FIFO.
     #[arg(long, value_enum, default_value_t = Policy::Pelican)]
     pub policy: Policy,
     /// Mean client reads per second (Poisson arrivals, uniform over groups).

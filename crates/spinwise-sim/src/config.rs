@@ -41,8 +41,8 @@ pub enum PolicyKind {
     /// Flamingo's constraint-aware scheduler (per-group queues, as many groups spinning as the
     /// hard budgets allow) on the rack as described.
     Flamingo,
-    /// The random straw-man layout of Pelican §2.2: each blob on k + r random domain-disjoint
-    /// disks ([`crate::random_layout`]), scheduled FIFO at disk level on the rack as described.
+    /// The random straw-man layout of Pelican §2.2: each blob on k + r random disks that can
+    /// all spin at once ([`crate::random_layout`]), scheduled FIFO at disk level on the rack as described.
     Random,
 }
 

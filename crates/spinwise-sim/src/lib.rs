@@ -34,7 +34,7 @@
 //!   reads one blob of `blob_bytes` from a uniformly random target — the stand-in for "uniform over
 //!   stored blobs" when every target stores the same number of blobs. Targets are the layout's
 //!   groups, or for the random straw-man layout ([`random_layout`], Pelican §2.2) 4,096 random
-//!   placement sets of k + r domain-disjoint disks, scheduled at disk level. No writes, no
+//!   placement sets of k + r disks that can all spin at once, scheduled at disk level. No writes, no
 //!   rebuild.
 //! - **Policies.** [`PolicyKind`]: Pelican's class scheduler, Flamingo's constraint-aware
 //!   scheduler and the random layout on the rack as described; FP on the rack fully provisioned.

@@ -2,17 +2,21 @@
 //! pick a disk uniformly at random, remove every disk that is domain-conflicting with it, repeat
 //! until k + r disks are chosen.
 //!
-//! Domain-conflicting is taken in its simplest sound form: two disks conflict when they share a
-//! domain of any hard resource (on Pelican, a tray's power or a cooling domain). A set is then
-//! one disk per hard domain at most, so on every rack the parser accepts (each hard domain lets
-//! at least one disk spin up) the whole set can spin at once.
+//! Domain-conflicting, for a set being built: a disk conflicts with the set when one of its hard
+//! domains already holds as many chosen disks as its budget lets be in the costliest state at once
+//! (Flamingo eq. 1, `Resource::disks_at_highest_per_domain`; a resource that never binds has no
+//! limit). Where a domain lets one disk spin (Pelican's cooling columns, trays' power) this is
+//! Pelican's rule — two disks sharing the domain conflict — and where it lets more (the dense
+//! JBOD's one enclosure-wide power domain, twelve spin-ups) it is what lets a set exist at all.
+//! Either way every set can spin at once on a resting rack.
 //!
 //! The blobs are summarised by [`PLACEMENT_SETS`] independent sets; a read picks one uniformly,
 //! standing for "uniform over stored blobs" when every set holds as many blobs. 4,096 sets on
 //! Pelican's 1,152 disks put each disk in ~64 sets, so two sets share disks and domains as often
 //! as random blobs do, while building them costs a few milliseconds.
 //!
-//! Invariants: every set has exactly k + r distinct disks, pairwise without a common hard domain;
+//! Invariants: every set has exactly k + r distinct disks, no hard domain holding more of them
+//! than it lets be at the costliest state;
 //! the sets depend only on the rack, the width and the seed (a ChaCha8 stream of its own, so the
 //! workload's draws are not shifted by the layout's).
 
@@ -38,21 +42,39 @@ pub fn random_placements(
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     // Stream 1: the simulator's own generator uses stream 0 of the same seed.
     rng.set_stream(1);
-    let hard: Vec<usize> = rack.hard_resources().map(|(index, _)| index).collect();
+    // Per hard resource: how many chosen disks each of its domains may hold.
+    let limits: Vec<(usize, u64)> = rack
+        .hard_resources()
+        .filter_map(|(index, r)| r.disks_at_highest_per_domain().map(|m| (index, m)))
+        .collect();
+    let mut room: Vec<Vec<u64>> = limits
+        .iter()
+        .map(|(index, _)| vec![0; rack.resources[*index].domains.len()])
+        .collect();
     let mut blocked = vec![false; rack.disk_count()];
     (0..sets)
         .map(|_| {
             blocked.fill(false);
-            let set = greedy_set(rack, &hard, width, &mut blocked, &mut rng)?;
-            Ok(set)
+            for (domains, (resource, limit)) in room.iter_mut().zip(&limits) {
+                domains.fill(*limit);
+                if *limit == 0 {
+                    // Not even one disk of such a domain may spin: none can be chosen.
+                    for disk in rack.resources[*resource].domains.iter().flatten() {
+                        blocked[*disk as usize] = true;
+                    }
+                }
+            }
+            greedy_set(rack, &limits, &mut room, width, &mut blocked, &mut rng)
         })
         .collect()
 }
 
-/// One set: pick a free disk, block every disk sharing a hard domain with it, repeat.
+/// One set: pick a free disk, take one place in each of its limited domains, block every disk of
+/// a domain left without room; repeat.
 fn greedy_set(
     rack: &Rack,
-    hard: &[usize],
+    limits: &[(usize, u64)],
+    room: &mut [Vec<u64>],
     width: u32,
     blocked: &mut [bool],
     rng: &mut ChaCha8Rng,
@@ -67,11 +89,15 @@ fn greedy_set(
         };
         set.push(disk);
         blocked[disk as usize] = true;
-        for &resource in hard {
-            let resource = &rack.resources[resource];
+        for ((resource, _), domains) in limits.iter().zip(room.iter_mut()) {
+            let resource = &rack.resources[*resource];
             let domain = resource.domain_of[disk as usize] as usize;
-            for &other in &resource.domains[domain] {
-                blocked[other as usize] = true;
+            // A chosen disk's domains had room, or it would have been blocked.
+            domains[domain] -= 1;
+            if domains[domain] == 0 {
+                for &other in &resource.domains[domain] {
+                    blocked[other as usize] = true;
+                }
             }
         }
     }
