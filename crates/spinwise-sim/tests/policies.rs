@@ -5,8 +5,9 @@
 //! scheduler took a meaningful number of steps (the report's processed `events`; each one is
 //! followed by polling the policy until it has nothing to do).
 //!
-//! CI runs a few hundred requests per case. The long variant drives at least 10^5 steps per case
-//! and policy; run it with `cargo test -p spinwise-sim --release -- --ignored` (a few minutes).
+//! CI runs ~600 requests per case and policy (32 cases). The long variant drives at least 10^5 steps per case
+//! and policy (24 cases); run it with `cargo test -p spinwise-sim --release -- --ignored` (seconds
+//! in release).
 //!
 //! Cases the rack itself rules out are skipped and counted, never passed silently: no layout
 //! (the planner refuses the rack), a spin-up path whose charged state does not dominate (the
@@ -137,7 +138,10 @@ fn run_cases(cases: u32, expected_requests: f64, min_events: u64) -> Tally {
     if let Err(error) = result {
         panic!("{error}");
     }
-    tally.into_inner()
+    let tally = tally.into_inner();
+    // Shown with --nocapture: how many runs each policy had and why cases were skipped.
+    eprintln!("{tally:?}");
+    tally
 }
 
 /// Every policy ran in at least `least` cases (shrinking may add runs, never remove them).
@@ -150,16 +154,16 @@ fn assert_every_policy_ran(tally: &Tally, least: u32) {
 
 #[test]
 fn every_policy_keeps_every_hard_budget_and_completes_what_it_accepts_on_random_racks() {
-    // ~300 requests per run (Poisson: fewer than 200 is out of the question), each at least one
+    // ~600 requests per run (Poisson: fewer than 450 is out of the question), each at least one
     // arrival event.
-    let tally = run_cases(24, 300.0, 200);
-    assert_every_policy_ran(&tally, 10);
+    let tally = run_cases(32, 600.0, 450);
+    assert_every_policy_ran(&tally, 16);
 }
 
 #[test]
 #[ignore = "long: at least 10^5 scheduler steps per case and policy; run with --release -- --ignored"]
 fn every_policy_keeps_every_hard_budget_over_a_hundred_thousand_steps_per_case() {
     // ~110,000 requests per run: at least 10^5 arrival events alone.
-    let tally = run_cases(12, 110_000.0, 100_000);
-    assert_every_policy_ran(&tally, 5);
+    let tally = run_cases(24, 110_000.0, 100_000);
+    assert_every_policy_ran(&tally, 12);
 }
