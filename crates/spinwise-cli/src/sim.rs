@@ -21,9 +21,11 @@ pub struct SimArgs {
     /// A layout written by `spinwise plan --out` (default: plan the rack now).
     #[arg(long, value_name = "LAYOUT.json")]
     pub layout: Option<PathBuf>,
-    /// Scheduling policy: Pelican's class scheduler, or `fp` — the same disks fully provisioned,
-    /// every group always spinning with its own FIFO queue (Pelican §4.1). `flamingo` and
-    /// `random` are not built yet.
+    /// Scheduling policy: Pelican's class scheduler; `flamingo` — per-group queues, as many
+    /// groups spinning as the hard budgets allow (Flamingo §3.2); `fp` — the same disks fully
+    /// provisioned, every group always spinning with its own FIFO queue (Pelican §4.1); `random`
+    /// — the random straw-man layout (Pelican §2.2), each blob on k + r random disks that can
+    /// all spin at once, served FIFO.
     #[arg(long, value_enum, default_value_t = Policy::Pelican)]
     pub policy: Policy,
     /// Mean client reads per second (Poisson arrivals, uniform over groups). Required unless
@@ -89,13 +91,9 @@ pub enum Policy {
 pub fn run(args: &SimArgs) -> CliResult<()> {
     let policy = match args.policy {
         Policy::Pelican => PolicyKind::Pelican,
+        Policy::Flamingo => PolicyKind::Flamingo,
         Policy::Fp => PolicyKind::FullyProvisioned,
-        other => {
-            let name = format!("{other:?}").to_lowercase();
-            return Err(CliError::Usage(format!(
-                "--policy {name}: only `pelican` and `fp` are implemented so far (issue 3)"
-            )));
-        }
+        Policy::Random => PolicyKind::Random,
     };
     let network_gbps = match args.network_gbps.as_str() {
         "unbounded" => None,

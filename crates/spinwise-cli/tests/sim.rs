@@ -1,5 +1,5 @@
 //! `spinwise sim`: one JSON object with issue 3's fields, zero budget violations, the same seed
-//! giving the same trace, and clear refusals for what is not there yet or not valid.
+//! giving the same trace, every policy running, and clear refusals for what is not valid.
 
 mod common;
 
@@ -64,12 +64,23 @@ fn the_same_seed_gives_the_same_trace_and_another_seed_another() {
 }
 
 #[test]
-fn policies_not_built_yet_and_bad_numbers_are_refused() {
-    let mut flamingo: Vec<&str> = SMALL_RUN.to_vec();
-    flamingo.extend(["--policy", "flamingo"]);
-    spinwise(flamingo)
-        .refused()
-        .stderr_mentions(&["only `pelican` and `fp`"]);
+fn every_policy_runs_without_a_budget_violation() {
+    for policy in ["pelican", "flamingo", "fp", "random"] {
+        let mut args: Vec<&str> = SMALL_RUN.to_vec();
+        args.extend(["--policy", policy]);
+        let report = spinwise(args).success().json();
+        assert_eq!(integer(&report, "budget_violations"), 0, "{policy}");
+        assert!(integer(&report, "completed") > 0, "{policy}");
+        assert_eq!(
+            integer(&report, "completed") + integer(&report, "rejected"),
+            integer(&report, "requests"),
+            "{policy}"
+        );
+    }
+}
+
+#[test]
+fn bad_numbers_are_refused() {
     let mut network: Vec<&str> = SMALL_RUN.to_vec();
     network.extend(["--network-gbps", "fast"]);
     spinwise(network)

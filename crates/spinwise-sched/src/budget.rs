@@ -15,7 +15,7 @@
 //! Invariant (asserted after every change): every hard constraint's load ≤ its budget. Soft
 //! constraints are not tracked here: exceeding them only costs bandwidth.
 
-use spinwise_model::{GroupIndex, Layout, ResourceKind};
+use spinwise_model::{GroupIndex, Layout, Rack, ResourceKind};
 use thiserror::Error;
 
 /// Index of a state in [`Layout::states`].
@@ -46,6 +46,21 @@ struct Constraint {
     members: Vec<(GroupIndex, u32)>,
 }
 
+/// A what-if from [`GroupBudget::room`]: per constraint of the moving group, its load after the
+/// move minus its budget, less what released groups would free.
+#[derive(Clone, Debug)]
+pub struct Room {
+    group: GroupIndex,
+    excess: Vec<(usize, i64)>,
+}
+
+impl Room {
+    /// Whether the move would fit with the released groups resting.
+    pub fn fits(&self) -> bool {
+        self.excess.iter().all(|(_, excess)| *excess <= 0)
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct GroupBudget {
     states: Vec<String>,
@@ -64,24 +79,60 @@ impl GroupBudget {
         let resting = layout
             .state_index(&layout.resting_state)
             .expect("layout states are checked on load");
-        let groups = layout.groups.len();
-        let mut memberships = vec![Vec::new(); groups];
-        let mut constraints = Vec::new();
-        for constraint in layout
+        let constraints = layout
             .group_constraints
             .iter()
             .filter(|c| c.kind == ResourceKind::Hard)
-        {
-            let index = constraints.len();
-            for &(group, weight) in &constraint.members {
-                memberships[group as usize].push((index, weight));
-            }
-            constraints.push(Constraint {
+            .map(|constraint| Constraint {
                 resource: constraint.resource.clone(),
                 budget: constraint.budget.micros(),
                 cost: constraint.cost.iter().map(|c| c.micros()).collect(),
                 members: constraint.members.clone(),
-            });
+            })
+            .collect();
+        GroupBudget::with_constraints(
+            layout.states.clone(),
+            resting,
+            layout.groups.len(),
+            constraints,
+        )
+    }
+
+    /// Books in which every disk of `rack` is its own group (group index = disk index), one
+    /// constraint per domain of every hard resource of the rack, states the rack's. For policies
+    /// that place data on arbitrary disk sets rather than on groups (the random straw-man layout
+    /// of Pelican §2.2): the same accounting, at disk granularity.
+    pub fn per_disk(rack: &Rack) -> GroupBudget {
+        let mut constraints = Vec::new();
+        for (_, resource) in rack.hard_resources() {
+            for domain in &resource.domains {
+                constraints.push(Constraint {
+                    resource: resource.name.clone(),
+                    budget: resource.budget.micros(),
+                    cost: resource.cost.iter().map(|c| c.micros()).collect(),
+                    members: domain.iter().map(|disk| (*disk, 1)).collect(),
+                });
+            }
+        }
+        GroupBudget::with_constraints(
+            rack.states.iter().map(|s| s.name.clone()).collect(),
+            rack.resting_state(),
+            rack.disk_count(),
+            constraints,
+        )
+    }
+
+    fn with_constraints(
+        states: Vec<String>,
+        resting: StateIndex,
+        groups: usize,
+        constraints: Vec<Constraint>,
+    ) -> GroupBudget {
+        let mut memberships = vec![Vec::new(); groups];
+        for (index, constraint) in constraints.iter().enumerate() {
+            for &(group, weight) in &constraint.members {
+                memberships[group as usize].push((index, weight));
+            }
         }
         let load = constraints
             .iter()
@@ -93,7 +144,7 @@ impl GroupBudget {
             })
             .collect();
         let budget = GroupBudget {
-            states: layout.states.clone(),
+            states,
             resting,
             constraints,
             memberships,
@@ -149,6 +200,64 @@ impl GroupBudget {
             }
         }
         Ok(())
+    }
+
+    /// The what-if behind a greedy search for groups to spin down (Flamingo §3.2): how far
+    /// `group`'s move to `state` would overshoot each of its constraints. Release candidates with
+    /// [`GroupBudget::release`] until [`Room::fits`].
+    pub fn room(&self, group: GroupIndex, state: StateIndex) -> Room {
+        let from = self.state_of[group as usize];
+        let excess = self.memberships[group as usize]
+            .iter()
+            .map(|&(index, weight)| {
+                let constraint = &self.constraints[index];
+                let after = self.load[index]
+                    + i64::from(weight) * (constraint.cost[state] - constraint.cost[from]);
+                (index, after - constraint.budget)
+            })
+            .collect();
+        Room { group, excess }
+    }
+
+    /// Counts `other` as resting in `room` (no effect for the room's own group or a group already
+    /// resting; release each group once).
+    pub fn release(&self, room: &mut Room, other: GroupIndex) {
+        if other == room.group {
+            return;
+        }
+        let state = self.state_of[other as usize];
+        for &(index, weight) in &self.memberships[other as usize] {
+            if let Some(entry) = room.excess.iter_mut().find(|(i, _)| *i == index) {
+                let constraint = &self.constraints[index];
+                entry.1 -=
+                    i64::from(weight) * (constraint.cost[state] - constraint.cost[self.resting]);
+            }
+        }
+    }
+
+    /// Whether groups `a` and `b` are members of a common hard constraint (whether moving one can
+    /// change whether the other fits).
+    pub fn interact(&self, a: GroupIndex, b: GroupIndex) -> bool {
+        let of_b = &self.memberships[b as usize];
+        self.memberships[a as usize]
+            .iter()
+            .any(|(index, _)| of_b.iter().any(|(other, _)| other == index))
+    }
+
+    /// The state a spinning-up group is charged, given the spin-up path (resting first, active
+    /// last): the last state before active, which must cost at least as much as every path
+    /// state on every hard constraint. `None` when the path is shorter than two states or the
+    /// charged state does not dominate (charging it would understate the draw).
+    pub fn spin_up_charge(&self, path: &[StateIndex]) -> Option<StateIndex> {
+        let charged = match path.len() {
+            0 | 1 => return None,
+            2 => path[1],
+            n => path[n - 2],
+        };
+        self.constraints
+            .iter()
+            .all(|c| path.iter().all(|s| c.cost[*s] <= c.cost[charged]))
+            .then_some(charged)
     }
 
     /// Moves `group` to `state` if every hard budget allows it. Moving to a cheaper state always

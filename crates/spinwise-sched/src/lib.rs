@@ -12,12 +12,18 @@
 //! - [`scheduler`]: the class scheduler combining them (Pelican §2.3): requests and completions
 //!   in, spin-up / spin-down / serve actions out.
 //! - [`policy`]: the `Policy` interface drivers use, and the fully provisioned (FP) baseline.
+//! - [`flamingo`]: Flamingo's constraint-aware scheduler (§3.2): per-group queues, as many groups
+//!   spinning as the hard budgets allow, greedy spin-downs to make room, starvation-free.
+//! - [`random`]: the random straw-man layout's scheduler (Pelican §2.2), at disk level over the
+//!   rack's hard domains ([`budget::GroupBudget::per_disk`]).
 //!
 //! It reads layouts from spinwise-model, never from the planner, so the server does not link the
 //! planning algorithms.
 
 pub mod budget;
 pub mod fair;
+pub mod flamingo;
 pub mod policy;
+pub mod random;
 pub mod reorder;
 pub mod scheduler;

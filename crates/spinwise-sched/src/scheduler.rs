@@ -385,7 +385,7 @@ fn wanted(class: &Class, group: GroupIndex) -> bool {
 /// The state a spinning-up group is charged: the last state before active on the spin-up path.
 /// It must cost at least as much as every earlier path state and as active on every hard
 /// constraint, or charging it would understate the draw.
-fn spin_up_state(layout: &Layout) -> Result<StateIndex, SchedulerError> {
+pub(crate) fn spin_up_state(layout: &Layout) -> Result<StateIndex, SchedulerError> {
     let refused = || SchedulerError::SpinUpPath {
         path: layout.spin_up_path.clone(),
     };

@@ -114,3 +114,60 @@ proptest! {
         prop_assert!(granted > 0);
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, failure_persistence: None, rng_seed: proptest::test_runner::RngSeed::Fixed(0x5eed), .. ProptestConfig::default() })]
+
+    /// The what-if agrees with really spinning the released groups down and trying the move.
+    #[test]
+    fn room_after_releasing_groups_matches_spinning_them_down(
+        preset in 0usize..3,
+        busy in prop::collection::vec((any::<u32>(), any::<bool>()), 0..12),
+        release_mask in any::<u64>(),
+        wanted in any::<u32>(),
+    ) {
+        let (_, layout) = &planned()[preset];
+        let groups = layout.groups.len() as u32;
+        let (spinning_up, active) = (state(layout, "spinning_up"), state(layout, "active"));
+        let mut books = GroupBudget::from_layout(layout);
+        for (group, is_active) in busy {
+            let _ = books.enter(group % groups, if is_active { active } else { spinning_up });
+        }
+        let wanted = wanted % groups;
+        let released: Vec<u32> = books
+            .busy_groups()
+            .enumerate()
+            .filter(|(i, g)| release_mask & (1 << (i % 64)) != 0 && *g != wanted)
+            .map(|(_, g)| g)
+            .collect();
+        let mut room = books.room(wanted, spinning_up);
+        for &group in &released {
+            books.release(&mut room, group);
+        }
+        let mut after = books.clone();
+        for &group in &released {
+            after.enter(group, after.resting_state()).unwrap();
+        }
+        prop_assert_eq!(room.fits(), after.check(wanted, spinning_up).is_ok());
+    }
+}
+
+#[test]
+fn per_disk_books_grant_one_spinning_disk_per_pelican_cooling_domain() {
+    let (rack, _) = preset("pelican");
+    let mut books = GroupBudget::per_disk(&rack);
+    assert_eq!(books.groups(), rack.disk_count());
+    let spinning_up = rack
+        .states
+        .iter()
+        .position(|s| s.name == "spinning_up")
+        .unwrap();
+    let path = rack.spin_up_path();
+    assert_eq!(books.spin_up_charge(&path), Some(spinning_up));
+    let cooling = rack.resources.iter().find(|r| r.name == "cooling").unwrap();
+    let domain = &cooling.domains[0];
+    books.enter(domain[0], spinning_up).unwrap();
+    let refused = books.check(domain[1], spinning_up).unwrap_err();
+    assert_eq!(refused.resource, "cooling");
+    assert_eq!(books.blockers(domain[1], spinning_up), vec![domain[0]]);
+}

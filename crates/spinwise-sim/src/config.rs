@@ -9,6 +9,7 @@
 
 use crate::workload::{Arrivals, BURST_SPREAD_S, BlobSizes};
 use serde::Serialize;
+use spinwise_sched::random::PlacementError;
 use spinwise_sched::scheduler::SchedulerError;
 use thiserror::Error;
 
@@ -72,6 +73,12 @@ pub enum PolicyKind {
     /// Pelican's FP baseline: the same rack with power and cooling for every disk; every group
     /// spins up once and stays spinning, each serving its own FIFO queue.
     FullyProvisioned,
+    /// Flamingo's constraint-aware scheduler (per-group queues, as many groups spinning as the
+    /// hard budgets allow) on the rack as described.
+    Flamingo,
+    /// The random straw-man layout of Pelican §2.2: each blob on k + r random disks that can
+    /// all spin at once ([`crate::random_layout`]), scheduled FIFO at disk level on the rack as described.
+    Random,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -168,6 +175,12 @@ pub enum SimError {
     },
     #[error("the scheduler refused the layout: {0}")]
     Scheduler(#[from] SchedulerError),
+    #[error(
+        "the random layout needs {width} disks without a common hard domain, but the greedy found only {chosen}"
+    )]
+    RandomLayout { width: u32, chosen: u32 },
+    #[error("the random layout's scheduler refused its placement sets: {0}")]
+    Placement(#[from] PlacementError),
 }
 
 impl SimConfig {

@@ -36,10 +36,15 @@
 //!   until `hours`, as a burst of b requests at uniform times over 60 s (measured from 0 until
 //!   drained), or replayed from a trace ([`parse_trace`]: CSV `time_s,operation,key,size_bytes`,
 //!   a key's group is FNV-1a 64 of the key mod the group count, writes are served like reads).
-//!   Poisson and burst requests go to a uniformly random group — "uniform over stored blobs" when
-//!   every group stores the same number — and read `blob_bytes` or a VHD-like size (truncated
-//!   log-normal, 200 MB–9 GB, mean 3.3 GB).
-//! - **Spin-up.** The scheduler's `SpinUp(g)` moves every disk of `g` into the rack's spin-up
+//!   Poisson and burst requests go to a uniformly random target — "uniform over stored blobs"
+//!   when every target stores the same number — and read `blob_bytes` or a VHD-like size
+//!   (truncated log-normal, 200 MB–9 GB, mean 3.3 GB). Targets are the layout's groups, or for
+//!   the random straw-man layout ([`random_layout`], Pelican §2.2) 4,096 random placement sets of
+//!   k + r disks that can all spin at once, scheduled at disk level.
+//! - **Policies.** [`PolicyKind`]: Pelican's class scheduler, Flamingo's constraint-aware
+//!   scheduler and the random layout on the rack as described; FP on the rack fully provisioned.
+//! - **Spin-up.** The scheduler's `SpinUp(g)` moves every disk of unit `g` (a group, or one disk
+//!   for the random layout) into the rack's spin-up
 //!   path state before active (for every preset the one transient state, "spinning_up"). Each
 //!   disk draws its own spin-up latency (`disk_model.spin_up_latency_s`) — it is *active*, and
 //!   draws active power, from then on — and its own mount latency (`mount_latency_s`, or
@@ -97,11 +102,13 @@
 //!
 //! Modules: `config` (inputs, limits, errors), `workload` (arrivals, sizes, trace parser),
 //! `sample` (distributions), `network` (max-min flows over disks, bandwidth domains and NICs),
-//! `disks` (disk states, checker, power meter), `report` (output, trace hash), `sim` (the loop).
+//! `disks` (disk states, checker, power meter), `report` (output, trace hash), `random_layout`
+//! (the straw-man placement sets), `sim` (the loop).
 
 pub mod config;
 mod disks;
 mod network;
+pub mod random_layout;
 pub mod report;
 mod sample;
 mod sim;

@@ -1,5 +1,6 @@
 //! The event loop: a virtual clock in integer microseconds, a heap of `(time_us, sequence,
-//! Event)`, the real `ClassScheduler`, model disks ([`crate::disks`]) and the network's links
+//! Event)`, the real scheduling policy (`ClassScheduler`, `Flamingo`, `FullyProvisioned` or
+//! `RandomPlacement`), model disks ([`crate::disks`]) and the network's links
 //! ([`crate::network`]). It owns the translation between scheduler actions and model time.
 //!
 //! Invariants: events are processed in (time, sequence) order and time never goes back; the
@@ -13,13 +14,16 @@ use crate::config::PolicyKind;
 use crate::config::{SimConfig, SimError};
 use crate::disks::Disks;
 use crate::network::{FlowPath, Network};
+use crate::random_layout::{PLACEMENT_SETS, random_placements};
 use crate::report::{Power, RebuildReport, Report, Summary, TraceHash};
 use crate::sample::{exponential_us, sample_us, seconds_to_us};
 use crate::workload::{Arrivals, BlobSizes, burst_times_us, group_of_key, vhd_blob_bytes};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use spinwise_model::{DiskIndex, GroupIndex, Layout, Rack, StateIndex};
+use spinwise_sched::flamingo::Flamingo;
 use spinwise_sched::policy::{FullyProvisioned, Policy};
+use spinwise_sched::random::RandomPlacement;
 use spinwise_sched::scheduler::{Action, ClassScheduler, Kind, Request};
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
@@ -78,8 +82,12 @@ struct InFlight {
 
 /// Model constants derived once from the rack, layout and configuration.
 struct Model {
-    /// Rack disk indices of each group.
-    group_disks: Vec<Vec<DiskIndex>>,
+    /// Rack disk indices of each unit the policy spins up and down (`SpinUp(g)` moves
+    /// `unit_disks[g]`): the layout's groups, or single disks for the random layout.
+    unit_disks: Vec<Vec<DiskIndex>>,
+    /// Rack disk indices each request target reads from (a request's `group` indexes it; arrivals
+    /// pick one uniformly): the layout's groups, or the random layout's placement sets.
+    target_disks: Vec<Vec<DiskIndex>>,
     /// Rack states a disk passes through.
     resting: StateIndex,
     spinning_up: StateIndex,
@@ -173,7 +181,7 @@ struct Loop<'a> {
 /// Deterministic: the same inputs give the same report, trace hash included.
 pub fn simulate(rack: &Rack, layout: &Layout, config: &SimConfig) -> Result<Report, SimError> {
     config.validate()?;
-    let model = model(rack, layout)?;
+    let mut model = model(rack, layout)?;
     // FP runs the same disks on a rack provisioned for all of them; the checker and the power
     // meter then judge it against those budgets.
     let provisioned;
@@ -183,9 +191,11 @@ pub fn simulate(rack: &Rack, layout: &Layout, config: &SimConfig) -> Result<Repo
             provisioned = rack.fully_provisioned();
             (&provisioned, Box::new(FullyProvisioned::new(layout)))
         }
+        PolicyKind::Flamingo => (rack, Box::new(Flamingo::new(layout)?)),
+        PolicyKind::Random => (rack, random_policy(rack, layout, config, &mut model)?),
     };
     let window_us = config.window_us();
-    let groups = layout.groups.len();
+    let units = model.unit_disks.len();
     let mut rng = ChaCha8Rng::seed_from_u64(config.seed);
     let burst_times_us = match config.arrivals {
         Arrivals::Burst { requests } => burst_times_us(requests, &mut rng),
@@ -216,7 +226,7 @@ pub fn simulate(rack: &Rack, layout: &Layout, config: &SimConfig) -> Result<Repo
         window_us,
         next_request: 0,
         in_flight: BTreeMap::new(),
-        spin_up_started_us: vec![None; groups],
+        spin_up_started_us: vec![None; units],
         timeout_us: None,
         burst_times_us,
         arrivals_made: 0,
@@ -242,6 +252,45 @@ pub fn simulate(rack: &Rack, layout: &Layout, config: &SimConfig) -> Result<Repo
     Ok(sim.report(last_us))
 }
 
+/// The random straw-man layout (Pelican §2.2): [`PLACEMENT_SETS`] sets of k + r disks from the
+/// run's seed become the request targets, single disks the units spun up and down, and the
+/// policy queues as many requests in all as Pelican's classes together.
+fn random_policy(
+    rack: &Rack,
+    layout: &Layout,
+    config: &SimConfig,
+    model: &mut Model,
+) -> Result<Box<dyn Policy>, SimError> {
+    let placements = random_placements(
+        rack,
+        layout.erasure.stripe_width(),
+        PLACEMENT_SETS,
+        config.seed,
+    )?;
+    let classes = layout
+        .classes
+        .as_ref()
+        .and_then(|c| c.iter().max())
+        .map_or(layout.groups.len(), |c| *c as usize + 1);
+    let max_queued = layout.scheduler.max_queue_depth as usize * classes;
+    model.unit_disks = (0..rack.disk_count() as DiskIndex)
+        .map(|disk| vec![disk])
+        .collect();
+    model.read_disks = read_disks_of(&placements, layout.erasure.k);
+    model.target_disks = placements.clone();
+    Ok(Box::new(RandomPlacement::new(
+        rack, placements, max_queued,
+    )?))
+}
+
+/// The disks a read of each target streams from: its first k disks.
+fn read_disks_of(targets: &[Vec<DiskIndex>], k: u32) -> Vec<Vec<DiskIndex>> {
+    targets
+        .iter()
+        .map(|disks| disks[..(k as usize).min(disks.len())].to_vec())
+        .collect()
+}
+
 fn model(rack: &Rack, layout: &Layout) -> Result<Model, SimError> {
     let rack_fingerprint = rack.fingerprint();
     if layout.rack_fingerprint != rack_fingerprint {
@@ -252,7 +301,7 @@ fn model(rack: &Rack, layout: &Layout) -> Result<Model, SimError> {
             rack_fingerprint,
         });
     }
-    let group_disks = layout
+    let unit_disks: Vec<Vec<DiskIndex>> = layout
         .groups
         .iter()
         .map(|ids| {
@@ -283,13 +332,10 @@ fn model(rack: &Rack, layout: &Layout) -> Result<Model, SimError> {
         "the parser guarantees resting → … → active"
     );
     let spinning_up = path[if path.len() == 2 { 1 } else { path.len() - 2 }];
-    let k = layout.erasure.k as usize;
-    let read_disks = group_disks
-        .iter()
-        .map(|disks| disks[..k.min(disks.len())].to_vec())
-        .collect();
+    let read_disks = read_disks_of(&unit_disks, layout.erasure.k);
     Ok(Model {
-        group_disks,
+        target_disks: unit_disks.clone(),
+        unit_disks,
         resting: rack.resting_state(),
         spinning_up,
         active: rack.active_state(),
@@ -337,7 +383,7 @@ impl Loop<'_> {
     /// The group and bytes of the arrival happening now (the `arrivals_made`-th). Draw order:
     /// group, then size — Poisson runs with fixed sizes draw exactly as before workloads existed.
     fn next_client_request(&mut self) -> (GroupIndex, u64) {
-        let groups = self.model.group_disks.len();
+        let groups = self.model.target_disks.len();
         if let Arrivals::Trace(records) = &self.config.arrivals {
             let record = &records[self.arrivals_made];
             return (group_of_key(&record.key, groups as u32), record.size_bytes);
@@ -457,7 +503,7 @@ impl Loop<'_> {
                 self.disks.set(
                     self.rack,
                     now_us,
-                    &self.model.group_disks[group as usize],
+                    &self.model.unit_disks[group as usize],
                     self.model.resting,
                 );
                 self.scheduler.spun_down(now_us, group);
@@ -504,7 +550,7 @@ impl Loop<'_> {
             Kind::Client => FlowPath::client_read(sources),
             Kind::Rebuild => {
                 let failed = self.rebuild.as_ref().and_then(|r| r.failed_disk);
-                let targets: Vec<DiskIndex> = self.model.group_disks[group]
+                let targets: Vec<DiskIndex> = self.model.target_disks[group]
                     .iter()
                     .copied()
                     .filter(|d| Some(*d) != failed && !sources.contains(d))
@@ -527,11 +573,11 @@ impl Loop<'_> {
     /// flow model does not name disks, so nothing else changes); the failed disk keeps following
     /// its group's states, which can only overstate the draw the budget checker sees.
     fn fail(&mut self, now_us: u64) {
-        let group = self.rng.random_range(0..self.model.group_disks.len()) as GroupIndex;
-        let failed_disk = self.model.group_disks[group as usize][0];
+        let group = self.rng.random_range(0..self.model.target_disks.len()) as GroupIndex;
+        let failed_disk = self.model.target_disks[group as usize][0];
         // Reads of the group now stream from k of its surviving disks.
         let k = self.model.data_disks as usize;
-        let survivors = &self.model.group_disks[group as usize][1..];
+        let survivors = &self.model.target_disks[group as usize][1..];
         self.model.read_disks[group as usize] = survivors[..k.min(survivors.len())].to_vec();
         let rebuild = self.rebuild.as_mut().expect("a failure is configured");
         rebuild.group = Some(group);
@@ -614,7 +660,7 @@ impl Loop<'_> {
                 let in_window = self.in_window(now_us);
                 self.spin_ups += u64::from(in_window);
                 self.spin_up_started_us[group as usize] = Some(now_us);
-                let disks = std::mem::take(&mut self.model.group_disks[group as usize]);
+                let disks = std::mem::take(&mut self.model.unit_disks[group as usize]);
                 self.disk_spin_ups += if in_window { disks.len() as u64 } else { 0 };
                 let rack = self.rack;
                 let disk_model = &rack.disk_model;
@@ -637,7 +683,7 @@ impl Loop<'_> {
                     self.push(now_us + spin_up_us, Event::DiskSpunUp { disk });
                     ready_us = ready_us.max(spin_up_us + mount_us);
                 }
-                self.model.group_disks[group as usize] = disks;
+                self.model.unit_disks[group as usize] = disks;
                 self.push(now_us + ready_us, Event::GroupSpunUp { group });
             }
             Action::SpinDown(group) => {

@@ -1,6 +1,7 @@
 //! Scenario tests of the simulator on planned presets: determinism (seed → trace hash), the
 //! independent budget checker on three racks, the low-load latency and throughput the model
-//! predicts in closed form, a saturated 40 Gbps link, and typed refusals of bad configurations.
+//! predicts in closed form, a saturated 40 Gbps link, the random layout far below it (and its
+//! placement sets domain-disjoint), and typed refusals of bad configurations.
 //! Every scenario names its seed; a failure prints the report to reproduce from.
 
 use spinwise_model::{Layout, Rack, parse_rack};
@@ -472,4 +473,66 @@ fn bad_workloads_and_failures_are_refused_with_typed_errors() {
         ..good.clone()
     };
     assert_eq!(simulate(rack, layout, &burst).unwrap().completed, 3);
+}
+
+#[test]
+fn the_random_layout_stays_below_one_gbps_where_flamingo_fills_the_link() {
+    // Pelican Fig. 5(a): the random straw-man layout never passes ~1 Gbps at any rate.
+    let (rack, layout) = pelican();
+    let run = |policy, rate_per_s| {
+        let config = SimConfig {
+            network_gbps: Some(40.0),
+            policy,
+            ..SimConfig::new(rate_per_s, 3.0, 1.0, 5)
+        };
+        simulate(rack, layout, &config).unwrap()
+    };
+    let random = run(PolicyKind::Random, 8.0);
+    assert!(random.throughput_gbps < 1.0, "{random:?}");
+    assert!(random.throughput_gbps > 0.1, "{random:?}");
+    assert_eq!(random.budget_violations, 0);
+    let flamingo = run(PolicyKind::Flamingo, 8.0);
+    assert!(flamingo.throughput_gbps > 30.0, "{flamingo:?}");
+    assert!(flamingo.throughput_gbps <= 40.0, "{flamingo:?}");
+    assert_eq!(flamingo.budget_violations, 0);
+}
+
+#[test]
+fn the_random_layout_sets_have_k_plus_r_disks_that_can_all_spin_at_once() {
+    for (rack, layout) in planned() {
+        let width = layout.erasure.stripe_width();
+        let sets = spinwise_sim::random_layout::random_placements(rack, width, 256, 3).unwrap();
+        assert_eq!(sets.len(), 256);
+        for set in &sets {
+            let mut distinct = set.clone();
+            distinct.sort_unstable();
+            distinct.dedup();
+            assert_eq!(distinct.len(), width as usize);
+            // No hard domain holds more chosen disks than may be at the costliest state at once.
+            for (_, resource) in rack.hard_resources() {
+                let Some(limit) = resource.disks_at_highest_per_domain() else {
+                    continue;
+                };
+                for domain in 0..resource.domains.len() as u32 {
+                    let held = set
+                        .iter()
+                        .filter(|d| resource.domain_of[**d as usize] == domain)
+                        .count() as u64;
+                    assert!(held <= limit, "`{}` domain {domain}: {held}", resource.name);
+                }
+            }
+        }
+    }
+    let (rack, layout) = pelican();
+    let width = layout.erasure.stripe_width();
+    let sets = spinwise_sim::random_layout::random_placements(rack, width, 256, 3).unwrap();
+    assert_eq!(
+        sets,
+        spinwise_sim::random_layout::random_placements(rack, width, 256, 3).unwrap(),
+        "the sets depend on the seed only"
+    );
+    assert!(matches!(
+        spinwise_sim::random_layout::random_placements(rack, 10_000, 1, 3),
+        Err(SimError::RandomLayout { width: 10_000, .. })
+    ));
 }

@@ -53,3 +53,131 @@ pub fn disk_level_violations(rack: &Rack, layout: &Layout, books: &GroupBudget) 
     }
     violations
 }
+
+/// Fixed latencies of [`drive_policy`]: 10 s spin-up, 1 s spin-down, 1 GB/s per request.
+pub const SPIN_UP_US: u64 = 10_000_000;
+pub const SPIN_DOWN_US: u64 = 1_000_000;
+pub const BYTES_PER_US: u64 = 1_000;
+
+/// What a policy did when driven by [`drive_policy`].
+#[derive(Debug, Default)]
+pub struct Trace {
+    /// (time, action) in the order the policy handed them out.
+    pub actions: Vec<(u64, spinwise_sched::scheduler::Action)>,
+    /// (time served, request), in completion order.
+    pub served: Vec<(u64, spinwise_sched::scheduler::Request)>,
+    pub rejected: usize,
+    /// Most units (groups or disks) not resting at once.
+    pub max_busy: usize,
+    pub end_us: u64,
+}
+
+/// Drives `policy` through `arrivals` (time, request) with fixed latencies until everything is
+/// served, polling at every event and at the policy's timeouts; `check` runs after every action
+/// (the budget checks).
+pub fn drive_policy<P: spinwise_sched::policy::Policy>(
+    policy: &mut P,
+    arrivals: &[(u64, spinwise_sched::scheduler::Request)],
+    mut check: impl FnMut(&P),
+) -> Trace {
+    use spinwise_sched::scheduler::Action;
+    use std::cmp::Reverse;
+    use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+    enum Event {
+        Arrive(usize),
+        SpunUp(u32),
+        SpunDown(u32),
+        Served(u64),
+        Timeout,
+    }
+    let mut events = BinaryHeap::new();
+    let mut sequence = 0u64;
+    let mut push = |events: &mut BinaryHeap<_>, at: u64, event: Event| {
+        sequence += 1;
+        events.push(Reverse((at, sequence, event)));
+    };
+    for (index, (at, _)) in arrivals.iter().enumerate() {
+        push(&mut events, *at, Event::Arrive(index));
+    }
+    let mut trace = Trace::default();
+    let mut serving: BTreeMap<u64, spinwise_sched::scheduler::Request> = BTreeMap::new();
+    let mut busy: BTreeSet<u32> = BTreeSet::new();
+    let mut timeout_us = None;
+    while let Some(Reverse((now, _, event))) = events.pop() {
+        if event == Event::Timeout && timeout_us != Some(now) {
+            continue;
+        }
+        trace.end_us = now;
+        match event {
+            Event::Arrive(index) => {
+                trace.rejected += usize::from(policy.submit(now, arrivals[index].1).is_err())
+            }
+            Event::SpunUp(unit) => policy.spun_up(now, unit),
+            Event::SpunDown(unit) => {
+                busy.remove(&unit);
+                policy.spun_down(now, unit)
+            }
+            Event::Served(id) => {
+                let request = serving.remove(&id).unwrap();
+                policy.served(now, &request);
+                trace.served.push((now, request));
+            }
+            Event::Timeout => timeout_us = None,
+        }
+        while let Some(action) = policy.poll_action(now) {
+            check(policy);
+            trace.actions.push((now, action));
+            match action {
+                Action::SpinUp(unit) => {
+                    busy.insert(unit);
+                    trace.max_busy = trace.max_busy.max(busy.len());
+                    push(&mut events, now + SPIN_UP_US, Event::SpunUp(unit));
+                }
+                Action::SpinDown(unit) => {
+                    push(&mut events, now + SPIN_DOWN_US, Event::SpunDown(unit))
+                }
+                Action::Serve(request) => {
+                    serving.insert(request.id, request);
+                    push(
+                        &mut events,
+                        now + request.bytes.div_ceil(BYTES_PER_US),
+                        Event::Served(request.id),
+                    );
+                }
+            }
+        }
+        match policy.next_timeout_us() {
+            Some(at) => {
+                assert!(at > now, "a timeout must lie in the future");
+                if timeout_us != Some(at) {
+                    timeout_us = Some(at);
+                    push(&mut events, at, Event::Timeout);
+                }
+            }
+            // A queued wake-up the policy no longer wants is skipped as stale.
+            None => timeout_us = None,
+        }
+    }
+    assert!(policy.is_idle(), "work left behind");
+    trace
+}
+
+/// A client read of 1 GB (1 s at [`BYTES_PER_US`]).
+pub fn read(id: u64, group: u32) -> spinwise_sched::scheduler::Request {
+    spinwise_sched::scheduler::Request {
+        id,
+        group,
+        bytes: 1_000_000_000,
+        kind: spinwise_sched::scheduler::Kind::Client,
+    }
+}
+
+/// Two groups of the same class of a layout with classes (on Pelican they collide).
+pub fn same_class_pair(layout: &Layout) -> (u32, u32) {
+    let classes = layout.classes.as_ref().expect("the layout has classes");
+    let other = (1..classes.len() as u32)
+        .find(|g| classes[*g as usize] == classes[0])
+        .expect("a class with two groups");
+    (0, other)
+}

@@ -1,0 +1,465 @@
+//! Flamingo's constraint-aware IO scheduler (Flamingo §3.2), sans-IO: requests and completions in,
+//! spin-up / spin-down / serve actions out, every call carrying the driver's `now_us`.
+//!
+//! Unlike Pelican's class scheduler it has no classes: each group has its own queue (rebuild
+//! requests first, then client requests, each FIFO), every active group serves one request at a
+//! time, and as many groups spin concurrently as the layout's hard group constraints allow under
+//! exact multi-state accounting ([`GroupBudget`]: spinning up costs more than active). A group
+//! with queued work that is resting is brought up as follows:
+//!
+//! - **Which group.** Waiting groups are ranked by queue depth (deepest first), then by the
+//!   arrival time of their oldest queued request, then by index. A group whose oldest request has
+//!   waited at least the starvation bound ([`DEFAULT_STARVATION_BOUND_US`], settable) is
+//!   *starving*; the one with the oldest head goes before everything else (below).
+//! - **Making room.** If the chosen group does not fit, a greedy search walks the groups blocking
+//!   it ([`GroupBudget::blockers`]): groups already spinning down count as freed, then idle active
+//!   groups are added, least recently used first, until the what-if ([`GroupBudget::room`])
+//!   says the group fits. Only if the search succeeds are those
+//!   groups spun down; otherwise nothing is spun down and the next group in rank is tried (the
+//!   scheduler waits for in-flight requests or transitions, as the paper says).
+//! - **Again while spare.** `poll_action` is called until it returns `None`, and each call tries
+//!   the next waiting group, so every group that fits is spun up.
+//! - **No starvation.** While a group is starving, only groups sharing no hard constraint with it
+//!   may spin up (they cannot take what it waits for); the busy groups its
+//!   greedy search needs (now including busy active groups, fewest queued first) are
+//!   *held*: they finish the request in hand, start no other, and are spun down. A group that has
+//!   not yet started every request queued when it became active is never held (it serves the
+//!   batch it was brought up for), so starving groups cannot take the disks from each other
+//!   request by request, or forever. Every request
+//!   therefore waits at most the bound plus the time to drain the groups of older starving heads.
+//!   [`Policy::next_timeout_us`] reports when the next head crosses the bound, so a driver polls
+//!   then even if no event happens.
+//!
+//! Idle groups stay active until their resources are wanted (a later request for them costs no
+//! spin-up). Bounded queue: at most `max_queue_depth × classes` requests queued over the whole
+//! rack (classes from the layout, one per group if it has none), the same total Pelican's class
+//! scheduler accepts; beyond it a request is refused with `Rejected::QueueFull` carrying the
+//! request's class and the rack-wide queued count.
+//!
+//! Invariants: no hard budget is ever exceeded (every state change goes through `GroupBudget`,
+//! which asserts); a group serves only while active, at most one request at a time; the queued
+//! count is the sum of the per-group queues and never exceeds the bound.
+
+use crate::budget::{GroupBudget, StateIndex};
+use crate::policy::Policy;
+use crate::scheduler::{Action, Kind, Rejected, Request, SchedulerError, spin_up_state};
+use spinwise_model::{GroupIndex, Layout};
+use std::collections::VecDeque;
+
+/// How long a queued request may wait before its group preempts everything else: 10 minutes.
+/// Pelican's scheduler keeps its worst time to first byte at a few minutes under loads the rack
+/// sustains (~220 s at 1 request/s on the Pelican rack), so batching by queue depth is left alone
+/// there; only an overloaded rack or an unlucky group reaches the bound. A bound near the typical
+/// wait would make most groups starving at once and serve them nearly oldest-first, losing the
+/// batching that hides spin-ups (measured: a 60 s bound lost more than half the throughput at
+/// 1 request/s on the Pelican rack).
+pub const DEFAULT_STARVATION_BOUND_US: u64 = 600_000_000;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    Resting,
+    SpinningUp,
+    Active,
+    SpinningDown,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Queued {
+    request: Request,
+    arrival_us: u64,
+}
+
+#[derive(Debug)]
+struct Group {
+    phase: Phase,
+    rebuild: VecDeque<Queued>,
+    client: VecDeque<Queued>,
+    serving: Option<u64>,
+    /// When the group last finished serving (or became active): least recently used first.
+    idle_since_us: u64,
+    /// Requests of the batch queued when the group became active that it has not started yet.
+    /// Only a group that has started its whole batch may be preempted for a starving one: a
+    /// group brought up serves what it was brought up for, so starving groups cannot take the
+    /// disks from each other request by request (thrashing) or forever.
+    batch_left: usize,
+}
+
+impl Group {
+    fn depth(&self) -> usize {
+        self.rebuild.len() + self.client.len()
+    }
+
+    /// Arrival of the oldest queued request.
+    fn head_arrival_us(&self) -> Option<u64> {
+        let rebuild = self.rebuild.front().map(|q| q.arrival_us);
+        let client = self.client.front().map(|q| q.arrival_us);
+        rebuild.into_iter().chain(client).min()
+    }
+
+    fn idle(&self) -> bool {
+        self.phase == Phase::Active && self.serving.is_none() && self.depth() == 0
+    }
+
+    /// May be held and spun down for a starving group (see `batch_left`).
+    fn preemptible(&self) -> bool {
+        self.phase == Phase::Active && self.batch_left == 0
+    }
+}
+
+#[derive(Debug)]
+pub struct Flamingo {
+    budget: GroupBudget,
+    groups: Vec<Group>,
+    class_of: Vec<u32>,
+    spinning_up: StateIndex,
+    active: StateIndex,
+    max_queued: usize,
+    queued: usize,
+    starvation_bound_us: u64,
+    /// Actions decided but not yet handed out (a greedy search may yield several spin-downs).
+    pending: VecDeque<Action>,
+    /// A pass over the waiting groups (restricted for this starving group, if any) found nothing
+    /// to do, and nothing that could change that has happened since (a new waiting group, a
+    /// finished transition or request). An unrestricted pass covers every restricted one.
+    stalled: Option<Option<GroupIndex>>,
+    /// Groups that started waiting while a pass was stalled.
+    newcomers: Vec<GroupIndex>,
+    /// The latest `now_us` seen: a timeout must lie after it.
+    now_us: u64,
+}
+
+impl Flamingo {
+    /// A scheduler for `layout`, all groups resting, with the default starvation bound.
+    pub fn new(layout: &Layout) -> Result<Flamingo, SchedulerError> {
+        let spinning_up = spin_up_state(layout)?;
+        let active = layout
+            .state_index(&layout.active_state)
+            .expect("layout states are checked on load");
+        let group_count = layout.groups.len();
+        let class_of: Vec<u32> = layout
+            .classes
+            .clone()
+            .unwrap_or_else(|| (0..group_count as u32).collect());
+        assert_eq!(class_of.len(), group_count, "one class per group");
+        let classes = class_of.iter().max().map_or(0, |c| *c as usize + 1);
+        let groups = (0..group_count)
+            .map(|_| Group {
+                phase: Phase::Resting,
+                rebuild: VecDeque::new(),
+                client: VecDeque::new(),
+                serving: None,
+                idle_since_us: 0,
+                batch_left: 0,
+            })
+            .collect();
+        Ok(Flamingo {
+            budget: GroupBudget::from_layout(layout),
+            groups,
+            class_of,
+            spinning_up,
+            active,
+            max_queued: layout.scheduler.max_queue_depth as usize * classes,
+            queued: 0,
+            starvation_bound_us: DEFAULT_STARVATION_BOUND_US,
+            pending: VecDeque::new(),
+            stalled: None,
+            newcomers: Vec::new(),
+            now_us: 0,
+        })
+    }
+
+    /// The same scheduler with another starvation bound (at least 1 µs).
+    pub fn with_starvation_bound_us(mut self, bound_us: u64) -> Flamingo {
+        self.starvation_bound_us = bound_us.max(1);
+        self
+    }
+
+    pub fn budget(&self) -> &GroupBudget {
+        &self.budget
+    }
+
+    /// Requests queued (not yet being served) over the whole rack.
+    pub fn queued(&self) -> usize {
+        self.queued
+    }
+
+    /// Groups not resting (spinning up, active or spinning down).
+    pub fn busy_groups(&self) -> usize {
+        self.groups
+            .iter()
+            .filter(|g| g.phase != Phase::Resting)
+            .count()
+    }
+
+    /// The resting group with queued work whose oldest request has waited longest, if that is at
+    /// least the starvation bound (ties: lower index).
+    fn starving(&self, now_us: u64) -> Option<GroupIndex> {
+        self.groups
+            .iter()
+            .enumerate()
+            .filter(|(_, g)| g.phase == Phase::Resting)
+            .filter_map(|(index, g)| g.head_arrival_us().map(|at| (at, index as GroupIndex)))
+            .filter(|(at, _)| now_us.saturating_sub(*at) >= self.starvation_bound_us)
+            .min()
+            .map(|(_, group)| group)
+    }
+
+    /// Groups to spin down so that `group` can spin up, found greedily, and whether they make
+    /// enough room (if not, they are every eligible blocker). Eligible: idle active groups, plus —
+    /// when `preempt` — preemptible busy ones (after the idle ones, fewest queued first).
+    fn room_for(&self, group: GroupIndex, preempt: bool) -> (Vec<GroupIndex>, bool) {
+        let blockers = self.budget.blockers(group, self.spinning_up);
+        let mut room = self.budget.room(group, self.spinning_up);
+        for &blocker in &blockers {
+            if self.groups[blocker as usize].phase == Phase::SpinningDown {
+                self.budget.release(&mut room, blocker);
+            }
+        }
+        let mut candidates: Vec<(bool, usize, u64, GroupIndex)> = blockers
+            .iter()
+            .map(|b| (*b, &self.groups[*b as usize]))
+            .filter(|(_, g)| g.idle() || (preempt && g.preemptible()))
+            .map(|(b, g)| (!g.idle(), g.depth(), g.idle_since_us, b))
+            .collect();
+        candidates.sort_unstable();
+        let mut chosen = Vec::new();
+        for (_, _, _, candidate) in candidates {
+            if room.fits() {
+                break;
+            }
+            self.budget.release(&mut room, candidate);
+            chosen.push(candidate);
+        }
+        (chosen, room.fits())
+    }
+
+    /// Serves the head of an active, free group that is not `held` (rebuild work first).
+    fn serve(&mut self, held: &[GroupIndex]) -> Option<Action> {
+        let index = self.groups.iter().enumerate().position(|(index, g)| {
+            g.phase == Phase::Active
+                && g.serving.is_none()
+                && g.depth() > 0
+                && !held.contains(&(index as GroupIndex))
+        })?;
+        let group = &mut self.groups[index];
+        let queued = group
+            .rebuild
+            .pop_front()
+            .or_else(|| group.client.pop_front())
+            .expect("the group has queued work");
+        group.serving = Some(queued.request.id);
+        group.batch_left = group.batch_left.saturating_sub(1);
+        self.queued -= 1;
+        Some(Action::Serve(queued.request))
+    }
+
+    /// Spins `group` up if it fits; otherwise spins down the idle groups a successful greedy
+    /// search found (when `preempt`, also those of an unsuccessful one: a starving group needs
+    /// them gone either way). Returns the first action, if any.
+    fn bring_up(&mut self, group: GroupIndex, preempt: bool) -> Option<Action> {
+        if self.budget.enter(group, self.spinning_up).is_ok() {
+            self.groups[group as usize].phase = Phase::SpinningUp;
+            return Some(Action::SpinUp(group));
+        }
+        let (chosen, fits) = self.room_for(group, preempt);
+        if fits || preempt {
+            for blocker in chosen {
+                let other = &mut self.groups[blocker as usize];
+                // Busy groups are held by the caller and spun down once their request is done.
+                if other.phase == Phase::Active && other.serving.is_none() {
+                    other.phase = Phase::SpinningDown;
+                    self.pending.push_back(Action::SpinDown(blocker));
+                }
+            }
+        }
+        self.pending.pop_front()
+    }
+
+    /// One pass over the waiting groups in rank order; the first that acts wins. With a starving
+    /// group, only groups sharing no hard constraint with it are considered: they cannot take
+    /// what it waits for.
+    fn bring_up_best(&mut self, starving: Option<GroupIndex>) -> Option<Action> {
+        let everyone: Vec<GroupIndex> = (0..self.groups.len() as GroupIndex).collect();
+        self.bring_up_first_of(&everyone, starving)
+    }
+
+    /// The pass of [`Flamingo::bring_up_best`] over `groups` only (the others are known to have
+    /// nothing to do).
+    fn bring_up_first_of(
+        &mut self,
+        groups: &[GroupIndex],
+        starving: Option<GroupIndex>,
+    ) -> Option<Action> {
+        let mut waiting: Vec<(std::cmp::Reverse<usize>, u64, GroupIndex)> = groups
+            .iter()
+            .map(|group| (*group, &self.groups[*group as usize]))
+            .filter(|(_, g)| g.phase == Phase::Resting)
+            .filter_map(|(group, g)| {
+                let at = g.head_arrival_us()?;
+                Some((std::cmp::Reverse(g.depth()), at, group))
+            })
+            .filter(|(_, _, group)| {
+                starving.is_none_or(|c| c != *group && !self.budget.interact(c, *group))
+            })
+            .collect();
+        waiting.sort_unstable();
+        // Without an idle or spinning-down group no search can make room: only try what fits.
+        let releasable = self
+            .groups
+            .iter()
+            .any(|g| g.idle() || g.phase == Phase::SpinningDown);
+        for (_, _, group) in waiting {
+            let action = if releasable {
+                self.bring_up(group, false)
+            } else if self.budget.enter(group, self.spinning_up).is_ok() {
+                self.groups[group as usize].phase = Phase::SpinningUp;
+                Some(Action::SpinUp(group))
+            } else {
+                None
+            };
+            if action.is_some() {
+                return action;
+            }
+        }
+        None
+    }
+}
+
+impl Policy for Flamingo {
+    fn submit(&mut self, now_us: u64, request: Request) -> Result<(), Rejected> {
+        self.now_us = self.now_us.max(now_us);
+        let groups = self.groups.len() as u32;
+        if request.group >= groups {
+            return Err(Rejected::UnknownGroup {
+                group: request.group,
+                groups,
+            });
+        }
+        if self.queued >= self.max_queued {
+            return Err(Rejected::QueueFull {
+                class: self.class_of[request.group as usize],
+                depth: self.queued as u32,
+            });
+        }
+        let group = &mut self.groups[request.group as usize];
+        // A new waiting group can act although a stalled pass found nothing: it is tried alone
+        // (`newcomers`). More work for a group already waiting changes nothing (fitting does not
+        // depend on depth).
+        if group.depth() == 0 && group.phase == Phase::Resting && self.stalled.is_some() {
+            self.newcomers.push(request.group);
+        }
+        let queued = Queued {
+            request,
+            arrival_us: now_us,
+        };
+        match request.kind {
+            Kind::Rebuild => group.rebuild.push_back(queued),
+            Kind::Client => group.client.push_back(queued),
+        }
+        self.queued += 1;
+        Ok(())
+    }
+
+    fn poll_action(&mut self, now_us: u64) -> Option<Action> {
+        self.now_us = self.now_us.max(now_us);
+        if let Some(action) = self.pending.pop_front() {
+            return Some(action);
+        }
+        let starving = self.starving(now_us);
+        let held = starving
+            .map(|group| self.room_for(group, true).0)
+            .unwrap_or_default();
+        if let Some(action) = self.serve(&held) {
+            return Some(action);
+        }
+        if let Some(group) = starving
+            && let Some(action) = self.bring_up(group, true)
+        {
+            return Some(action);
+        }
+        if self.stalled == Some(None) || self.stalled == Some(starving) {
+            // Only groups that started waiting since the stalled pass can have changed.
+            let newcomers = std::mem::take(&mut self.newcomers);
+            let action = self.bring_up_first_of(&newcomers, starving);
+            if action.is_some() {
+                self.stalled = None;
+            }
+            return action;
+        }
+        self.newcomers.clear();
+        let action = self.bring_up_best(starving);
+        if action.is_none() {
+            self.stalled = Some(starving);
+        }
+        action
+    }
+
+    fn spun_up(&mut self, now_us: u64, group: GroupIndex) {
+        self.now_us = self.now_us.max(now_us);
+        let state = &mut self.groups[group as usize];
+        assert_eq!(
+            state.phase,
+            Phase::SpinningUp,
+            "spun_up for a group not spinning up"
+        );
+        // Active costs no more than spinning up on any hard resource (checked in `new`).
+        self.budget
+            .enter(group, self.active)
+            .expect("active is never costlier than spinning up");
+        state.phase = Phase::Active;
+        state.idle_since_us = now_us;
+        state.batch_left = state.depth();
+        self.stalled = None;
+    }
+
+    fn spun_down(&mut self, now_us: u64, group: GroupIndex) {
+        self.now_us = self.now_us.max(now_us);
+        let state = &mut self.groups[group as usize];
+        assert_eq!(
+            state.phase,
+            Phase::SpinningDown,
+            "spun_down for a group not spinning down"
+        );
+        let resting = self.budget.resting_state();
+        self.budget
+            .enter(group, resting)
+            .expect("resting is the cheapest state");
+        state.phase = Phase::Resting;
+        self.stalled = None;
+    }
+
+    fn served(&mut self, now_us: u64, request: &Request) {
+        self.now_us = self.now_us.max(now_us);
+        let group = &mut self.groups[request.group as usize];
+        assert_eq!(
+            group.serving,
+            Some(request.id),
+            "served a request not being served"
+        );
+        group.serving = None;
+        group.idle_since_us = now_us;
+        // A group that ran dry may now be spun down to make room for a waiting one.
+        if group.depth() == 0 {
+            self.stalled = None;
+        }
+    }
+
+    fn next_timeout_us(&self) -> Option<u64> {
+        self.groups
+            .iter()
+            .filter(|g| g.phase == Phase::Resting)
+            .filter_map(Group::head_arrival_us)
+            .map(|at| at + self.starvation_bound_us)
+            .filter(|at| *at > self.now_us)
+            .min()
+    }
+
+    fn is_idle(&self) -> bool {
+        self.pending.is_empty()
+            && self.queued == 0
+            && self
+                .groups
+                .iter()
+                .all(|g| g.serving.is_none() && matches!(g.phase, Phase::Resting | Phase::Active))
+    }
+}

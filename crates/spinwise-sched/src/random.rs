@@ -1,0 +1,272 @@
+//! The random straw-man layout's scheduler (Pelican §2.2), sans-IO: the baseline that shows why
+//! Pelican groups disks.
+//!
+//! Each blob lives on its own *placement set* of k + r disks picked at random (the simulator's
+//! `random_layout` builds them), so there are no groups to schedule: [`RandomPlacement`] works at
+//! disk level. The `GroupIndex` in its `SpinUp` / `SpinDown` actions is a rack disk index, its
+//! books are [`GroupBudget::per_disk`] (one singleton group per disk, one constraint per hard
+//! domain of the rack), and a request's `group` field is the index of its placement set.
+//!
+//! Scheduling is strict FIFO, kept simple on purpose: only the head request (the oldest not yet
+//! served) is worked for. Its resting disks are spun up as the budgets allow; when a disk does not
+//! fit, the active disks blocking it that no request in service uses and the head does not need
+//! are spun down. The head is served once all its disks are active and none of them is serving
+//! another request (one request per disk at a time); it then leaves the queue and the next request
+//! becomes the head, so requests are served concurrently only as far as a new head's disks fit
+//! beside those still serving. Disks stay active after serving until their resources are wanted.
+//!
+//! Bounded queue: at most `max_queued` requests wait (the simulator passes Pelican's total,
+//! `max_queue_depth × classes`); beyond it `Rejected::QueueFull { class: 0, .. }` (the one FIFO).
+//!
+//! Invariants: no hard budget is ever exceeded (every disk state change goes through the books,
+//! which assert); a disk serves at most one request at a time and only while active; every
+//! placement set can have all its disks spinning up at once from a resting rack (checked in
+//! [`RandomPlacement::new`]), so the head is always eventually served.
+
+use crate::budget::{GroupBudget, StateIndex};
+use crate::policy::Policy;
+use crate::scheduler::{Action, Rejected, Request, SchedulerError};
+use spinwise_model::{DiskIndex, GroupIndex, Rack};
+use std::collections::VecDeque;
+use thiserror::Error;
+
+/// Placement sets the policy refuses.
+#[derive(Clone, Debug, PartialEq, Error)]
+pub enum PlacementError {
+    #[error("the rack's spin-up states: {0}")]
+    SpinUp(#[from] SchedulerError),
+    #[error("there are no placement sets")]
+    NoSets,
+    #[error("placement set {set} is empty")]
+    EmptySet { set: usize },
+    #[error("placement set {set} names disk {disk}, but the rack has {disks} disks")]
+    UnknownDisk {
+        set: usize,
+        disk: DiskIndex,
+        disks: usize,
+    },
+    #[error("placement set {set} names disk {disk} twice")]
+    RepeatedDisk { set: usize, disk: DiskIndex },
+    #[error(
+        "placement set {set} cannot spin up all its disks at once even on a resting rack: {reason}"
+    )]
+    Infeasible { set: usize, reason: String },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    Resting,
+    SpinningUp,
+    Active,
+    SpinningDown,
+}
+
+#[derive(Debug)]
+pub struct RandomPlacement {
+    budget: GroupBudget,
+    placements: Vec<Vec<DiskIndex>>,
+    phase: Vec<Phase>,
+    /// The request each disk is serving, if any.
+    serving: Vec<Option<u64>>,
+    queue: VecDeque<Request>,
+    max_queued: usize,
+    in_service: usize,
+    spinning_up: StateIndex,
+    active: StateIndex,
+    pending: VecDeque<Action>,
+}
+
+impl RandomPlacement {
+    /// A scheduler for `rack` serving blobs on `placements` (disk indices of the rack), every
+    /// disk resting, at most `max_queued` requests waiting.
+    pub fn new(
+        rack: &Rack,
+        placements: Vec<Vec<DiskIndex>>,
+        max_queued: usize,
+    ) -> Result<RandomPlacement, PlacementError> {
+        let budget = GroupBudget::per_disk(rack);
+        let path = rack.spin_up_path();
+        let spinning_up = budget.spin_up_charge(&path).ok_or_else(|| {
+            PlacementError::SpinUp(SchedulerError::SpinUpPath {
+                path: path.iter().map(|s| rack.states[*s].name.clone()).collect(),
+            })
+        })?;
+        check_placements(&budget, spinning_up, &placements)?;
+        let disks = rack.disk_count();
+        Ok(RandomPlacement {
+            budget,
+            placements,
+            phase: vec![Phase::Resting; disks],
+            serving: vec![None; disks],
+            queue: VecDeque::new(),
+            max_queued,
+            in_service: 0,
+            spinning_up,
+            active: rack.active_state(),
+            pending: VecDeque::new(),
+        })
+    }
+
+    pub fn budget(&self) -> &GroupBudget {
+        &self.budget
+    }
+
+    /// Disks not resting.
+    pub fn busy_disks(&self) -> usize {
+        self.phase.iter().filter(|p| **p != Phase::Resting).count()
+    }
+
+    /// Serves the head if all its disks are active and free.
+    fn serve_head(&mut self) -> Option<Action> {
+        let head = *self.queue.front()?;
+        let disks = &self.placements[head.group as usize];
+        let ready = disks.iter().all(|d| {
+            self.phase[*d as usize] == Phase::Active && self.serving[*d as usize].is_none()
+        });
+        if !ready {
+            return None;
+        }
+        for disk in disks {
+            self.serving[*disk as usize] = Some(head.id);
+        }
+        self.queue.pop_front();
+        self.in_service += 1;
+        Some(Action::Serve(head))
+    }
+
+    /// Spins up the head's first resting disk that fits; otherwise spins down idle blockers.
+    fn spin_up_for_head(&mut self) -> Option<Action> {
+        let head = *self.queue.front()?;
+        let disks = &self.placements[head.group as usize];
+        for &disk in disks {
+            if self.phase[disk as usize] != Phase::Resting {
+                continue;
+            }
+            if self.budget.enter(disk, self.spinning_up).is_ok() {
+                self.phase[disk as usize] = Phase::SpinningUp;
+                return Some(Action::SpinUp(disk));
+            }
+            for blocker in self.budget.blockers(disk, self.spinning_up) {
+                let idle = self.phase[blocker as usize] == Phase::Active
+                    && self.serving[blocker as usize].is_none()
+                    && !disks.contains(&blocker);
+                if idle {
+                    self.phase[blocker as usize] = Phase::SpinningDown;
+                    self.pending.push_back(Action::SpinDown(blocker));
+                }
+            }
+        }
+        self.pending.pop_front()
+    }
+}
+
+/// Refuses sets with unknown or repeated disks, and sets that could not spin up all at once.
+fn check_placements(
+    budget: &GroupBudget,
+    spinning_up: StateIndex,
+    placements: &[Vec<DiskIndex>],
+) -> Result<(), PlacementError> {
+    if placements.is_empty() {
+        return Err(PlacementError::NoSets);
+    }
+    let disks = budget.groups();
+    for (set, placement) in placements.iter().enumerate() {
+        if placement.is_empty() {
+            return Err(PlacementError::EmptySet { set });
+        }
+        let mut trial = budget.clone();
+        for &disk in placement {
+            if disk as usize >= disks {
+                return Err(PlacementError::UnknownDisk { set, disk, disks });
+            }
+            if trial.state(disk) != trial.resting_state() {
+                return Err(PlacementError::RepeatedDisk { set, disk });
+            }
+            trial
+                .enter(disk, spinning_up)
+                .map_err(|refusal| PlacementError::Infeasible {
+                    set,
+                    reason: refusal.to_string(),
+                })?;
+        }
+    }
+    Ok(())
+}
+
+impl Policy for RandomPlacement {
+    fn submit(&mut self, _now_us: u64, request: Request) -> Result<(), Rejected> {
+        let sets = self.placements.len() as u32;
+        if request.group >= sets {
+            return Err(Rejected::UnknownGroup {
+                group: request.group,
+                groups: sets,
+            });
+        }
+        if self.queue.len() >= self.max_queued {
+            return Err(Rejected::QueueFull {
+                class: 0,
+                depth: self.queue.len() as u32,
+            });
+        }
+        self.queue.push_back(request);
+        Ok(())
+    }
+
+    fn poll_action(&mut self, _now_us: u64) -> Option<Action> {
+        if let Some(action) = self.pending.pop_front() {
+            return Some(action);
+        }
+        self.serve_head().or_else(|| self.spin_up_for_head())
+    }
+
+    fn spun_up(&mut self, _now_us: u64, disk: GroupIndex) {
+        assert_eq!(
+            self.phase[disk as usize],
+            Phase::SpinningUp,
+            "spun_up for a disk not spinning up"
+        );
+        self.budget
+            .enter(disk, self.active)
+            .expect("active is never costlier than spinning up");
+        self.phase[disk as usize] = Phase::Active;
+    }
+
+    fn spun_down(&mut self, _now_us: u64, disk: GroupIndex) {
+        assert_eq!(
+            self.phase[disk as usize],
+            Phase::SpinningDown,
+            "spun_down for a disk not spinning down"
+        );
+        let resting = self.budget.resting_state();
+        self.budget
+            .enter(disk, resting)
+            .expect("resting is the cheapest state");
+        self.phase[disk as usize] = Phase::Resting;
+    }
+
+    fn served(&mut self, _now_us: u64, request: &Request) {
+        for disk in &self.placements[request.group as usize] {
+            assert_eq!(
+                self.serving[*disk as usize],
+                Some(request.id),
+                "served a request not being served"
+            );
+            self.serving[*disk as usize] = None;
+        }
+        self.in_service -= 1;
+    }
+
+    fn next_timeout_us(&self) -> Option<u64> {
+        None
+    }
+
+    fn is_idle(&self) -> bool {
+        self.pending.is_empty()
+            && self.queue.is_empty()
+            && self.in_service == 0
+            && self
+                .phase
+                .iter()
+                .all(|p| matches!(p, Phase::Resting | Phase::Active))
+    }
+}
