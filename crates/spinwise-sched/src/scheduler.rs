@@ -9,7 +9,7 @@
 //! a spin-up is refused, idle groups of other classes that block it are spun down.
 //!
 //! The caller performs every [`Action`] and reports back, passing the time of each event
-//! (`now_us`, any monotonic microsecond clock): `SpinUp(g)` → later [`ClassScheduler::spun_up`];
+//! (`now_us`, any monotonic microsecond clock; a completion before its start is asserted): `SpinUp(g)` → later [`ClassScheduler::spun_up`];
 //! `SpinDown(g)` → later [`ClassScheduler::spun_down`]; `Serve(request)` → later
 //! [`ClassScheduler::served`]. Nothing here reads a clock or sleeps, so the simulator and the
 //! server drive the same code; the policy needs no timers, so there is no timeout to poll.
