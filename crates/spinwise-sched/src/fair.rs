@@ -4,13 +4,19 @@
 //! throughput) without starving clients.
 //!
 //! The selector is start-time fair queuing (Goyal, Vin and Cheng) over two flows, with service
-//! measured in cost units (bytes). Each queue has a finish tag F, its normalised service so far;
+//! measured in cost units chosen by the caller (the class scheduler charges microseconds of
+//! service and of group switches). Each queue has a finish tag F, its normalised service so far;
 //! the virtual time v is the start tag of the last request charged. The next request of a queue
 //! starts at S = max(v, F), and the waiting queue with the smaller start tag goes next. Serving
 //! `cost` from a queue of weight φ moves its F to S + cost / φ. Taking max with v means a queue
 //! that was empty does not bank credit: on its return it competes from the start of the last
 //! request served (so it is owed at most that one request), instead of starving the other queue
 //! while it catches up on everything it did not use.
+//!
+//! Turns given up for lack of a servable head are kept: [`FairShare::charge_out_of_turn`] serves
+//! the other queue without moving v, so the skipped queue's start tag stays where it was and it
+//! is served first once it can be (module invariants below hold over the skipped queue's deferred
+//! turns; its credit is bounded by what the caller lets the other queue take out of turn).
 //!
 //! Why start tags: the choice needs only which queues are waiting, not the cost of their heads,
 //! so the caller can ask before it has sized the next request; and the decision stays correct
@@ -157,6 +163,21 @@ impl FairShare {
             .checked_add(u128::from(cost))
             .expect("served cost overflows u128");
         self.virtual_time = start;
+    }
+
+    /// Records that a request of `cost` was served from `queue` *out of turn*: the fair choice
+    /// was the other queue, which stays backlogged but could not be served (its head was for
+    /// another group). The served queue's finish tag advances as in [`FairShare::charge`], but the
+    /// virtual time does not, so the skipped queue keeps its start tag: it is owed the turns it
+    /// gave up and gets them as soon as it can be served. The caller bounds how much it serves out
+    /// of turn before serving the skipped queue (the class scheduler: u / k of disk time), which
+    /// bounds the credit: this is SFQ with the skipped queue's service deferred, not dropped.
+    ///
+    /// Panics if a tag overflows u128.
+    pub fn charge_out_of_turn(&mut self, queue: Queue, cost: u64) {
+        let virtual_time = self.virtual_time;
+        self.charge(queue, cost);
+        self.virtual_time = virtual_time;
     }
 
     /// Σ cost charged to `queue` so far.

@@ -10,7 +10,8 @@
 //!   service time.
 //! - [`fair`]: weighted fair sharing between the rebuild queue and the client queue.
 //! - [`scheduler`]: the class scheduler combining them (Pelican §2.3): requests and completions
-//!   in, spin-up / spin-down / serve actions out.
+//!   in (with the caller's `now_us`), spin-up / spin-down / serve actions out; the fair share
+//!   splits each class's time, group switches included.
 //! - [`policy`]: the `Policy` interface drivers use, and the fully provisioned (FP) baseline.
 //! - [`flamingo`]: Flamingo's constraint-aware scheduler (§3.2): per-group queues, as many groups
 //!   spinning as the hard budgets allow, greedy spin-downs to make room, starvation-free.

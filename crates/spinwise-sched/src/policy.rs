@@ -33,22 +33,23 @@ pub trait Policy {
     fn is_idle(&self) -> bool;
 }
 
-/// Pelican's class scheduler decides on order alone, so it ignores `now_us` and never times out.
+/// Pelican's class scheduler reads `now_us` to charge its fair share the time each request and
+/// group switch took; it decides on order alone, so it never times out.
 impl Policy for ClassScheduler {
-    fn submit(&mut self, _now_us: u64, request: Request) -> Result<(), Rejected> {
-        ClassScheduler::submit(self, request)
+    fn submit(&mut self, now_us: u64, request: Request) -> Result<(), Rejected> {
+        ClassScheduler::submit(self, now_us, request)
     }
-    fn poll_action(&mut self, _now_us: u64) -> Option<Action> {
-        ClassScheduler::poll_action(self)
+    fn poll_action(&mut self, now_us: u64) -> Option<Action> {
+        ClassScheduler::poll_action(self, now_us)
     }
-    fn spun_up(&mut self, _now_us: u64, group: GroupIndex) {
-        ClassScheduler::spun_up(self, group)
+    fn spun_up(&mut self, now_us: u64, group: GroupIndex) {
+        ClassScheduler::spun_up(self, now_us, group)
     }
-    fn spun_down(&mut self, _now_us: u64, group: GroupIndex) {
-        ClassScheduler::spun_down(self, group)
+    fn spun_down(&mut self, now_us: u64, group: GroupIndex) {
+        ClassScheduler::spun_down(self, now_us, group)
     }
-    fn served(&mut self, _now_us: u64, request: &Request) {
-        ClassScheduler::served(self, request)
+    fn served(&mut self, now_us: u64, request: &Request) {
+        ClassScheduler::served(self, now_us, request)
     }
     fn next_timeout_us(&self) -> Option<u64> {
         None

@@ -8,28 +8,44 @@
 //! resources classes share (Pelican's trays power one spinning disk of each of two classes). When
 //! a spin-up is refused, idle groups of other classes that block it are spun down.
 //!
-//! The caller performs every [`Action`] and reports back:
-//! `SpinUp(g)` → later [`ClassScheduler::spun_up`]; `SpinDown(g)` → later
-//! [`ClassScheduler::spun_down`]; `Serve(request)` → later [`ClassScheduler::served`]. Nothing
-//! here reads a clock or sleeps, so the simulator and the server drive the same code; the policy
-//! needs no timers, so there is no timeout to poll.
+//! The caller performs every [`Action`] and reports back, passing the time of each event
+//! (`now_us`, any monotonic microsecond clock; a completion before its start is asserted): `SpinUp(g)` → later [`ClassScheduler::spun_up`];
+//! `SpinDown(g)` → later [`ClassScheduler::spun_down`]; `Serve(request)` → later
+//! [`ClassScheduler::served`]. Nothing here reads a clock or sleeps, so the simulator and the
+//! server drive the same code; the policy needs no timers, so there is no timeout to poll.
 //!
-//! The fair share splits disk *time* between the queues, not bytes: each served request is charged
-//! [`fair_cost`], the bytes one disk of its group moves — a client read of b bytes streams b / k
-//! from each of k data disks, a rebuild request of one stripe stack reads a stack from each of k
-//! disks and writes one, so it keeps a disk busy for its full size. Every disk of a group streams
-//! at the same bandwidth, so this is service time up to a constant: with w = 50%, a 66 MB rebuild
-//! stack weighs as much as a 1 GB read on a 15 + 3 code, and a rebuild finishes in about
-//! x / t × 1 / w (Pelican §2.3). The reordering queues still measure cost (and the bound u) in
-//! bytes.
+//! # Time, not turns
 //!
-//! Group affinity against the share: when the fair choice's head is for another group but the
+//! The fair share splits the class's *time* between the queues (Pelican §2.3: w is "the fraction
+//! of the resources the scheduler allocates to the rebuild", and the rebuild then takes about
+//! x / t × 1 / w). Each queue is charged, in microseconds of the caller's clock:
+//! - the time each of its requests took, from `Serve` to `served` (a 66 MB rebuild stack, one
+//!   disk's worth, weighs about as much as a 1 GB read streamed from 15 disks);
+//! - the time of each group switch its head caused, from the class's spin-down of its old group
+//!   (or, with no group, from the moment it wanted one) to `spun_up` of the new one. Pelican
+//!   counts spin-ups in its own time estimates ("given the number of group spin ups and the volume
+//!   of data", §2.3); a queue whose requests are spread over many groups pays for the spin-ups
+//!   that spreading costs, instead of its switches being free time taken from the other queue.
+//!
+//! A queue that is chosen but cannot be served because its head is for another group keeps its
+//! turn ([`FairShare::charge_out_of_turn`]): the other queue is served meanwhile (group affinity,
+//! below), and the skipped queue is served first once the class switches to its group. Without
+//! this, clients spread over a class's groups lost every turn that came while the rebuild's group
+//! was spinning and the rebuild took ~80% of the class (docs/simulator.md).
+//!
+//! Charging measured time rather than an estimate makes the split exact whatever the caller's
+//! disks and network do; the reordering queues still measure cost (and the bound u) in bytes.
+//!
+//! # Group affinity against the share
+//!
+//! When the fair choice's head is for another group but the
 //! other queue's head is for the spinning group, the other queue is served instead (a switch costs
 //! a spin-up). Unchecked, a rebuild — whose queue never runs dry and is all for one group — would
 //! keep its class for the whole rebuild and starve the class's other groups. So a queue may be
-//! served out of turn only until it has taken u / k of fair cost (disk-bytes; u the reordering
-//! bound, the same allowance a request has for being overtaken within a queue) since the chosen
-//! queue was last served; then the class switches to the chosen queue's group. With Pelican's
+//! served out of turn only until it has taken u / k of [`disk_bytes`] (disk-bytes; u the
+//! reordering bound, the same allowance a request has for being overtaken within a queue) since
+//! the chosen queue was last served; then the class switches to the chosen queue's group. This
+//! also bounds the credit a skipped queue keeps. With Pelican's
 //! u = 500 GB and k = 15 that is ~33 GB of disk time (~5 minutes at 105 MB/s) per turn, so the two
 //! spin-ups of a round trip cost a few percent.
 //!
@@ -97,10 +113,24 @@ struct Class {
     fair: FairShare,
     /// The class's one non-resting group.
     current: Option<(GroupIndex, Phase)>,
-    /// Fair cost served from the queue the fair share did not choose (its head was for the
+    /// [`disk_bytes`] served from the queue the fair share did not choose (its head was for the
     /// spinning group, the chosen one's was not) since the chosen queue was last served.
     overtaken_cost: u64,
-    serving: Option<Request>,
+    serving: Option<Serving>,
+    /// When the class's current group switch began (its spin-down, or the spin-up of a class
+    /// that had no group), and the queue charged for it once known.
+    switch_started_us: Option<u64>,
+    switch_queue: Option<Queue>,
+}
+
+/// The request a class is serving and how to charge it when it is done.
+#[derive(Clone, Copy, Debug)]
+struct Serving {
+    request: Request,
+    queue: Queue,
+    /// Served for the fair choice (true) or out of turn for group affinity (false).
+    in_turn: bool,
+    started_us: u64,
 }
 
 #[derive(Debug)]
@@ -147,6 +177,8 @@ impl ClassScheduler {
                     current: None,
                     overtaken_cost: 0,
                     serving: None,
+                    switch_started_us: None,
+                    switch_queue: None,
                 })
             })
             .collect::<Result<Vec<_>, SchedulerError>>()?;
@@ -164,14 +196,14 @@ impl ClassScheduler {
         })
     }
 
-    /// What serving `request` is charged in the fair share: [`fair_cost`] under this layout's k.
-    pub fn fair_cost(&self, request: &Request) -> u64 {
-        fair_cost(request, self.data_disks)
+    /// The disk-bytes of `request` under this layout's k: what counts against the affinity bound.
+    pub fn disk_bytes(&self, request: &Request) -> u64 {
+        disk_bytes(request, self.data_disks)
     }
 
-    /// Σ fair cost served from each queue of `class` so far (rebuild, client): disk-bytes, see
-    /// the module documentation.
-    pub fn served_fair_cost(&self, class: u32) -> (u128, u128) {
+    /// Σ time charged to each queue of `class` so far (rebuild, client), in µs: serving and the
+    /// group switches each caused (module documentation, "Time, not turns").
+    pub fn charged_time_us(&self, class: u32) -> (u128, u128) {
         let fair = &self.classes[class as usize].fair;
         (
             fair.served_cost(Queue::Rebuild),
@@ -206,7 +238,7 @@ impl ClassScheduler {
     }
 
     /// Queues a request, or refuses it when its class is full.
-    pub fn submit(&mut self, request: Request) -> Result<(), Rejected> {
+    pub fn submit(&mut self, _now_us: u64, request: Request) -> Result<(), Rejected> {
         let groups = self.class_of.len() as u32;
         if request.group >= groups {
             return Err(Rejected::UnknownGroup {
@@ -231,8 +263,9 @@ impl ClassScheduler {
         Ok(())
     }
 
-    /// The group's disks finished spinning up.
-    pub fn spun_up(&mut self, group: GroupIndex) {
+    /// The group's disks finished spinning up at `now_us`. The switch's time, from its start to
+    /// now, is charged to the queue whose head asked for the group.
+    pub fn spun_up(&mut self, now_us: u64, group: GroupIndex) {
         let class = &mut self.classes[self.class_of[group as usize] as usize];
         assert_eq!(
             class.current,
@@ -244,10 +277,14 @@ impl ClassScheduler {
             .enter(group, self.active)
             .expect("active is never costlier than spinning up");
         class.current = Some((group, Phase::Active));
+        let started_us = class.switch_started_us.take().unwrap_or(now_us);
+        if let Some(queue) = class.switch_queue.take() {
+            class.fair.charge(queue, elapsed_us(started_us, now_us));
+        }
     }
 
     /// The group's disks are resting again.
-    pub fn spun_down(&mut self, group: GroupIndex) {
+    pub fn spun_down(&mut self, _now_us: u64, group: GroupIndex) {
         let class = &mut self.classes[self.class_of[group as usize] as usize];
         assert_eq!(
             class.current,
@@ -261,24 +298,34 @@ impl ClassScheduler {
         class.current = None;
     }
 
-    /// The request handed out by `Serve` is finished.
-    pub fn served(&mut self, request: &Request) {
+    /// The request handed out by `Serve` is finished at `now_us`; its queue is charged the time
+    /// it took (in turn, or out of turn for group affinity).
+    pub fn served(&mut self, now_us: u64, request: &Request) {
         let class = &mut self.classes[self.class_of[request.group as usize] as usize];
+        let serving = class.serving.take();
         assert_eq!(
-            class.serving.as_ref().map(|r| r.id),
+            serving.map(|s| s.request.id),
             Some(request.id),
             "served a request not being served"
         );
-        class.serving = None;
+        let serving = serving.expect("checked above");
+        let took_us = elapsed_us(serving.started_us, now_us);
+        if serving.in_turn {
+            class.fair.charge(serving.queue, took_us);
+        } else {
+            // The chosen queue was backlogged but blocked on another group: it keeps its turn
+            // (module documentation, "Time, not turns").
+            class.fair.charge_out_of_turn(serving.queue, took_us);
+        }
     }
 
     /// The next thing to do, if any. Call until `None` after every submit and completion.
-    pub fn poll_action(&mut self) -> Option<Action> {
+    pub fn poll_action(&mut self, now_us: u64) -> Option<Action> {
         if let Some(action) = self.pending.pop_front() {
             return Some(action);
         }
         for class_index in 0..self.classes.len() {
-            if let Some(action) = self.step(class_index) {
+            if let Some(action) = self.step(class_index, now_us) {
                 return Some(action);
             }
         }
@@ -286,7 +333,7 @@ impl ClassScheduler {
     }
 
     /// Decides for one class: serve its head, switch groups, or nothing.
-    fn step(&mut self, class_index: usize) -> Option<Action> {
+    fn step(&mut self, class_index: usize, now_us: u64) -> Option<Action> {
         let data_disks = self.data_disks;
         let affinity_bound = self.affinity_bound;
         let class = &mut self.classes[class_index];
@@ -318,6 +365,7 @@ impl ClassScheduler {
                     .find(|q| head_of(class, *q) == Some(group) && (*q == chosen || may_overtake))
                 else {
                     class.current = Some((group, Phase::SpinningDown));
+                    class.switch_started_us = Some(now_us);
                     return Some(Action::SpinDown(group));
                 };
                 let entry = match queue {
@@ -325,20 +373,31 @@ impl ClassScheduler {
                     Queue::Client => class.client.pop_front(),
                 }
                 .expect("the queue's head was just seen");
-                let cost = fair_cost(&entry.item, data_disks);
-                class.overtaken_cost = if queue == chosen {
+                let in_turn = queue == chosen;
+                class.overtaken_cost = if in_turn {
                     0
                 } else {
+                    let cost = disk_bytes(&entry.item, data_disks);
                     class.overtaken_cost.saturating_add(cost)
                 };
-                class.fair.charge(queue, cost);
-                class.serving = Some(entry.item);
+                class.serving = Some(Serving {
+                    request: entry.item,
+                    queue,
+                    in_turn,
+                    started_us: now_us,
+                });
                 Some(Action::Serve(entry.item))
             }
             Some(_) => None,
             None => {
                 let head = head_of(class, chosen).expect("the chosen queue is not empty");
-                self.try_spin_up(class_index, head)
+                class.switch_started_us.get_or_insert(now_us);
+                let action = self.try_spin_up(class_index, head);
+                if action == Some(Action::SpinUp(head)) {
+                    // The queue whose head needs the group pays for the switch (at `spun_up`).
+                    self.classes[class_index].switch_queue = Some(chosen);
+                }
+                action
             }
         }
     }
@@ -364,16 +423,25 @@ impl ClassScheduler {
     }
 }
 
-/// The fair-share charge of `request` on a code with `data_disks` (k) data fragments: the bytes
-/// one disk of the group moves while serving it, proportional to its service time (module
-/// documentation). A client read of b bytes: ⌈b / k⌉; a rebuild of one stack of b bytes: b. At
+/// The disk-bytes of `request` on a code with `data_disks` (k) data fragments: the bytes one disk
+/// of the group moves while serving it, proportional to its service time, which is what group
+/// affinity's bound u / k counts (module documentation). A client read of b bytes: ⌈b / k⌉; a rebuild of one stack of b bytes: b. At
 /// least 1, like every cost.
-pub fn fair_cost(request: &Request, data_disks: u32) -> u64 {
+pub fn disk_bytes(request: &Request, data_disks: u32) -> u64 {
     let bytes = request.bytes.max(1);
     match request.kind {
         Kind::Client => bytes.div_ceil(u64::from(data_disks.max(1))),
         Kind::Rebuild => bytes,
     }
+}
+
+/// Time from `start_us` to `end_us`, at least 1 µs (every charge is positive, like every cost).
+fn elapsed_us(start_us: u64, end_us: u64) -> u64 {
+    assert!(
+        end_us >= start_us,
+        "time ran backwards: {start_us} µs then {end_us} µs"
+    );
+    (end_us - start_us).max(1)
 }
 
 /// Whether a class still has queued work for `group` at the head of either queue.

@@ -248,6 +248,40 @@ fn charging_the_queue_not_chosen_forfeits_the_chosen_queues_turn_and_sharing_res
     assert!((499..=501).contains(&rebuilds), "{rebuilds}");
 }
 
+#[test]
+fn a_queue_skipped_for_group_affinity_keeps_its_turns_and_gets_them_back_first() {
+    let mut fair = FairShare::new(0.5).unwrap();
+    fair.charge(Queue::Rebuild, GIGABYTE);
+    assert_eq!(fair.choose(true, true), Some(Queue::Client));
+    // The client's head is for another group: ten rebuild requests are served out of turn.
+    for _ in 0..10 {
+        fair.charge_out_of_turn(Queue::Rebuild, GIGABYTE);
+        assert_eq!(fair.choose(true, true), Some(Queue::Client));
+    }
+    // Once it can be served, the client gets the eleven turns it is owed before rebuild again.
+    let choices = serve_backlogged(&mut fair, &[GIGABYTE], &[GIGABYTE], 12);
+    assert_eq!(choices[..11], [Queue::Client; 11], "{choices:?}");
+    assert_eq!(choices[11], Queue::Rebuild, "{choices:?}");
+    // Even after the client's 11 turns; the 12th choice is rebuild's next request.
+    assert_eq!(
+        fair.served_cost(Queue::Rebuild),
+        fair.served_cost(Queue::Client) + u128::from(GIGABYTE)
+    );
+}
+
+#[test]
+fn charging_the_other_queue_in_turn_instead_forfeits_the_skipped_turns() {
+    // The rule before charge_out_of_turn: the skipped client's lag is dropped.
+    let mut fair = FairShare::new(0.5).unwrap();
+    fair.charge(Queue::Rebuild, GIGABYTE);
+    for _ in 0..10 {
+        fair.charge(Queue::Rebuild, GIGABYTE);
+    }
+    let choices = serve_backlogged(&mut fair, &[GIGABYTE], &[GIGABYTE], 4);
+    assert_eq!(choices[0], Queue::Client);
+    assert!(choices.contains(&Queue::Rebuild), "{choices:?}");
+}
+
 // ---------------------------------------------------------------------------------------------
 // Properties.
 
