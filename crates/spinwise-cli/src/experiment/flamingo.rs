@@ -1,7 +1,8 @@
 //! Flamingo's evaluation (Flamingo §5, /work/shared/papers/flamingo.txt): Fig. 5(a), the
 //! synthesized layout of the pelican rack against Pelican's hand-designed one under the same
 //! workloads, and Fig. 6(a, b), time to first byte against provisioning over configurations that
-//! design-space exploration derives from a preset.
+//! design-space exploration derives from a preset, each under Pelican's (conservative) and
+//! Flamingo's scheduler, and Fig. 6(c), the two schedulers against each other on the OCP rack.
 //!
 //! Invariants: Fig. 6's configurations are chosen from the exploration by their M (disks that may
 //! be in the costliest state at once), spread geometrically over the distinct M values, smallest

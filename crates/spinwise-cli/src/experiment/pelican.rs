@@ -1,7 +1,8 @@
 //! Pelican's evaluation (Pelican §4, /work/shared/papers/pelican.txt): Fig. 5(a–c) and Fig. 6
-//! over request rate for each policy at 40 Gbps and unbounded, Fig. 8 over the reordering bound u,
+//! over request rate for each policy (Pelican, FP, the random straw-man) at 40 Gbps and
+//! unbounded, Fig. 8 over the reordering bound u,
 //! Fig. 9(a, b) disk wear and power over request rate. All on the `pelican` preset with the
-//! planner's layout.
+//! planner's layout. Fig. 7 (rebuild) is in `rebuild.rs`.
 //!
 //! Invariants: Fig. 5 and Fig. 6 build their runs with the same function ([`rate_sweep`]), so
 //! the same flags give the same configurations, seeds and rows for both; the paper's numbers are

@@ -5,7 +5,8 @@
 //! Invariants: a job's configuration index is its position in the job list; run `i` of a sweep
 //! (job `i / seeds`, seed `i % seeds`) gets [`run_seed`]`(base, job, seed index)`, so a run's
 //! result depends only on its inputs, never on which thread ran it or when. Rows are returned in
-//! run order (rayon's indexed `collect` keeps it).
+//! run order (rayon's indexed `collect` keeps it). A job's overrides (measured hours, a disk
+//! failure) are visible in its row (`hours`, the `rebuild_*` columns), never hidden in a summary.
 
 use super::Context;
 use crate::error::{CliError, CliResult};
