@@ -226,9 +226,10 @@ fn ttfb_comparisons(rows: &[Row], rates: &[f64]) -> Vec<Comparison> {
                 failed / healthy,
                 diluted,
                 0.2,
-                "the rebuild takes more than its 50% of the failed group's class (see the rebuild \
-                 time above), so that class's clients queue behind it; the paper's rate limiter \
-                 holds the rebuild to its share",
+                "clients of the failed group's class queue behind the rebuild: the scheduler serves \
+                 the always-backlogged rebuild queue of the spinning group out of turn for up to \
+                 u / k of disk time (~5 min at u = 500 GB) before switching groups, and at low \
+                 rates each switch serves only a request or two (docs/experiments.md, Fig. 7)",
             ),
         });
     }
