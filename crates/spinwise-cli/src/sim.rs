@@ -250,7 +250,7 @@ pub fn run(args: &SimArgs) -> CliResult<()> {
 }
 
 /// `--blob-size`: `vhd`, or a whole number of bytes (range checked by the simulator).
-fn blob_size(text: &str) -> CliResult<(BlobSizes, u64)> {
+pub(crate) fn blob_size(text: &str) -> CliResult<(BlobSizes, u64)> {
     if text == "vhd" {
         return Ok((BlobSizes::VhdLike, spinwise_sim::DEFAULT_BLOB_BYTES));
     }

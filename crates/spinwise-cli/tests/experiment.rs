@@ -1,8 +1,9 @@
 //! `spinwise experiment`: `--list` names every experiment; each experiment with `--quick` writes
 //! results.csv (the expected columns, one row per run, sorted by configuration, no budget
 //! violation), a PNG and an SVG per figure and a summary.md quoting the paper; results do not
-//! depend on the number of threads; Fig. 5 and Fig. 6 share their runs; a bad name or an
-//! unwritable --out is refused with a clear message.
+//! depend on the number of threads; Fig. 5 and Fig. 6 share their runs; Fig. 7 fails a disk and
+//! reports its rebuild (the rebuild columns are empty everywhere else); `--blob-size vhd` reaches
+//! every run; a bad name, blob size or an unwritable --out is refused with a clear message.
 //!
 //! Runs are short (`--quick`: 0.5 measured hours after 0.1 h of warm-up, three rates or fewer)
 //! to keep CI time small.
@@ -12,17 +13,19 @@ mod common;
 use common::{TempDir, spinwise};
 use std::path::Path;
 
-const EXPERIMENTS: [&str; 6] = [
+const EXPERIMENTS: [&str; 8] = [
     "pelican-fig5",
     "pelican-fig6",
+    "pelican-fig7",
     "pelican-fig8",
     "pelican-fig9",
     "flamingo-fig5a",
     "flamingo-fig6ab",
+    "flamingo-fig6c",
 ];
 
 /// Columns every results.csv must have: the inputs and the metrics of issue 3.
-const COLUMNS: [&str; 22] = [
+const COLUMNS: [&str; 24] = [
     "experiment",
     "configuration",
     "seed",
@@ -45,6 +48,8 @@ const COLUMNS: [&str; 22] = [
     "tb_per_disk_year",
     "power_mean_w",
     "budget_violations",
+    "blob_sizes",
+    "rebuild_s",
 ];
 
 struct Table {
@@ -122,6 +127,12 @@ fn check_quick(name: &str, rows: usize, figures: &[&str], paper_values: &[&str])
     );
     assert!(table.numbers("budget_violations").iter().all(|v| *v == 0.0));
     assert!(table.numbers("requests").iter().all(|v| *v > 0.0));
+    if name != "pelican-fig7" {
+        assert!(
+            table.column("rebuild_s").iter().all(|v| v.is_empty()),
+            "{name}: no failure, no rebuild"
+        );
+    }
     assert!(
         table
             .numbers("hours")
@@ -186,13 +197,33 @@ fn list_names_every_experiment_with_a_description() {
 fn pelican_fig5_quick_writes_three_figures_and_quotes_the_paper() {
     let table = check_quick(
         "pelican-fig5",
-        12, // 2 policies × 2 networks × 3 rates
+        18, // 3 policies × 2 networks × 3 rates
         &["throughput", "service_time", "time_to_first_byte"],
-        &["Pelican §4.2", "within 20%", "106 Gbps", "0.65 s", "14.2 s"],
+        &[
+            "Pelican §4.2",
+            "within 20%",
+            "106 Gbps",
+            "0.65 s",
+            "14.2 s",
+            "0.7 Gbps",
+        ],
     );
     let mut policies = table.column("policy");
     policies.dedup();
-    assert_eq!(policies, ["pelican", "fully_provisioned"]);
+    assert_eq!(policies, ["pelican", "fully_provisioned", "random"]);
+    // The straw-man serves one request at a time behind a spin-up: never above 0.7 Gbps.
+    let random_throughput: Vec<f64> = table
+        .column("policy")
+        .iter()
+        .zip(table.numbers("throughput_gbps"))
+        .filter(|(p, _)| **p == "random")
+        .map(|(_, t)| t)
+        .collect();
+    assert_eq!(random_throughput.len(), 6);
+    assert!(
+        random_throughput.iter().all(|t| *t > 0.1 && *t <= 0.7),
+        "{random_throughput:?}"
+    );
     // FP's service time at low load sits near its 0.65 s floor (1 GB from 15 disks at 105 MB/s).
     let fp_low = table
         .rows
@@ -208,7 +239,7 @@ fn pelican_fig5_quick_writes_three_figures_and_quotes_the_paper() {
 fn pelican_fig6_quick_shares_fig5_runs_and_plots_rejects() {
     let table = check_quick(
         "pelican-fig6",
-        12,
+        18,
         &["reject_rate"],
         &["none rejected", "35%", "21%", "1%"],
     );
@@ -279,26 +310,27 @@ fn pelican_fig9_quick_reports_wear_and_power_beside_all_active() {
 fn flamingo_fig5a_quick_runs_both_layouts_on_the_same_workloads() {
     let table = check_quick(
         "flamingo-fig5a",
-        4, // 2 layouts × 2 rates
+        8, // 2 schedulers × 2 layouts × 2 rates
         &["time_to_first_byte", "throughput"],
-        &["Flamingo §5", "virtually identical"],
+        &["Flamingo §5", "virtually identical", "Flamingo scheduler"],
     );
-    assert_eq!(
-        table.column("layout"),
-        [
-            "synthesized",
-            "synthesized",
-            "pelican-manual",
-            "pelican-manual"
-        ]
-    );
+    let layouts = [
+        "synthesized",
+        "synthesized",
+        "pelican-manual",
+        "pelican-manual",
+    ];
+    assert_eq!(table.column("layout"), [layouts, layouts].concat());
+    let mut policies = table.column("policy");
+    policies.dedup();
+    assert_eq!(policies, ["pelican", "flamingo"]);
 }
 
 #[test]
 fn flamingo_fig6ab_quick_runs_explored_configurations_of_rising_provisioning() {
     let table = check_quick(
         "flamingo-fig6ab",
-        4, // 1 preset × 2 configurations × 2 rates
+        8, // 2 schedulers × 1 preset × 2 configurations × 2 rates
         &[
             "ttfb_vs_provisioning_high_rate",
             "ttfb_vs_provisioning_low_rate",
@@ -313,6 +345,81 @@ fn flamingo_fig6ab_quick_runs_explored_configurations_of_rising_provisioning() {
             .iter()
             .all(|c| !c.is_empty())
     );
+}
+
+#[test]
+fn pelican_fig7_quick_rebuilds_the_failed_disk_beside_a_healthy_rack() {
+    let table = check_quick(
+        "pelican-fig7",
+        4, // 2 rates × {failed, healthy}
+        &["rebuild_time", "time_to_first_byte"],
+        &["Pelican §4.3", "24 h", "2.2"],
+    );
+    let rebuild = table.column("rebuild_s");
+    let (stacks, bytes) = (
+        table.column("rebuild_stacks"),
+        table.column("rebuild_bytes"),
+    );
+    for (run, seconds) in rebuild.iter().enumerate() {
+        if run % 2 == 1 {
+            assert!(seconds.is_empty(), "healthy run {run} has a rebuild");
+            continue;
+        }
+        assert_eq!((stacks[run], bytes[run]), ("64329", "4280000000000"));
+        let hours = seconds.parse::<f64>().expect("a rebuild time") / 3600.0;
+        // 4.28 TB through one disk's 105 MB/s is 11.3 h; a 50% share bounds it by 22.6 h.
+        assert!((11.0..24.0).contains(&hours), "run {run}: {hours} h");
+    }
+}
+
+#[test]
+fn flamingo_fig6c_quick_compares_the_conservative_and_flamingo_schedulers_on_ocp() {
+    let table = check_quick(
+        "flamingo-fig6c",
+        4, // 2 schedulers × 2 rates
+        &["throughput", "time_to_first_byte"],
+        &["Flamingo §5", "Fig. 6(c)", "three groups", "conservative"],
+    );
+    assert!(
+        table
+            .column("preset")
+            .iter()
+            .all(|p| *p == "ocp-cold-storage")
+    );
+    assert_eq!(
+        table.column("policy"),
+        ["pelican", "pelican", "flamingo", "flamingo"]
+    );
+    // At 4 req/s Flamingo's scheduler keeps more groups spinning and delivers more.
+    let throughput = table.numbers("throughput_gbps");
+    assert!(throughput[3] > throughput[1], "{throughput:?}");
+    let active = table.numbers("max_active_disks");
+    assert!(active[3] > active[1], "{active:?}");
+}
+
+#[test]
+fn blob_size_vhd_reaches_every_run_and_a_bad_blob_size_is_refused() {
+    let dir = TempDir::new("vhd");
+    run_quick(
+        "pelican-fig9",
+        dir.path(),
+        &["--blob-size", "vhd", "--hours", "0.2"],
+    );
+    let table = Table::read(&dir.join("results.csv"));
+    assert!(table.column("blob_sizes").iter().all(|b| *b == "vhd_like"));
+    let summary = std::fs::read_to_string(dir.join("summary.md")).expect("summary.md");
+    assert!(summary.contains("VHD-like"), "{summary}");
+    let out = dir.path().display().to_string();
+    spinwise([
+        "experiment",
+        "pelican-fig9",
+        "--out",
+        &out,
+        "--blob-size",
+        "huge",
+    ])
+    .refused()
+    .stderr_mentions(&["--blob-size", "huge"]);
 }
 
 #[test]

@@ -17,6 +17,7 @@
 
 mod flamingo;
 mod pelican;
+mod rebuild;
 mod summary;
 mod sweep;
 
@@ -25,6 +26,7 @@ use crate::output::outln;
 use clap::Args;
 use serde_json::json;
 use spinwise_report::{LineChart, render_lines_png, render_lines_svg, write_csv};
+use spinwise_sim::BlobSizes;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -60,6 +62,10 @@ pub struct ExperimentArgs {
     /// Worker threads (default: one per core).
     #[arg(long)]
     pub jobs: Option<usize>,
+    /// Bytes per request (one blob), or `vhd` for VHD-like sizes (200 MB–9 GB, mean 3.3 GB,
+    /// Pelican §4.1). The summaries' paper values are for 1 GB blobs.
+    #[arg(long, value_name = "BYTES|vhd", default_value = "1000000000")]
+    pub blob_size: String,
     /// Print JSON: the list with --list, else a summary of the run.
     #[arg(long)]
     pub json: bool,
@@ -73,6 +79,9 @@ pub struct Context {
     pub seeds: u32,
     pub base_seed: u64,
     pub quick: bool,
+    pub blob_sizes: BlobSizes,
+    /// Bytes per request when `blob_sizes` is fixed.
+    pub blob_bytes: u64,
     pool: rayon::ThreadPool,
 }
 
@@ -101,13 +110,18 @@ pub struct Experiment {
 pub const EXPERIMENTS: &[Experiment] = &[
     Experiment {
         name: "pelican-fig5",
-        description: "Pelican Fig. 5(a-c): throughput, service time and time to first byte vs request rate, Pelican and FP at 40 Gbps and unbounded",
+        description: "Pelican Fig. 5(a-c): throughput, service time and time to first byte vs request rate, Pelican, FP and random at 40 Gbps and unbounded",
         run: pelican::fig5,
     },
     Experiment {
         name: "pelican-fig6",
         description: "Pelican Fig. 6: reject rate vs request rate (the same runs as pelican-fig5)",
         run: pelican::fig6,
+    },
+    Experiment {
+        name: "pelican-fig7",
+        description: "Pelican Fig. 7: rebuild time of a failed 4.28 TB disk and client time to first byte vs request rate, 40 Gbps",
+        run: rebuild::fig7,
     },
     Experiment {
         name: "pelican-fig8",
@@ -128,6 +142,11 @@ pub const EXPERIMENTS: &[Experiment] = &[
         name: "flamingo-fig6ab",
         description: "Flamingo Fig. 6(a, b): time to first byte vs provisioning over explored configurations of pelican and ocp-cold-storage, at 4 and 0.0625 req/s",
         run: flamingo::fig6ab,
+    },
+    Experiment {
+        name: "flamingo-fig6c",
+        description: "Flamingo Fig. 6(c): conservative (Pelican) vs Flamingo scheduler on ocp-cold-storage, throughput and time to first byte vs rate",
+        run: flamingo::fig6c,
     },
 ];
 
@@ -224,7 +243,10 @@ fn context(args: &ExperimentArgs) -> CliResult<Context> {
         .num_threads(args.jobs.unwrap_or(0))
         .build()
         .map_err(|e| CliError::Usage(format!("--jobs: {e}")))?;
+    let (blob_sizes, blob_bytes) = crate::sim::blob_size(&args.blob_size)?;
     Ok(Context {
+        blob_sizes,
+        blob_bytes,
         hours,
         warmup_hours,
         seeds: args.seeds,

@@ -6,6 +6,7 @@
 
 use super::Context;
 use super::sweep::Row;
+use spinwise_sim::BlobSizes;
 
 /// One line of the comparison table.
 pub struct Comparison {
@@ -23,7 +24,7 @@ pub fn header(title: &str, context: &Context, rows: &[Row]) -> String {
         "# {title}\n\n{} runs, {} measured simulated hours each after {} h of warm-up, {} seed(s) \
          per configuration from base seed {}{}. Budget violations found by the simulator's \
          independent checker over all runs: {violations}. Every number below is computed from \
-         `results.csv`.\n\n",
+         `results.csv`. {}\n\n",
         rows.len(),
         context.hours,
         context.warmup_hours,
@@ -34,7 +35,24 @@ pub fn header(title: &str, context: &Context, rows: &[Row]) -> String {
         } else {
             ""
         },
+        blob_text(context),
     )
+}
+
+/// What one request reads; the paper values quoted in the tables are for 1 GB blobs.
+fn blob_text(context: &Context) -> String {
+    match context.blob_sizes {
+        BlobSizes::VhdLike => "Requests read VHD-like sizes (200 MB–9 GB, mean 3.3 GB), so the \
+                               paper's 1 GB figures below are not like for like."
+            .into(),
+        BlobSizes::Fixed if context.blob_bytes == 1_000_000_000 => {
+            "Every request reads one 1 GB blob, as in the papers.".into()
+        }
+        BlobSizes::Fixed => format!(
+            "Every request reads {} bytes, so the paper's 1 GB figures below are not like for like.",
+            context.blob_bytes
+        ),
+    }
 }
 
 pub fn table(comparisons: &[Comparison]) -> String {

@@ -5,7 +5,8 @@
 //! Invariants: a job's configuration index is its position in the job list; run `i` of a sweep
 //! (job `i / seeds`, seed `i % seeds`) gets [`run_seed`]`(base, job, seed index)`, so a run's
 //! result depends only on its inputs, never on which thread ran it or when. Rows are returned in
-//! run order (rayon's indexed `collect` keeps it).
+//! run order (rayon's indexed `collect` keeps it). A job's overrides (measured hours, a disk
+//! failure) are visible in its row (`hours`, the `rebuild_*` columns), never hidden in a summary.
 
 use super::Context;
 use crate::error::{CliError, CliResult};
@@ -15,7 +16,7 @@ use rayon::prelude::*;
 use serde::Serialize;
 use spinwise_model::{Layout, Rack};
 use spinwise_report::LinePoint;
-use spinwise_sim::{DEFAULT_BLOB_BYTES, PolicyKind, Report, SimConfig, simulate};
+use spinwise_sim::{BlobSizes, DiskFailure, PolicyKind, Report, SimConfig, simulate};
 use std::collections::BTreeMap;
 
 /// A rack and the layout runs use on it.
@@ -76,8 +77,9 @@ fn plan(
     })
 }
 
-/// One simulated configuration of a sweep.
-#[derive(Clone, Debug)]
+/// One simulated configuration of a sweep. `Job { setup, policy, rate_per_s, ..Job::default() }`
+/// leaves the optional overrides off.
+#[derive(Clone, Debug, Default)]
 pub struct Job {
     /// Index into the sweep's setups.
     pub setup: usize,
@@ -87,6 +89,11 @@ pub struct Job {
     pub rate_per_s: f64,
     /// Overrides the layout's `scheduler.reordering_bound_gb` (Pelican Fig. 8).
     pub reordering_bound_gb: Option<f64>,
+    /// Overrides the context's measured hours for this job (a slow policy run shorter; the
+    /// summary says so).
+    pub measured_hours: Option<f64>,
+    /// A disk failure at the end of the warm-up (Pelican Fig. 7).
+    pub failure: Option<DiskFailure>,
 }
 
 /// One run: every input and every metric, flat for CSV. Durations in seconds, power in W.
@@ -110,6 +117,8 @@ pub struct Row {
     pub hours: f64,
     pub warmup_hours: f64,
     pub blob_bytes: u64,
+    /// `fixed` (every read `blob_bytes`) or `vhd_like` (Pelican's VHD-like size distribution).
+    pub blob_sizes: String,
     pub reordering_bound_gb: f64,
     pub max_queue_depth: u32,
     pub requests: u64,
@@ -136,6 +145,11 @@ pub struct Row {
     pub tb_per_disk_year: f64,
     pub power_mean_w: f64,
     pub power_peak_w: f64,
+    /// Rebuild after the job's disk failure; empty without one. Failure → last stack rebuilt.
+    pub rebuild_s: Option<f64>,
+    pub rebuild_group: Option<u32>,
+    pub rebuild_stacks: Option<u64>,
+    pub rebuild_bytes: Option<u64>,
     pub max_active_disks: u32,
     pub budget_violations: u64,
     pub events: u64,
@@ -165,6 +179,14 @@ pub fn policy_label(name: &str) -> String {
                 .unwrap_or_default()
         }
     }
+}
+
+/// The serialized name of a blob size model (`fixed`, `vhd_like`).
+pub fn blob_sizes_name(sizes: BlobSizes) -> String {
+    serde_json::to_value(sizes)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_else(|| format!("{sizes:?}"))
 }
 
 pub fn network_label(network_gbps: Option<f64>) -> String {
@@ -235,12 +257,14 @@ fn run_one(
     let layout = layout_override.as_ref().unwrap_or(&setup.layout);
     let config = SimConfig {
         rate_per_s: job.rate_per_s,
-        hours: context.warmup_hours + context.hours,
+        hours: context.warmup_hours + job.measured_hours.unwrap_or(context.hours),
         warmup_hours: context.warmup_hours,
         seed: run_seed(context.base_seed, index, seed_index),
-        blob_bytes: DEFAULT_BLOB_BYTES,
+        blob_bytes: context.blob_bytes,
         network_gbps: job.network_gbps,
         policy: job.policy,
+        blob_sizes: context.blob_sizes,
+        failure: job.failure,
         ..SimConfig::default()
     };
     let report = simulate(&setup.rack, layout, &config).map_err(|source| CliError::Sim {
@@ -288,6 +312,7 @@ fn row(
         hours: config.hours,
         warmup_hours: config.warmup_hours,
         blob_bytes: config.blob_bytes,
+        blob_sizes: blob_sizes_name(config.blob_sizes),
         reordering_bound_gb: layout.scheduler.reordering_bound_gb,
         max_queue_depth: layout.scheduler.max_queue_depth,
         requests: report.requests,
@@ -314,6 +339,10 @@ fn row(
         tb_per_disk_year: report.tb_per_disk_per_year,
         power_mean_w: report.power_w.mean,
         power_peak_w: report.power_w.peak,
+        rebuild_s: report.rebuild.map(|r| r.time_s),
+        rebuild_group: report.rebuild.map(|r| r.group),
+        rebuild_stacks: report.rebuild.map(|r| r.stacks),
+        rebuild_bytes: report.rebuild.map(|r| r.bytes),
         max_active_disks: report.max_active_disks,
         budget_violations: report.budget_violations,
         events: report.events,
