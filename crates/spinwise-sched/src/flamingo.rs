@@ -397,7 +397,9 @@ impl Flamingo {
             .filter(|_| servable)
             .map(|group| self.room_for(group, true));
         if servable {
-            let held = room.as_ref().map_or(&[][..], |(chosen, _)| chosen.as_slice());
+            let held = room
+                .as_ref()
+                .map_or(&[][..], |(chosen, _)| chosen.as_slice());
             if let Some(action) = self.serve(held) {
                 return Some(action);
             }
@@ -566,5 +568,58 @@ impl Policy for Flamingo {
                 .groups
                 .iter()
                 .all(|g| g.serving.is_none() && matches!(g.phase, Phase::Resting | Phase::Active))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lockstep::{assert_same_actions, planned};
+    use proptest::prelude::*;
+    use proptest::test_runner::RngSeed;
+    use std::sync::OnceLock;
+
+    fn layouts() -> &'static [Layout] {
+        static LAYOUTS: OnceLock<Vec<Layout>> = OnceLock::new();
+        LAYOUTS.get_or_init(|| {
+            ["ocp-cold-storage", "pelican"]
+                .map(|name| planned(name).1)
+                .to_vec()
+        })
+    }
+
+    /// Forgets the memo and checks the waiting index against the groups themselves.
+    fn forget(flamingo: &mut Flamingo) {
+        flamingo.settled = None;
+        let waiting: BTreeSet<(u64, GroupIndex)> = (0..flamingo.groups.len() as GroupIndex)
+            .filter(|g| flamingo.groups[*g as usize].phase == Phase::Resting)
+            .filter_map(|g| Some((flamingo.groups[g as usize].head_arrival_us()?, g)))
+            .collect();
+        assert_eq!(flamingo.waiting, waiting, "the waiting index is stale");
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 16, failure_persistence: None, rng_seed: RngSeed::Fixed(0x5eed), .. ProptestConfig::default() })]
+
+        #[test]
+        fn flamingo_decides_the_same_with_and_without_its_memo(
+            preset in 0usize..2,
+            arrivals in prop::collection::vec((0u64..600_000_000, any::<u32>(), any::<bool>(), 1u64..3_000_000_000), 1..200),
+            bound_s in 1u64..300,
+        ) {
+            let layout = &layouts()[preset];
+            let groups = layout.groups.len() as u32;
+            let arrivals: Vec<(u64, Request)> = arrivals
+                .iter()
+                .enumerate()
+                .map(|(id, (at, group, rebuild, bytes))| {
+                    let kind = if *rebuild { Kind::Rebuild } else { Kind::Client };
+                    (*at, Request { id: id as u64, group: group % groups, bytes: *bytes, kind })
+                })
+                .collect();
+            let make = || Flamingo::new(layout).unwrap().with_starvation_bound_us(bound_s * 1_000_000);
+            let actions = assert_same_actions(&mut make(), &mut make(), forget, &arrivals);
+            prop_assert!(actions >= arrivals.len().min(1));
+        }
     }
 }

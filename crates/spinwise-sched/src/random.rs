@@ -320,3 +320,76 @@ impl Policy for RandomPlacement {
                 .all(|p| matches!(p, Phase::Resting | Phase::Active))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lockstep::{assert_same_actions, planned};
+    use crate::scheduler::Kind;
+    use proptest::prelude::*;
+    use proptest::test_runner::RngSeed;
+    use std::sync::OnceLock;
+
+    /// Pelican's rack and placement sets of 18 disks: each group's first 18 and, overlapping
+    /// them, the last 18 of one group and first of the next.
+    fn pelican() -> &'static (Rack, Vec<Vec<DiskIndex>>) {
+        static PELICAN: OnceLock<(Rack, Vec<Vec<DiskIndex>>)> = OnceLock::new();
+        PELICAN.get_or_init(|| {
+            let (rack, layout) = planned("pelican");
+            let disk =
+                |id: &u32| rack.disks.binary_search_by_key(id, |d| d.id).unwrap() as DiskIndex;
+            let groups: Vec<Vec<DiskIndex>> = layout
+                .groups
+                .iter()
+                .map(|ids| ids.iter().map(disk).collect())
+                .collect();
+            let mut sets: Vec<Vec<DiskIndex>> = groups.iter().map(|g| g[..18].to_vec()).collect();
+            for pair in groups.windows(2) {
+                let set: Vec<DiskIndex> = pair[0][pair[0].len() - 9..]
+                    .iter()
+                    .chain(&pair[1][..9])
+                    .copied()
+                    .collect();
+                let mut books = GroupBudget::per_disk(&rack);
+                let spinning_up = books.spin_up_charge(&rack.spin_up_path()).unwrap();
+                if set.iter().all(|d| books.try_enter(*d, spinning_up)) {
+                    sets.push(set);
+                }
+            }
+            (rack, sets)
+        })
+    }
+
+    #[test]
+    fn checking_the_placement_sets_leaves_every_disk_resting() {
+        let (rack, sets) = pelican();
+        let policy = RandomPlacement::new(rack, sets.clone(), 10).unwrap();
+        let untouched = GroupBudget::per_disk(rack);
+        assert_eq!(policy.budget().busy_groups().count(), 0);
+        assert!(policy.budget().loads().eq(untouched.loads()));
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 12, failure_persistence: None, rng_seed: RngSeed::Fixed(0x5eed), .. ProptestConfig::default() })]
+
+        #[test]
+        fn random_placement_decides_the_same_with_and_without_its_memo(
+            arrivals in prop::collection::vec((0u64..300_000_000, any::<u32>(), 1u64..2_000_000_000), 1..120),
+            max_queued in 1usize..50,
+        ) {
+            let (rack, sets) = pelican();
+            let arrivals: Vec<(u64, Request)> = arrivals
+                .iter()
+                .enumerate()
+                .map(|(id, (at, set, bytes))| {
+                    let group = set % sets.len() as u32;
+                    (*at, Request { id: id as u64, group, bytes: *bytes, kind: Kind::Client })
+                })
+                .collect();
+            let make = || RandomPlacement::new(rack, sets.clone(), max_queued).unwrap();
+            let forget = |policy: &mut RandomPlacement| policy.stalled = false;
+            let actions = assert_same_actions(&mut make(), &mut make(), forget, &arrivals);
+            prop_assert!(actions >= 1);
+        }
+    }
+}
