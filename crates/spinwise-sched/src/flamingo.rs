@@ -133,6 +133,8 @@ pub struct Flamingo {
     stalled: Option<Option<GroupIndex>>,
     /// Groups that started waiting while a pass was stalled.
     newcomers: Vec<GroupIndex>,
+    /// Scratch for the greedy search's blockers (spares an allocation per search).
+    blockers_scratch: std::cell::RefCell<Vec<GroupIndex>>,
     /// (arrival of the oldest queued request, group) of every resting group with queued work:
     /// the starving group and the next timeout are its first entries, not a walk over groups.
     waiting: BTreeSet<(u64, GroupIndex)>,
@@ -181,6 +183,7 @@ impl Flamingo {
             stalled: None,
             newcomers: Vec::new(),
             waiting: BTreeSet::new(),
+            blockers_scratch: std::cell::RefCell::new(Vec::new()),
             settled: None,
             now_us: 0,
         })
@@ -239,7 +242,15 @@ impl Flamingo {
     /// enough room (if not, they are every eligible blocker). Eligible: idle active groups, plus —
     /// when `preempt` — preemptible busy ones (after the idle ones, fewest queued first).
     fn room_for(&self, group: GroupIndex, preempt: bool) -> (Vec<GroupIndex>, bool) {
-        let blockers = self.budget.blockers(group, self.spinning_up);
+        // Only blockers spinning down or eligible matter (collected into a scratch buffer).
+        let groups = &self.groups;
+        let useful = |b: GroupIndex| {
+            let g = &groups[b as usize];
+            g.phase == Phase::SpinningDown || g.idle() || (preempt && g.preemptible())
+        };
+        let mut blockers = std::mem::take(&mut *self.blockers_scratch.borrow_mut());
+        self.budget
+            .blockers_where(group, self.spinning_up, useful, &mut blockers);
         let mut room = self.budget.room(group, self.spinning_up);
         for &blocker in &blockers {
             if self.groups[blocker as usize].phase == Phase::SpinningDown {
@@ -252,6 +263,7 @@ impl Flamingo {
             .filter(|(_, g)| g.idle() || (preempt && g.preemptible()))
             .map(|(b, g)| (!g.idle(), g.depth(), g.idle_since_us, b))
             .collect();
+        *self.blockers_scratch.borrow_mut() = blockers;
         candidates.sort_unstable();
         let mut chosen = Vec::new();
         for (_, _, _, candidate) in candidates {
