@@ -44,6 +44,8 @@
 //! # Speed
 //!
 //! Rates are recomputed whenever a flow starts or ends, so that must be cheap with ~50 flows:
+//! - the links of each distinct path (read disks, written disk, NIC or not) are derived once and
+//!   copied for every later flow on it: a rack has a few hundred paths and ~10^6 flows a day;
 //! - a link crossed by a single flow is folded into that flow's **private cap**
 //!   (min over such links of capacity / coefficient); only links with two or more flows take part
 //!   in water-filling. Group layouts never serve two flows from one disk at once, so the shared
