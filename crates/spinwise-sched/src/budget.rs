@@ -12,8 +12,11 @@
 //! spinning than Pelican's conservative one. Disks of a group that finish spinning up early are
 //! cheaper than charged; charging the whole group at the costlier state is the safe side.
 //!
-//! Invariant (asserted after every change): every hard constraint's load ≤ its budget. Soft
-//! constraints are not tracked here: exceeding them only costs bandwidth.
+//! Invariant (asserted after every change): every hard constraint's load ≤ its budget. All of them
+//! are checked when the books are built; a move then re-checks only the constraints of the moving
+//! group, the only loads it changes (so the cost of a move does not grow with the rack: the
+//! per-disk books of a 1,152-disk rack have ~750 constraints). Soft constraints are not tracked
+//! here: exceeding them only costs bandwidth.
 
 use spinwise_model::{GroupIndex, Layout, Rack, ResourceKind};
 use thiserror::Error;
@@ -260,10 +263,38 @@ impl GroupBudget {
             .then_some(charged)
     }
 
+    /// Whether `group` could move to `state` now: [`GroupBudget::check`] without building the
+    /// refusal (no allocation; for schedulers that ask on every poll).
+    pub fn fits(&self, group: GroupIndex, state: StateIndex) -> bool {
+        assert!(state < self.states.len(), "state {state} out of range");
+        let from = self.state_of[group as usize];
+        self.memberships[group as usize]
+            .iter()
+            .all(|&(index, weight)| {
+                let constraint = &self.constraints[index];
+                self.load[index]
+                    + i64::from(weight) * (constraint.cost[state] - constraint.cost[from])
+                    <= constraint.budget
+            })
+    }
+
     /// Moves `group` to `state` if every hard budget allows it. Moving to a cheaper state always
     /// succeeds.
     pub fn enter(&mut self, group: GroupIndex, state: StateIndex) -> Result<(), Refusal> {
-        self.check(group, state)?;
+        if self.try_enter(group, state) {
+            Ok(())
+        } else {
+            Err(self
+                .check(group, state)
+                .expect_err("a move that does not fit is refused"))
+        }
+    }
+
+    /// [`GroupBudget::enter`] answering only whether the move was made.
+    pub fn try_enter(&mut self, group: GroupIndex, state: StateIndex) -> bool {
+        if !self.fits(group, state) {
+            return false;
+        }
         let from = self.state_of[group as usize];
         for &(index, weight) in &self.memberships[group as usize] {
             let constraint = &self.constraints[index];
@@ -271,15 +302,30 @@ impl GroupBudget {
                 i64::from(weight) * (constraint.cost[state] - constraint.cost[from]);
         }
         self.state_of[group as usize] = state;
-        self.assert_within_budgets();
-        Ok(())
+        self.assert_within_budgets_of(group);
+        true
     }
 
     /// Busy groups sharing a constraint with `group` that would block its move to `state`: the
     /// candidates to spin down first (Flamingo's greedy search for groups to transition).
     pub fn blockers(&self, group: GroupIndex, state: StateIndex) -> Vec<GroupIndex> {
-        let from = self.state_of[group as usize];
         let mut blockers = Vec::new();
+        self.blockers_where(group, state, |_| true, &mut blockers);
+        blockers
+    }
+
+    /// The [`GroupBudget::blockers`] for which `keep` holds, ascending, into `out` (cleared
+    /// first): for schedulers that look for blockers on every poll and want only some of them,
+    /// without allocating.
+    pub fn blockers_where(
+        &self,
+        group: GroupIndex,
+        state: StateIndex,
+        keep: impl Fn(GroupIndex) -> bool,
+        out: &mut Vec<GroupIndex>,
+    ) {
+        out.clear();
+        let from = self.state_of[group as usize];
         for &(index, weight) in &self.memberships[group as usize] {
             let constraint = &self.constraints[index];
             if self.load[index]
@@ -289,14 +335,14 @@ impl GroupBudget {
                 continue;
             }
             for &(member, _) in &constraint.members {
-                if member != group && self.state_of[member as usize] != self.resting {
-                    blockers.push(member);
+                if member != group && self.state_of[member as usize] != self.resting && keep(member)
+                {
+                    out.push(member);
                 }
             }
         }
-        blockers.sort_unstable();
-        blockers.dedup();
-        blockers
+        out.sort_unstable();
+        out.dedup();
     }
 
     /// Every hard constraint's load and budget, in micro-units (for checkers and reports).
@@ -305,6 +351,20 @@ impl GroupBudget {
             .iter()
             .zip(&self.load)
             .map(|(c, load)| (c.resource.as_str(), *load, c.budget))
+    }
+
+    /// The invariant on the constraints `group` is a member of (the others did not change).
+    fn assert_within_budgets_of(&self, group: GroupIndex) {
+        for &(index, _) in &self.memberships[group as usize] {
+            let constraint = &self.constraints[index];
+            assert!(
+                self.load[index] <= constraint.budget,
+                "hard budget of `{}` exceeded: {} > {}",
+                constraint.resource,
+                self.load[index],
+                constraint.budget
+            );
+        }
     }
 
     fn assert_within_budgets(&self) {

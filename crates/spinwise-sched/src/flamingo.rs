@@ -30,6 +30,14 @@
 //!   [`Policy::next_timeout_us`] reports when the next head crosses the bound, so a driver polls
 //!   then even if no event happens.
 //!
+//! Cost: a poll runs on every simulator event, so it avoids repeating work whose answer cannot
+//! have changed. A pass over the waiting groups that found nothing is *stalled* until a
+//! transition or a finished request (only groups that start waiting meanwhile are tried); the
+//! serve and starving steps that found nothing are *settled* for that starving group until a
+//! transition, a finished request or work for an active group; and the greedy search for the
+//! starving group is done once per poll, not once for the held groups and again to bring it up.
+//! Each shortcut skips only steps that would decide the same, so the actions are unchanged.
+//!
 //! Idle groups stay active until their resources are wanted (a later request for them costs no
 //! spin-up). Bounded queue: at most `max_queue_depth × classes` requests queued over the whole
 //! rack (classes from the layout, one per group if it has none), the same total Pelican's class
@@ -44,7 +52,8 @@ use crate::budget::{GroupBudget, StateIndex};
 use crate::policy::Policy;
 use crate::scheduler::{Action, Kind, Rejected, Request, SchedulerError, spin_up_state};
 use spinwise_model::{GroupIndex, Layout};
-use std::collections::VecDeque;
+use std::collections::{BTreeSet, VecDeque};
+use std::ops::Bound;
 
 /// How long a queued request may wait before its group preempts everything else: 10 minutes.
 /// Pelican's scheduler keeps its worst time to first byte at a few minutes under loads the rack
@@ -124,6 +133,15 @@ pub struct Flamingo {
     stalled: Option<Option<GroupIndex>>,
     /// Groups that started waiting while a pass was stalled.
     newcomers: Vec<GroupIndex>,
+    /// Scratch for the greedy search's blockers (spares an allocation per search).
+    blockers_scratch: std::cell::RefCell<Vec<GroupIndex>>,
+    /// (arrival of the oldest queued request, group) of every resting group with queued work:
+    /// the starving group and the next timeout are its first entries, not a walk over groups.
+    waiting: BTreeSet<(u64, GroupIndex)>,
+    /// A poll with this starving group (or none) found no request to serve and could not bring
+    /// the starving group up, and nothing those two steps look at has changed since: the next
+    /// poll with the same starving group skips them (see `poll_action`).
+    settled: Option<Option<GroupIndex>>,
     /// The latest `now_us` seen: a timeout must lie after it.
     now_us: u64,
 }
@@ -164,6 +182,9 @@ impl Flamingo {
             pending: VecDeque::new(),
             stalled: None,
             newcomers: Vec::new(),
+            waiting: BTreeSet::new(),
+            blockers_scratch: std::cell::RefCell::new(Vec::new()),
+            settled: None,
             now_us: 0,
         })
     }
@@ -194,21 +215,42 @@ impl Flamingo {
     /// The resting group with queued work whose oldest request has waited longest, if that is at
     /// least the starvation bound (ties: lower index).
     fn starving(&self, now_us: u64) -> Option<GroupIndex> {
-        self.groups
-            .iter()
-            .enumerate()
-            .filter(|(_, g)| g.phase == Phase::Resting)
-            .filter_map(|(index, g)| g.head_arrival_us().map(|at| (at, index as GroupIndex)))
+        // The first waiting group has the oldest head: if it has not waited the bound, none has.
+        self.waiting
+            .first()
             .filter(|(at, _)| now_us.saturating_sub(*at) >= self.starvation_bound_us)
-            .min()
-            .map(|(_, group)| group)
+            .map(|&(_, group)| group)
+    }
+
+    /// Moves `group` to `phase`, keeping `waiting` (the groups resting with queued work).
+    fn set_phase(&mut self, group: GroupIndex, phase: Phase) {
+        let state = &mut self.groups[group as usize];
+        let was_resting = state.phase == Phase::Resting;
+        state.phase = phase;
+        if was_resting != (phase == Phase::Resting)
+            && let Some(at) = state.head_arrival_us()
+        {
+            if was_resting {
+                self.waiting.remove(&(at, group));
+            } else {
+                self.waiting.insert((at, group));
+            }
+        }
     }
 
     /// Groups to spin down so that `group` can spin up, found greedily, and whether they make
     /// enough room (if not, they are every eligible blocker). Eligible: idle active groups, plus —
     /// when `preempt` — preemptible busy ones (after the idle ones, fewest queued first).
     fn room_for(&self, group: GroupIndex, preempt: bool) -> (Vec<GroupIndex>, bool) {
-        let blockers = self.budget.blockers(group, self.spinning_up);
+        // Only blockers spinning down or eligible matter (collected into a scratch buffer).
+        let groups = &self.groups;
+        let useful = |b: GroupIndex| {
+            let g = &groups[b as usize];
+            g.phase == Phase::SpinningDown || g.idle() || (preempt && g.preemptible())
+        };
+        let mut blockers = std::mem::take(&mut *self.blockers_scratch.borrow_mut());
+        self.budget
+            .blockers_where(group, self.spinning_up, useful, &mut blockers);
         let mut room = self.budget.room(group, self.spinning_up);
         for &blocker in &blockers {
             if self.groups[blocker as usize].phase == Phase::SpinningDown {
@@ -221,6 +263,7 @@ impl Flamingo {
             .filter(|(_, g)| g.idle() || (preempt && g.preemptible()))
             .map(|(b, g)| (!g.idle(), g.depth(), g.idle_since_us, b))
             .collect();
+        *self.blockers_scratch.borrow_mut() = blockers;
         candidates.sort_unstable();
         let mut chosen = Vec::new();
         for (_, _, _, candidate) in candidates {
@@ -231,6 +274,15 @@ impl Flamingo {
             chosen.push(candidate);
         }
         (chosen, room.fits())
+    }
+
+    /// Whether `group` could spin up with every group of `released` resting.
+    fn fits_releasing(&self, group: GroupIndex, released: &[GroupIndex]) -> bool {
+        let mut room = self.budget.room(group, self.spinning_up);
+        for &other in released {
+            self.budget.release(&mut room, other);
+        }
+        room.fits()
     }
 
     /// Serves the head of an active, free group that is not `held` (rebuild work first).
@@ -257,11 +309,21 @@ impl Flamingo {
     /// search found (when `preempt`, also those of an unsuccessful one: a starving group needs
     /// them gone either way). Returns the first action, if any.
     fn bring_up(&mut self, group: GroupIndex, preempt: bool) -> Option<Action> {
-        if self.budget.enter(group, self.spinning_up).is_ok() {
-            self.groups[group as usize].phase = Phase::SpinningUp;
+        self.bring_up_with(group, preempt, None)
+    }
+
+    /// [`Flamingo::bring_up`] given `room_for(group, preempt)` if already found in this state.
+    fn bring_up_with(
+        &mut self,
+        group: GroupIndex,
+        preempt: bool,
+        known_room: Option<(Vec<GroupIndex>, bool)>,
+    ) -> Option<Action> {
+        if self.budget.try_enter(group, self.spinning_up) {
+            self.set_phase(group, Phase::SpinningUp);
             return Some(Action::SpinUp(group));
         }
-        let (chosen, fits) = self.room_for(group, preempt);
+        let (chosen, fits) = known_room.unwrap_or_else(|| self.room_for(group, preempt));
         if fits || preempt {
             for blocker in chosen {
                 let other = &mut self.groups[blocker as usize];
@@ -279,7 +341,7 @@ impl Flamingo {
     /// group, only groups sharing no hard constraint with it are considered: they cannot take
     /// what it waits for.
     fn bring_up_best(&mut self, starving: Option<GroupIndex>) -> Option<Action> {
-        let everyone: Vec<GroupIndex> = (0..self.groups.len() as GroupIndex).collect();
+        let everyone: Vec<GroupIndex> = self.waiting.iter().map(|&(_, group)| group).collect();
         self.bring_up_first_of(&everyone, starving)
     }
 
@@ -302,18 +364,26 @@ impl Flamingo {
                 starving.is_none_or(|c| c != *group && !self.budget.interact(c, *group))
             })
             .collect();
+        if waiting.is_empty() {
+            return None;
+        }
         waiting.sort_unstable();
-        // Without an idle or spinning-down group no search can make room: only try what fits.
-        let releasable = self
-            .groups
-            .iter()
-            .any(|g| g.idle() || g.phase == Phase::SpinningDown);
+        // Only idle or spinning-down groups can make room (without any, only try what fits). A
+        // group that would not fit even with all of them resting is passed over without the
+        // greedy search, whose answer would be the same: releasing more never hurts, and every
+        // releasable group sharing a constraint the move exceeds is one of its blockers.
+        let releasable: Vec<GroupIndex> = (0..self.groups.len() as GroupIndex)
+            .filter(|g| {
+                let g = &self.groups[*g as usize];
+                g.idle() || g.phase == Phase::SpinningDown
+            })
+            .collect();
         for (_, _, group) in waiting {
-            let action = if releasable {
-                self.bring_up(group, false)
-            } else if self.budget.enter(group, self.spinning_up).is_ok() {
-                self.groups[group as usize].phase = Phase::SpinningUp;
+            let action = if self.budget.try_enter(group, self.spinning_up) {
+                self.set_phase(group, Phase::SpinningUp);
                 Some(Action::SpinUp(group))
+            } else if !releasable.is_empty() && self.fits_releasing(group, &releasable) {
+                self.bring_up(group, false)
             } else {
                 None
             };
@@ -322,6 +392,52 @@ impl Flamingo {
             }
         }
         None
+    }
+}
+
+impl Flamingo {
+    /// The first two steps of a poll: serve a free active group that is not held for the
+    /// `starving` group, else bring the starving group up (or spin down what it needs). The
+    /// greedy search for the starving group is done once and serves both steps: serving nothing
+    /// changes no state it reads.
+    fn serve_or_rescue(&mut self, starving: Option<GroupIndex>) -> Option<Action> {
+        let servable = self
+            .groups
+            .iter()
+            .any(|g| g.phase == Phase::Active && g.serving.is_none() && g.depth() > 0);
+        let room = starving
+            .filter(|_| servable)
+            .map(|group| self.room_for(group, true));
+        if servable {
+            let held = room
+                .as_ref()
+                .map_or(&[][..], |(chosen, _)| chosen.as_slice());
+            if let Some(action) = self.serve(held) {
+                return Some(action);
+            }
+        }
+        let group = starving?;
+        self.bring_up_with(group, true, room)
+    }
+
+    /// The last step of a poll: bring up the best waiting group that can act (see
+    /// [`Flamingo::bring_up_best`]), or only the newcomers if a pass has stalled since.
+    fn bring_up_waiting(&mut self, starving: Option<GroupIndex>) -> Option<Action> {
+        if self.stalled == Some(None) || self.stalled == Some(starving) {
+            // Only groups that started waiting since the stalled pass can have changed.
+            let newcomers = std::mem::take(&mut self.newcomers);
+            let action = self.bring_up_first_of(&newcomers, starving);
+            if action.is_some() {
+                self.stalled = None;
+            }
+            return action;
+        }
+        self.newcomers.clear();
+        let action = self.bring_up_best(starving);
+        if action.is_none() {
+            self.stalled = Some(starving);
+        }
+        action
     }
 }
 
@@ -348,13 +464,26 @@ impl Policy for Flamingo {
         if group.depth() == 0 && group.phase == Phase::Resting && self.stalled.is_some() {
             self.newcomers.push(request.group);
         }
+        // Work for an active group may be served now, and changes the order in which busy groups
+        // are held; groups in other phases are neither served nor held.
+        if group.phase == Phase::Active {
+            self.settled = None;
+        }
         let queued = Queued {
             request,
             arrival_us: now_us,
         };
+        let head_before_us = group.head_arrival_us();
         match request.kind {
             Kind::Rebuild => group.rebuild.push_back(queued),
             Kind::Client => group.client.push_back(queued),
+        }
+        let head_us = group.head_arrival_us().expect("just queued");
+        if group.phase == Phase::Resting && head_before_us != Some(head_us) {
+            if let Some(before_us) = head_before_us {
+                self.waiting.remove(&(before_us, request.group));
+            }
+            self.waiting.insert((head_us, request.group));
         }
         self.queued += 1;
         Ok(())
@@ -366,30 +495,16 @@ impl Policy for Flamingo {
             return Some(action);
         }
         let starving = self.starving(now_us);
-        let held = starving
-            .map(|group| self.room_for(group, true).0)
-            .unwrap_or_default();
-        if let Some(action) = self.serve(&held) {
-            return Some(action);
-        }
-        if let Some(group) = starving
-            && let Some(action) = self.bring_up(group, true)
-        {
-            return Some(action);
-        }
-        if self.stalled == Some(None) || self.stalled == Some(starving) {
-            // Only groups that started waiting since the stalled pass can have changed.
-            let newcomers = std::mem::take(&mut self.newcomers);
-            let action = self.bring_up_first_of(&newcomers, starving);
-            if action.is_some() {
-                self.stalled = None;
+        if self.settled != Some(starving) {
+            self.settled = None;
+            if let Some(action) = self.serve_or_rescue(starving) {
+                return Some(action);
             }
-            return action;
+            self.settled = Some(starving);
         }
-        self.newcomers.clear();
-        let action = self.bring_up_best(starving);
-        if action.is_none() {
-            self.stalled = Some(starving);
+        let action = self.bring_up_waiting(starving);
+        if action.is_some() {
+            self.settled = None;
         }
         action
     }
@@ -410,13 +525,13 @@ impl Policy for Flamingo {
         state.idle_since_us = now_us;
         state.batch_left = state.depth();
         self.stalled = None;
+        self.settled = None;
     }
 
     fn spun_down(&mut self, now_us: u64, group: GroupIndex) {
         self.now_us = self.now_us.max(now_us);
-        let state = &mut self.groups[group as usize];
         assert_eq!(
-            state.phase,
+            self.groups[group as usize].phase,
             Phase::SpinningDown,
             "spun_down for a group not spinning down"
         );
@@ -424,8 +539,9 @@ impl Policy for Flamingo {
         self.budget
             .enter(group, resting)
             .expect("resting is the cheapest state");
-        state.phase = Phase::Resting;
+        self.set_phase(group, Phase::Resting);
         self.stalled = None;
+        self.settled = None;
     }
 
     fn served(&mut self, now_us: u64, request: &Request) {
@@ -438,6 +554,7 @@ impl Policy for Flamingo {
         );
         group.serving = None;
         group.idle_since_us = now_us;
+        self.settled = None;
         // A group that ran dry may now be spun down to make room for a waiting one.
         if group.depth() == 0 {
             self.stalled = None;
@@ -445,13 +562,15 @@ impl Policy for Flamingo {
     }
 
     fn next_timeout_us(&self) -> Option<u64> {
-        self.groups
-            .iter()
-            .filter(|g| g.phase == Phase::Resting)
-            .filter_map(Group::head_arrival_us)
-            .map(|at| at + self.starvation_bound_us)
-            .filter(|at| *at > self.now_us)
-            .min()
+        // The oldest head that crosses the bound after `now_us`: arrival > now_us − bound.
+        let after = match self.now_us.checked_sub(self.starvation_bound_us) {
+            Some(arrival_us) => Bound::Excluded((arrival_us, GroupIndex::MAX)),
+            None => Bound::Unbounded,
+        };
+        self.waiting
+            .range((after, Bound::Unbounded))
+            .next()
+            .map(|&(at, _)| at + self.starvation_bound_us)
     }
 
     fn is_idle(&self) -> bool {
@@ -461,5 +580,58 @@ impl Policy for Flamingo {
                 .groups
                 .iter()
                 .all(|g| g.serving.is_none() && matches!(g.phase, Phase::Resting | Phase::Active))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lockstep::{assert_same_actions, planned};
+    use proptest::prelude::*;
+    use proptest::test_runner::RngSeed;
+    use std::sync::OnceLock;
+
+    fn layouts() -> &'static [Layout] {
+        static LAYOUTS: OnceLock<Vec<Layout>> = OnceLock::new();
+        LAYOUTS.get_or_init(|| {
+            ["ocp-cold-storage", "pelican"]
+                .map(|name| planned(name).1)
+                .to_vec()
+        })
+    }
+
+    /// Forgets the memo and checks the waiting index against the groups themselves.
+    fn forget(flamingo: &mut Flamingo) {
+        flamingo.settled = None;
+        let waiting: BTreeSet<(u64, GroupIndex)> = (0..flamingo.groups.len() as GroupIndex)
+            .filter(|g| flamingo.groups[*g as usize].phase == Phase::Resting)
+            .filter_map(|g| Some((flamingo.groups[g as usize].head_arrival_us()?, g)))
+            .collect();
+        assert_eq!(flamingo.waiting, waiting, "the waiting index is stale");
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 16, failure_persistence: None, rng_seed: RngSeed::Fixed(0x5eed), .. ProptestConfig::default() })]
+
+        #[test]
+        fn flamingo_decides_the_same_with_and_without_its_memo(
+            preset in 0usize..2,
+            arrivals in prop::collection::vec((0u64..600_000_000, any::<u32>(), any::<bool>(), 1u64..3_000_000_000), 1..200),
+            bound_s in 1u64..300,
+        ) {
+            let layout = &layouts()[preset];
+            let groups = layout.groups.len() as u32;
+            let arrivals: Vec<(u64, Request)> = arrivals
+                .iter()
+                .enumerate()
+                .map(|(id, (at, group, rebuild, bytes))| {
+                    let kind = if *rebuild { Kind::Rebuild } else { Kind::Client };
+                    (*at, Request { id: id as u64, group: group % groups, bytes: *bytes, kind })
+                })
+                .collect();
+            let make = || Flamingo::new(layout).unwrap().with_starvation_bound_us(bound_s * 1_000_000);
+            let actions = assert_same_actions(&mut make(), &mut make(), forget, &arrivals);
+            prop_assert!(actions >= arrivals.len().min(1));
+        }
     }
 }

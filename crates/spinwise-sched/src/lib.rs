@@ -24,6 +24,8 @@
 pub mod budget;
 pub mod fair;
 pub mod flamingo;
+#[cfg(test)]
+mod lockstep;
 pub mod policy;
 pub mod random;
 pub mod reorder;

@@ -94,7 +94,7 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 64, failure_persistence: None, rng_seed: proptest::test_runner::RngSeed::Fixed(0x5eed), .. ProptestConfig::default() })]
 
     #[test]
-    fn no_sequence_of_moves_exceeds_a_hard_budget_checked_disk_by_disk(
+    fn no_sequence_of_moves_exceeds_a_hard_budget_checked_disk_by_disk_and_fits_agrees_with_check(
         preset_choice in 0usize..3,
         moves in prop::collection::vec((any::<u32>(), any::<usize>()), 1..300),
     ) {
@@ -105,6 +105,14 @@ proptest! {
         for (group, state) in moves {
             let (group, state) = (group % groups, state % states);
             let predicted = books.check(group, state).is_ok();
+            prop_assert_eq!(books.fits(group, state), predicted);
+            // Every refused group's blockers, filtered, are what `blockers_where` keeps.
+            if !predicted {
+                let mut odd = Vec::new();
+                books.blockers_where(group, state, |b| b % 2 == 1, &mut odd);
+                let expected: Vec<u32> = books.blockers(group, state).into_iter().filter(|b| b % 2 == 1).collect();
+                prop_assert_eq!(odd, expected);
+            }
             let outcome = books.enter(group, state);
             prop_assert_eq!(predicted, outcome.is_ok());
             granted += usize::from(outcome.is_ok());

@@ -44,6 +44,8 @@
 //! # Speed
 //!
 //! Rates are recomputed whenever a flow starts or ends, so that must be cheap with ~50 flows:
+//! - the links of each distinct path (read disks, written disk, NIC or not) are derived once and
+//!   copied for every later flow on it: a rack has a few hundred paths and ~10^6 flows a day;
 //! - a link crossed by a single flow is folded into that flow's **private cap**
 //!   (min over such links of capacity / coefficient); only links with two or more flows take part
 //!   in water-filling. Group layouts never serve two flows from one disk at once, so the shared
@@ -120,6 +122,9 @@ impl<'a> FlowPath<'a> {
     }
 }
 
+/// A path's written disk and NIC use, and the links it crosses with their coefficients.
+type Route = ((Option<DiskIndex>, bool), Vec<(LinkIndex, f64)>);
+
 /// A wake-up the event loop must queue: at `at_us`, call [`Network::complete`] with `generation`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Wake {
@@ -170,6 +175,8 @@ struct Flow {
 #[derive(Clone, Debug)]
 pub struct Network {
     topology: Topology,
+    /// The links of every path started so far, by read disks, then (written disk, via NIC).
+    routes: BTreeMap<Vec<DiskIndex>, Vec<Route>>,
     links: Vec<Link>,
     /// Flow storage; `ids` maps each running flow's id to its slot (iteration in id order).
     slots: Vec<Option<Flow>>,
@@ -254,6 +261,7 @@ impl Network {
         );
         Network {
             topology,
+            routes: BTreeMap::new(),
             residual: vec![Residual::default(); capacities.len()],
             links: capacities
                 .into_iter()
@@ -315,10 +323,28 @@ impl Network {
     /// Starts flow `id` of `bytes` along `path` at `now_us` (not before the last change). Call
     /// [`Network::take_wake`] afterwards.
     pub fn start(&mut self, now_us: u64, id: u64, bytes: u64, path: FlowPath) {
-        let uses = self.uses(path);
-        self.start_on(now_us, id, bytes, uses);
-        let slot = self.ids[&id];
+        let uses = self.route(path);
+        let slot = self.start_on(now_us, id, bytes, uses);
         self.slots[slot].as_mut().expect("just started").via_nic = path.via_nic;
+    }
+
+    /// [`Network::uses`] of `path`, derived once per distinct path (a rack has a few hundred:
+    /// one per group or placement set, and per rebuild target) and copied after that.
+    fn route(&mut self, path: FlowPath) -> Vec<(LinkIndex, f64)> {
+        let kind = (path.disk_written, path.via_nic);
+        let known = self
+            .routes
+            .get(path.disks_read)
+            .and_then(|routes| routes.iter().find(|(k, _)| *k == kind));
+        if let Some((_, uses)) = known {
+            return uses.clone();
+        }
+        let uses = self.uses(path);
+        self.routes
+            .entry(path.disks_read.to_vec())
+            .or_default()
+            .push((kind, uses.clone()));
+        uses
     }
 
     /// The links `path` crosses with their coefficients, ascending by link.
@@ -375,7 +401,8 @@ impl Network {
     }
 
     /// [`Network::start`] with the links and coefficients given directly.
-    fn start_on(&mut self, now_us: u64, id: u64, bytes: u64, uses: Vec<(LinkIndex, f64)>) {
+    /// Returns the flow's slot.
+    fn start_on(&mut self, now_us: u64, id: u64, bytes: u64, uses: Vec<(LinkIndex, f64)>) -> usize {
         assert!(bytes > 0, "a flow moves at least one byte");
         assert!(!uses.is_empty(), "a flow crosses at least one link");
         debug_assert!(
@@ -420,6 +447,7 @@ impl Network {
         self.requested_bytes += bytes as f64;
         self.refresh_private_cap(slot);
         self.changed(now_us);
+        slot
     }
 
     /// Handles a wake-up popped at `now_us`: `None` when `generation` is stale (the loop then

@@ -26,7 +26,7 @@ use spinwise_sched::policy::{FullyProvisioned, Policy};
 use spinwise_sched::random::RandomPlacement;
 use spinwise_sched::scheduler::{Action, ClassScheduler, Kind, Request};
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap};
+use std::collections::{BinaryHeap, VecDeque};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Event {
@@ -78,6 +78,55 @@ struct InFlight {
     arrival_us: u64,
     serve_us: Option<u64>,
     first_byte_us: Option<u64>,
+}
+
+/// The requests in flight by id. Ids are handed out in increasing order and inserted when handed
+/// out, so a window of slots from the oldest id still in flight does instead of a map: O(1)
+/// insert, lookup and removal (a `BTreeMap` here cost ~7 % of a Pelican day). The window spans
+/// the ids issued since the oldest request in flight arrived, rejected ones included.
+#[derive(Debug, Default)]
+struct InFlightTable {
+    /// Id of `slots[0]`.
+    first_id: u64,
+    slots: VecDeque<Option<InFlight>>,
+    len: usize,
+}
+
+impl InFlightTable {
+    fn insert(&mut self, id: u64, flight: InFlight) {
+        assert!(
+            id >= self.first_id + self.slots.len() as u64,
+            "request ids are inserted in increasing order"
+        );
+        if self.slots.is_empty() {
+            self.first_id = id;
+        }
+        while self.first_id + (self.slots.len() as u64) < id {
+            self.slots.push_back(None);
+        }
+        self.slots.push_back(Some(flight));
+        self.len += 1;
+    }
+
+    fn get_mut(&mut self, id: u64) -> Option<&mut InFlight> {
+        let index = usize::try_from(id.checked_sub(self.first_id)?).ok()?;
+        self.slots.get_mut(index)?.as_mut()
+    }
+
+    fn remove(&mut self, id: u64) -> Option<InFlight> {
+        let index = usize::try_from(id.checked_sub(self.first_id)?).ok()?;
+        let flight = self.slots.get_mut(index)?.take()?;
+        self.len -= 1;
+        while let Some(None) = self.slots.front() {
+            self.slots.pop_front();
+            self.first_id += 1;
+        }
+        Some(flight)
+    }
+
+    fn is_empty(&self) -> bool {
+        self.len == 0
+    }
 }
 
 /// Model constants derived once from the rack, layout and configuration.
@@ -153,7 +202,7 @@ struct Loop<'a> {
     sequence: u64,
     window_us: (u64, u64),
     next_request: u64,
-    in_flight: BTreeMap<u64, InFlight>,
+    in_flight: InFlightTable,
     spin_up_started_us: Vec<Option<u64>>,
     /// The policy timeout an `Event::Timeout` is queued for, if any.
     timeout_us: Option<u64>,
@@ -225,7 +274,7 @@ pub fn simulate(rack: &Rack, layout: &Layout, config: &SimConfig) -> Result<Repo
         sequence: 0,
         window_us,
         next_request: 0,
-        in_flight: BTreeMap::new(),
+        in_flight: InFlightTable::default(),
         spin_up_started_us: vec![None; units],
         timeout_us: None,
         burst_times_us,
@@ -509,7 +558,7 @@ impl Loop<'_> {
                 self.scheduler.spun_down(now_us, group);
             }
             Event::FirstByte { request } => {
-                let flight = self.in_flight.get_mut(&request).expect("being served");
+                let flight = self.in_flight.get_mut(request).expect("being served");
                 flight.first_byte_us = Some(now_us);
                 let flow = flight.request;
                 self.start_flow(now_us, &flow);
@@ -520,7 +569,7 @@ impl Loop<'_> {
                     return false;
                 };
                 self.schedule_flow_wake();
-                let flight = self.in_flight.remove(&request).expect("being served");
+                let flight = self.in_flight.remove(request).expect("being served");
                 self.scheduler.served(now_us, &flight.request);
                 if flight.request.kind == Kind::Rebuild {
                     self.rebuild_stack_served(now_us);
@@ -693,7 +742,7 @@ impl Loop<'_> {
                 self.push(now_us + unmount_us, Event::GroupSpunDown { group });
             }
             Action::Serve(request) => {
-                let flight = self.in_flight.get_mut(&request.id).expect("accepted");
+                let flight = self.in_flight.get_mut(request.id).expect("accepted");
                 flight.serve_us = Some(now_us);
                 self.push(
                     now_us + self.model.seek_us,
@@ -768,5 +817,45 @@ impl Loop<'_> {
             stale_events: self.stale,
             trace_hash: self.trace.finish(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn flight(id: u64) -> InFlight {
+        InFlight {
+            request: Request {
+                id,
+                group: 0,
+                bytes: 1,
+                kind: Kind::Client,
+            },
+            arrival_us: id,
+            serve_us: None,
+            first_byte_us: None,
+        }
+    }
+
+    #[test]
+    fn the_in_flight_table_finds_and_removes_requests_in_any_order_and_forgets_old_slots() {
+        let mut table = InFlightTable::default();
+        for id in [3, 4, 7, 8] {
+            table.insert(id, flight(id));
+        }
+        assert!(table.get_mut(5).is_none(), "a gap (a rejected id) is empty");
+        assert!(table.get_mut(2).is_none() && table.get_mut(9).is_none());
+        assert_eq!(table.remove(7).unwrap().arrival_us, 7);
+        assert!(table.remove(7).is_none());
+        assert_eq!(table.remove(3).unwrap().arrival_us, 3);
+        // The oldest in flight is now 4: the window starts there.
+        assert_eq!((table.first_id, table.slots.len()), (4, 5));
+        table.get_mut(8).unwrap().serve_us = Some(10);
+        assert_eq!(table.remove(4).unwrap().arrival_us, 4);
+        assert_eq!(table.remove(8).unwrap().serve_us, Some(10));
+        assert!(table.is_empty() && table.slots.is_empty());
+        table.insert(20, flight(20));
+        assert_eq!(table.get_mut(20).unwrap().arrival_us, 20);
     }
 }
