@@ -1,0 +1,240 @@
+//! spinwise-catalog: the store's durable metadata behind the [`Catalog`] trait. The catalog is
+//! the source of truth for what exists: an object is visible exactly when the catalog has it,
+//! so a crash between writing bytes and committing their record leaves only garbage, never a
+//! half-visible object. It lives on the always-on disk, never on a spun-down one.
+//!
+//! Records: objects (key → staged location or bundle/blob + offset), blobs (group, the disk of
+//! each fragment column, code, sizes, content hash, state), disks (health, usage) and rebuild
+//! work. Every method that changes more than one record does so in one transaction.
+//!
+//! Invariants the integrity check verifies (see [`Catalog::integrity_check`]):
+//! - every migrated object points into a committed blob: `offset + size <= blob.size_bytes`;
+//! - a committed blob's `live_bytes` is the sum of the sizes of the objects pointing into it;
+//! - a blob has `k + r` distinct disks, all in its group;
+//! - a rebuild task names a committed blob and a column whose disk is failed.
+
+use std::collections::BTreeSet;
+use std::future::Future;
+
+pub use spinwise_model::{DiskIndex, GroupIndex};
+
+pub type BlobId = u64;
+/// A staging-log segment number (see spinwise-store's staging log).
+pub type SegmentId = u64;
+/// BLAKE3 of an object's or blob's bytes.
+pub type ContentHash = [u8; 32];
+
+/// Where an object's bytes are.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ObjectLocation {
+    /// In the staging log: `segment`, record starting at `offset`.
+    Staged { segment: SegmentId, offset: u64 },
+    /// Migrated into `blob`, its bytes at `offset` within the blob's data.
+    Migrated { blob: BlobId, offset: u64 },
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ObjectRecord {
+    pub key: String,
+    pub size_bytes: u64,
+    pub content_hash: ContentHash,
+    /// Set by the store from its clock; informational.
+    pub created_unix_ms: i64,
+    pub location: ObjectLocation,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum BlobState {
+    /// Stripe stacks are being written; not readable; removed on recovery.
+    Writing,
+    /// Durable on its disks and referenced by objects.
+    Committed,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BlobRecord {
+    pub id: BlobId,
+    pub group: GroupIndex,
+    /// `disks[c]` holds fragment column `c` (0..k data, k..k+r parity).
+    pub disks: Vec<DiskIndex>,
+    pub k: u32,
+    pub r: u32,
+    pub fragment_bytes: u32,
+    /// The blob's data bytes (before coding and padding).
+    pub size_bytes: u64,
+    pub content_hash: ContentHash,
+    pub state: BlobState,
+    /// Bytes of live objects in the blob (dead ones are reclaimed by compaction).
+    pub live_bytes: u64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum DiskHealth {
+    Healthy,
+    Failed,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DiskRecord {
+    pub disk: DiskIndex,
+    pub health: DiskHealth,
+}
+
+/// One stripe stack to regenerate: `blob`'s column `column`, lost with a failed disk.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct RebuildTask {
+    pub blob: BlobId,
+    pub column: u32,
+    pub failed_disk: DiskIndex,
+}
+
+/// One object moved from staging into a blob by a migration.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Migration {
+    pub key: String,
+    /// Where the migrator read it; the move applies only if the object is still there (it may
+    /// have been deleted or overwritten meanwhile, then its bytes in the blob are dead).
+    pub from: ObjectLocation,
+    pub blob_offset: u64,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CatalogStats {
+    pub objects: u64,
+    pub bytes: u64,
+    pub staged_objects: u64,
+    pub staged_bytes: u64,
+    pub blobs: u64,
+    pub rebuild_pending: u64,
+}
+
+/// Problems found by [`Catalog::integrity_check`], one line each; empty means consistent.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct IntegrityReport {
+    pub problems: Vec<String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum CatalogError {
+    #[error("catalog database {path}: {message}")]
+    Open { path: String, message: String },
+    #[error("catalog query failed ({operation}): {message}")]
+    Query {
+        operation: &'static str,
+        message: String,
+    },
+    #[error("blob {blob} is not in the catalog")]
+    UnknownBlob { blob: BlobId },
+    #[error("blob {blob} is {state:?}, the operation needs it {expected:?}")]
+    BlobState {
+        blob: BlobId,
+        state: BlobState,
+        expected: BlobState,
+    },
+    #[error("catalog limit: {0}")]
+    Limit(String),
+}
+
+/// Durable metadata. Async so a networked backend (PostgreSQL) fits the same trait; futures are
+/// `Send` so the store can run them on any tokio worker. Listing methods take a `limit` and return
+/// at most that many records (a limit on everything).
+pub trait Catalog: Send + Sync + 'static {
+    /// Inserts or replaces the object `record.key` (must be `Staged`). Replacing a migrated
+    /// object lowers its old blob's `live_bytes`. Durable when it returns.
+    fn put_object(
+        &self,
+        record: ObjectRecord,
+    ) -> impl Future<Output = Result<Option<ObjectRecord>, CatalogError>> + Send;
+    fn object(
+        &self,
+        key: &str,
+    ) -> impl Future<Output = Result<Option<ObjectRecord>, CatalogError>> + Send;
+    /// Removes `key`; returns the removed record. Lowers its blob's `live_bytes`.
+    fn delete_object(
+        &self,
+        key: &str,
+    ) -> impl Future<Output = Result<Option<ObjectRecord>, CatalogError>> + Send;
+    /// Objects with keys starting with `prefix` and greater than `after`, in key order.
+    fn list_objects(
+        &self,
+        prefix: &str,
+        after: Option<&str>,
+        limit: u32,
+    ) -> impl Future<Output = Result<Vec<ObjectRecord>, CatalogError>> + Send;
+    /// Staged objects in log order (segment, offset).
+    fn staged_objects(
+        &self,
+        limit: u32,
+    ) -> impl Future<Output = Result<Vec<ObjectRecord>, CatalogError>> + Send;
+    /// Segments some staged object still lives in (the rest may be freed).
+    fn segments_in_use(
+        &self,
+    ) -> impl Future<Output = Result<BTreeSet<SegmentId>, CatalogError>> + Send;
+    /// A fresh blob id, never handed out before (durable).
+    fn next_blob_id(&self) -> impl Future<Output = Result<BlobId, CatalogError>> + Send;
+    /// Records a blob in state `Writing` before its stripe stacks are written (intent).
+    fn begin_blob(
+        &self,
+        record: BlobRecord,
+    ) -> impl Future<Output = Result<(), CatalogError>> + Send;
+    /// In one transaction: the blob becomes `Committed`, and each migration whose object is still
+    /// at `from` points into the blob; returns how many moved. `live_bytes` is set accordingly.
+    fn commit_blob(
+        &self,
+        blob: BlobId,
+        moves: Vec<Migration>,
+    ) -> impl Future<Output = Result<u64, CatalogError>> + Send;
+    /// Forgets a `Writing` blob (its stripe stacks are garbage).
+    fn abort_blob(&self, blob: BlobId) -> impl Future<Output = Result<(), CatalogError>> + Send;
+    fn blob(
+        &self,
+        blob: BlobId,
+    ) -> impl Future<Output = Result<Option<BlobRecord>, CatalogError>> + Send;
+    fn blobs_in_state(
+        &self,
+        state: BlobState,
+        limit: u32,
+    ) -> impl Future<Output = Result<Vec<BlobRecord>, CatalogError>> + Send;
+    fn blobs_in_group(
+        &self,
+        group: GroupIndex,
+        after: Option<BlobId>,
+        limit: u32,
+    ) -> impl Future<Output = Result<Vec<BlobRecord>, CatalogError>> + Send;
+    fn blobs_on_disk(
+        &self,
+        disk: DiskIndex,
+        after: Option<BlobId>,
+        limit: u32,
+    ) -> impl Future<Output = Result<Vec<BlobRecord>, CatalogError>> + Send;
+    /// Removes a committed blob with no live bytes (after compaction or deletes).
+    fn remove_blob(&self, blob: BlobId) -> impl Future<Output = Result<(), CatalogError>> + Send;
+    fn set_disk_health(
+        &self,
+        disk: DiskIndex,
+        health: DiskHealth,
+    ) -> impl Future<Output = Result<(), CatalogError>> + Send;
+    /// Every disk not `Healthy` (disks absent from the catalog are healthy).
+    fn unhealthy_disks(&self)
+    -> impl Future<Output = Result<Vec<DiskRecord>, CatalogError>> + Send;
+    /// Adds rebuild tasks (idempotent per (blob, column)).
+    fn add_rebuild_tasks(
+        &self,
+        tasks: Vec<RebuildTask>,
+    ) -> impl Future<Output = Result<(), CatalogError>> + Send;
+    fn rebuild_tasks(
+        &self,
+        limit: u32,
+    ) -> impl Future<Output = Result<Vec<RebuildTask>, CatalogError>> + Send;
+    /// In one transaction: the blob's column `task.column` now lives on `new_disk`, and the task
+    /// is done.
+    fn complete_rebuild(
+        &self,
+        task: RebuildTask,
+        new_disk: DiskIndex,
+    ) -> impl Future<Output = Result<(), CatalogError>> + Send;
+    fn stats(&self) -> impl Future<Output = Result<CatalogStats, CatalogError>> + Send;
+    /// Checks the invariants in the crate documentation (and the database's own integrity).
+    fn integrity_check(&self)
+    -> impl Future<Output = Result<IntegrityReport, CatalogError>> + Send;
+}

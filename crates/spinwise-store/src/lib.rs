@@ -1,0 +1,1 @@
+//! spinwise-store: the cold blob store (issue 4; being built).
