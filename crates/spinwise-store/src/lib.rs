@@ -1,1 +1,2 @@
 //! spinwise-store: the cold blob store (issue 4; being built).
+pub mod placement;
