@@ -49,6 +49,8 @@ pub fn plan(rack: &Rack) -> Result<Plan, PlanError> {
         group_size: sizing.group_size as usize,
         low_load_bound: low_load_bound(rack, u64::from(sizing.group_size)),
         high_load_bound: high_load_bound(rack, u64::from(sizing.group_size)),
+        stripe_width: sizing.erasure.width(),
+        redundancy: sizing.erasure.r,
     };
     let outcome = solver::solve(&problem);
     let candidate = outcome.best.ok_or(PlanError::NoLayout {

@@ -63,6 +63,10 @@ pub struct Problem<'a> {
     /// ⌊M / n⌋ for spinning up (low-load bound).
     pub low_load_bound: u64,
     pub high_load_bound: u64,
+    /// k + r: a group must hold a stripe this wide with at most `redundancy` fragments in any
+    /// component of a `spread` failure domain (single-fault availability, docs/durability.md).
+    pub stripe_width: u32,
+    pub redundancy: u32,
 }
 
 #[derive(Clone, Debug)]
@@ -97,6 +101,7 @@ pub fn solve(problem: &Problem) -> Outcome {
     // fits cannot starve the ones after it.
     let attempts_per_option = MAX_ATTEMPTS / class_options.len() as u32;
     let orderings = orderings(&dimensions, problem.rack.disk_count());
+    let spread = SpreadRule::new(problem);
     let mut attempts = 0;
     let mut best: Option<Candidate> = None;
     for classes in class_options {
@@ -122,6 +127,9 @@ pub fn solve(problem: &Problem) -> Outcome {
                 ) else {
                     continue;
                 };
+                if !spread.holds(&assignment) {
+                    continue;
+                }
                 let noun = if classes == 1 { "class" } else { "classes" };
                 let method = format!("{name} / {classes} {noun} / {heuristic:?}");
                 let candidate = score(problem, assignment, classes, method);
@@ -141,6 +149,62 @@ pub fn solve(problem: &Problem) -> Outcome {
         }
     }
     Outcome { best, attempts }
+}
+
+/// Each `spread` failure domain as a component index per disk, and the stripe it must hold.
+struct SpreadRule {
+    component_of: Vec<Vec<Option<usize>>>,
+    components: Vec<usize>,
+    stripe_width: u32,
+    redundancy: u32,
+}
+
+impl SpreadRule {
+    fn new(problem: &Problem) -> SpreadRule {
+        let rack = problem.rack;
+        let domains: Vec<_> = rack
+            .failure_domains
+            .iter()
+            .filter(|d| d.spread && d.annual_failure_rate > 0.0)
+            .collect();
+        let component_of = domains
+            .iter()
+            .map(|domain| {
+                let mut of = vec![None; rack.disk_count()];
+                for (component, disks) in domain.domains.iter().enumerate() {
+                    for &disk in disks {
+                        of[disk as usize] = Some(component);
+                    }
+                }
+                of
+            })
+            .collect();
+        SpreadRule {
+            component_of,
+            components: domains.iter().map(|d| d.domains.len()).collect(),
+            stripe_width: problem.stripe_width,
+            redundancy: problem.redundancy,
+        }
+    }
+
+    /// Every group can place a full stripe with at most r fragments per component.
+    fn holds(&self, groups: &[Vec<DiskIndex>]) -> bool {
+        groups.iter().all(|members| {
+            self.component_of
+                .iter()
+                .zip(&self.components)
+                .all(|(of, &count)| {
+                    let mut here = vec![0u32; count];
+                    for &disk in members {
+                        if let Some(component) = of[disk as usize] {
+                            here[component] += 1;
+                        }
+                    }
+                    let room: u32 = here.iter().map(|&n| n.min(self.redundancy)).sum();
+                    room >= self.stripe_width
+                })
+        })
+    }
 }
 
 fn dimensions(rack: &Rack) -> Vec<Dimension> {

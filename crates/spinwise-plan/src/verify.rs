@@ -5,14 +5,16 @@
 //! equal size; k + r + f fits a group; each group can walk the spin-up path alone while every
 //! other disk rests; the claimed `max_active_groups` is witnessed by groups that really can spin
 //! up together; the claimed `max_spinning_groups` is witnessed by groups that can be active while
-//! the last of them spins up; and the layout's group constraints are at least as strict as the rack's domains
+//! the last of them spins up; each group can spread a stripe with at most r fragments in any
+//! component of a `spread` failure domain; and the layout's group constraints are at least as strict as the rack's domains
 //! (so a scheduler obeying them cannot break a hard budget).
 //!
 //! Deliberately written without the planner's admission or constraint code: two derivations that
 //! agree are evidence, one derivation checked against itself is not.
 
 use serde::Serialize;
-use spinwise_model::{Amount, Layout, Rack, ResourceKind};
+use spinwise_model::rack::FailureDomain;
+use spinwise_model::{Amount, DiskIndex, Erasure, Layout, Rack, ResourceKind};
 use std::collections::BTreeMap;
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -28,6 +30,7 @@ pub fn verify(rack: &Rack, layout: &Layout) -> Result<usize, Vec<Violation>> {
         return Err(violations);
     };
     check_erasure(layout, &mut violations);
+    check_spread(rack, layout, &mut violations);
     let worst = worst_step_per_resource(rack);
     let active = active_step_per_resource(rack);
     let disks_of = |groups: &[u32]| -> Vec<usize> {
@@ -131,6 +134,53 @@ fn check_erasure(layout: &Layout, violations: &mut Vec<Violation>) {
             ),
         });
     }
+}
+
+/// Single-fault availability (docs/durability.md): each group must be able to hold a stripe of
+/// k + r fragments with at most r in any one component of a failure-domain type marked `spread`,
+/// i.e. Σ over the components of min(group's disks there, r) ≥ k + r. Otherwise the planner's
+/// code choice assumed a spread its groups cannot give.
+fn check_spread(rack: &Rack, layout: &Layout, violations: &mut Vec<Violation>) {
+    let Erasure { k, r, .. } = layout.erasure;
+    for (group, ids) in layout.groups.iter().enumerate() {
+        let members: Vec<usize> = ids.iter().filter_map(|id| index_of(rack, *id)).collect();
+        for domain in spread_domains(rack) {
+            let room = spread_room(domain, &members, r);
+            if room < k + r {
+                violations.push(Violation {
+                    check: "spread",
+                    detail: format!(
+                        "group {group}: at most {room} fragments fit with ≤ {r} per `{}`, a stripe has {}",
+                        domain.name,
+                        k + r
+                    ),
+                });
+            }
+        }
+    }
+}
+
+/// Failure-domain types a stripe must survive losing one component of.
+fn spread_domains(rack: &Rack) -> impl Iterator<Item = &FailureDomain> {
+    rack.failure_domains
+        .iter()
+        .filter(|d| d.spread && d.annual_failure_rate > 0.0)
+}
+
+/// How many fragments of one stripe `members` (disk indices) can hold with at most `per_component`
+/// in each component of `domain`.
+fn spread_room(domain: &FailureDomain, members: &[usize], per_component: u32) -> u32 {
+    domain
+        .domains
+        .iter()
+        .map(|component| {
+            let here = members
+                .iter()
+                .filter(|m| component.contains(&(**m as DiskIndex)))
+                .count() as u32;
+            here.min(per_component)
+        })
+        .sum()
 }
 
 /// For each resource, the largest cost above resting of any state on the spin-up path: a disk
