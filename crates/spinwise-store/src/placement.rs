@@ -6,6 +6,7 @@
 //! most spare capacity first (ties: lower disk index, so the choice is deterministic), spread
 //! evenly over every failure-domain type the rack marks `spread`: no domain instance holds more
 //! than ⌈w / D⌉ stacks, D being the number of that type's instances among the group's disks,
+//! when a greedy pass finds such a choice (several domain types can make the even caps clash),
 //! and never more than r, so one failed component never takes more than r stacks of a blob (the
 //! planner's single-fault availability rule, docs/durability.md). On Pelican's rack that is three
 //! disks from each of the group's six backplanes, as the paper places them. A group whose disks
@@ -85,8 +86,18 @@ impl Placement {
                     .collect(),
             })
             .collect();
+        // Layouts name disks by rack id; failure domains and the store by index.
+        let index_of = |id: &u32| {
+            let index = rack.disks.binary_search_by_key(id, |disk| disk.id);
+            index.expect("the layout was verified against this rack") as DiskIndex
+        };
+        let groups = layout
+            .groups
+            .iter()
+            .map(|ids| ids.iter().map(index_of).collect())
+            .collect();
         Placement {
-            groups: layout.groups.clone(),
+            groups,
             width: layout.erasure.stripe_width(),
             redundancy: layout.erasure.r.max(1),
             spread,
@@ -98,6 +109,7 @@ impl Placement {
         self.width
     }
 
+    /// The group's disks, by rack index.
     pub fn group_disks(&self, group: GroupIndex) -> Result<&[DiskIndex], PlacementError> {
         self.groups
             .get(group as usize)
@@ -133,26 +145,39 @@ impl Placement {
             });
         }
         usable.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
-        let caps = self.caps(members);
+        let even = self.caps(members);
+        let at_most_r = vec![self.redundancy; self.spread.len()];
+        // Even spread when the greedy pass finds one; otherwise anything within r per component.
+        self.greedy(&usable, &even)
+            .or_else(|_| self.greedy(&usable, &at_most_r))
+            .map_err(|(domain, cap)| PlacementError::Unspreadable {
+                group,
+                width: self.width,
+                domain,
+                cap,
+            })
+    }
+
+    /// Takes disks in `usable` order while every spread component stays within its cap; on
+    /// failure names the domain type with the most full components.
+    fn greedy(
+        &self,
+        usable: &[(u64, DiskIndex)],
+        caps: &[u32],
+    ) -> Result<Vec<DiskIndex>, (String, u32)> {
         let mut counts: Vec<BTreeMap<usize, u32>> = vec![BTreeMap::new(); self.spread.len()];
         let mut chosen = Vec::with_capacity(self.width as usize);
-        for &(_, disk) in &usable {
+        for &(_, disk) in usable {
             if chosen.len() == self.width as usize {
                 break;
             }
-            if self.fits_caps(disk, &caps, &counts) {
+            if self.fits_caps(disk, caps, &counts) {
                 self.count(disk, &mut counts);
                 chosen.push(disk);
             }
         }
         if chosen.len() < self.width as usize {
-            let tightest = self.tightest_domain(&caps, &counts);
-            return Err(PlacementError::Unspreadable {
-                group,
-                width: self.width,
-                domain: tightest.0,
-                cap: tightest.1,
-            });
+            return Err(self.tightest_domain(caps, &counts));
         }
         Ok(chosen)
     }
