@@ -25,6 +25,15 @@ use std::io::Read;
 
 pub use spinwise_model::DiskIndex;
 
+pub mod conformance;
+pub mod emulated;
+mod files;
+mod gate;
+pub mod timing;
+
+pub use emulated::{EmulatedConfig, EmulatedDisk, Faults};
+pub use timing::DiskTiming;
+
 /// What a disk is doing; only `Active` accepts IO.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum PowerState {
@@ -62,6 +71,9 @@ pub enum DiskError {
     },
     #[error("file name {name:?} is not allowed (use [A-Za-z0-9._-], 1–200 characters)")]
     BadName { name: String },
+    /// A disk built from settings it cannot honour (a negative time factor, a zero throttle…).
+    #[error("bad disk configuration: {reason}")]
+    BadConfig { reason: String },
     #[error("disk {disk}: {context}: {source}")]
     Io {
         disk: DiskIndex,
