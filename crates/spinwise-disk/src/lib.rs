@@ -29,9 +29,11 @@ pub mod conformance;
 pub mod emulated;
 mod files;
 mod gate;
+pub mod model;
 pub mod timing;
 
 pub use emulated::{EmulatedConfig, EmulatedDisk, Faults};
+pub use model::{ModelDisk, VirtualClock};
 pub use timing::DiskTiming;
 
 /// What a disk is doing; only `Active` accepts IO.

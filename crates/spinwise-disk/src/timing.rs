@@ -150,8 +150,10 @@ pub(crate) fn duration_from_s(seconds: f64) -> Duration {
 }
 
 /// Paces one disk's reads and writes together to `bytes_per_s`: each chunk reserves its
-/// transfer time on a shared timeline and sleeps until the reservation ends, so concurrent
-/// operations share the rate (as the platters do) and an idle disk earns no credit.
+/// transfer time on a shared timeline, starting no earlier than the chunk's IO began, and the
+/// operation waits for its reservations to end before moving on. So the host's own IO time
+/// overlaps the paced time instead of adding to it, concurrent operations share the rate (as
+/// the platters do), and an idle disk earns no credit.
 #[derive(Debug)]
 pub(crate) struct Throttle {
     bytes_per_s: f64,
@@ -171,18 +173,22 @@ impl Throttle {
         })
     }
 
-    /// Blocks until `bytes` more may have crossed the disk at the configured rate.
-    pub(crate) fn pace(&self, bytes: u64) {
+    /// Books `bytes` whose IO began at `started`; returns when the booking ends.
+    pub(crate) fn reserve(&self, bytes: u64, started: Instant) -> Instant {
         let transfer = duration_from_s(bytes as f64 / self.bytes_per_s);
-        let end = {
-            let mut next_free = self.next_free.lock().expect("throttle lock poisoned");
-            let start = (*next_free).max(Instant::now());
-            *next_free = start + transfer;
-            *next_free
-        };
+        let mut next_free = self.next_free.lock().expect("throttle lock poisoned");
+        let start = (*next_free).max(started);
+        *next_free = start + transfer;
+        *next_free
+    }
+}
+
+/// Sleeps until `deadline` (if any, and if still ahead).
+pub(crate) fn sleep_until(deadline: Option<Instant>) {
+    if let Some(deadline) = deadline {
         let now = Instant::now();
-        if end > now {
-            std::thread::sleep(end - now);
+        if deadline > now {
+            std::thread::sleep(deadline - now);
         }
     }
 }
