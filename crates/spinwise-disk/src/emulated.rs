@@ -9,13 +9,13 @@
 //! only while `Active`. `files` is `None` only for a disk whose directory was missing at open,
 //! which is `Failed` from birth, so an admitted operation always has its files.
 
-use std::fs::{self, File};
+use std::fs;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
-use crate::files::{DirectoryFiles, Hooks, sync_directory};
+use crate::files::{DirectoryFiles, Hooks};
 use crate::gate::PowerGate;
 use crate::timing::{DiskTiming, LatencySampler, Throttle, check_time_factor, duration_from_s};
 use crate::{Disk, DiskError, DiskIndex, Overwrite, PowerState, Space};
@@ -207,12 +207,6 @@ impl EmulatedDisk {
             error
         }
     }
-
-    fn write_marker(&self) -> io::Result<()> {
-        let marker = File::create(self.directory.join(FAILED_MARKER))?;
-        marker.sync_all()?;
-        sync_directory(&self.directory)
-    }
 }
 
 impl Disk for EmulatedDisk {
@@ -262,7 +256,9 @@ impl Disk for EmulatedDisk {
     fn mark_failed(&self) {
         self.gate.fail();
         // Best effort: a pulled disk has no directory to hold the marker, and is failed anyway.
-        let _ = self.write_marker();
+        if let Some(files) = &self.files {
+            let _ = files.write_marker(FAILED_MARKER);
+        }
     }
 
     fn write_file(

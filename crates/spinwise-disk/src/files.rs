@@ -194,7 +194,8 @@ impl DirectoryFiles {
         let mut booked_until = None;
         while remaining > 0 {
             sleep_until(booked_until);
-            let started = Instant::now();
+            // A chunk continues the operation's timeline, so lateness does not accumulate.
+            let started = booked_until.unwrap_or_else(Instant::now);
             let want = buffer.len().min(remaining as usize);
             let got = match data.read(&mut buffer[..want]) {
                 Ok(0) => {
@@ -315,6 +316,12 @@ impl DirectoryFiles {
         }
         sync_directory(&self.directory)
             .map_err(|e| self.io_error(format!("syncing the directory after removing {name:?}"), e))
+    }
+
+    /// Creates the (empty) marker file `marker` durably, e.g. the failed marker.
+    pub(crate) fn write_marker(&self, marker: &str) -> io::Result<()> {
+        File::create(self.path(marker))?.sync_all()?;
+        sync_directory(&self.directory)
     }
 
     pub(crate) fn list_files(&self) -> Result<Vec<String>, DiskError> {

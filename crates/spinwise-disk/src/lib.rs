@@ -25,6 +25,8 @@ use std::io::Read;
 
 pub use spinwise_model::DiskIndex;
 
+#[cfg(target_os = "linux")]
+pub mod block;
 pub mod conformance;
 pub mod emulated;
 mod files;
@@ -32,6 +34,8 @@ mod gate;
 pub mod model;
 pub mod timing;
 
+#[cfg(target_os = "linux")]
+pub use block::{BlockConfig, BlockDisk, CommandPaths, DrivePower, PowerTool};
 pub use emulated::{EmulatedConfig, EmulatedDisk, Faults};
 pub use model::{ModelDisk, VirtualClock};
 pub use timing::DiskTiming;
@@ -76,6 +80,14 @@ pub enum DiskError {
     /// A disk built from settings it cannot honour (a negative time factor, a zero throttle…).
     #[error("bad disk configuration: {reason}")]
     BadConfig { reason: String },
+    /// A power or mount command of a block disk failed (its exit status and stderr).
+    #[error("disk {disk}: `{command}` failed ({status}): {stderr}")]
+    Command {
+        disk: DiskIndex,
+        command: String,
+        status: String,
+        stderr: String,
+    },
     #[error("disk {disk}: {context}: {source}")]
     Io {
         disk: DiskIndex,

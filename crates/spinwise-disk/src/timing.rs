@@ -149,6 +149,9 @@ pub(crate) fn duration_from_s(seconds: f64) -> Duration {
     Duration::try_from_secs_f64(seconds.max(0.0)).unwrap_or(Duration::MAX)
 }
 
+/// How far back a throttle booking may start (see [`Throttle::reserve`]).
+const THROTTLE_SLACK: Duration = Duration::from_millis(10);
+
 /// Paces one disk's reads and writes together to `bytes_per_s`: each chunk reserves its
 /// transfer time on a shared timeline, starting no earlier than the chunk's IO began, and the
 /// operation waits for its reservations to end before moving on. So the host's own IO time
@@ -173,11 +176,15 @@ impl Throttle {
         })
     }
 
-    /// Books `bytes` whose IO began at `started`; returns when the booking ends.
+    /// Books `bytes` whose IO began at `started` (or, for a chunk continuing an operation, when
+    /// the previous chunk's booking ended); returns when the booking ends. A booking may start
+    /// up to [`THROTTLE_SLACK`] before `started`, so a sleep that woke late on a busy host does
+    /// not lower the rate; an idle disk earns no more credit than that.
     pub(crate) fn reserve(&self, bytes: u64, started: Instant) -> Instant {
         let transfer = duration_from_s(bytes as f64 / self.bytes_per_s);
         let mut next_free = self.next_free.lock().expect("throttle lock poisoned");
-        let start = (*next_free).max(started);
+        let earliest = started.checked_sub(THROTTLE_SLACK).unwrap_or(started);
+        let start = (*next_free).max(earliest);
         *next_free = start + transfer;
         *next_free
     }

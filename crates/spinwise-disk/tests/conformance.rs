@@ -1,22 +1,15 @@
 //! Runs the conformance suite (src/conformance.rs) against every implementation that can run
-//! here: the emulated disk instantly and with small real latencies, and the model disk.
+//! here: the emulated disk instantly and with small real latencies, and the model disk. (The
+//! block disk runs it with stand-in commands in tests/block.rs.)
 
-use std::io::Read;
+mod common;
 
-use spinwise_disk::{
-    Disk, DiskError, DiskIndex, DiskTiming, EmulatedConfig, EmulatedDisk, ModelDisk, Overwrite,
-    PowerState, Space, VirtualClock,
-};
+use common::WithTempDir;
+use spinwise_disk::{DiskTiming, EmulatedConfig, EmulatedDisk, ModelDisk, VirtualClock};
 use spinwise_model::Distribution;
 use tempfile::TempDir;
 
 const CAPACITY_BYTES: u64 = 64 << 20;
-
-/// An emulated disk that owns its temporary directory, so each test cleans up after itself.
-struct TempEmulated {
-    disk: EmulatedDisk,
-    _directory: TempDir,
-}
 
 /// A latency model with every distribution kind, so sampling is exercised.
 fn timing() -> DiskTiming {
@@ -38,56 +31,14 @@ fn model() -> ModelDisk {
     ModelDisk::new(5, CAPACITY_BYTES, timing(), VirtualClock::new(), 11).expect("model disk")
 }
 
-fn emulated(time_factor: f64) -> TempEmulated {
+fn emulated(time_factor: f64) -> WithTempDir<EmulatedDisk> {
     let directory = TempDir::new().expect("temp dir");
     let mut config = EmulatedConfig::new(directory.path().join("disk"), 3, CAPACITY_BYTES);
     config.time_factor = time_factor;
     config.timing = timing();
-    TempEmulated {
+    WithTempDir {
         disk: EmulatedDisk::create(config).expect("create"),
         _directory: directory,
-    }
-}
-
-impl Disk for TempEmulated {
-    fn index(&self) -> DiskIndex {
-        self.disk.index()
-    }
-    fn power_state(&self) -> PowerState {
-        self.disk.power_state()
-    }
-    fn spin_up(&self) -> Result<(), DiskError> {
-        self.disk.spin_up()
-    }
-    fn spin_down(&self) -> Result<(), DiskError> {
-        self.disk.spin_down()
-    }
-    fn mark_failed(&self) {
-        self.disk.mark_failed()
-    }
-    fn write_file(
-        &self,
-        name: &str,
-        len_bytes: u64,
-        data: &mut dyn Read,
-        overwrite: Overwrite,
-    ) -> Result<(), DiskError> {
-        self.disk.write_file(name, len_bytes, data, overwrite)
-    }
-    fn read_at(&self, name: &str, offset: u64, buffer: &mut [u8]) -> Result<usize, DiskError> {
-        self.disk.read_at(name, offset, buffer)
-    }
-    fn file_len(&self, name: &str) -> Result<u64, DiskError> {
-        self.disk.file_len(name)
-    }
-    fn remove_file(&self, name: &str) -> Result<(), DiskError> {
-        self.disk.remove_file(name)
-    }
-    fn list_files(&self) -> Result<Vec<String>, DiskError> {
-        self.disk.list_files()
-    }
-    fn space(&self) -> Result<Space, DiskError> {
-        self.disk.space()
     }
 }
 
