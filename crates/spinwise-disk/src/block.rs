@@ -3,7 +3,7 @@
 //! if it sleeps (`dd … iflag=direct`, or `sdparm --command=start` for SCSI/SAS drives), and
 //! mounts it; spin-down syncs the filesystem, unmounts it and sends the drive to standby
 //! (`hdparm -y`, ATA STANDBY IMMEDIATE, or `sdparm --command=stop`). File operations are the
-//! emulated disk's, on the mount point ([`DirectoryFiles`]).
+//! emulated disk's, on the mount point (`files::DirectoryFiles`).
 //!
 //! Invariants: `files` is `Some` exactly while the filesystem is mounted by us and the state is
 //! `Active`; it is replaced only inside a power transition holding the gate's exclusive guard,

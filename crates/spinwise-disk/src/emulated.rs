@@ -4,7 +4,7 @@
 //! marker so it stays failed after a restart; [`Faults`] injects the failures the store must
 //! survive (short reads, a removed disk, failing writes).
 //!
-//! Invariants: the file half is [`DirectoryFiles`] (shared with the block disk), so atomicity,
+//! Invariants: the file half is `files::DirectoryFiles` (shared with the block disk), so atomicity,
 //! durability and capacity are those of the contract; the power gate admits file operations
 //! only while `Active`. `files` is `None` only for a disk whose directory was missing at open,
 //! which is `Failed` from birth, so an admitted operation always has its files.
@@ -299,6 +299,14 @@ impl Disk for EmulatedDisk {
     }
 
     fn space(&self) -> Result<Space, DiskError> {
-        self.file_op(|files| Ok(files.space()))
+        // The count is in memory; look at the directory so a pulled disk is noticed here too.
+        self.file_op(|files| match fs::metadata(&self.directory) {
+            Ok(_) => Ok(files.space()),
+            Err(source) => Err(DiskError::Io {
+                disk: self.index,
+                context: format!("looking at {}", self.directory.display()),
+                source,
+            }),
+        })
     }
 }
