@@ -3,8 +3,9 @@
 //! factor, the bandwidth throttle, fault injection, and thread safety.
 
 use std::fs;
+use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant};
 
 use spinwise_disk::conformance::{PatternReader, pattern_byte};
@@ -275,4 +276,80 @@ fn settings_the_disk_cannot_honour_are_refused() {
         EmulatedDisk::create(zero_rate),
         Err(DiskError::BadConfig { .. })
     ));
+}
+
+/// A source that announces its first read, then waits for a go-ahead before giving its bytes:
+/// it holds a write in the middle of its IO for as long as the test wants.
+struct GatedSource {
+    started: mpsc::Sender<()>,
+    go: Option<mpsc::Receiver<()>>,
+    bytes: &'static [u8],
+}
+
+impl Read for GatedSource {
+    fn read(&mut self, buffer: &mut [u8]) -> std::io::Result<usize> {
+        if let Some(go) = self.go.take() {
+            let _ = self.started.send(());
+            go.recv().map_err(std::io::Error::other)?;
+        }
+        let count = buffer.len().min(self.bytes.len());
+        buffer[..count].copy_from_slice(&self.bytes[..count]);
+        self.bytes = &self.bytes[count..];
+        Ok(count)
+    }
+}
+
+#[test]
+fn a_write_in_flight_blocks_no_read_of_another_file_and_spin_down_waits_for_it() {
+    let root = TempDir::new().expect("temp");
+    let disk = Arc::new(active_disk(config(&root)));
+    write(&disk, "other", 1000).expect("write");
+    let (started_tx, started_rx) = mpsc::channel();
+    let (go_tx, go_rx) = mpsc::channel();
+    let writer = {
+        let disk = Arc::clone(&disk);
+        std::thread::spawn(move || {
+            let mut source = GatedSource {
+                started: started_tx,
+                go: Some(go_rx),
+                bytes: b"held bytes",
+            };
+            disk.write_file("held", 10, &mut source, Overwrite::Refuse)
+        })
+    };
+    started_rx.recv().expect("the write started");
+    // The read runs on its own thread so a lock wrongly held across the write's IO shows up as
+    // a timeout here instead of a hung test.
+    let (read_tx, read_rx) = mpsc::channel();
+    {
+        let disk = Arc::clone(&disk);
+        std::thread::spawn(move || {
+            let mut buffer = vec![0u8; 1000];
+            let _ = read_tx.send(disk.read_at("other", 0, &mut buffer));
+        });
+    }
+    let read = read_rx
+        .recv_timeout(Duration::from_secs(5))
+        .expect("a read of another file finishes while a write is in flight");
+    assert_eq!(read.expect("read"), 1000);
+    let spinner = {
+        let disk = Arc::clone(&disk);
+        std::thread::spawn(move || disk.spin_down())
+    };
+    std::thread::sleep(Duration::from_millis(100));
+    assert!(
+        !spinner.is_finished(),
+        "spin_down must wait for the write in flight"
+    );
+    go_tx.send(()).expect("go");
+    writer
+        .join()
+        .expect("writer")
+        .expect("the held write succeeds");
+    spinner.join().expect("spinner").expect("spin_down");
+    assert_eq!(disk.power_state(), PowerState::Standby);
+    disk.spin_up().expect("spin_up");
+    let mut held = [0u8; 10];
+    assert_eq!(disk.read_at("held", 0, &mut held).expect("read"), 10);
+    assert_eq!(&held, b"held bytes");
 }
