@@ -12,6 +12,11 @@
 //!   A `Replace` needs room for the new file before the old one is released (as a filesystem
 //!   does during an atomic rename). Capacity is the configured one; a real filesystem that fills
 //!   first answers ENOSPC, mapped to `NoSpace` too.
+//! - Only regular files with contract names are the disk's files (listed and counted); anything
+//!   else in the directory (the failed marker, an operator's `lost+found`) is ignored.
+//! - Limit: if the directory fsync after a successful rename fails, the write reports `Io`
+//!   although the new file may already be visible; its durability is then unknown, which is
+//!   exactly what the error says.
 //! - `namespace` serializes the commit steps (link/rename/remove and the accounting of the
 //!   replaced or removed length) so concurrent commits on one name account exactly; data IO
 //!   (reads, the temp file's bytes, fsyncs of data) runs outside every lock.
@@ -69,11 +74,12 @@ impl DirectoryFiles {
         for entry in entries {
             let entry = entry.map_err(|e| io_error("listing", e))?;
             let name = entry.file_name().to_string_lossy().into_owned();
+            let metadata = entry.metadata().map_err(|e| io_error("sizing", e))?;
             if name.starts_with(TEMP_PREFIX) {
                 fs::remove_file(entry.path())
                     .map_err(|e| io_error("removing a temp file in", e))?;
-            } else if check_name(&name).is_ok() {
-                used_bytes += entry.metadata().map_err(|e| io_error("sizing", e))?.len();
+            } else if metadata.is_file() && check_name(&name).is_ok() {
+                used_bytes += metadata.len();
             }
         }
         sync_directory(directory).map_err(|e| io_error("syncing", e))?;
@@ -328,12 +334,10 @@ impl DirectoryFiles {
         let listing_error = |e| self.io_error(format!("listing {}", self.directory.display()), e);
         let mut names = Vec::new();
         for entry in fs::read_dir(&self.directory).map_err(listing_error)? {
-            let name = entry
-                .map_err(listing_error)?
-                .file_name()
-                .to_string_lossy()
-                .into_owned();
-            if check_name(&name).is_ok() {
+            let entry = entry.map_err(listing_error)?;
+            let is_file = entry.file_type().map_err(listing_error)?.is_file();
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if is_file && check_name(&name).is_ok() {
                 names.push(name);
             }
         }

@@ -353,3 +353,15 @@ fn a_write_in_flight_blocks_no_read_of_another_file_and_spin_down_waits_for_it()
     assert_eq!(disk.read_at("held", 0, &mut held).expect("read"), 10);
     assert_eq!(&held, b"held bytes");
 }
+
+#[test]
+fn only_regular_files_with_contract_names_count_as_the_disks_files() {
+    let root = TempDir::new().expect("temp");
+    let directory = root.path().join("disk-0");
+    fs::create_dir_all(directory.join("lost+found")).expect("operator dir");
+    fs::create_dir_all(directory.join("subdir")).expect("a directory with a valid name");
+    fs::write(directory.join("stack"), b"12345").expect("a file");
+    let disk = active_disk(config(&root));
+    assert_eq!(disk.list_files().expect("list"), vec!["stack"]);
+    assert_eq!(disk.space().expect("space").free_bytes, CAPACITY_BYTES - 5);
+}
