@@ -129,7 +129,8 @@ fn spin_up_and_spin_down_take_the_sampled_latency_times_the_time_factor() {
     let spin_down = start.elapsed();
     let close = |measured: Duration, expected_ms: u64| {
         let expected = Duration::from_millis(expected_ms);
-        measured >= expected && measured < expected + Duration::from_millis(100)
+        // Generous above: a loaded host wakes sleepers late; an unscaled sleep (3 s) still fails.
+        measured >= expected && measured < expected + Duration::from_millis(300)
     };
     assert!(
         close(spin_up, 150),
