@@ -40,7 +40,11 @@ pub enum EcError {
         got_bytes: usize,
     },
     #[error("byte range {start}..{end} is not inside the blob of {blob_bytes} B")]
-    RangeOutsideBlob { start: u64, end: u64, blob_bytes: u64 },
+    RangeOutsideBlob {
+        start: u64,
+        end: u64,
+        blob_bytes: u64,
+    },
     #[error("stripe {stripe} does not exist (the blob has {stripes} stripes)")]
     NoSuchStripe { stripe: u64, stripes: u64 },
     #[error("column {column} does not exist (the code has {columns} columns)")]
@@ -209,7 +213,10 @@ impl Code {
         };
         // Fixed-size arrays of slices keep the hot loop free of heap allocation.
         let mut data_fragments: [&[u8]; MAX_COLUMNS] = [&[]; MAX_COLUMNS];
-        for (slot, fragment) in data_fragments.iter_mut().zip(data.chunks_exact(fragment_bytes)) {
+        for (slot, fragment) in data_fragments
+            .iter_mut()
+            .zip(data.chunks_exact(fragment_bytes))
+        {
             *slot = fragment;
         }
         let mut parity_fragments: [&mut [u8]; MAX_COLUMNS] =

@@ -140,7 +140,12 @@ impl<'c> StripeDecoder<'c> {
             let local_end = range.end.min(stripe_start + stripe_bytes) - stripe_start;
             let first_column = (local_start / fragment_bytes) as usize;
             let last_column = ((local_end - 1) / fragment_bytes) as usize;
-            self.load_stripe(stripe, first_column..last_column + 1, &mut fetch, &mut report)?;
+            self.load_stripe(
+                stripe,
+                first_column..last_column + 1,
+                &mut fetch,
+                &mut report,
+            )?;
             for column in first_column..=last_column {
                 let column_start = column as u64 * fragment_bytes;
                 let from = local_start.max(column_start) - column_start;
@@ -194,7 +199,11 @@ impl<'c> StripeDecoder<'c> {
 
     /// Fetches and checks every fragment of `stripe` (a scrub step). Fails only when fewer
     /// than `k` are good; otherwise reports the bad ones.
-    pub fn scrub_stripe<F>(&mut self, stripe: u64, mut fetch: F) -> Result<RepairReport, DecodeError>
+    pub fn scrub_stripe<F>(
+        &mut self,
+        stripe: u64,
+        mut fetch: F,
+    ) -> Result<RepairReport, DecodeError>
     where
         F: FnMut(usize, u64, &mut [u8]) -> Result<usize, FetchError>,
     {
@@ -235,7 +244,10 @@ impl<'c> StripeDecoder<'c> {
         for column in needed.clone() {
             self.fetch_column(stripe, column, fetch);
         }
-        if needed.clone().all(|column| self.states[column] == ColumnState::Good) {
+        if needed
+            .clone()
+            .all(|column| self.states[column] == ColumnState::Good)
+        {
             return Ok(());
         }
         self.fetch_until_k_good(stripe, fetch)?;
@@ -285,7 +297,10 @@ impl<'c> StripeDecoder<'c> {
 
     /// Rebuilds every non-good data fragment (and, with `parity_too`, parity fragment).
     fn reconstruct(&mut self, stripe: u64, parity_too: bool) -> Result<(), DecodeError> {
-        debug_assert!(self.good_count() >= self.code.data_columns(), "stripe {stripe}");
+        debug_assert!(
+            self.good_count() >= self.code.data_columns(),
+            "stripe {stripe}"
+        );
         let fragment_bytes = self.code.fragment_bytes();
         let mut present = [false; crate::code::MAX_COLUMNS];
         for (flag, state) in present.iter_mut().zip(&self.states) {

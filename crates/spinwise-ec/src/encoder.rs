@@ -156,7 +156,9 @@ impl<'c, R: Read> BlobEncoder<'c, R> {
         let computed = self.hasher.finalize();
         if *computed.as_bytes() != self.content_hash {
             return Err(EncodeError::ContentHashMismatch {
-                expected: blake3::Hash::from_bytes(self.content_hash).to_hex().to_string(),
+                expected: blake3::Hash::from_bytes(self.content_hash)
+                    .to_hex()
+                    .to_string(),
                 computed: computed.to_hex().to_string(),
             });
         }
