@@ -33,7 +33,8 @@ where
     F: FnMut(usize, u64, &mut [u8]) -> Result<usize, FetchError>,
 {
     /// Rebuilds the file whose header is `header` (from the catalog or a surviving column,
-    /// with `column` set to the lost one); `code` must be the header's code.
+    /// with `column` set to the lost one). Panics if `code` is not the header's code (build it
+    /// with `header.code()`).
     pub fn new(code: &'c Code, header: StackHeader, fetch: F) -> StackRebuilder<'c, F> {
         assert_eq!(usize::from(header.data_columns), code.data_columns());
         assert_eq!(usize::from(header.parity_columns), code.parity_columns());
