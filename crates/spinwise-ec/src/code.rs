@@ -49,6 +49,8 @@ pub enum EcError {
     NoSuchStripe { stripe: u64, stripes: u64 },
     #[error("column {column} does not exist (the code has {columns} columns)")]
     NoSuchColumn { column: usize, columns: usize },
+    #[error("{present} fragments present, reconstruction needs {needed}")]
+    TooFewFragments { present: usize, needed: usize },
     #[error("erasure codec failed: {0}")]
     Codec(String),
 }
@@ -235,20 +237,30 @@ impl Code {
             .map_err(|error| EcError::Codec(format!("{error:?}")))
     }
 
-    /// Rebuilds the fragments marked absent in `present` from the present ones, in place.
-    /// `fragments` holds `k + r` fragments of `F` bytes; at least `k` must be present.
-    /// `data_only` skips absent parity fragments (they are left as they are).
-    pub(crate) fn reconstruct(
+    /// Rebuilds the fragments marked absent in `present` from the present ones, in place
+    /// (no crc checks: the caller marks only verified fragments present). `fragments` holds
+    /// `k + r` fragments of `F` bytes; at least `k` must be present. `data_only` skips
+    /// absent parity fragments (they are left as they are).
+    pub fn reconstruct(
         &self,
         fragments: &mut [&mut [u8]],
         present: &[bool],
         data_only: bool,
     ) -> Result<(), EcError> {
-        assert_eq!(fragments.len(), self.columns());
-        assert_eq!(present.len(), self.columns());
+        check_size("fragment list", self.columns(), fragments.len())?;
+        check_size("presence list", self.columns(), present.len())?;
+        for fragment in fragments.iter() {
+            check_size("fragment", self.fragment_bytes, fragment.len())?;
+        }
+        let present_count = present.iter().filter(|&&is_present| is_present).count();
+        if present_count < self.data_columns {
+            return Err(EcError::TooFewFragments {
+                present: present_count,
+                needed: self.data_columns,
+            });
+        }
         let Some(codec) = &self.codec else {
-            // r = 0: nothing can be missing once k are present.
-            assert!(present.iter().all(|&is_present| is_present));
+            // r = 0 and k present: nothing is missing.
             return Ok(());
         };
         let mut shards: [(&mut [u8], bool); MAX_COLUMNS] =

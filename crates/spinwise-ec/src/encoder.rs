@@ -78,7 +78,8 @@ impl<'c, R: Read> BlobEncoder<'c, R> {
         }
     }
 
-    /// The header of `column`'s stack file (known before any byte is encoded).
+    /// The header of `column`'s stack file (known before any byte is encoded). Panics if
+    /// `column ≥ k + r`.
     pub fn header(&self, column: usize) -> StackHeader {
         StackHeader::new(
             self.code,
@@ -173,7 +174,8 @@ impl EncodedStripe<'_> {
         self.stripe
     }
 
-    /// Fragment `column` (`F` bytes; data columns first, then parity).
+    /// Fragment `column` (`F` bytes; data columns first, then parity). Panics if
+    /// `column ≥ k + r`.
     pub fn fragment(&self, column: usize) -> &[u8] {
         let fragment_bytes = self.fragment_bytes;
         if column < self.data_columns {

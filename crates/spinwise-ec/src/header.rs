@@ -50,7 +50,8 @@ pub struct StackHeader {
 }
 
 impl StackHeader {
-    /// The header of `column` for a blob coded with `code`.
+    /// The header of `column` for a blob coded with `code`. Panics if `column ≥ k + r` (the
+    /// caller iterates its own code's columns).
     pub fn new(
         code: &Code,
         column: usize,

@@ -14,6 +14,8 @@
 //!   from any `k` good fragments, a [`RepairReport`] of what was bad, a typed
 //!   [`DecodeError::CorruptBeyondRepair`] when fewer than `k` are good; fragment rebuild and
 //!   scrub for the store's upkeep.
+//! - [`StackRebuilder`]: an `io::Read` that yields a lost column's whole stack file.
+//! - [`Code::reconstruct`]: the bare codec step for callers with their own buffers.
 //!
 //! Invariants: pure (no IO besides the `Read`/`Write` traits the caller hands in, no clock,
 //! no threads: the codec runs with one job); bounded memory (one stripe per encoder or
@@ -24,6 +26,7 @@ mod code;
 mod decoder;
 mod encoder;
 mod header;
+mod rebuild;
 
 pub use code::{
     Code, DEFAULT_FRAGMENT_BYTES, EcError, FRAGMENT_CRC_BYTES, MAX_COLUMNS, MAX_FRAGMENT_BYTES,
@@ -35,3 +38,4 @@ pub use decoder::{
 };
 pub use encoder::{BlobEncoder, EncodeError, EncodedStripe, content_hash, encode_stacks};
 pub use header::{FORMAT_VERSION, FormatError, HEADER_BYTES, MAGIC, StackHeader};
+pub use rebuild::StackRebuilder;

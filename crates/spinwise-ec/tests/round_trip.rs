@@ -227,3 +227,13 @@ fn streamed_framed_fragments_carry_their_crc32c_little_endian() {
         assert_eq!(&data[..data_end - data_start], &blob[data_start..data_end]);
     }
 }
+
+#[test]
+fn a_code_can_be_shared_across_the_store_s_blocking_threads() {
+    fn shareable<T: Send + Sync>(_: &T) {}
+    let code = Code::new(15, 3, DEFAULT_FRAGMENT_BYTES).unwrap();
+    shareable(&code);
+    let decoder = StripeDecoder::new(&code, 1);
+    fn sendable<T: Send>(_: &T) {}
+    sendable(&decoder);
+}
