@@ -18,10 +18,10 @@ use std::future::Future;
 
 pub mod memory;
 mod rules;
-
+pub mod sqlite;
 pub use memory::MemoryCatalog;
-
 pub use spinwise_model::{DiskIndex, GroupIndex};
+pub use sqlite::SqliteCatalog;
 
 pub type BlobId = u64;
 /// A staging-log segment number (see spinwise-store's staging log).

@@ -239,7 +239,6 @@ pub(crate) fn problem_disk_count(blob: BlobId, disks: u64, columns: u64) -> Stri
     format!("blob {blob} has {disks} disks, k + r = {columns}")
 }
 
-#[allow(dead_code)] // used by the SQLite backend
 pub(crate) fn problem_column_range(blob: BlobId, column: u64) -> String {
     format!("blob {blob} has a disk for column {column}, outside 0..k + r")
 }

@@ -63,9 +63,30 @@ macro_rules! for_both {
                         .await
                         .expect("integrity check runs");
                     assert_eq!(report.problems, Vec::<String>::new());
+                    let report = spinwise_catalog::Catalog::integrity_check(&catalog)
+                        .await
+                        .expect("integrity check runs");
+                    assert_eq!(report.problems, Vec::<String>::new());
                 });
             }
 
+            #[test]
+            fn sqlite() {
+                $crate::common::runtime().block_on(async {
+                    let directory = tempfile::tempdir().expect("temporary directory");
+                    let catalog = spinwise_catalog::SqliteCatalog::open(
+                        &directory.path().join("catalog.db"),
+                    )
+                    .await
+                    .expect("open a fresh catalog");
+                    super::$name(&catalog).await;
+                    let report = spinwise_catalog::Catalog::integrity_check(&catalog)
+                        .await
+                        .expect("integrity check runs");
+                    assert_eq!(report.problems, Vec::<String>::new());
+                    catalog.close().await;
+                });
+            }
         }
     )*};
 }
