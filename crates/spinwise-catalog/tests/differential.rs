@@ -60,16 +60,31 @@ enum Op {
         disks: [u32; 3],
         size_bytes: u64,
     },
-    /// Each move: key, whether `from` is the object's current location (else a stale one), offset.
+    /// A writing blob (the `pick`-th, or an unknown id when there is none). Each move: key,
+    /// whether `from` is the object's current location (else a stale one), offset.
     Commit {
-        back: u64,
+        pick: usize,
         moves: Vec<(usize, bool, u64)>,
     },
-    Abort {
-        back: u64,
+    /// The migrator's whole step: a fresh id, a blob sized for `keys` plus `slack_bytes`, and a
+    /// commit moving them from where they are now, packed from offset 0.
+    Migrate {
+        keys: Vec<usize>,
+        group: u32,
+        disks: [u32; 3],
+        slack_bytes: u64,
     },
+    /// The `pick`-th writing blob (or an unknown id).
+    Abort {
+        pick: usize,
+    },
+    /// The `pick`-th committed blob (or an unknown id).
     Remove {
-        back: u64,
+        pick: usize,
+    },
+    /// The store's reaction to a failed disk: mark it failed, add a task for each column on it.
+    FailDisk {
+        disk: u32,
     },
     Blob {
         back: u64,
@@ -100,7 +115,8 @@ enum Op {
     Tasks {
         limit: u32,
     },
-    /// Completes the `index`-th pending task (or a made-up one when none is pending).
+    /// Completes the `index`-th pending task (or a made-up one when none is pending); disks 8..12
+    /// hold no blob yet, so they are likely rebuild targets.
     Complete {
         index: usize,
         new_disk: u32,
@@ -112,6 +128,11 @@ fn op() -> impl Strategy<Value = Op> {
     let key = 0..KEYS.len();
     let back = 0u64..3;
     let limit = 0u32..6;
+    // Mostly distinct disks (a valid blob), sometimes a random triple (maybe a repeat).
+    let disks = prop_oneof![
+        3 => (0u32..8).prop_map(|disk| [disk, (disk + 1) % 8, (disk + 3) % 8]),
+        1 => [0u32..8, 0u32..8, 0u32..8],
+    ];
     prop_oneof![
         4 => (key.clone(), 0u64..6, 0u64..4, 0u64..4).prop_map(|(key, size_bytes, segment, offset)| Op::Put { key, size_bytes, segment, offset }),
         1 => key.clone().prop_map(|key| Op::Get { key }),
@@ -120,19 +141,21 @@ fn op() -> impl Strategy<Value = Op> {
         1 => limit.clone().prop_map(|limit| Op::Staged { limit }),
         1 => Just(Op::Segments),
         2 => Just(Op::NextBlobId),
-        2 => (back.clone(), 0u32..3, [0u32..8, 0u32..8, 0u32..8], 0u64..24).prop_map(|(back, group, disks, size_bytes)| Op::Begin { back, group, disks, size_bytes }),
-        3 => (back.clone(), proptest::collection::vec((key.clone(), proptest::bool::weighted(0.8), 0u64..12), 0..5)).prop_map(|(back, moves)| Op::Commit { back, moves }),
-        1 => back.clone().prop_map(|back| Op::Abort { back }),
-        1 => back.clone().prop_map(|back| Op::Remove { back }),
+        2 => (back.clone(), 0u32..3, disks.clone(), 0u64..24).prop_map(|(back, group, disks, size_bytes)| Op::Begin { back, group, disks, size_bytes }),
+        2 => (0usize..3, proptest::collection::vec((key.clone(), proptest::bool::weighted(0.8), 0u64..12), 0..5)).prop_map(|(pick, moves)| Op::Commit { pick, moves }),
+        4 => (proptest::collection::vec(key.clone(), 0..5), 0u32..3, disks, 0u64..3).prop_map(|(keys, group, disks, slack_bytes)| Op::Migrate { keys, group, disks, slack_bytes }),
+        1 => (0usize..3).prop_map(|pick| Op::Abort { pick }),
+        2 => (0usize..3).prop_map(|pick| Op::Remove { pick }),
+        2 => (0u32..8).prop_map(|disk| Op::FailDisk { disk }),
         1 => back.clone().prop_map(|back| Op::Blob { back }),
         1 => (proptest::bool::ANY, limit.clone()).prop_map(|(committed, limit)| Op::InState { committed, limit }),
         1 => (0u32..3, proptest::option::of(0u64..6), limit.clone()).prop_map(|(group, after, limit)| Op::InGroup { group, after, limit }),
         1 => (0u32..8, proptest::option::of(0u64..6), limit.clone()).prop_map(|(disk, after, limit)| Op::OnDisk { disk, after, limit }),
-        2 => (0u32..8, proptest::bool::weighted(0.7)).prop_map(|(disk, failed)| Op::Health { disk, failed }),
+        2 => (0u32..8, proptest::bool::weighted(0.3)).prop_map(|(disk, failed)| Op::Health { disk, failed }),
         1 => Just(Op::Unhealthy),
         2 => proptest::collection::vec((back.clone(), 0u32..4, proptest::option::weighted(0.2, 0u32..8)), 1..4).prop_map(|tasks| Op::AddTasks { tasks }),
         1 => limit.clone().prop_map(|limit| Op::Tasks { limit }),
-        2 => (0usize..4, 0u32..8).prop_map(|(index, new_disk)| Op::Complete { index, new_disk }),
+        2 => (0usize..4, prop_oneof![3 => 8u32..12, 1 => 0u32..8]).prop_map(|(index, new_disk)| Op::Complete { index, new_disk }),
         1 => Just(Op::Stats),
     ]
 }
@@ -150,17 +173,76 @@ enum Call {
     Complete(RebuildTask, u32),
 }
 
-/// Resolves `op` against the model's current state.
-async fn resolve(model: &MemoryCatalog, op: Op, last_id: BlobId) -> Call {
+/// The `pick`-th blob in `state`, or an id no blob has.
+async fn pick_blob(
+    model: &MemoryCatalog,
+    state: BlobState,
+    pick: usize,
+    last_id: BlobId,
+) -> BlobId {
+    let blobs = model.blobs_in_state(state, 1_000).await.unwrap();
+    if blobs.is_empty() {
+        last_id + 1 + pick as u64
+    } else {
+        blobs[pick % blobs.len()].id
+    }
+}
+
+/// Resolves `op` against the model's current state into the calls to make, in order.
+async fn resolve(model: &MemoryCatalog, op: Op, last_id: BlobId) -> Vec<Call> {
     let id = |back: u64| last_id.saturating_sub(back);
-    match op {
+    let call = match op {
+        Op::Migrate {
+            keys,
+            group,
+            disks,
+            slack_bytes,
+        } => {
+            let blob = last_id + 1;
+            let mut moves = Vec::new();
+            let mut blob_offset = 0;
+            for key in keys {
+                let Some(object) = model.object(KEYS[key]).await.unwrap() else {
+                    continue;
+                };
+                moves.push(Migration {
+                    key: object.key,
+                    from: object.location,
+                    blob_offset,
+                });
+                blob_offset += object.size_bytes;
+            }
+            return vec![
+                Call::Op(Op::NextBlobId),
+                Call::Begin(writing_blob(blob, group, disks, blob_offset + slack_bytes)),
+                Call::Commit(blob, moves),
+            ];
+        }
+        Op::FailDisk { disk } => {
+            let mut tasks = Vec::new();
+            for blob in model.blobs_on_disk(disk, None, 1_000).await.unwrap() {
+                if blob.state == BlobState::Committed {
+                    let column = blob.disks.iter().position(|&d| d == disk).unwrap() as u32;
+                    tasks.push(RebuildTask {
+                        blob: blob.id,
+                        column,
+                        failed_disk: disk,
+                    });
+                }
+            }
+            return vec![
+                Call::Op(Op::Health { disk, failed: true }),
+                Call::AddTasks(tasks),
+            ];
+        }
         Op::Begin {
             back,
             group,
             disks,
             size_bytes,
         } => Call::Begin(writing_blob(id(back), group, disks, size_bytes)),
-        Op::Commit { back, moves } => {
+        Op::Commit { pick, moves } => {
+            let blob = pick_blob(model, BlobState::Writing, pick, last_id).await;
             let mut migrations = Vec::new();
             for (key, current, blob_offset) in moves {
                 let key = KEYS[key];
@@ -182,10 +264,14 @@ async fn resolve(model: &MemoryCatalog, op: Op, last_id: BlobId) -> Call {
                     blob_offset,
                 });
             }
-            Call::Commit(id(back), migrations)
+            Call::Commit(blob, migrations)
         }
-        Op::Abort { back } => Call::Abort(id(back)),
-        Op::Remove { back } => Call::Remove(id(back)),
+        Op::Abort { pick } => {
+            Call::Abort(pick_blob(model, BlobState::Writing, pick, last_id).await)
+        }
+        Op::Remove { pick } => {
+            Call::Remove(pick_blob(model, BlobState::Committed, pick, last_id).await)
+        }
         Op::Blob { back } => Call::Blob(id(back)),
         Op::AddTasks { tasks } => {
             let mut resolved = Vec::new();
@@ -215,7 +301,8 @@ async fn resolve(model: &MemoryCatalog, op: Op, last_id: BlobId) -> Call {
             Call::Complete(task, new_disk)
         }
         other => Call::Op(other),
-    }
+    };
+    vec![call]
 }
 
 /// Runs `call` and renders the answer (value or error) for comparison.
@@ -295,6 +382,8 @@ async fn run_op<C: Catalog>(catalog: &C, op: Op) -> String {
         Op::Stats => format!("{:?}", catalog.stats().await),
         Op::Begin { .. }
         | Op::Commit { .. }
+        | Op::Migrate { .. }
+        | Op::FailDisk { .. }
         | Op::Abort { .. }
         | Op::Remove { .. }
         | Op::Blob { .. }
@@ -317,12 +406,13 @@ proptest! {
             let model = MemoryCatalog::new();
             let mut last_id = 0;
             for (step, op) in ops.into_iter().enumerate() {
-                let call = resolve(&model, op, last_id).await;
-                let expected = run(&model, &call).await;
-                let actual = run(&sqlite, &call).await;
-                assert_eq!(actual, expected, "step {step}: {call:?}");
-                if matches!(call, Call::Op(Op::NextBlobId)) {
-                    last_id += 1;
+                for call in resolve(&model, op, last_id).await {
+                    let expected = run(&model, &call).await;
+                    let actual = run(&sqlite, &call).await;
+                    assert_eq!(actual, expected, "step {step}: {call:?}");
+                    if matches!(call, Call::Op(Op::NextBlobId)) {
+                        last_id += 1;
+                    }
                 }
             }
             assert_eq!(model.integrity_check().await.unwrap().problems, Vec::<String>::new());
