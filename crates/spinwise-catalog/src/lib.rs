@@ -4,19 +4,39 @@
 //! half-visible object. It lives on the always-on disk, never on a spun-down one.
 //!
 //! Records: objects (key → staged location or bundle/blob + offset), blobs (group, the disk of
-//! each fragment column, code, sizes, content hash, state), disks (health, usage) and rebuild
+//! each fragment column, code, sizes, content hash, state), disks (health) and rebuild
 //! work. Every method that changes more than one record does so in one transaction.
+//!
+//! Backends:
+//! - [`SqliteCatalog`] (`sqlite.rs`): SQLite through sqlx in WAL mode with `synchronous = FULL`
+//!   (a method that returned `Ok` is durable), foreign keys on, a bounded pool, schema version 1
+//!   created from an empty database and newer versions refused; the embedded default.
+//! - [`MemoryCatalog`] (`memory.rs`): BTreeMaps behind a mutex; the reference model the SQLite
+//!   backend is tested against (tests/differential.rs), and a catalog for store unit tests.
+//!
+//! Both validate requests with the same rules (`rules.rs`) before changing anything, so they
+//! refuse the same requests with the same errors and a refused request changes nothing. Numbers
+//! are stored as i64: a `u64` above `i64::MAX` is refused with [`CatalogError::Limit`]. The
+//! rules per method, the schema and the durability settings are in docs/catalog.md.
 //!
 //! Invariants the integrity check verifies (see [`Catalog::integrity_check`]):
 //! - every migrated object points into a committed blob: `offset + size <= blob.size_bytes`;
 //! - a committed blob's `live_bytes` is the sum of the sizes of the objects pointing into it;
-//! - a blob has `k + r` distinct disks, all in its group;
-//! - a rebuild task names a committed blob and a column whose disk is failed.
+//! - a blob has `k + r` distinct disks (that they are all in its group needs the layout, which
+//!   the catalog does not hold: the store checks placement);
+//! - a rebuild task names a committed blob and a column whose disk is the task's failed disk,
+//!   marked failed;
+//! - the blob id counter is above every blob id.
 
 use std::collections::BTreeSet;
 use std::future::Future;
 
+pub mod memory;
+mod rules;
+pub mod sqlite;
+pub use memory::MemoryCatalog;
 pub use spinwise_model::{DiskIndex, GroupIndex};
+pub use sqlite::SqliteCatalog;
 
 pub type BlobId = u64;
 /// A staging-log segment number (see spinwise-store's staging log).
@@ -133,6 +153,13 @@ pub enum CatalogError {
     },
     #[error("catalog limit: {0}")]
     Limit(String),
+    /// The request breaks a rule of the trait (e.g. a `Migrated` record given to `put_object`,
+    /// a blob id never handed out, a rebuild task for a healthy disk); nothing was changed.
+    #[error("invalid catalog request ({operation}): {message}")]
+    Invalid {
+        operation: &'static str,
+        message: String,
+    },
 }
 
 /// Durable metadata. Async so a networked backend (PostgreSQL) fits the same trait; futures are
