@@ -141,6 +141,14 @@ impl From<scheduler::Rejected> for Rejected {
 #[error("the driver has stopped")]
 pub struct Stopped;
 
+/// [`Driver::mark_failed`] of a disk the rack does not have.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Error)]
+#[error("disk {disk} is not in the rack ({disks} disks)")]
+pub struct UnknownDisk {
+    pub disk: DiskIndex,
+    pub disks: usize,
+}
+
 /// A job accepted but never finished: its work panicked, or the driver died first.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Error)]
 #[error("job {id} ended without a result (its work panicked or the driver stopped)")]
@@ -358,6 +366,10 @@ enum Command {
     Shutdown {
         reply: oneshot::Sender<ShutdownReport>,
     },
+    MarkFailed {
+        disk: DiskIndex,
+        reply: oneshot::Sender<Result<(), UnknownDisk>>,
+    },
 }
 
 enum Completion {
@@ -508,6 +520,19 @@ impl Driver {
     /// Disk failures and audit refusals from now on.
     pub fn subscribe_disk_events(&self) -> broadcast::Receiver<DiskEvent> {
         self.disk_events.subscribe()
+    }
+
+    /// Marks `disk` failed (operator action, or the store found it unreadable): the disk is told
+    /// ([`Disk::mark_failed`]) and never commanded again; jobs see it in
+    /// [`GroupDisks::missing`] from its group's next spin-up on. The outer error: the driver has
+    /// stopped; the inner one: no such disk.
+    pub async fn mark_failed(&self, disk: DiskIndex) -> Result<Result<(), UnknownDisk>, Stopped> {
+        let (reply, answer) = oneshot::channel();
+        self.commands
+            .send(Command::MarkFailed { disk, reply })
+            .await
+            .map_err(|_| Stopped)?;
+        answer.await.map_err(|_| Stopped)
     }
 
     /// Refuses new jobs, serves every accepted one, spins every group down, and stops the loop.
@@ -739,7 +764,25 @@ impl Engine {
                 self.shutting_down = true;
                 self.shutdown_waiters.push(reply);
             }
+            Command::MarkFailed { disk, reply } => {
+                let _ = reply.send(self.mark_failed(disk));
+            }
         }
+    }
+
+    fn mark_failed(&mut self, disk: DiskIndex) -> Result<(), UnknownDisk> {
+        let handle = self.disks.get(disk as usize).ok_or(UnknownDisk {
+            disk,
+            disks: self.disks.len(),
+        })?;
+        // A disk call may block: off the loop, like every other one. Nothing waits for it: the
+        // loop never commands a disk in `failed` again.
+        let handle = handle.clone();
+        tokio::task::spawn_blocking(move || handle.mark_failed());
+        if self.failed.insert(disk) {
+            tracing::warn!(disk, "disk marked failed");
+        }
+        Ok(())
     }
 
     fn accept(

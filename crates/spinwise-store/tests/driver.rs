@@ -14,7 +14,7 @@ use spinwise_store::audit::{AuditCounters, AuditRefusal, BudgetAudit, DiskPower}
 use spinwise_store::clock::{Clock, ManualClock, SystemClock};
 use spinwise_store::driver::{
     DiskEvent, Driver, DriverConfig, DriverError, GroupActivity, GroupDisks, GroupPhase, Job,
-    PolicyChoice, Rejected,
+    PolicyChoice, Rejected, UnknownDisk,
 };
 use std::collections::BTreeMap;
 use std::io::Read;
@@ -961,4 +961,51 @@ async fn the_audit_books_a_disk_before_its_spin_up_and_until_after_its_spin_down
         }
     }
     assert_eq!(commands, 2 * 3 * layout.group_size);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_disk_marked_failed_is_never_spun_up_and_its_group_serves_without_it() {
+    let (rack, layout) = jbod();
+    let bench = bench(rack, layout, BenchOptions::default());
+    let group = 6;
+    let failed = rack
+        .disks
+        .iter()
+        .position(|d| d.id == layout.groups[group][0])
+        .unwrap() as DiskIndex;
+    bench.driver.mark_failed(failed).await.unwrap().unwrap();
+    assert_eq!(
+        bench.driver.mark_failed(60).await.unwrap(),
+        Err(UnknownDisk {
+            disk: 60,
+            disks: 60
+        })
+    );
+    let done = bench
+        .driver
+        .submit(Job::new(
+            group as GroupIndex,
+            1,
+            Kind::Client,
+            |disks: &GroupDisks| (disks.missing().clone(), touch_every_disk(disks, "without")),
+        ))
+        .await
+        .unwrap()
+        .wait()
+        .await
+        .unwrap();
+    let (missing, touched) = done.output;
+    assert_eq!(missing.into_iter().collect::<Vec<_>>(), vec![failed]);
+    assert_eq!(touched.unwrap().len(), layout.group_size as usize - 1);
+    assert_eq!(
+        bench.disks[failed as usize].spin_ups.load(Ordering::SeqCst),
+        0
+    );
+    assert_eq!(
+        bench.disks[failed as usize].power_state(),
+        PowerState::Failed
+    );
+    let report = bench.driver.shutdown().await.unwrap();
+    assert_eq!(report.audit.refusals, 0);
+    assert_eq!(report.audit.active_now + report.audit.spinning_up_now, 0);
 }
