@@ -1,10 +1,12 @@
 //! The driver: the sans-IO scheduler (spinwise-sched's [`Policy`]) run with a real clock against
-//! real disks ([`Disk`]), every disk power-state change passing the [`BudgetAudit`] first. It is
+//! real disks ([`Disk`]), every disk power-state change passing the [`BudgetAudit`] (booked before
+//! the command when it can raise a draw, after the disk obeyed when it lowers one). It is
 //! the simulator's event loop (spinwise-sim's `sim.rs`) with wall time and disk commands in place
 //! of model time and model disks; the policy code is the same. docs/driver.md describes it.
 //!
 //! One tokio task owns the policy, the group → disks map, the audit and the jobs. It waits on a
-//! bounded command channel (submissions, state queries, shutdown), a completion channel (disk
+//! bounded command channel (submissions, state queries, failed disks, shutdown), a completion
+//! channel (disk
 //! commands and jobs finished on blocking threads) and the policy's next timeout, and after every
 //! event polls the policy until it has nothing more to do:
 //! - `SpinUp(g)`: each disk of g in layout order is booked spinning up by the audit, then its
