@@ -6,9 +6,8 @@
 //!
 //! One tokio task owns the policy, the group → disks map, the audit and the jobs. It waits on a
 //! bounded command channel (submissions, state queries, failed disks, shutdown), a completion
-//! channel (disk
-//! commands and jobs finished on blocking threads) and the policy's next timeout, and after every
-//! event polls the policy until it has nothing more to do:
+//! channel (disk commands and jobs finished on blocking threads) and the policy's next timeout,
+//! and after every event polls the policy until it has nothing more to do:
 //! - `SpinUp(g)`: each disk of g in layout order is booked spinning up by the audit, then its
 //!   `spin_up` runs on a blocking thread (the group's disks concurrently); as each returns it is
 //!   booked active; when all have returned the policy hears `spun_up` and subscribers
