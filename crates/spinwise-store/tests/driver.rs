@@ -714,6 +714,8 @@ async fn many_concurrent_jobs(rack: &Rack, layout: &Layout, jobs: u32, callers: 
     assert_eq!(audit.refusals, 0);
     let (spinning_up_limit, active_limit) = budget_limits(rack);
     assert!(audit.max_spinning_up >= layout.group_size);
+    // Several groups were up at once: the callers kept more than one class busy.
+    assert!(audit.max_not_resting > layout.group_size, "{audit:?}");
     assert!(audit.max_spinning_up <= spinning_up_limit, "{audit:?}");
     assert!(audit.max_active <= active_limit, "{audit:?}");
     for peak in &audit.peaks {
