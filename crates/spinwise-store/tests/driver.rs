@@ -7,6 +7,7 @@
 //! [`Physics`] meter that recomputes every hard domain of the rack on each change: a third
 //! checker, outside both the scheduler and the audit, that sees what the disks actually did.
 
+use proptest::prelude::*;
 use spinwise_disk::{Disk, DiskError, DiskIndex, Overwrite, PowerState, Space};
 use spinwise_model::{GroupIndex, Layout, Rack, parse_rack};
 use spinwise_sched::scheduler::Kind;
@@ -1010,4 +1011,46 @@ async fn a_disk_marked_failed_is_never_spun_up_and_its_group_serves_without_it()
     let report = bench.driver.shutdown().await.unwrap();
     assert_eq!(report.audit.refusals, 0);
     assert_eq!(report.audit.active_now + report.audit.spinning_up_now, 0);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 12, failure_persistence: None, rng_seed: proptest::test_runner::RngSeed::Fixed(0x5eed), .. ProptestConfig::default() })]
+
+    /// Random streams of client and rebuild jobs over Pelican's 48 groups (4 classes), submitted
+    /// at once and awaited: every job runs on active disks, the audit never refuses, and the
+    /// disks' own physics never exceeds a hard budget.
+    #[test]
+    fn random_job_streams_never_make_the_audit_refuse_or_the_disks_exceed_a_budget(
+        jobs in prop::collection::vec((0u32..48, 1u64..(1 << 34), any::<bool>()), 1..150)
+    ) {
+        let (rack, layout) = pelican();
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let (report, physics, outputs) = runtime.block_on(async {
+            let bench = bench(rack, layout, BenchOptions::default());
+            let mut handles = Vec::new();
+            for (n, (group, bytes, rebuild)) in jobs.iter().enumerate() {
+                let kind = if *rebuild { Kind::Rebuild } else { Kind::Client };
+                let job = Job::new(*group, *bytes, kind, move |disks: &GroupDisks| {
+                    touch_every_disk(disks, &format!("stack-{n}"))
+                });
+                handles.push(bench.driver.submit(job).await.unwrap());
+            }
+            let mut outputs = Vec::new();
+            for handle in handles {
+                outputs.push(handle.wait().await.unwrap().output);
+            }
+            (bench.driver.shutdown().await.unwrap(), bench.physics, outputs)
+        });
+        for output in outputs {
+            prop_assert_eq!(output.map(|d| d.len()), Ok(layout.group_size as usize));
+        }
+        prop_assert_eq!(report.jobs_served, jobs.len() as u64);
+        prop_assert_eq!(report.audit.refusals, 0);
+        prop_assert_eq!(physics.violations.load(Ordering::SeqCst), 0);
+        prop_assert_eq!(report.audit.active_now + report.audit.spinning_up_now, 0);
+    }
 }
