@@ -19,11 +19,42 @@
 //! - `read_at` returns exactly the bytes stored, or fewer only at end of file; a caller that
 //!   needs `len` bytes treats a short read as corruption (a lying disk), see the store.
 //! - `space` reports capacity and free bytes; a write that does not fit fails with `NoSpace`
-//!   and leaves nothing behind.
+//!   and leaves nothing behind. (It is a file operation too: `NotReady` unless `Active`.)
+//! - Names use `[A-Za-z0-9._-]`, 1–200 characters, not starting with '.' ([`check_name`]);
+//!   names starting with '.' are the implementations' own (temporary files, the failed marker).
+//!   A call checks the power state first (`Failed`, `NotReady`), then the name (`BadName`).
+//!
+//! Implementations (docs/disks.md says how to configure each):
+//! - [`EmulatedDisk`] (`emulated`): a directory played as a disk, with the rack's latencies ×
+//!   a time factor, an optional bandwidth throttle, a persistent failed marker and [`Faults`]
+//!   injection for tests.
+//! - [`BlockDisk`] (`block`, Linux): a real drive via hdparm/sdparm and mount; its file half is
+//!   the emulated disk's (`files::DirectoryFiles`), run on the mount point.
+//! - [`ModelDisk`] (`model`): the simulator's disk model in memory on a [`VirtualClock`].
+//! - [`conformance`]: the contract as generic test bodies and the
+//!   [`conformance_tests!`] macro that runs them against any factory.
+//!
+//! Latency distributions are sampled per disk from a seeded ChaCha8 stream with the
+//! simulator's semantics ([`timing`]).
 
 use std::io::Read;
 
 pub use spinwise_model::DiskIndex;
+
+#[cfg(target_os = "linux")]
+pub mod block;
+pub mod conformance;
+pub mod emulated;
+mod files;
+mod gate;
+pub mod model;
+pub mod timing;
+
+#[cfg(target_os = "linux")]
+pub use block::{BlockConfig, BlockDisk, CommandPaths, DrivePower, PowerTool};
+pub use emulated::{EmulatedConfig, EmulatedDisk, Faults};
+pub use model::{ModelDisk, VirtualClock};
+pub use timing::DiskTiming;
 
 /// What a disk is doing; only `Active` accepts IO.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -62,6 +93,17 @@ pub enum DiskError {
     },
     #[error("file name {name:?} is not allowed (use [A-Za-z0-9._-], 1–200 characters)")]
     BadName { name: String },
+    /// A disk built from settings it cannot honour (a negative time factor, a zero throttle…).
+    #[error("bad disk configuration: {reason}")]
+    BadConfig { reason: String },
+    /// A power or mount command of a block disk failed (its exit status and stderr).
+    #[error("disk {disk}: `{command}` failed ({status}): {stderr}")]
+    Command {
+        disk: DiskIndex,
+        command: String,
+        status: String,
+        stderr: String,
+    },
     #[error("disk {disk}: {context}: {source}")]
     Io {
         disk: DiskIndex,

@@ -1,0 +1,312 @@
+//! The emulated disk: one directory of a host filesystem played as a disk with real power
+//! states. Spin-up, mount and unmount sleep the rack's sampled latencies times a time factor;
+//! reads and writes can be throttled to the rack's bandwidth; a failed disk persists a `.failed`
+//! marker so it stays failed after a restart; [`Faults`] injects the failures the store must
+//! survive (short reads, a removed disk, failing writes).
+//!
+//! Invariants: the file half is `files::DirectoryFiles` (shared with the block disk), so atomicity,
+//! durability and capacity are those of the contract; the power gate admits file operations
+//! only while `Active`. `files` is `None` only for a disk whose directory was missing at open,
+//! which is `Failed` from birth, so an admitted operation always has its files.
+
+use std::fs;
+use std::io::{self, Read};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+
+use crate::files::{DirectoryFiles, Hooks};
+use crate::gate::PowerGate;
+use crate::timing::{DiskTiming, LatencySampler, Throttle, check_time_factor, duration_from_s};
+use crate::{Disk, DiskError, DiskIndex, Overwrite, PowerState, Space};
+
+/// The marker a failed disk leaves in its directory (a name users cannot create).
+pub const FAILED_MARKER: &str = ".failed";
+
+/// How to build an [`EmulatedDisk`].
+#[derive(Clone, Debug)]
+pub struct EmulatedConfig {
+    /// The directory that is the disk's platter (one per disk).
+    pub directory: PathBuf,
+    pub index: DiskIndex,
+    pub capacity_bytes: u64,
+    /// Latencies (and, for the model disk, bandwidth and seek) from the rack's disk model.
+    pub timing: DiskTiming,
+    /// Multiplies every latency: 0 = instant, 1 = the rack's real latencies (e.g. 0.01 in tests).
+    pub time_factor: f64,
+    /// Optional rate for reads and writes together, bytes/s (the rack's `bandwidth_mb_per_s` ×
+    /// 10⁶ for a faithful disk); not scaled by `time_factor`. `None`: the host's speed.
+    pub throttle_bytes_per_s: Option<f64>,
+    /// Seeds the disk's latency stream (mixed with `index`).
+    pub seed: u64,
+}
+
+impl EmulatedConfig {
+    /// An instant disk (no latency, no throttle): set the other fields to taste.
+    pub fn new(directory: impl Into<PathBuf>, index: DiskIndex, capacity_bytes: u64) -> Self {
+        EmulatedConfig {
+            directory: directory.into(),
+            index,
+            capacity_bytes,
+            timing: DiskTiming::instant(),
+            time_factor: 0.0,
+            throttle_bytes_per_s: None,
+            seed: 0,
+        }
+    }
+}
+
+/// Fault injection for tests and operations drills (not for production paths): a handle shared
+/// with its disk, so a test can break the disk while the store holds it.
+#[derive(Clone, Debug)]
+pub struct Faults {
+    state: Arc<FaultState>,
+    directory: PathBuf,
+}
+
+#[derive(Debug, Default)]
+struct FaultState {
+    short_reads: AtomicBool,
+    failing_writes: AtomicU32,
+}
+
+impl Faults {
+    /// While on, every read returns half the bytes it found (a lying disk: short, not at EOF).
+    pub fn set_short_reads(&self, on: bool) {
+        self.state.short_reads.store(on, Ordering::Release);
+    }
+
+    /// The next `count` writes fail with an IO error after their bytes reached the temporary
+    /// file (so the cleanup path runs).
+    pub fn fail_next_writes(&self, count: u32) {
+        self.state.failing_writes.store(count, Ordering::Release);
+    }
+
+    /// Pulls the disk: deletes its directory and everything on it. The disk answers `Failed`
+    /// from its next operation on.
+    pub fn remove_disk(&self) -> io::Result<()> {
+        fs::remove_dir_all(&self.directory)
+    }
+}
+
+impl FaultState {
+    fn take_write_failure(&self) -> bool {
+        self.failing_writes
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1))
+            .is_ok()
+    }
+}
+
+/// A directory played as a disk. See the module and crate documentation.
+#[derive(Debug)]
+pub struct EmulatedDisk {
+    index: DiskIndex,
+    directory: PathBuf,
+    files: Option<DirectoryFiles>,
+    gate: PowerGate,
+    timing: DiskTiming,
+    time_factor: f64,
+    sampler: LatencySampler,
+    throttle: Option<Throttle>,
+    faults: Arc<FaultState>,
+}
+
+impl EmulatedDisk {
+    /// Creates the directory if needed (a new, empty disk) and opens it.
+    pub fn create(config: EmulatedConfig) -> Result<EmulatedDisk, DiskError> {
+        fs::create_dir_all(&config.directory).map_err(|source| DiskError::Io {
+            disk: config.index,
+            context: format!("creating {}", config.directory.display()),
+            source,
+        })?;
+        EmulatedDisk::open(config)
+    }
+
+    /// Opens an existing disk in standby: removes temporary files a crash left and counts the
+    /// bytes stored. A missing directory is a removed disk and a `.failed` marker a failed one:
+    /// both open as `Failed` (so the store sees the failure instead of an error).
+    pub fn open(config: EmulatedConfig) -> Result<EmulatedDisk, DiskError> {
+        check_time_factor(config.time_factor)?;
+        config.timing.check()?;
+        let throttle = config.throttle_bytes_per_s.map(Throttle::new).transpose()?;
+        let present = config.directory.is_dir();
+        let failed = !present || config.directory.join(FAILED_MARKER).exists();
+        let files = if present {
+            Some(DirectoryFiles::open(
+                config.index,
+                &config.directory,
+                config.capacity_bytes,
+            )?)
+        } else {
+            None
+        };
+        let state = if failed {
+            PowerState::Failed
+        } else {
+            PowerState::Standby
+        };
+        Ok(EmulatedDisk {
+            index: config.index,
+            gate: PowerGate::new(config.index, state),
+            sampler: LatencySampler::new(config.seed, config.index),
+            directory: config.directory,
+            files,
+            timing: config.timing,
+            time_factor: config.time_factor,
+            throttle,
+            faults: Arc::new(FaultState::default()),
+        })
+    }
+
+    /// The fault-injection handle (tests and drills only).
+    pub fn faults(&self) -> Faults {
+        Faults {
+            state: Arc::clone(&self.faults),
+            directory: self.directory.clone(),
+        }
+    }
+
+    pub fn directory(&self) -> &Path {
+        &self.directory
+    }
+
+    fn sleep_scaled(&self, seconds: f64) {
+        let duration = duration_from_s(seconds * self.time_factor);
+        if !duration.is_zero() {
+            std::thread::sleep(duration);
+        }
+    }
+
+    fn hooks(&self) -> Hooks<'_> {
+        Hooks {
+            throttle: self.throttle.as_ref(),
+            fail_write: false,
+        }
+    }
+
+    /// Runs one file operation behind the power gate; an error on a disk whose directory is
+    /// gone means the disk was pulled, which fails it.
+    fn file_op<T>(
+        &self,
+        op: impl FnOnce(&DirectoryFiles) -> Result<T, DiskError>,
+    ) -> Result<T, DiskError> {
+        let _admitted = self.gate.admit_io()?;
+        let files = self
+            .files
+            .as_ref()
+            .expect("an admitted operation has its files (only a Failed disk lacks them)");
+        op(files).map_err(|error| self.check_removed(error))
+    }
+
+    fn check_removed(&self, error: DiskError) -> DiskError {
+        let maybe_removed = matches!(error, DiskError::Io { .. } | DiskError::NotFound { .. });
+        if maybe_removed && !self.directory.is_dir() {
+            self.gate.fail();
+            DiskError::Failed { disk: self.index }
+        } else {
+            error
+        }
+    }
+}
+
+impl Disk for EmulatedDisk {
+    fn index(&self) -> DiskIndex {
+        self.index
+    }
+
+    fn power_state(&self) -> PowerState {
+        self.gate.state()
+    }
+
+    fn spin_up(&self) -> Result<(), DiskError> {
+        let _transition = self.gate.begin_transition();
+        self.gate.refuse_failed()?;
+        if self.gate.state() == PowerState::Active {
+            return Ok(());
+        }
+        if !self.directory.is_dir() {
+            self.gate.fail();
+            return Err(DiskError::Failed { disk: self.index });
+        }
+        let latency_s = self
+            .sampler
+            .sample_total_s(&[&self.timing.spin_up_latency_s, &self.timing.mount_latency_s]);
+        self.sleep_scaled(latency_s);
+        self.gate.set_state(PowerState::Active);
+        self.gate.refuse_failed()
+    }
+
+    fn spin_down(&self) -> Result<(), DiskError> {
+        let _transition = self.gate.begin_transition();
+        self.gate.refuse_failed()?;
+        if self.gate.state() == PowerState::Standby {
+            return Ok(());
+        }
+        {
+            let _quiet = self.gate.quiesce();
+            self.gate.set_state(PowerState::Standby);
+        }
+        let latency_s = self
+            .sampler
+            .sample_total_s(&[&self.timing.unmount_latency_s]);
+        self.sleep_scaled(latency_s);
+        self.gate.refuse_failed()
+    }
+
+    fn mark_failed(&self) {
+        self.gate.fail();
+        // Best effort: a pulled disk has no directory to hold the marker, and is failed anyway.
+        if let Some(files) = &self.files {
+            let _ = files.write_marker(FAILED_MARKER);
+        }
+    }
+
+    fn write_file(
+        &self,
+        name: &str,
+        len_bytes: u64,
+        data: &mut dyn Read,
+        overwrite: Overwrite,
+    ) -> Result<(), DiskError> {
+        self.file_op(|files| {
+            let hooks = Hooks {
+                fail_write: self.faults.take_write_failure(),
+                ..self.hooks()
+            };
+            files.write_file(name, len_bytes, data, overwrite, hooks)
+        })
+    }
+
+    fn read_at(&self, name: &str, offset: u64, buffer: &mut [u8]) -> Result<usize, DiskError> {
+        let read = self.file_op(|files| files.read_at(name, offset, buffer, self.hooks()))?;
+        if self.faults.short_reads.load(Ordering::Acquire) {
+            Ok(read / 2)
+        } else {
+            Ok(read)
+        }
+    }
+
+    fn file_len(&self, name: &str) -> Result<u64, DiskError> {
+        self.file_op(|files| files.file_len(name))
+    }
+
+    fn remove_file(&self, name: &str) -> Result<(), DiskError> {
+        self.file_op(|files| files.remove_file(name))
+    }
+
+    fn list_files(&self) -> Result<Vec<String>, DiskError> {
+        self.file_op(|files| files.list_files())
+    }
+
+    fn space(&self) -> Result<Space, DiskError> {
+        // The count is in memory; look at the directory so a pulled disk is noticed here too.
+        self.file_op(|files| match fs::metadata(&self.directory) {
+            Ok(_) => Ok(files.space()),
+            Err(source) => Err(DiskError::Io {
+                disk: self.index,
+                context: format!("looking at {}", self.directory.display()),
+                source,
+            }),
+        })
+    }
+}

@@ -1,0 +1,352 @@
+//! Stripe-stack files in one directory: the file half of the contract, shared by the emulated
+//! disk (its directory) and the block-device disk (its mount point) so both behave identically.
+//!
+//! Invariants:
+//! - A write goes to a temporary file (`.tmp-<n>-<name>`, a name the contract forbids users, so
+//!   it never shows in `list_files`), is fsynced, then renamed (`Replace`) or hard-linked
+//!   (`Refuse`: the link fails atomically if the name exists) into place, and the directory is
+//!   fsynced. On any error the temporary file is removed; after a crash, [`DirectoryFiles::open`]
+//!   removes leftovers. So a name is either absent, the old file, or the whole new file.
+//! - `used_bytes` is the sum of the user files' lengths plus the reservations of writes in
+//!   flight; a write reserves its length before touching the disk, so `NoSpace` leaves nothing.
+//!   A `Replace` needs room for the new file before the old one is released (as a filesystem
+//!   does during an atomic rename). Capacity is the configured one; a real filesystem that fills
+//!   first answers ENOSPC, mapped to `NoSpace` too.
+//! - Only regular files with contract names are the disk's files (listed and counted); anything
+//!   else in the directory (the failed marker, an operator's `lost+found`) is ignored.
+//! - Limit: if the directory fsync after a successful rename fails, the write reports `Io`
+//!   although the new file may already be visible; its durability is then unknown, which is
+//!   exactly what the error says.
+//! - `namespace` serializes the commit steps (link/rename/remove and the accounting of the
+//!   replaced or removed length) so concurrent commits on one name account exactly; data IO
+//!   (reads, the temp file's bytes, fsyncs of data) runs outside every lock.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Read, Write};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use std::time::Instant;
+
+use crate::timing::{Throttle, sleep_until};
+use crate::{DiskError, DiskIndex, Overwrite, Space, check_name};
+
+/// Temporary files start with this; the contract forbids names starting with '.'.
+pub(crate) const TEMP_PREFIX: &str = ".tmp-";
+/// Streamed writes move at most this many bytes at a time, so memory stays bounded.
+const CHUNK_BYTES: usize = 1 << 20;
+
+/// What the emulated disk does to one operation (the block disk passes `Hooks::none()`).
+#[derive(Clone, Copy, Default)]
+pub(crate) struct Hooks<'a> {
+    pub(crate) throttle: Option<&'a Throttle>,
+    /// Fail this write with an IO error after its bytes reached the temporary file.
+    pub(crate) fail_write: bool,
+}
+
+#[derive(Debug)]
+pub(crate) struct DirectoryFiles {
+    disk: DiskIndex,
+    directory: PathBuf,
+    capacity_bytes: u64,
+    used_bytes: Mutex<u64>,
+    namespace: Mutex<()>,
+    temp_sequence: AtomicU64,
+}
+
+impl DirectoryFiles {
+    /// Opens the files in `directory`: removes temporary files a crash left and counts the
+    /// bytes of the user files.
+    pub(crate) fn open(
+        disk: DiskIndex,
+        directory: &Path,
+        capacity_bytes: u64,
+    ) -> Result<DirectoryFiles, DiskError> {
+        let io_error = |context: &str, source| DiskError::Io {
+            disk,
+            context: format!("{context} {}", directory.display()),
+            source,
+        };
+        let mut used_bytes = 0u64;
+        let entries = fs::read_dir(directory).map_err(|e| io_error("listing", e))?;
+        for entry in entries {
+            let entry = entry.map_err(|e| io_error("listing", e))?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let metadata = entry.metadata().map_err(|e| io_error("sizing", e))?;
+            if name.starts_with(TEMP_PREFIX) {
+                fs::remove_file(entry.path())
+                    .map_err(|e| io_error("removing a temp file in", e))?;
+            } else if metadata.is_file() && check_name(&name).is_ok() {
+                used_bytes += metadata.len();
+            }
+        }
+        sync_directory(directory).map_err(|e| io_error("syncing", e))?;
+        Ok(DirectoryFiles {
+            disk,
+            directory: directory.to_path_buf(),
+            capacity_bytes,
+            used_bytes: Mutex::new(used_bytes),
+            namespace: Mutex::new(()),
+            temp_sequence: AtomicU64::new(0),
+        })
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.directory.join(name)
+    }
+
+    fn io_error(&self, context: String, source: io::Error) -> DiskError {
+        DiskError::Io {
+            disk: self.disk,
+            context,
+            source,
+        }
+    }
+
+    /// Maps an error on the user file `name`: missing is `NotFound`, anything else `Io`.
+    fn file_error(&self, name: &str, action: &str, source: io::Error) -> DiskError {
+        if source.kind() == io::ErrorKind::NotFound {
+            DiskError::NotFound {
+                disk: self.disk,
+                name: name.to_string(),
+            }
+        } else {
+            self.io_error(format!("{action} {name:?}"), source)
+        }
+    }
+
+    pub(crate) fn space(&self) -> Space {
+        let used = *self.used_bytes.lock().expect("space lock poisoned");
+        Space {
+            capacity_bytes: self.capacity_bytes,
+            free_bytes: self.capacity_bytes.saturating_sub(used),
+        }
+    }
+
+    fn reserve(&self, bytes: u64) -> Result<(), DiskError> {
+        let mut used = self.used_bytes.lock().expect("space lock poisoned");
+        let free_bytes = self.capacity_bytes.saturating_sub(*used);
+        if bytes > free_bytes {
+            return Err(DiskError::NoSpace {
+                disk: self.disk,
+                needed_bytes: bytes,
+                free_bytes,
+            });
+        }
+        *used += bytes;
+        Ok(())
+    }
+
+    fn release(&self, bytes: u64) {
+        let mut used = self.used_bytes.lock().expect("space lock poisoned");
+        assert!(*used >= bytes, "released {bytes} bytes of {used} used");
+        *used -= bytes;
+    }
+
+    pub(crate) fn write_file(
+        &self,
+        name: &str,
+        len_bytes: u64,
+        data: &mut dyn Read,
+        overwrite: Overwrite,
+        hooks: Hooks<'_>,
+    ) -> Result<(), DiskError> {
+        check_name(name)?;
+        if overwrite == Overwrite::Refuse && self.path(name).exists() {
+            return Err(self.already_exists(name));
+        }
+        self.reserve(len_bytes)?;
+        let sequence = self.temp_sequence.fetch_add(1, Ordering::Relaxed);
+        let temp = self.path(&format!("{TEMP_PREFIX}{sequence}-{name}"));
+        let written = self
+            .fill_temp(&temp, name, len_bytes, data, hooks)
+            .and_then(|()| self.commit(&temp, name, overwrite));
+        if let Err(error) = written {
+            let _ = fs::remove_file(&temp);
+            self.release(len_bytes);
+            return Err(error);
+        }
+        sync_directory(&self.directory)
+            .map_err(|e| self.io_error(format!("syncing the directory after {name:?}"), e))
+    }
+
+    fn already_exists(&self, name: &str) -> DiskError {
+        DiskError::AlreadyExists {
+            disk: self.disk,
+            name: name.to_string(),
+        }
+    }
+
+    /// Streams exactly `len_bytes` from `data` into a new temporary file and fsyncs it.
+    fn fill_temp(
+        &self,
+        temp: &Path,
+        name: &str,
+        len_bytes: u64,
+        data: &mut dyn Read,
+        hooks: Hooks<'_>,
+    ) -> Result<(), DiskError> {
+        let write_error = |e: io::Error| self.write_error(name, len_bytes, e);
+        let mut file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(temp)
+            .map_err(write_error)?;
+        let mut buffer = vec![0u8; CHUNK_BYTES.min(len_bytes as usize)];
+        let mut remaining = len_bytes;
+        // The end of the last chunk's bandwidth booking: the next chunk waits for it.
+        let mut booked_until = None;
+        while remaining > 0 {
+            sleep_until(booked_until);
+            // A chunk continues the operation's timeline, so lateness does not accumulate.
+            let started = booked_until.unwrap_or_else(Instant::now);
+            let want = buffer.len().min(remaining as usize);
+            let got = match data.read(&mut buffer[..want]) {
+                Ok(0) => {
+                    let source = io::Error::new(
+                        io::ErrorKind::UnexpectedEof,
+                        format!(
+                            "the source ended after {} of {len_bytes} bytes",
+                            len_bytes - remaining
+                        ),
+                    );
+                    return Err(self.io_error(format!("writing {name:?}"), source));
+                }
+                Ok(got) => got,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(self.io_error(format!("reading the data for {name:?}"), e)),
+            };
+            file.write_all(&buffer[..got]).map_err(write_error)?;
+            if let Some(throttle) = hooks.throttle {
+                // A paced disk puts each chunk on the platter within its booking, so the final
+                // fsync has little left to do, instead of the host flushing everything at once.
+                file.sync_data().map_err(write_error)?;
+                booked_until = Some(throttle.reserve(got as u64, started));
+            }
+            remaining -= got as u64;
+        }
+        if hooks.fail_write {
+            return Err(self.io_error(
+                format!("writing {name:?}"),
+                io::Error::other("injected write fault"),
+            ));
+        }
+        file.sync_all().map_err(write_error)?;
+        sleep_until(booked_until);
+        Ok(())
+    }
+
+    fn write_error(&self, name: &str, len_bytes: u64, source: io::Error) -> DiskError {
+        if source.kind() == io::ErrorKind::StorageFull {
+            DiskError::NoSpace {
+                disk: self.disk,
+                needed_bytes: len_bytes,
+                free_bytes: self.space().free_bytes,
+            }
+        } else {
+            self.io_error(format!("writing {name:?}"), source)
+        }
+    }
+
+    /// Puts the synced temporary file in place and settles the accounting of a replaced file.
+    fn commit(&self, temp: &Path, name: &str, overwrite: Overwrite) -> Result<(), DiskError> {
+        let target = self.path(name);
+        let _namespace = self.namespace.lock().expect("namespace lock poisoned");
+        match overwrite {
+            Overwrite::Refuse => {
+                fs::hard_link(temp, &target).map_err(|e| {
+                    if e.kind() == io::ErrorKind::AlreadyExists {
+                        self.already_exists(name)
+                    } else {
+                        self.io_error(format!("linking {name:?} into place"), e)
+                    }
+                })?;
+                // The name is committed; a failure here only leaves a temp file for `open`.
+                let _ = fs::remove_file(temp);
+            }
+            Overwrite::Replace => {
+                let old_len = fs::metadata(&target).map(|m| m.len()).ok();
+                fs::rename(temp, &target)
+                    .map_err(|e| self.io_error(format!("renaming {name:?} into place"), e))?;
+                if let Some(old_len) = old_len {
+                    self.release(old_len);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads at `offset` until `buffer` is full or the file ends.
+    pub(crate) fn read_at(
+        &self,
+        name: &str,
+        offset: u64,
+        buffer: &mut [u8],
+        hooks: Hooks<'_>,
+    ) -> Result<usize, DiskError> {
+        check_name(name)?;
+        let file = File::open(self.path(name)).map_err(|e| self.file_error(name, "opening", e))?;
+        let started = Instant::now();
+        let mut filled = 0;
+        while filled < buffer.len() {
+            match file.read_at(&mut buffer[filled..], offset + filled as u64) {
+                Ok(0) => break,
+                Ok(got) => filled += got,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(self.file_error(name, "reading", e)),
+            }
+        }
+        sleep_until(hooks.throttle.map(|t| t.reserve(filled as u64, started)));
+        Ok(filled)
+    }
+
+    pub(crate) fn file_len(&self, name: &str) -> Result<u64, DiskError> {
+        check_name(name)?;
+        fs::metadata(self.path(name))
+            .map(|m| m.len())
+            .map_err(|e| self.file_error(name, "sizing", e))
+    }
+
+    pub(crate) fn remove_file(&self, name: &str) -> Result<(), DiskError> {
+        check_name(name)?;
+        let target = self.path(name);
+        {
+            let _namespace = self.namespace.lock().expect("namespace lock poisoned");
+            let len = fs::metadata(&target)
+                .map(|m| m.len())
+                .map_err(|e| self.file_error(name, "sizing", e))?;
+            fs::remove_file(&target).map_err(|e| self.file_error(name, "removing", e))?;
+            self.release(len);
+        }
+        sync_directory(&self.directory)
+            .map_err(|e| self.io_error(format!("syncing the directory after removing {name:?}"), e))
+    }
+
+    /// Creates the (empty) marker file `marker` durably, e.g. the failed marker.
+    pub(crate) fn write_marker(&self, marker: &str) -> io::Result<()> {
+        File::create(self.path(marker))?.sync_all()?;
+        sync_directory(&self.directory)
+    }
+
+    pub(crate) fn list_files(&self) -> Result<Vec<String>, DiskError> {
+        let listing_error = |e| self.io_error(format!("listing {}", self.directory.display()), e);
+        let mut names = Vec::new();
+        for entry in fs::read_dir(&self.directory).map_err(listing_error)? {
+            let entry = entry.map_err(listing_error)?;
+            let is_file = entry.file_type().map_err(listing_error)?.is_file();
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if is_file && check_name(&name).is_ok() {
+                names.push(name);
+            }
+        }
+        names.sort();
+        Ok(names)
+    }
+}
+
+/// Makes the directory's entries (creations, renames, removals) durable.
+pub(crate) fn sync_directory(directory: &Path) -> io::Result<()> {
+    File::open(directory)?.sync_all()
+}

@@ -1,0 +1,321 @@
+//! The model disk: the simulator's idea of a disk behind the real contract. Files live in
+//! memory; time is a [`VirtualClock`] that spin-up, spin-down and IO advance by the rack's
+//! sampled latencies and by seek + bytes / bandwidth, instead of sleeping. It answers the same
+//! calls with the same errors as the emulated disk, so the conformance suite checks both, and
+//! store tests can run a rack in virtual time.
+//!
+//! Invariants: `used_bytes` is the sum of the stored files' lengths plus reservations of writes
+//! in flight (a write reserves before reading its source, so `NoSpace` leaves nothing); a file
+//! appears in `files` only whole (the map is updated once, after the source was fully read).
+//! The clock only moves forward. Advances of several disks sharing one clock add up, as if their
+//! operations ran one after another.
+
+use std::collections::BTreeMap;
+use std::io::{self, Read};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use crate::gate::PowerGate;
+use crate::timing::{DiskTiming, LatencySampler};
+use crate::{Disk, DiskError, DiskIndex, Overwrite, PowerState, Space, check_name};
+
+/// A virtual clock in microseconds, shared by clones (one per rack, typically).
+#[derive(Clone, Debug, Default)]
+pub struct VirtualClock {
+    now_us: Arc<AtomicU64>,
+}
+
+impl VirtualClock {
+    pub fn new() -> VirtualClock {
+        VirtualClock::default()
+    }
+
+    pub fn now_us(&self) -> u64 {
+        self.now_us.load(Ordering::Acquire)
+    }
+
+    /// Moves the clock forward by `duration_us`; returns the new time.
+    pub fn advance_us(&self, duration_us: u64) -> u64 {
+        self.now_us.fetch_add(duration_us, Ordering::AcqRel) + duration_us
+    }
+}
+
+/// Streamed sources are read this many bytes at a time.
+const CHUNK_BYTES: usize = 1 << 20;
+
+/// An in-memory disk on a virtual clock. See the module documentation.
+#[derive(Debug)]
+pub struct ModelDisk {
+    index: DiskIndex,
+    capacity_bytes: u64,
+    timing: DiskTiming,
+    clock: VirtualClock,
+    sampler: LatencySampler,
+    gate: PowerGate,
+    files: Mutex<BTreeMap<String, Arc<Vec<u8>>>>,
+    used_bytes: Mutex<u64>,
+}
+
+impl ModelDisk {
+    /// A new, empty disk in standby. `timing` gives latencies, bandwidth and seek
+    /// ([`DiskTiming::from_model`] for the rack's); `seed` its latency stream.
+    pub fn new(
+        index: DiskIndex,
+        capacity_bytes: u64,
+        timing: DiskTiming,
+        clock: VirtualClock,
+        seed: u64,
+    ) -> Result<ModelDisk, DiskError> {
+        timing.check()?;
+        Ok(ModelDisk {
+            index,
+            capacity_bytes,
+            sampler: LatencySampler::new(seed, index),
+            gate: PowerGate::new(index, PowerState::Standby),
+            timing,
+            clock,
+            files: Mutex::new(BTreeMap::new()),
+            used_bytes: Mutex::new(0),
+        })
+    }
+
+    pub fn clock(&self) -> &VirtualClock {
+        &self.clock
+    }
+
+    fn advance_s(&self, seconds: f64) {
+        self.clock.advance_us((seconds * 1e6).round() as u64);
+    }
+
+    /// One IO's time: a seek, then the bytes at the disk's bandwidth.
+    fn charge_io(&self, bytes: u64) {
+        self.advance_s(self.timing.seek_s + bytes as f64 / self.timing.bandwidth_bytes_per_s);
+    }
+
+    fn files(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Arc<Vec<u8>>>> {
+        self.files.lock().expect("files lock poisoned")
+    }
+
+    fn file(&self, name: &str) -> Result<Arc<Vec<u8>>, DiskError> {
+        check_name(name)?;
+        self.files()
+            .get(name)
+            .cloned()
+            .ok_or_else(|| DiskError::NotFound {
+                disk: self.index,
+                name: name.to_string(),
+            })
+    }
+
+    fn reserve(&self, bytes: u64) -> Result<(), DiskError> {
+        let mut used = self.used_bytes.lock().expect("space lock poisoned");
+        let free_bytes = self.capacity_bytes.saturating_sub(*used);
+        if bytes > free_bytes {
+            return Err(DiskError::NoSpace {
+                disk: self.index,
+                needed_bytes: bytes,
+                free_bytes,
+            });
+        }
+        *used += bytes;
+        Ok(())
+    }
+
+    fn release(&self, bytes: u64) {
+        let mut used = self.used_bytes.lock().expect("space lock poisoned");
+        assert!(*used >= bytes, "released {bytes} bytes of {used} used");
+        *used -= bytes;
+    }
+
+    /// Reads exactly `len_bytes` from `data`, chunk by chunk.
+    fn take_source(&self, name: &str, len_bytes: u64, data: &mut dyn Read) -> io::Result<Vec<u8>> {
+        let mut bytes = Vec::with_capacity(len_bytes.min(CHUNK_BYTES as u64) as usize);
+        let copied = data.take(len_bytes).read_to_end(&mut bytes)?;
+        if (copied as u64) < len_bytes {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                format!("the source for {name:?} ended after {copied} of {len_bytes} bytes"),
+            ));
+        }
+        Ok(bytes)
+    }
+
+    fn commit(&self, name: &str, bytes: Vec<u8>, overwrite: Overwrite) -> Result<(), DiskError> {
+        let mut files = self.files();
+        if overwrite == Overwrite::Refuse && files.contains_key(name) {
+            return Err(DiskError::AlreadyExists {
+                disk: self.index,
+                name: name.to_string(),
+            });
+        }
+        if let Some(old) = files.insert(name.to_string(), Arc::new(bytes)) {
+            self.release(old.len() as u64);
+        }
+        Ok(())
+    }
+}
+
+impl Disk for ModelDisk {
+    fn index(&self) -> DiskIndex {
+        self.index
+    }
+
+    fn power_state(&self) -> PowerState {
+        self.gate.state()
+    }
+
+    fn spin_up(&self) -> Result<(), DiskError> {
+        let _transition = self.gate.begin_transition();
+        self.gate.refuse_failed()?;
+        if self.gate.state() == PowerState::Active {
+            return Ok(());
+        }
+        let latency_s = self
+            .sampler
+            .sample_total_s(&[&self.timing.spin_up_latency_s, &self.timing.mount_latency_s]);
+        self.advance_s(latency_s);
+        self.gate.set_state(PowerState::Active);
+        self.gate.refuse_failed()
+    }
+
+    fn spin_down(&self) -> Result<(), DiskError> {
+        let _transition = self.gate.begin_transition();
+        self.gate.refuse_failed()?;
+        if self.gate.state() == PowerState::Standby {
+            return Ok(());
+        }
+        {
+            let _quiet = self.gate.quiesce();
+            self.gate.set_state(PowerState::Standby);
+        }
+        let latency_s = self
+            .sampler
+            .sample_total_s(&[&self.timing.unmount_latency_s]);
+        self.advance_s(latency_s);
+        self.gate.refuse_failed()
+    }
+
+    fn mark_failed(&self) {
+        self.gate.fail();
+    }
+
+    fn write_file(
+        &self,
+        name: &str,
+        len_bytes: u64,
+        data: &mut dyn Read,
+        overwrite: Overwrite,
+    ) -> Result<(), DiskError> {
+        let _admitted = self.gate.admit_io()?;
+        check_name(name)?;
+        if overwrite == Overwrite::Refuse && self.files().contains_key(name) {
+            return Err(DiskError::AlreadyExists {
+                disk: self.index,
+                name: name.to_string(),
+            });
+        }
+        self.reserve(len_bytes)?;
+        let written = self
+            .take_source(name, len_bytes, data)
+            .map_err(|source| DiskError::Io {
+                disk: self.index,
+                context: format!("writing {name:?}"),
+                source,
+            })
+            .and_then(|bytes| self.commit(name, bytes, overwrite));
+        if written.is_err() {
+            self.release(len_bytes);
+        }
+        self.charge_io(len_bytes);
+        written
+    }
+
+    fn read_at(&self, name: &str, offset: u64, buffer: &mut [u8]) -> Result<usize, DiskError> {
+        let _admitted = self.gate.admit_io()?;
+        let file = self.file(name)?;
+        let start = offset.min(file.len() as u64) as usize;
+        let count = buffer.len().min(file.len() - start);
+        buffer[..count].copy_from_slice(&file[start..start + count]);
+        self.charge_io(count as u64);
+        Ok(count)
+    }
+
+    fn file_len(&self, name: &str) -> Result<u64, DiskError> {
+        let _admitted = self.gate.admit_io()?;
+        Ok(self.file(name)?.len() as u64)
+    }
+
+    fn remove_file(&self, name: &str) -> Result<(), DiskError> {
+        let _admitted = self.gate.admit_io()?;
+        check_name(name)?;
+        let removed = self.files().remove(name);
+        match removed {
+            Some(old) => {
+                self.release(old.len() as u64);
+                Ok(())
+            }
+            None => Err(DiskError::NotFound {
+                disk: self.index,
+                name: name.to_string(),
+            }),
+        }
+    }
+
+    fn list_files(&self) -> Result<Vec<String>, DiskError> {
+        let _admitted = self.gate.admit_io()?;
+        Ok(self.files().keys().cloned().collect())
+    }
+
+    fn space(&self) -> Result<Space, DiskError> {
+        let _admitted = self.gate.admit_io()?;
+        let used = *self.used_bytes.lock().expect("space lock poisoned");
+        Ok(Space {
+            capacity_bytes: self.capacity_bytes,
+            free_bytes: self.capacity_bytes.saturating_sub(used),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use spinwise_model::Distribution;
+
+    fn timed_disk(clock: &VirtualClock) -> ModelDisk {
+        let timing = DiskTiming {
+            spin_up_latency_s: Distribution::Fixed { value: 8.0 },
+            mount_latency_s: Distribution::Fixed { value: 2.0 },
+            unmount_latency_s: Distribution::Fixed { value: 1.5 },
+            bandwidth_bytes_per_s: 100e6,
+            seek_s: 0.01,
+        };
+        ModelDisk::new(0, 1 << 30, timing, clock.clone(), 1).expect("model disk")
+    }
+
+    #[test]
+    fn spin_up_spin_down_and_io_advance_the_virtual_clock_by_the_models_times() {
+        let clock = VirtualClock::new();
+        let disk = timed_disk(&clock);
+        disk.spin_up().expect("spin_up");
+        assert_eq!(clock.now_us(), 10_000_000, "spin-up 8 s + mount 2 s");
+        disk.spin_up().expect("idempotent spin_up");
+        assert_eq!(
+            clock.now_us(),
+            10_000_000,
+            "an active disk spins up for free"
+        );
+        let bytes = vec![7u8; 50_000_000];
+        disk.write_file("f", bytes.len() as u64, &mut &bytes[..], Overwrite::Refuse)
+            .expect("write");
+        assert_eq!(
+            clock.now_us(),
+            10_000_000 + 10_000 + 500_000,
+            "seek + 50 MB at 100 MB/s"
+        );
+        let mut buffer = vec![0u8; 1_000_000];
+        disk.read_at("f", 0, &mut buffer).expect("read");
+        assert_eq!(clock.now_us(), 10_510_000 + 10_000 + 10_000);
+        disk.spin_down().expect("spin_down");
+        assert_eq!(clock.now_us(), 10_530_000 + 1_500_000);
+    }
+}

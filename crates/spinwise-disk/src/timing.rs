@@ -1,0 +1,236 @@
+//! How long a disk takes: the rack's latency distributions (spin-up, mount, unmount), sampled
+//! per disk from a seeded ChaCha8 stream, and the bandwidth/seek that the model disk charges and
+//! the emulated disk's throttle enforces.
+//!
+//! Invariants: a sample lies in its distribution's declared range and is never negative; the
+//! sampling has the simulator's semantics (spinwise-sim's `sample.rs`: truncated normals by
+//! rejection with Box–Muller, clamped after 64 rejections), repeated here because this crate may
+//! depend on spinwise-model only. The same seed and disk index give the same sample sequence.
+
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use spinwise_model::rack::DiskModel;
+use spinwise_model::{DiskIndex, Distribution};
+
+use crate::DiskError;
+
+/// Normal draws tried before a truncated normal falls back to clamping (as in the simulator).
+const MAX_NORMAL_REJECTIONS: u32 = 64;
+
+/// The timing of one disk, taken from the rack's [`DiskModel`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct DiskTiming {
+    pub spin_up_latency_s: Distribution,
+    pub mount_latency_s: Distribution,
+    pub unmount_latency_s: Distribution,
+    /// Reads and writes share it (the simulator's rule). Bytes per second, decimal MB × 10⁶.
+    pub bandwidth_bytes_per_s: f64,
+    /// Charged once per IO by the model disk (the emulated disk's real filesystem seeks itself).
+    pub seek_s: f64,
+}
+
+impl DiskTiming {
+    /// The rack's disk model: its latencies, `bandwidth_mb_per_s` × 10⁶ and `seek_ms` / 10³.
+    pub fn from_model(model: &DiskModel) -> DiskTiming {
+        DiskTiming {
+            spin_up_latency_s: model.spin_up_latency_s.clone(),
+            mount_latency_s: model.mount_latency_s.clone(),
+            unmount_latency_s: model.unmount_latency_s.clone(),
+            bandwidth_bytes_per_s: model.bandwidth_mb_per_s * 1e6,
+            seek_s: model.seek_ms / 1e3,
+        }
+    }
+
+    /// No latency, no seek, unbounded bandwidth: for tests that only check behaviour.
+    pub fn instant() -> DiskTiming {
+        let zero = Distribution::Fixed { value: 0.0 };
+        DiskTiming {
+            spin_up_latency_s: zero.clone(),
+            mount_latency_s: zero.clone(),
+            unmount_latency_s: zero,
+            bandwidth_bytes_per_s: f64::INFINITY,
+            seek_s: 0.0,
+        }
+    }
+
+    /// Refuses timings the disks cannot honour (negative or NaN bandwidth or seek).
+    pub(crate) fn check(&self) -> Result<(), DiskError> {
+        let bandwidth_fine = self.bandwidth_bytes_per_s > 0.0;
+        let seek_fine = self.seek_s.is_finite() && self.seek_s >= 0.0;
+        if bandwidth_fine && seek_fine {
+            Ok(())
+        } else {
+            Err(DiskError::BadConfig {
+                reason: format!(
+                    "bandwidth must be > 0 bytes/s and seek a finite time ≥ 0 s, got {} bytes/s and {} s",
+                    self.bandwidth_bytes_per_s, self.seek_s
+                ),
+            })
+        }
+    }
+}
+
+/// Checks a time factor (0 = instant, 1 = the rack's real latencies).
+pub(crate) fn check_time_factor(time_factor: f64) -> Result<(), DiskError> {
+    if time_factor.is_finite() && time_factor >= 0.0 {
+        Ok(())
+    } else {
+        Err(DiskError::BadConfig {
+            reason: format!("time factor must be a finite number ≥ 0, got {time_factor}"),
+        })
+    }
+}
+
+/// One disk's latency stream: a ChaCha8 RNG seeded from (seed, disk index), behind a mutex so
+/// the disk stays `Sync`.
+#[derive(Debug)]
+pub(crate) struct LatencySampler {
+    rng: Mutex<ChaCha8Rng>,
+}
+
+impl LatencySampler {
+    pub(crate) fn new(seed: u64, disk: DiskIndex) -> LatencySampler {
+        // Mix the index into the seed so disks of one rack draw independent streams.
+        let mixed = seed ^ (u64::from(disk).wrapping_add(1)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        LatencySampler {
+            rng: Mutex::new(ChaCha8Rng::seed_from_u64(mixed)),
+        }
+    }
+
+    /// The sum of one sample of each distribution, in seconds.
+    pub(crate) fn sample_total_s(&self, distributions: &[&Distribution]) -> f64 {
+        let mut rng = self.rng.lock().expect("latency sampler lock poisoned");
+        distributions.iter().map(|d| sample_s(d, &mut *rng)).sum()
+    }
+}
+
+/// One sample in seconds, with the simulator's semantics (see the module doc).
+pub(crate) fn sample_s(distribution: &Distribution, rng: &mut impl Rng) -> f64 {
+    let value = match *distribution {
+        Distribution::Fixed { value } => value,
+        Distribution::Uniform { min, max } => {
+            if max > min {
+                min + (max - min) * rng.random::<f64>()
+            } else {
+                min
+            }
+        }
+        Distribution::Normal {
+            mean,
+            stddev,
+            min,
+            max,
+        } => {
+            let mut draw = mean;
+            for _ in 0..MAX_NORMAL_REJECTIONS {
+                draw = mean + stddev * standard_normal(rng);
+                if (min..=max).contains(&draw) {
+                    break;
+                }
+            }
+            draw.clamp(min, max)
+        }
+    };
+    value.max(0.0)
+}
+
+/// Box–Muller, one of the pair (two uniforms per call, as the simulator draws them).
+fn standard_normal(rng: &mut impl Rng) -> f64 {
+    let u1: f64 = 1.0 - rng.random::<f64>(); // (0, 1]: ln is finite
+    let u2: f64 = rng.random();
+    (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
+}
+
+/// Seconds as a `Duration`, saturating instead of panicking on huge values.
+pub(crate) fn duration_from_s(seconds: f64) -> Duration {
+    Duration::try_from_secs_f64(seconds.max(0.0)).unwrap_or(Duration::MAX)
+}
+
+/// How far back a throttle booking may start (see [`Throttle::reserve`]).
+const THROTTLE_SLACK: Duration = Duration::from_millis(10);
+
+/// Paces one disk's reads and writes together to `bytes_per_s`: each chunk reserves its
+/// transfer time on a shared timeline, starting no earlier than the chunk's IO began, and the
+/// operation waits for its reservations to end before moving on. So the host's own IO time
+/// overlaps the paced time instead of adding to it, concurrent operations share the rate (as
+/// the platters do), and an idle disk earns no credit.
+#[derive(Debug)]
+pub(crate) struct Throttle {
+    bytes_per_s: f64,
+    next_free: Mutex<Instant>,
+}
+
+impl Throttle {
+    pub(crate) fn new(bytes_per_s: f64) -> Result<Throttle, DiskError> {
+        if !(bytes_per_s.is_finite() && bytes_per_s > 0.0) {
+            return Err(DiskError::BadConfig {
+                reason: format!("throttle must be a finite rate > 0 bytes/s, got {bytes_per_s}"),
+            });
+        }
+        Ok(Throttle {
+            bytes_per_s,
+            next_free: Mutex::new(Instant::now()),
+        })
+    }
+
+    /// Books `bytes` whose IO began at `started` (or, for a chunk continuing an operation, when
+    /// the previous chunk's booking ended); returns when the booking ends. A booking may start
+    /// up to [`THROTTLE_SLACK`] before `started`, so a sleep that woke late on a busy host does
+    /// not lower the rate; an idle disk earns no more credit than that.
+    pub(crate) fn reserve(&self, bytes: u64, started: Instant) -> Instant {
+        let transfer = duration_from_s(bytes as f64 / self.bytes_per_s);
+        let mut next_free = self.next_free.lock().expect("throttle lock poisoned");
+        let earliest = started.checked_sub(THROTTLE_SLACK).unwrap_or(started);
+        let start = (*next_free).max(earliest);
+        *next_free = start + transfer;
+        *next_free
+    }
+}
+
+/// Sleeps until `deadline` (if any, and if still ahead).
+pub(crate) fn sleep_until(deadline: Option<Instant>) {
+    if let Some(deadline) = deadline {
+        let now = Instant::now();
+        if deadline > now {
+            std::thread::sleep(deadline - now);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn samples_match_the_simulators_ranges_and_seeds() {
+        let normal = Distribution::Normal {
+            mean: 10.0,
+            stddev: 1.0,
+            min: 8.0,
+            max: 14.0,
+        };
+        let first = LatencySampler::new(7, 3);
+        let again = LatencySampler::new(7, 3);
+        let other_disk = LatencySampler::new(7, 4);
+        let a: Vec<f64> = (0..100).map(|_| first.sample_total_s(&[&normal])).collect();
+        let b: Vec<f64> = (0..100).map(|_| again.sample_total_s(&[&normal])).collect();
+        let c: Vec<f64> = (0..100)
+            .map(|_| other_disk.sample_total_s(&[&normal]))
+            .collect();
+        assert_eq!(a, b, "same seed and disk give the same latencies");
+        assert_ne!(a, c, "another disk draws another stream");
+        assert!(a.iter().all(|s| (8.0..=14.0).contains(s)));
+    }
+
+    #[test]
+    fn bad_time_factors_and_rates_are_refused() {
+        assert!(check_time_factor(-0.1).is_err());
+        assert!(check_time_factor(f64::NAN).is_err());
+        assert!(check_time_factor(0.0).is_ok());
+        assert!(Throttle::new(0.0).is_err());
+        assert!(Throttle::new(f64::INFINITY).is_err());
+    }
+}
