@@ -1,11 +1,11 @@
 //! spinwise-store: the cold blob store (issue 4). Wave 1 holds the write path and reads of
 //! staged objects:
-//! - [`staging`]: the staging log (docs/staging-format.md), where a PUT is durable before it is
+//! - [`staging`] is the staging log (docs/staging-format.md), where a PUT is durable before it is
 //!   acknowledged;
-//! - [`store`]: [`Store`], the object API over a [`spinwise_catalog::Catalog`] (put, get with
+//! - [`store`] holds [`Store`], the object API over a [`spinwise_catalog::Catalog`] (put, get with
 //!   ranges, delete, list, stat, status) and recovery on open;
-//! - [`config`]: the data directory's `store.toml` and `layout.json`;
-//! - [`error`]: [`StoreError`].
+//! - [`config`] holds the data directory's `store.toml` and `layout.json`;
+//! - [`error`] holds [`StoreError`].
 //!
 //! Not here yet: the bundler and migrator (objects stay staged), reads of migrated objects
 //! ([`StoreError::MigratedReadUnavailable`]), the disk driver, rebuild and scrub.
