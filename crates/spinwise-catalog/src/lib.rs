@@ -16,7 +16,12 @@
 use std::collections::BTreeSet;
 use std::future::Future;
 
+pub mod memory;
+mod rules;
+pub mod sqlite;
+pub use memory::MemoryCatalog;
 pub use spinwise_model::{DiskIndex, GroupIndex};
+pub use sqlite::SqliteCatalog;
 
 pub type BlobId = u64;
 /// A staging-log segment number (see spinwise-store's staging log).
@@ -133,6 +138,13 @@ pub enum CatalogError {
     },
     #[error("catalog limit: {0}")]
     Limit(String),
+    /// The request breaks a rule of the trait (e.g. a `Migrated` record given to `put_object`,
+    /// a blob id never handed out, a rebuild task for a healthy disk); nothing was changed.
+    #[error("invalid catalog request ({operation}): {message}")]
+    Invalid {
+        operation: &'static str,
+        message: String,
+    },
 }
 
 /// Durable metadata. Async so a networked backend (PostgreSQL) fits the same trait; futures are

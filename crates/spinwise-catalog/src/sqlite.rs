@@ -1,0 +1,1116 @@
+//! sqlite.rs: [`SqliteCatalog`], the embedded durable catalog: one SQLite database in WAL mode
+//! through sqlx, on the always-on disk. The schema, its indexes and the durability settings are
+//! described column by column in docs/catalog.md; `SCHEMA_V1` below is the source of truth.
+//!
+//! Invariants:
+//! - every method that changes more than one row runs in one `BEGIN IMMEDIATE` transaction
+//!   (taking the write lock up front, so two writers never deadlock on a lock upgrade), reads
+//!   the rows it needs, validates them with `rules` (shared with MemoryCatalog) and only then
+//!   writes; a refused request rolls back and changes nothing;
+//! - `synchronous = FULL` with WAL: a method that returns `Ok` after a write has fsynced the
+//!   log, so the change survives power loss;
+//! - numbers are stored as INTEGER (i64); a `u64` above `i64::MAX` is refused with
+//!   `CatalogError::Limit`, and a negative number read back is reported as corruption;
+//! - key ranges use `key >= prefix AND key < successor(prefix)` on the primary key (binary
+//!   collation = byte order = `str` order), never LIKE.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::str::FromStr;
+use std::time::Duration;
+
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteRow,
+    SqliteSynchronous,
+};
+use sqlx::{Row, SqliteConnection};
+
+use crate::rules;
+use crate::{
+    BlobId, BlobRecord, BlobState, Catalog, CatalogError, CatalogStats, ContentHash, DiskHealth,
+    DiskIndex, DiskRecord, GroupIndex, IntegrityReport, Migration, ObjectLocation, ObjectRecord,
+    RebuildTask, SegmentId,
+};
+
+/// The schema version this build creates and understands.
+pub const SCHEMA_VERSION: i64 = 1;
+
+/// Connections in the pool: writers serialize on SQLite's write lock anyway; the rest let
+/// reads (WAL readers never block the writer) proceed concurrently.
+const MAX_CONNECTIONS: u32 = 4;
+/// How long a connection waits for another's write lock before failing with "busy".
+const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
+
+const SCHEMA_V1: &str = r#"
+CREATE TABLE schema_version (
+    singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
+    version INTEGER NOT NULL
+) STRICT;
+CREATE TABLE counters (
+    name TEXT PRIMARY KEY NOT NULL,
+    value INTEGER NOT NULL CHECK (value >= 1)
+) STRICT, WITHOUT ROWID;
+CREATE TABLE blobs (
+    id INTEGER PRIMARY KEY CHECK (id >= 1),
+    group_index INTEGER NOT NULL CHECK (group_index BETWEEN 0 AND 4294967295),
+    k INTEGER NOT NULL CHECK (k BETWEEN 1 AND 4294967295),
+    r INTEGER NOT NULL CHECK (r BETWEEN 0 AND 4294967295),
+    fragment_bytes INTEGER NOT NULL CHECK (fragment_bytes BETWEEN 0 AND 4294967295),
+    size_bytes INTEGER NOT NULL CHECK (size_bytes >= 0),
+    content_hash BLOB NOT NULL CHECK (length(content_hash) = 32),
+    state TEXT NOT NULL CHECK (state IN ('writing', 'committed')),
+    live_bytes INTEGER NOT NULL CHECK (live_bytes >= 0)
+) STRICT;
+CREATE INDEX blobs_by_state ON blobs (state, id);
+CREATE INDEX blobs_by_group ON blobs (group_index, id);
+CREATE TABLE blob_disks (
+    blob INTEGER NOT NULL REFERENCES blobs (id) ON DELETE CASCADE,
+    column_index INTEGER NOT NULL CHECK (column_index >= 0),
+    disk INTEGER NOT NULL CHECK (disk BETWEEN 0 AND 4294967295),
+    PRIMARY KEY (blob, column_index),
+    UNIQUE (disk, blob)
+) STRICT, WITHOUT ROWID;
+CREATE TABLE disks (
+    disk INTEGER PRIMARY KEY CHECK (disk BETWEEN 0 AND 4294967295),
+    health TEXT NOT NULL CHECK (health IN ('healthy', 'failed'))
+) STRICT;
+CREATE INDEX disks_unhealthy ON disks (disk) WHERE health <> 'healthy';
+CREATE TABLE objects (
+    key TEXT PRIMARY KEY NOT NULL,
+    size_bytes INTEGER NOT NULL CHECK (size_bytes >= 0),
+    content_hash BLOB NOT NULL CHECK (length(content_hash) = 32),
+    created_unix_ms INTEGER NOT NULL,
+    staged_segment INTEGER CHECK (staged_segment >= 0),
+    blob INTEGER REFERENCES blobs (id),
+    byte_offset INTEGER NOT NULL CHECK (byte_offset >= 0),
+    CHECK ((staged_segment IS NULL) <> (blob IS NULL))
+) STRICT, WITHOUT ROWID;
+CREATE INDEX objects_staged ON objects (staged_segment, byte_offset) WHERE staged_segment IS NOT NULL;
+CREATE INDEX objects_by_blob ON objects (blob) WHERE blob IS NOT NULL;
+CREATE TABLE rebuild_tasks (
+    blob INTEGER NOT NULL REFERENCES blobs (id) ON DELETE CASCADE,
+    column_index INTEGER NOT NULL CHECK (column_index >= 0),
+    failed_disk INTEGER NOT NULL CHECK (failed_disk BETWEEN 0 AND 4294967295),
+    PRIMARY KEY (blob, column_index)
+) STRICT, WITHOUT ROWID;
+INSERT INTO counters (name, value) VALUES ('next_blob_id', 1);
+INSERT INTO schema_version (singleton, version) VALUES (1, 1);
+"#;
+
+const OBJECT_COLUMNS: &str =
+    "key, size_bytes, content_hash, created_unix_ms, staged_segment, blob, byte_offset";
+const BLOB_COLUMNS: &str =
+    "id, group_index, k, r, fragment_bytes, size_bytes, content_hash, state, live_bytes";
+
+/// The SQLite catalog; see the module documentation. Cheap to share (`Arc` it or borrow it).
+#[derive(Debug, Clone)]
+pub struct SqliteCatalog {
+    pool: SqlitePool,
+}
+
+fn query_error(operation: &'static str) -> impl Fn(sqlx::Error) -> CatalogError {
+    move |error| CatalogError::Query {
+        operation,
+        message: error.to_string(),
+    }
+}
+
+fn corrupt(operation: &'static str, message: String) -> CatalogError {
+    CatalogError::Query {
+        operation,
+        message: format!("corrupt catalog row: {message}"),
+    }
+}
+
+fn unsigned<T: TryFrom<i64>>(value: i64, what: &str) -> Result<T, CatalogError> {
+    T::try_from(value).map_err(|_| corrupt("decode", format!("{what} = {value} is out of range")))
+}
+
+fn get<'r, T: sqlx::Decode<'r, sqlx::Sqlite> + sqlx::Type<sqlx::Sqlite>>(
+    row: &'r SqliteRow,
+    column: &str,
+) -> Result<T, CatalogError> {
+    row.try_get(column).map_err(query_error("decode"))
+}
+
+fn hash_of(bytes: Vec<u8>) -> Result<ContentHash, CatalogError> {
+    let length = bytes.len();
+    bytes
+        .try_into()
+        .map_err(|_| corrupt("decode", format!("content hash of {length} bytes")))
+}
+
+fn state_name(state: BlobState) -> &'static str {
+    match state {
+        BlobState::Writing => "writing",
+        BlobState::Committed => "committed",
+    }
+}
+
+fn health_name(health: DiskHealth) -> &'static str {
+    match health {
+        DiskHealth::Healthy => "healthy",
+        DiskHealth::Failed => "failed",
+    }
+}
+
+fn decode_object(row: &SqliteRow) -> Result<ObjectRecord, CatalogError> {
+    let offset = unsigned(get::<i64>(row, "byte_offset")?, "byte_offset")?;
+    let segment: Option<i64> = get(row, "staged_segment")?;
+    let blob: Option<i64> = get(row, "blob")?;
+    let location = match (segment, blob) {
+        (Some(segment), None) => ObjectLocation::Staged {
+            segment: unsigned(segment, "staged_segment")?,
+            offset,
+        },
+        (None, Some(blob)) => ObjectLocation::Migrated {
+            blob: unsigned(blob, "blob")?,
+            offset,
+        },
+        _ => return Err(corrupt("decode", "object with both or no location".into())),
+    };
+    Ok(ObjectRecord {
+        key: get(row, "key")?,
+        size_bytes: unsigned(get::<i64>(row, "size_bytes")?, "size_bytes")?,
+        content_hash: hash_of(get(row, "content_hash")?)?,
+        created_unix_ms: get(row, "created_unix_ms")?,
+        location,
+    })
+}
+
+/// The blob row without its disks (filled by `load_disks`).
+fn decode_blob(row: &SqliteRow) -> Result<BlobRecord, CatalogError> {
+    let state = match get::<String>(row, "state")?.as_str() {
+        "writing" => BlobState::Writing,
+        "committed" => BlobState::Committed,
+        other => return Err(corrupt("decode", format!("blob state {other:?}"))),
+    };
+    Ok(BlobRecord {
+        id: unsigned(get::<i64>(row, "id")?, "blob id")?,
+        group: unsigned(get::<i64>(row, "group_index")?, "group_index")?,
+        disks: Vec::new(),
+        k: unsigned(get::<i64>(row, "k")?, "k")?,
+        r: unsigned(get::<i64>(row, "r")?, "r")?,
+        fragment_bytes: unsigned(get::<i64>(row, "fragment_bytes")?, "fragment_bytes")?,
+        size_bytes: unsigned(get::<i64>(row, "size_bytes")?, "size_bytes")?,
+        content_hash: hash_of(get(row, "content_hash")?)?,
+        state,
+        live_bytes: unsigned(get::<i64>(row, "live_bytes")?, "live_bytes")?,
+    })
+}
+
+/// The smallest string above every string that starts with `prefix`, if there is one: the last
+/// code point that has a successor is incremented and the rest dropped. UTF-8 byte order is
+/// code-point order, so `prefix <= key < successor` is exactly "key starts with prefix".
+fn prefix_successor(prefix: &str) -> Option<String> {
+    let mut chars: Vec<char> = prefix.chars().collect();
+    while let Some(last) = chars.pop() {
+        let next = match last {
+            '\u{d7ff}' => Some('\u{e000}'),
+            char::MAX => None,
+            other => char::from_u32(other as u32 + 1),
+        };
+        if let Some(next) = next {
+            chars.push(next);
+            return Some(chars.into_iter().collect());
+        }
+    }
+    None
+}
+
+async fn load_disks(
+    connection: &mut SqliteConnection,
+    blob: &mut BlobRecord,
+) -> Result<(), CatalogError> {
+    let rows = sqlx::query(
+        "SELECT column_index, disk FROM blob_disks WHERE blob = ? ORDER BY column_index",
+    )
+    .bind(rules::stored(blob.id, "blob id")?)
+    .fetch_all(&mut *connection)
+    .await
+    .map_err(query_error("load blob disks"))?;
+    blob.disks = Vec::with_capacity(rows.len());
+    for (expected_column, row) in rows.iter().enumerate() {
+        let column: i64 = get(row, "column_index")?;
+        if column != expected_column as i64 {
+            return Err(corrupt(
+                "load blob disks",
+                format!("blob {} is missing column {expected_column}", blob.id),
+            ));
+        }
+        blob.disks.push(unsigned(get::<i64>(row, "disk")?, "disk")?);
+    }
+    Ok(())
+}
+
+async fn load_blobs(
+    connection: &mut SqliteConnection,
+    rows: Vec<SqliteRow>,
+) -> Result<Vec<BlobRecord>, CatalogError> {
+    let mut blobs = Vec::with_capacity(rows.len());
+    for row in &rows {
+        let mut blob = decode_blob(row)?;
+        load_disks(connection, &mut blob).await?;
+        blobs.push(blob);
+    }
+    Ok(blobs)
+}
+
+async fn load_blob(
+    connection: &mut SqliteConnection,
+    id: BlobId,
+) -> Result<Option<BlobRecord>, CatalogError> {
+    let Ok(id) = i64::try_from(id) else {
+        return Ok(None);
+    };
+    let sql = format!("SELECT {BLOB_COLUMNS} FROM blobs WHERE id = ?");
+    let row = sqlx::query(sqlx::AssertSqlSafe(sql))
+        .bind(id)
+        .fetch_optional(&mut *connection)
+        .await
+        .map_err(query_error("load blob"))?;
+    Ok(load_blobs(connection, row.into_iter().collect())
+        .await?
+        .pop())
+}
+
+async fn load_object(
+    connection: &mut SqliteConnection,
+    key: &str,
+) -> Result<Option<ObjectRecord>, CatalogError> {
+    let sql = format!("SELECT {OBJECT_COLUMNS} FROM objects WHERE key = ?");
+    let row = sqlx::query(sqlx::AssertSqlSafe(sql))
+        .bind(key)
+        .fetch_optional(&mut *connection)
+        .await
+        .map_err(query_error("load object"))?;
+    row.as_ref().map(decode_object).transpose()
+}
+
+async fn disk_health(
+    connection: &mut SqliteConnection,
+    disk: DiskIndex,
+) -> Result<DiskHealth, CatalogError> {
+    let health: Option<String> = sqlx::query_scalar("SELECT health FROM disks WHERE disk = ?")
+        .bind(i64::from(disk))
+        .fetch_optional(&mut *connection)
+        .await
+        .map_err(query_error("disk health"))?;
+    match health.as_deref() {
+        None | Some("healthy") => Ok(DiskHealth::Healthy),
+        Some("failed") => Ok(DiskHealth::Failed),
+        Some(other) => Err(corrupt("disk health", format!("health {other:?}"))),
+    }
+}
+
+/// Adds `delta_bytes` (may be negative) to a blob's live bytes.
+async fn adjust_live_bytes(
+    connection: &mut SqliteConnection,
+    blob: BlobId,
+    delta_bytes: i64,
+) -> Result<(), CatalogError> {
+    sqlx::query("UPDATE blobs SET live_bytes = live_bytes + ? WHERE id = ?")
+        .bind(delta_bytes)
+        .bind(rules::stored(blob, "blob id")?)
+        .execute(&mut *connection)
+        .await
+        .map_err(query_error("adjust live bytes"))?;
+    Ok(())
+}
+
+/// The object leaves its place: a migrated object's blob loses its live bytes.
+async fn release(
+    connection: &mut SqliteConnection,
+    old: &ObjectRecord,
+) -> Result<(), CatalogError> {
+    if let ObjectLocation::Migrated { blob, .. } = old.location {
+        let size = rules::stored(old.size_bytes, "object size_bytes")?;
+        adjust_live_bytes(connection, blob, -size).await?;
+    }
+    Ok(())
+}
+
+async fn next_blob_id_value(connection: &mut SqliteConnection) -> Result<BlobId, CatalogError> {
+    let value: i64 = sqlx::query_scalar("SELECT value FROM counters WHERE name = 'next_blob_id'")
+        .fetch_one(&mut *connection)
+        .await
+        .map_err(query_error("read blob id counter"))?;
+    unsigned(value, "next_blob_id")
+}
+
+impl SqliteCatalog {
+    /// Creates (from an empty or missing file) or opens the catalog at `path`, migrating the
+    /// schema to [`SCHEMA_VERSION`]. Refuses a database written by a newer version, or one that
+    /// holds tables but is not a catalog. Needs a tokio runtime.
+    pub async fn open(path: &Path) -> Result<Self, CatalogError> {
+        let open_error = |message: String| CatalogError::Open {
+            path: path.display().to_string(),
+            message,
+        };
+        let options = SqliteConnectOptions::from_str("sqlite:")
+            .map_err(|error| open_error(error.to_string()))?
+            .filename(path)
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Full)
+            .foreign_keys(true)
+            .busy_timeout(BUSY_TIMEOUT);
+        let pool = SqlitePoolOptions::new()
+            .max_connections(MAX_CONNECTIONS)
+            .connect_with(options)
+            .await
+            .map_err(|error| open_error(error.to_string()))?;
+        let catalog = SqliteCatalog { pool };
+        if let Err(message) = catalog.migrate().await {
+            catalog.pool.close().await;
+            return Err(open_error(message));
+        }
+        Ok(catalog)
+    }
+
+    /// Brings the schema to [`SCHEMA_VERSION`] in one transaction.
+    async fn migrate(&self) -> Result<(), String> {
+        let mut transaction = self
+            .pool
+            .begin_with("BEGIN IMMEDIATE")
+            .await
+            .map_err(|error| error.to_string())?;
+        let tables: Vec<String> = sqlx::query_scalar(
+            "SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%'",
+        )
+        .fetch_all(&mut *transaction)
+        .await
+        .map_err(|error| error.to_string())?;
+        if tables.is_empty() {
+            sqlx::raw_sql(SCHEMA_V1)
+                .execute(&mut *transaction)
+                .await
+                .map_err(|error| format!("creating schema version 1: {error}"))?;
+        } else if tables.iter().any(|table| table == "schema_version") {
+            let version: i64 = sqlx::query_scalar("SELECT version FROM schema_version")
+                .fetch_one(&mut *transaction)
+                .await
+                .map_err(|error| format!("reading the schema version: {error}"))?;
+            if version > SCHEMA_VERSION {
+                return Err(format!(
+                    "schema version {version} is newer than this build understands \
+                     ({SCHEMA_VERSION}); use a newer spinwise"
+                ));
+            }
+            if version < 1 {
+                return Err(format!("unknown schema version {version}"));
+            }
+            // Version 1 is the only version so far: nothing to migrate.
+        } else {
+            return Err(format!(
+                "not a spinwise catalog (has tables {tables:?} but no schema_version)"
+            ));
+        }
+        transaction
+            .commit()
+            .await
+            .map_err(|error| error.to_string())
+    }
+
+    /// Waits for running queries and closes every connection (checkpointing the WAL). Every
+    /// change acknowledged before is already durable; this only tidies up.
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+
+    async fn write(
+        &self,
+        operation: &'static str,
+    ) -> Result<sqlx::Transaction<'static, sqlx::Sqlite>, CatalogError> {
+        self.pool
+            .begin_with("BEGIN IMMEDIATE")
+            .await
+            .map_err(query_error(operation))
+    }
+
+    async fn read(
+        &self,
+        operation: &'static str,
+    ) -> Result<sqlx::Transaction<'static, sqlx::Sqlite>, CatalogError> {
+        self.pool.begin().await.map_err(query_error(operation))
+    }
+
+    async fn integrity_problems(&self) -> Result<Vec<String>, CatalogError> {
+        let operation = "integrity_check";
+        let mut transaction = self.read(operation).await?;
+        let connection = &mut *transaction;
+        let mut problems = Vec::new();
+        let integrity: Vec<String> = sqlx::query_scalar("PRAGMA integrity_check")
+            .fetch_all(&mut *connection)
+            .await
+            .map_err(query_error(operation))?;
+        problems.extend(
+            integrity
+                .into_iter()
+                .filter(|line| line != "ok")
+                .map(|line| format!("sqlite integrity_check: {line}")),
+        );
+        let foreign = sqlx::query("PRAGMA foreign_key_check")
+            .fetch_all(&mut *connection)
+            .await
+            .map_err(query_error(operation))?;
+        for row in &foreign {
+            let table: String = row.try_get(0).map_err(query_error(operation))?;
+            let rowid: Option<i64> = row.try_get(1).map_err(query_error(operation))?;
+            let parent: String = row.try_get(2).map_err(query_error(operation))?;
+            problems.push(format!(
+                "sqlite foreign_key_check: a row of {table} (rowid {rowid:?}) points to a missing {parent} row"
+            ));
+        }
+        self.invariant_problems(connection, &mut problems).await?;
+        transaction.commit().await.map_err(query_error(operation))?;
+        Ok(problems)
+    }
+
+    /// The crate's invariants as SQL, one problem line per offending row.
+    async fn invariant_problems(
+        &self,
+        connection: &mut SqliteConnection,
+        problems: &mut Vec<String>,
+    ) -> Result<(), CatalogError> {
+        let operation = "integrity_check";
+        let fetch = |sql: &'static str| sqlx::query(sql);
+        // Migrated objects: blob present, committed, bytes inside it.
+        let rows = fetch(
+            "SELECT o.key, o.blob, b.state, o.byte_offset, o.size_bytes, b.size_bytes AS blob_size
+             FROM objects o LEFT JOIN blobs b ON b.id = o.blob WHERE o.blob IS NOT NULL",
+        )
+        .fetch_all(&mut *connection)
+        .await
+        .map_err(query_error(operation))?;
+        for row in &rows {
+            let key: String = get(row, "key")?;
+            let blob: BlobId = unsigned(get::<i64>(row, "blob")?, "blob")?;
+            let Some(state) = get::<Option<String>>(row, "state")? else {
+                problems.push(rules::problem_object_in_missing_blob(&key, blob));
+                continue;
+            };
+            if state != "committed" {
+                problems.push(rules::problem_object_in_uncommitted_blob(&key, blob));
+            }
+            let offset = get::<i64>(row, "byte_offset")? as i128;
+            let size = get::<i64>(row, "size_bytes")? as i128;
+            let blob_size = get::<i64>(row, "blob_size")?;
+            if offset + size > blob_size as i128 {
+                let end = (offset + size).max(0) as u128;
+                problems.push(rules::problem_object_outside_blob(
+                    &key,
+                    blob,
+                    end,
+                    unsigned(blob_size, "blob size")?,
+                ));
+            }
+        }
+        // live_bytes is the sum of the sizes of the objects pointing into the blob (SUM over
+        // REAL-free INTEGERs; computed per blob through the objects_by_blob index).
+        let rows = fetch(
+            "SELECT b.id, b.live_bytes,
+                    (SELECT COALESCE(SUM(o.size_bytes), 0) FROM objects o WHERE o.blob = b.id) AS actual
+             FROM blobs b WHERE b.live_bytes <>
+                    (SELECT COALESCE(SUM(o.size_bytes), 0) FROM objects o WHERE o.blob = b.id)",
+        )
+        .fetch_all(&mut *connection)
+        .await
+        .map_err(query_error(operation))?;
+        for row in &rows {
+            problems.push(rules::problem_live_bytes(
+                unsigned(get::<i64>(row, "id")?, "blob id")?,
+                unsigned(get::<i64>(row, "live_bytes")?, "live_bytes")?,
+                unsigned(get::<i64>(row, "actual")?, "actual live bytes")?,
+            ));
+        }
+        // k + r disks per blob, columns in range, no disk twice.
+        let rows = fetch(
+            "SELECT b.id, b.k + b.r AS columns, COUNT(d.disk) AS disks
+             FROM blobs b LEFT JOIN blob_disks d ON d.blob = b.id
+             GROUP BY b.id HAVING COUNT(d.disk) <> b.k + b.r",
+        )
+        .fetch_all(&mut *connection)
+        .await
+        .map_err(query_error(operation))?;
+        for row in &rows {
+            problems.push(rules::problem_disk_count(
+                unsigned(get::<i64>(row, "id")?, "blob id")?,
+                unsigned(get::<i64>(row, "disks")?, "disks")?,
+                unsigned(get::<i64>(row, "columns")?, "columns")?,
+            ));
+        }
+        let rows = fetch(
+            "SELECT d.blob, d.column_index FROM blob_disks d JOIN blobs b ON b.id = d.blob
+             WHERE d.column_index >= b.k + b.r",
+        )
+        .fetch_all(&mut *connection)
+        .await
+        .map_err(query_error(operation))?;
+        for row in &rows {
+            problems.push(rules::problem_column_range(
+                unsigned(get::<i64>(row, "blob")?, "blob")?,
+                unsigned(get::<i64>(row, "column_index")?, "column_index")?,
+            ));
+        }
+        let rows =
+            fetch("SELECT blob, disk FROM blob_disks GROUP BY blob, disk HAVING COUNT(*) > 1")
+                .fetch_all(&mut *connection)
+                .await
+                .map_err(query_error(operation))?;
+        for row in &rows {
+            problems.push(rules::problem_repeated_disk(
+                unsigned(get::<i64>(row, "blob")?, "blob")?,
+                unsigned(get::<i64>(row, "disk")?, "disk")?,
+            ));
+        }
+        self.task_problems(connection, problems).await?;
+        // The blob id counter is above every blob id.
+        let row = fetch(
+            "SELECT (SELECT value FROM counters WHERE name = 'next_blob_id') AS next,
+                    (SELECT MAX(id) FROM blobs) AS max_blob",
+        )
+        .fetch_one(&mut *connection)
+        .await
+        .map_err(query_error(operation))?;
+        let next: Option<i64> = get(&row, "next")?;
+        let max_blob: Option<i64> = get(&row, "max_blob")?;
+        match (next, max_blob) {
+            (None, _) => problems.push("the next_blob_id counter is missing".to_string()),
+            (Some(next), Some(max_blob)) if next <= max_blob => problems.push(
+                rules::problem_blob_id_counter(unsigned(next, "next")?, unsigned(max_blob, "id")?),
+            ),
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// Rebuild tasks name a committed blob, the disk its column is on, and that disk is failed.
+    async fn task_problems(
+        &self,
+        connection: &mut SqliteConnection,
+        problems: &mut Vec<String>,
+    ) -> Result<(), CatalogError> {
+        let operation = "integrity_check";
+        let rows = sqlx::query(
+            "SELECT t.blob, t.column_index, t.failed_disk, b.state, d.disk AS current_disk,
+                    COALESCE(h.health, 'healthy') AS health
+             FROM rebuild_tasks t
+             LEFT JOIN blobs b ON b.id = t.blob
+             LEFT JOIN blob_disks d ON d.blob = t.blob AND d.column_index = t.column_index
+             LEFT JOIN disks h ON h.disk = t.failed_disk
+             ORDER BY t.blob, t.column_index",
+        )
+        .fetch_all(&mut *connection)
+        .await
+        .map_err(query_error(operation))?;
+        for row in &rows {
+            let task = RebuildTask {
+                blob: unsigned(get::<i64>(row, "blob")?, "blob")?,
+                column: unsigned(get::<i64>(row, "column_index")?, "column_index")?,
+                failed_disk: unsigned(get::<i64>(row, "failed_disk")?, "failed_disk")?,
+            };
+            if get::<Option<String>>(row, "state")?.as_deref() != Some("committed") {
+                problems.push(rules::problem_task_blob(&task));
+                continue;
+            }
+            let current: Option<DiskIndex> = get::<Option<i64>>(row, "current_disk")?
+                .map(|disk| unsigned(disk, "disk"))
+                .transpose()?;
+            if current != Some(task.failed_disk) {
+                problems.push(rules::problem_task_disk(&task, current));
+            }
+            if get::<String>(row, "health")? != "failed" {
+                problems.push(rules::problem_task_healthy_disk(&task));
+            }
+        }
+        Ok(())
+    }
+
+    async fn commit_blob_in(
+        connection: &mut SqliteConnection,
+        id: BlobId,
+        moves: Vec<Migration>,
+    ) -> Result<u64, CatalogError> {
+        let operation = "commit_blob";
+        let loaded = load_blob(connection, id).await?;
+        let blob = rules::check_blob_state(id, loaded.as_ref(), BlobState::Writing)?;
+        let blob_id = rules::stored(id, "blob id")?;
+        let mut moved = 0u64;
+        for migration in &moves {
+            let Some(object) = load_object(connection, &migration.key).await? else {
+                continue;
+            };
+            if object.location != migration.from {
+                continue;
+            }
+            rules::check_move(blob, migration, &object)?;
+            release(connection, &object).await?;
+            sqlx::query(
+                "UPDATE objects SET staged_segment = NULL, blob = ?, byte_offset = ? WHERE key = ?",
+            )
+            .bind(blob_id)
+            .bind(rules::stored(migration.blob_offset, "blob_offset")?)
+            .bind(&migration.key)
+            .execute(&mut *connection)
+            .await
+            .map_err(query_error(operation))?;
+            moved += 1;
+        }
+        sqlx::query(
+            "UPDATE blobs SET state = 'committed',
+                 live_bytes = (SELECT COALESCE(SUM(size_bytes), 0) FROM objects WHERE blob = ?1)
+             WHERE id = ?1",
+        )
+        .bind(blob_id)
+        .execute(&mut *connection)
+        .await
+        .map_err(query_error(operation))?;
+        Ok(moved)
+    }
+}
+
+impl Catalog for SqliteCatalog {
+    async fn put_object(&self, record: ObjectRecord) -> Result<Option<ObjectRecord>, CatalogError> {
+        let operation = "put_object";
+        rules::check_object(&record)?;
+        let ObjectLocation::Staged { segment, offset } = record.location else {
+            unreachable!("check_object admits only staged records");
+        };
+        let mut transaction = self.write(operation).await?;
+        let old = load_object(&mut transaction, &record.key).await?;
+        if let Some(old) = &old {
+            release(&mut transaction, old).await?;
+        }
+        let sql = format!(
+            "INSERT OR REPLACE INTO objects ({OBJECT_COLUMNS}) VALUES (?, ?, ?, ?, ?, NULL, ?)"
+        );
+        sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(&record.key)
+            .bind(rules::stored(record.size_bytes, "object size_bytes")?)
+            .bind(&record.content_hash[..])
+            .bind(record.created_unix_ms)
+            .bind(rules::stored(segment, "staging segment")?)
+            .bind(rules::stored(offset, "staging offset")?)
+            .execute(&mut *transaction)
+            .await
+            .map_err(query_error(operation))?;
+        transaction.commit().await.map_err(query_error(operation))?;
+        Ok(old)
+    }
+
+    async fn object(&self, key: &str) -> Result<Option<ObjectRecord>, CatalogError> {
+        let mut connection = self.pool.acquire().await.map_err(query_error("object"))?;
+        load_object(&mut connection, key).await
+    }
+
+    async fn delete_object(&self, key: &str) -> Result<Option<ObjectRecord>, CatalogError> {
+        let operation = "delete_object";
+        let mut transaction = self.write(operation).await?;
+        let old = load_object(&mut transaction, key).await?;
+        if let Some(old) = &old {
+            release(&mut transaction, old).await?;
+            sqlx::query("DELETE FROM objects WHERE key = ?")
+                .bind(key)
+                .execute(&mut *transaction)
+                .await
+                .map_err(query_error(operation))?;
+        }
+        transaction.commit().await.map_err(query_error(operation))?;
+        Ok(old)
+    }
+
+    async fn list_objects(
+        &self,
+        prefix: &str,
+        after: Option<&str>,
+        limit: u32,
+    ) -> Result<Vec<ObjectRecord>, CatalogError> {
+        // Lower bound: `after` (exclusive) when it is at or above the prefix, else the prefix.
+        let (lower, lower_operator) = match after {
+            Some(after) if after >= prefix => (after, ">"),
+            _ => (prefix, ">="),
+        };
+        let upper = prefix_successor(prefix);
+        let upper_clause = if upper.is_some() { "AND key < ?" } else { "" };
+        let sql = format!(
+            "SELECT {OBJECT_COLUMNS} FROM objects WHERE key {lower_operator} ? {upper_clause}
+             ORDER BY key LIMIT ?"
+        );
+        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(lower);
+        if let Some(upper) = upper {
+            query = query.bind(upper);
+        }
+        let rows = query
+            .bind(i64::from(limit))
+            .fetch_all(&self.pool)
+            .await
+            .map_err(query_error("list_objects"))?;
+        rows.iter().map(decode_object).collect()
+    }
+
+    async fn staged_objects(&self, limit: u32) -> Result<Vec<ObjectRecord>, CatalogError> {
+        let sql = format!(
+            "SELECT {OBJECT_COLUMNS} FROM objects WHERE staged_segment IS NOT NULL
+             ORDER BY staged_segment, byte_offset, key LIMIT ?"
+        );
+        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(i64::from(limit))
+            .fetch_all(&self.pool)
+            .await
+            .map_err(query_error("staged_objects"))?;
+        rows.iter().map(decode_object).collect()
+    }
+
+    async fn segments_in_use(&self) -> Result<BTreeSet<SegmentId>, CatalogError> {
+        let segments: Vec<i64> = sqlx::query_scalar(
+            "SELECT DISTINCT staged_segment FROM objects WHERE staged_segment IS NOT NULL",
+        )
+        .fetch_all(&self.pool)
+        .await
+        .map_err(query_error("segments_in_use"))?;
+        segments
+            .into_iter()
+            .map(|segment| unsigned(segment, "staged_segment"))
+            .collect()
+    }
+
+    async fn next_blob_id(&self) -> Result<BlobId, CatalogError> {
+        let operation = "next_blob_id";
+        let mut transaction = self.write(operation).await?;
+        let id = next_blob_id_value(&mut transaction).await?;
+        rules::stored(id, "next blob id")?;
+        sqlx::query("UPDATE counters SET value = value + 1 WHERE name = 'next_blob_id'")
+            .execute(&mut *transaction)
+            .await
+            .map_err(query_error(operation))?;
+        transaction.commit().await.map_err(query_error(operation))?;
+        Ok(id)
+    }
+
+    async fn begin_blob(&self, record: BlobRecord) -> Result<(), CatalogError> {
+        let operation = "begin_blob";
+        let mut transaction = self.write(operation).await?;
+        let next = next_blob_id_value(&mut transaction).await?;
+        let exists = load_blob(&mut transaction, record.id).await?.is_some();
+        rules::check_new_blob(&record, next, exists)?;
+        let id = rules::stored(record.id, "blob id")?;
+        let sql = format!("INSERT INTO blobs ({BLOB_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0)");
+        sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(id)
+            .bind(i64::from(record.group))
+            .bind(i64::from(record.k))
+            .bind(i64::from(record.r))
+            .bind(i64::from(record.fragment_bytes))
+            .bind(rules::stored(record.size_bytes, "blob size_bytes")?)
+            .bind(&record.content_hash[..])
+            .bind(state_name(BlobState::Writing))
+            .execute(&mut *transaction)
+            .await
+            .map_err(query_error(operation))?;
+        for (column, &disk) in record.disks.iter().enumerate() {
+            sqlx::query("INSERT INTO blob_disks (blob, column_index, disk) VALUES (?, ?, ?)")
+                .bind(id)
+                .bind(column as i64)
+                .bind(i64::from(disk))
+                .execute(&mut *transaction)
+                .await
+                .map_err(query_error(operation))?;
+        }
+        transaction.commit().await.map_err(query_error(operation))
+    }
+
+    async fn commit_blob(&self, blob: BlobId, moves: Vec<Migration>) -> Result<u64, CatalogError> {
+        let operation = "commit_blob";
+        let mut transaction = self.write(operation).await?;
+        // On error the transaction is dropped, which rolls it back.
+        let moved = Self::commit_blob_in(&mut transaction, blob, moves).await?;
+        transaction.commit().await.map_err(query_error(operation))?;
+        Ok(moved)
+    }
+
+    async fn abort_blob(&self, blob: BlobId) -> Result<(), CatalogError> {
+        let operation = "abort_blob";
+        let mut transaction = self.write(operation).await?;
+        let loaded = load_blob(&mut transaction, blob).await?;
+        rules::check_blob_state(blob, loaded.as_ref(), BlobState::Writing)?;
+        sqlx::query("DELETE FROM blobs WHERE id = ?")
+            .bind(rules::stored(blob, "blob id")?)
+            .execute(&mut *transaction)
+            .await
+            .map_err(query_error(operation))?;
+        transaction.commit().await.map_err(query_error(operation))
+    }
+
+    async fn blob(&self, blob: BlobId) -> Result<Option<BlobRecord>, CatalogError> {
+        let mut transaction = self.read("blob").await?;
+        let loaded = load_blob(&mut transaction, blob).await?;
+        transaction.commit().await.map_err(query_error("blob"))?;
+        Ok(loaded)
+    }
+
+    async fn blobs_in_state(
+        &self,
+        state: BlobState,
+        limit: u32,
+    ) -> Result<Vec<BlobRecord>, CatalogError> {
+        let operation = "blobs_in_state";
+        let mut transaction = self.read(operation).await?;
+        let sql = format!("SELECT {BLOB_COLUMNS} FROM blobs WHERE state = ? ORDER BY id LIMIT ?");
+        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(state_name(state))
+            .bind(i64::from(limit))
+            .fetch_all(&mut *transaction)
+            .await
+            .map_err(query_error(operation))?;
+        let blobs = load_blobs(&mut transaction, rows).await?;
+        transaction.commit().await.map_err(query_error(operation))?;
+        Ok(blobs)
+    }
+
+    async fn blobs_in_group(
+        &self,
+        group: GroupIndex,
+        after: Option<BlobId>,
+        limit: u32,
+    ) -> Result<Vec<BlobRecord>, CatalogError> {
+        let operation = "blobs_in_group";
+        // Ids are at least 1, so "after 0" is "from the start"; above i64::MAX nothing follows.
+        let Ok(after) = i64::try_from(after.unwrap_or(0)) else {
+            return Ok(Vec::new());
+        };
+        let mut transaction = self.read(operation).await?;
+        let sql = format!(
+            "SELECT {BLOB_COLUMNS} FROM blobs WHERE group_index = ? AND id > ? ORDER BY id LIMIT ?"
+        );
+        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(i64::from(group))
+            .bind(after)
+            .bind(i64::from(limit))
+            .fetch_all(&mut *transaction)
+            .await
+            .map_err(query_error(operation))?;
+        let blobs = load_blobs(&mut transaction, rows).await?;
+        transaction.commit().await.map_err(query_error(operation))?;
+        Ok(blobs)
+    }
+
+    async fn blobs_on_disk(
+        &self,
+        disk: DiskIndex,
+        after: Option<BlobId>,
+        limit: u32,
+    ) -> Result<Vec<BlobRecord>, CatalogError> {
+        let operation = "blobs_on_disk";
+        let Ok(after) = i64::try_from(after.unwrap_or(0)) else {
+            return Ok(Vec::new());
+        };
+        let mut transaction = self.read(operation).await?;
+        // The (disk, blob) unique index answers this range directly.
+        let sql = format!(
+            "SELECT {BLOB_COLUMNS} FROM blobs WHERE id IN
+                 (SELECT blob FROM blob_disks WHERE disk = ? AND blob > ? ORDER BY blob LIMIT ?)
+             ORDER BY id"
+        );
+        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(i64::from(disk))
+            .bind(after)
+            .bind(i64::from(limit))
+            .fetch_all(&mut *transaction)
+            .await
+            .map_err(query_error(operation))?;
+        let blobs = load_blobs(&mut transaction, rows).await?;
+        transaction.commit().await.map_err(query_error(operation))?;
+        Ok(blobs)
+    }
+
+    async fn remove_blob(&self, blob: BlobId) -> Result<(), CatalogError> {
+        let operation = "remove_blob";
+        let mut transaction = self.write(operation).await?;
+        let loaded = load_blob(&mut transaction, blob).await?;
+        let referencing: i64 = match i64::try_from(blob) {
+            Ok(id) => sqlx::query_scalar("SELECT COUNT(*) FROM objects WHERE blob = ?")
+                .bind(id)
+                .fetch_one(&mut *transaction)
+                .await
+                .map_err(query_error(operation))?,
+            Err(_) => 0,
+        };
+        rules::check_remove(blob, loaded.as_ref(), unsigned(referencing, "count")?)?;
+        // blob_disks and rebuild_tasks rows go with it (ON DELETE CASCADE).
+        sqlx::query("DELETE FROM blobs WHERE id = ?")
+            .bind(rules::stored(blob, "blob id")?)
+            .execute(&mut *transaction)
+            .await
+            .map_err(query_error(operation))?;
+        transaction.commit().await.map_err(query_error(operation))
+    }
+
+    async fn set_disk_health(
+        &self,
+        disk: DiskIndex,
+        health: DiskHealth,
+    ) -> Result<(), CatalogError> {
+        sqlx::query(
+            "INSERT INTO disks (disk, health) VALUES (?, ?)
+             ON CONFLICT (disk) DO UPDATE SET health = excluded.health",
+        )
+        .bind(i64::from(disk))
+        .bind(health_name(health))
+        .execute(&self.pool)
+        .await
+        .map_err(query_error("set_disk_health"))?;
+        Ok(())
+    }
+
+    async fn unhealthy_disks(&self) -> Result<Vec<DiskRecord>, CatalogError> {
+        let rows =
+            sqlx::query("SELECT disk, health FROM disks WHERE health <> 'healthy' ORDER BY disk")
+                .fetch_all(&self.pool)
+                .await
+                .map_err(query_error("unhealthy_disks"))?;
+        rows.iter()
+            .map(|row| {
+                let health = match get::<String>(row, "health")?.as_str() {
+                    "failed" => DiskHealth::Failed,
+                    other => return Err(corrupt("unhealthy_disks", format!("health {other:?}"))),
+                };
+                Ok(DiskRecord {
+                    disk: unsigned(get::<i64>(row, "disk")?, "disk")?,
+                    health,
+                })
+            })
+            .collect()
+    }
+
+    async fn add_rebuild_tasks(&self, tasks: Vec<RebuildTask>) -> Result<(), CatalogError> {
+        let operation = "add_rebuild_tasks";
+        let mut transaction = self.write(operation).await?;
+        for task in &tasks {
+            let blob = load_blob(&mut transaction, task.blob).await?;
+            let health = disk_health(&mut transaction, task.failed_disk).await?;
+            rules::check_rebuild_task(task, blob.as_ref(), health)?;
+            sqlx::query(
+                "INSERT INTO rebuild_tasks (blob, column_index, failed_disk) VALUES (?, ?, ?)
+                 ON CONFLICT (blob, column_index) DO NOTHING",
+            )
+            .bind(rules::stored(task.blob, "blob id")?)
+            .bind(i64::from(task.column))
+            .bind(i64::from(task.failed_disk))
+            .execute(&mut *transaction)
+            .await
+            .map_err(query_error(operation))?;
+        }
+        transaction.commit().await.map_err(query_error(operation))
+    }
+
+    async fn rebuild_tasks(&self, limit: u32) -> Result<Vec<RebuildTask>, CatalogError> {
+        let rows = sqlx::query(
+            "SELECT blob, column_index, failed_disk FROM rebuild_tasks
+             ORDER BY blob, column_index LIMIT ?",
+        )
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(query_error("rebuild_tasks"))?;
+        rows.iter()
+            .map(|row| {
+                Ok(RebuildTask {
+                    blob: unsigned(get::<i64>(row, "blob")?, "blob")?,
+                    column: unsigned(get::<i64>(row, "column_index")?, "column_index")?,
+                    failed_disk: unsigned(get::<i64>(row, "failed_disk")?, "failed_disk")?,
+                })
+            })
+            .collect()
+    }
+
+    async fn complete_rebuild(
+        &self,
+        task: RebuildTask,
+        new_disk: DiskIndex,
+    ) -> Result<(), CatalogError> {
+        let operation = "complete_rebuild";
+        let mut transaction = self.write(operation).await?;
+        let blob_id = i64::try_from(task.blob).ok();
+        let pending: Option<i64> = match blob_id {
+            Some(blob_id) => sqlx::query_scalar(
+                "SELECT failed_disk FROM rebuild_tasks WHERE blob = ? AND column_index = ?",
+            )
+            .bind(blob_id)
+            .bind(i64::from(task.column))
+            .fetch_optional(&mut *transaction)
+            .await
+            .map_err(query_error(operation))?,
+            None => None,
+        };
+        let pending = pending
+            .map(|disk| unsigned(disk, "failed_disk"))
+            .transpose()?;
+        let blob = load_blob(&mut transaction, task.blob).await?;
+        let health = disk_health(&mut transaction, new_disk).await?;
+        rules::check_complete_rebuild(&task, pending, blob.as_ref(), new_disk, health)?;
+        let blob_id = rules::stored(task.blob, "blob id")?;
+        sqlx::query("UPDATE blob_disks SET disk = ? WHERE blob = ? AND column_index = ?")
+            .bind(i64::from(new_disk))
+            .bind(blob_id)
+            .bind(i64::from(task.column))
+            .execute(&mut *transaction)
+            .await
+            .map_err(query_error(operation))?;
+        sqlx::query("DELETE FROM rebuild_tasks WHERE blob = ? AND column_index = ?")
+            .bind(blob_id)
+            .bind(i64::from(task.column))
+            .execute(&mut *transaction)
+            .await
+            .map_err(query_error(operation))?;
+        transaction.commit().await.map_err(query_error(operation))
+    }
+
+    async fn stats(&self) -> Result<CatalogStats, CatalogError> {
+        let operation = "stats";
+        let row = sqlx::query(
+            "SELECT
+                 (SELECT COUNT(*) FROM objects) AS objects,
+                 (SELECT COALESCE(SUM(size_bytes), 0) FROM objects) AS bytes,
+                 (SELECT COUNT(*) FROM objects WHERE staged_segment IS NOT NULL) AS staged_objects,
+                 (SELECT COALESCE(SUM(size_bytes), 0) FROM objects WHERE staged_segment IS NOT NULL)
+                     AS staged_bytes,
+                 (SELECT COUNT(*) FROM blobs) AS blobs,
+                 (SELECT COUNT(*) FROM rebuild_tasks) AS rebuild_pending",
+        )
+        .fetch_one(&self.pool)
+        .await
+        .map_err(query_error(operation))?;
+        let field =
+            |name: &str| -> Result<u64, CatalogError> { unsigned(get::<i64>(&row, name)?, name) };
+        Ok(CatalogStats {
+            objects: field("objects")?,
+            bytes: field("bytes")?,
+            staged_objects: field("staged_objects")?,
+            staged_bytes: field("staged_bytes")?,
+            blobs: field("blobs")?,
+            rebuild_pending: field("rebuild_pending")?,
+        })
+    }
+
+    async fn integrity_check(&self) -> Result<IntegrityReport, CatalogError> {
+        Ok(IntegrityReport {
+            problems: self.integrity_problems().await?,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::prefix_successor;
+
+    #[test]
+    fn prefix_successor_increments_the_last_code_point_that_has_a_successor() {
+        assert_eq!(prefix_successor("ab").as_deref(), Some("ac"));
+        assert_eq!(prefix_successor("a\u{ff}").as_deref(), Some("a\u{100}"));
+        assert_eq!(prefix_successor("a\u{d7ff}").as_deref(), Some("a\u{e000}"));
+        assert_eq!(prefix_successor("a\u{10ffff}").as_deref(), Some("b"));
+        assert_eq!(prefix_successor("\u{10ffff}\u{10ffff}"), None);
+        assert_eq!(prefix_successor(""), None);
+    }
+}
