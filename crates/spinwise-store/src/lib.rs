@@ -18,4 +18,4 @@ pub mod store;
 pub use config::{RackSource, StoreConfig};
 pub use error::StoreError;
 pub use staging::{StagingConfig, StagingError, StagingLog};
-pub use store::{ObjectReader, Store, StoreStatus};
+pub use store::{ObjectReader, SqliteStore, Store, StoreRecovery, StoreStatus};

@@ -204,6 +204,8 @@ struct SegmentScan {
     valid_end: u64,
     file_length: u64,
     records: Vec<ScannedRecord>,
+    /// End offset of each record in `records`.
+    record_ends: Vec<u64>,
 }
 
 struct Space {
@@ -420,6 +422,7 @@ fn scan_segment(path: &Path, segment: SegmentId) -> Result<SegmentScan> {
         valid_end: 0,
         file_length,
         records: Vec::new(),
+        record_ends: Vec::new(),
     };
     if !header_ok {
         return Ok(scan);
@@ -430,6 +433,7 @@ fn scan_segment(path: &Path, segment: SegmentId) -> Result<SegmentScan> {
         match scan_record(&mut file, segment, scan.valid_end, file_length, chunk_bytes) {
             Ok((record, end)) => {
                 scan.records.push(record);
+                scan.record_ends.push(end);
                 scan.valid_end = end;
             }
             Err(_) => break,
@@ -510,8 +514,9 @@ impl StagingLog {
 
     /// Reconciles the scanned segments with what the catalog references (`referenced`:
     /// the (segment, offset) of every staged object): segments with no referenced record are
-    /// deleted; a kept segment's tail after its last valid record is truncated, unless a
-    /// referenced record lies there (then nothing is cut and the reference is reported missing).
+    /// deleted; a kept segment is truncated after its last referenced record (torn tails and
+    /// unacknowledged records go). A reference with no valid record is reported missing, and
+    /// then only the invalid tail is cut, never bytes at or after such a reference.
     pub async fn recover(&self, referenced: &BTreeSet<(SegmentId, u64)>) -> Result<RecoveryReport> {
         let scans = std::mem::take(&mut *self.scans.lock().expect("scan lock"));
         let mut report = RecoveryReport::default();
@@ -525,19 +530,33 @@ impl StagingLog {
                 report.segments_deleted.push(segment);
                 continue;
             }
-            let valid: BTreeSet<u64> = scan.records.iter().map(|r| r.offset).collect();
+            let valid: BTreeMap<u64, u64> = scan
+                .records
+                .iter()
+                .map(|r| r.offset)
+                .zip(scan.record_ends.iter().copied())
+                .collect();
             let missing: Vec<u64> = references
                 .iter()
                 .copied()
-                .filter(|offset| !valid.contains(offset))
+                .filter(|offset| !valid.contains_key(offset))
                 .collect();
-            let reaches_past_valid = references.iter().any(|offset| *offset >= scan.valid_end);
             report
                 .missing
                 .extend(missing.iter().map(|offset| (segment, *offset)));
-            if scan.valid_end < scan.file_length && !reaches_past_valid {
-                self.truncate_segment(segment, scan.valid_end).await?;
-                report.bytes_truncated += scan.file_length - scan.valid_end;
+            // Everything after the last referenced record is garbage (torn, unacknowledged,
+            // deleted); with a reference that matches no record, cut only what is invalid, and
+            // nothing if that reference lies in it.
+            let cut_at = if missing.is_empty() {
+                references.iter().map(|offset| valid[offset]).max()
+            } else if references.iter().all(|offset| *offset < scan.valid_end) {
+                Some(scan.valid_end)
+            } else {
+                None
+            };
+            if let Some(cut_at) = cut_at.filter(|cut| *cut < scan.file_length) {
+                self.truncate_segment(segment, cut_at).await?;
+                report.bytes_truncated += scan.file_length - cut_at;
             }
         }
         Ok(report)

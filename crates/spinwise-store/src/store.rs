@@ -15,7 +15,7 @@ use crate::error::{StoreError, StoreResult, io_error};
 use crate::staging::{MAX_KEY_BYTES, RecoveryReport, StagedReader, StagingError, StagingLog};
 use bytes::Bytes;
 use serde::Serialize;
-use spinwise_catalog::{Catalog, ObjectLocation, ObjectRecord};
+use spinwise_catalog::{Catalog, ObjectLocation, ObjectRecord, SqliteCatalog};
 use spinwise_model::{Layout, Rack};
 use std::collections::BTreeSet;
 use std::ops::Range;
@@ -301,6 +301,44 @@ impl<C: Catalog> Store<C> {
     /// What recovery found and did when this store was opened.
     pub fn recovery(&self) -> &StoreRecovery {
         &self.recovery
+    }
+}
+
+/// The catalog's file in the data directory (SQLite, WAL mode; `-wal` and `-shm` beside it).
+pub const CATALOG_FILE: &str = "catalog.sqlite";
+
+/// The default store: the SQLite catalog at `DATA/catalog.sqlite`.
+pub type SqliteStore = Store<SqliteCatalog>;
+
+impl Store<SqliteCatalog> {
+    /// [`Store::init`] with a new SQLite catalog at `DATA/catalog.sqlite`.
+    pub async fn init_sqlite(data_dir: &Path, config: StoreConfig) -> StoreResult<SqliteStore> {
+        config::validate(&config, &data_dir.join(STORE_FILE))?;
+        if data_dir.join(STORE_FILE).exists() {
+            return Err(StoreError::AlreadyInitialized {
+                path: data_dir.display().to_string(),
+            });
+        }
+        std::fs::create_dir_all(data_dir).map_err(io_error(data_dir))?;
+        let catalog = SqliteCatalog::open(&data_dir.join(CATALOG_FILE)).await?;
+        Store::init(data_dir, config, catalog).await
+    }
+
+    /// [`Store::open`] with the SQLite catalog at `DATA/catalog.sqlite`.
+    pub async fn open_sqlite(data_dir: &Path) -> StoreResult<SqliteStore> {
+        if !data_dir.join(STORE_FILE).exists() {
+            return Err(StoreError::NotInitialized {
+                path: data_dir.display().to_string(),
+            });
+        }
+        let catalog = SqliteCatalog::open(&data_dir.join(CATALOG_FILE)).await?;
+        Store::open(data_dir, catalog).await
+    }
+
+    /// Closes the catalog's connections (checkpointing its WAL); acknowledged work is durable
+    /// without this.
+    pub async fn close(self) {
+        self.catalog.close().await;
     }
 }
 
