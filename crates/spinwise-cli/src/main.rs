@@ -15,6 +15,7 @@ mod plan;
 mod quality;
 mod sim;
 mod source;
+mod store;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -55,6 +56,8 @@ enum Command {
     Verify(plan::VerifyArgs),
     /// List the shipped rack presets.
     Presets(source::PresetsArgs),
+    /// The cold blob store on a data directory: init, put, get, rm, ls, stat, status.
+    Store(store::StoreArgs),
 }
 
 fn main() -> ExitCode {
@@ -67,6 +70,7 @@ fn main() -> ExitCode {
         Command::Experiment(args) => experiment::run(&args),
         Command::Verify(args) => plan::run_verify(&args),
         Command::Presets(args) => source::run_presets(&args),
+        Command::Store(args) => store::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,7 +1,29 @@
-//! spinwise-store: the cold blob store (issue 4; being built).
+//! spinwise-store: the cold blob store (issue 4).
+//! - [`staging`] is the staging log (docs/staging-format.md), where a PUT is durable before it is
+//!   acknowledged;
+//! - [`store`] holds [`Store`], the object API over a [`spinwise_catalog::Catalog`] (put, get with
+//!   ranges, delete, list, stat, status) and recovery on open;
+//! - [`config`] holds the data directory's `store.toml` and `layout.json`;
+//! - [`error`] holds [`StoreError`];
+//! - [`placement`] decides a blob's group and disks (Pelican §2.2);
+//! - [`stacks`] writes a blob's stripe stacks to its disks and reads fragments back;
+//! - [`driver`] runs the sans-IO scheduler with a real [`clock`] against the disks, every power
+//!   change passing the [`audit`].
+//!
+//! Not wired yet: the bundler and migrator (objects stay staged), reads of migrated objects
+//! ([`StoreError::MigratedReadUnavailable`]), rebuild and scrub.
 
 pub mod audit;
 pub mod clock;
+pub mod config;
 pub mod driver;
+pub mod error;
 pub mod placement;
 pub mod stacks;
+pub mod staging;
+pub mod store;
+
+pub use config::{RackSource, StoreConfig};
+pub use error::StoreError;
+pub use staging::{StagingConfig, StagingError, StagingLog};
+pub use store::{ObjectReader, SqliteStore, Store, StoreRecovery, StoreStatus};

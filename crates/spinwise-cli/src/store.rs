@@ -1,0 +1,401 @@
+//! `spinwise store --data DIR …`: the cold blob store on a data directory (docs/store.md).
+//! Argument parsing, transfer plumbing and output only; the store library decides everything.
+//! Each invocation opens the store (running staging recovery), does one thing, and closes it.
+//!
+//! Store failures reach the user as one line (`error: …`, exit status 1), like every other
+//! refusal of this command.
+
+use crate::error::{CliError, CliResult, io_error};
+use crate::output::outln;
+use crate::source::load_preset;
+use clap::{Args, Subcommand};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use spinwise_catalog::{Catalog, ObjectLocation, ObjectRecord};
+use spinwise_model::{Layout, parse_rack};
+use spinwise_store::{RackSource, SqliteStore, Store, StoreConfig, StoreError};
+use std::io::IsTerminal;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
+
+/// Transfers at least this large get a progress bar (when stderr is a terminal).
+const PROGRESS_MIN_BYTES: u64 = 64 << 20;
+/// Most objects `ls` prints.
+const LIST_LIMIT: u32 = 100_000;
+
+#[derive(Args)]
+pub struct StoreArgs {
+    /// The store's data directory (configuration, catalog, staging log).
+    #[arg(long, value_name = "DIR")]
+    pub data: PathBuf,
+    #[command(subcommand)]
+    pub command: StoreCommand,
+}
+
+#[derive(Subcommand)]
+pub enum StoreCommand {
+    /// Create a store for a rack in DIR: store.toml (rack copied in), layout.json, catalog.
+    Init(InitArgs),
+    /// Store a file (or stdin with `-`) under KEY, replacing any older object of that key.
+    Put { key: String, path: PathBuf },
+    /// Write KEY's bytes to a file (or stdout with `-`).
+    Get {
+        key: String,
+        path: PathBuf,
+        /// Only bytes A through B, both included (`A-B`), or from A to the end (`A-`).
+        #[arg(long, value_name = "A-B")]
+        range: Option<String>,
+    },
+    /// Remove KEY.
+    Rm { key: String },
+    /// List objects (key order), optionally only those whose keys start with PREFIX.
+    Ls {
+        prefix: Option<String>,
+        /// One JSON array of objects instead of lines.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show one object: size, state (staged/migrated), group and disks (null while staged).
+    Stat {
+        key: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Objects, bytes, staged bytes, disks active and failed, rebuild work pending.
+    Status {
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Args)]
+pub struct InitArgs {
+    /// A shipped rack (see `spinwise presets`).
+    #[arg(
+        long,
+        value_name = "NAME",
+        conflicts_with = "rack",
+        required_unless_present = "rack"
+    )]
+    pub preset: Option<String>,
+    /// A rack description (TOML, docs/rack-format.md).
+    #[arg(long, value_name = "RACK.toml")]
+    pub rack: Option<PathBuf>,
+    /// A layout written by `spinwise plan --out` (default: plan the rack now).
+    #[arg(long, value_name = "LAYOUT.json")]
+    pub layout: Option<PathBuf>,
+    /// Multiplies the rack's spin-up and mount latencies on emulated disks.
+    #[arg(long, value_name = "F", default_value_t = 1.0)]
+    pub time_factor: f64,
+}
+
+fn store_error(error: StoreError) -> CliError {
+    CliError::Usage(error.to_string())
+}
+
+pub fn run(args: &StoreArgs) -> CliResult<()> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::Usage(format!("starting the async runtime: {e}")))?;
+    runtime.block_on(run_async(args))
+}
+
+async fn run_async(args: &StoreArgs) -> CliResult<()> {
+    if let StoreCommand::Init(init_args) = &args.command {
+        return init(&args.data, init_args).await;
+    }
+    let store = Store::open_sqlite(&args.data).await.map_err(store_error)?;
+    for problem in &store.recovery().problems {
+        eprintln!("warning: recovery: {problem}");
+    }
+    let result = match &args.command {
+        StoreCommand::Init(_) => unreachable!("handled above"),
+        StoreCommand::Put { key, path } => put(&store, key, path).await,
+        StoreCommand::Get { key, path, range } => get(&store, key, path, range.as_deref()).await,
+        StoreCommand::Rm { key } => store.delete(key).await.map(|_| ()).map_err(store_error),
+        StoreCommand::Ls { prefix, json } => {
+            list(&store, prefix.as_deref().unwrap_or(""), *json).await
+        }
+        StoreCommand::Stat { key, json } => stat(&store, key, *json).await,
+        StoreCommand::Status { json } => status(&store, *json).await,
+    };
+    store.close().await;
+    result
+}
+
+async fn init(data: &Path, args: &InitArgs) -> CliResult<()> {
+    let (source, rack_toml) = match (&args.preset, &args.rack) {
+        (_, Some(path)) => {
+            let text = std::fs::read_to_string(path).map_err(io_error(path))?;
+            (RackSource::File(path.clone()), text)
+        }
+        (Some(name), None) => {
+            load_preset(name)?;
+            let text = crate::source::PRESETS
+                .iter()
+                .find(|(preset, _)| preset == name)
+                .map(|(_, text)| text.to_string())
+                .expect("load_preset found it");
+            (RackSource::Preset(name.clone()), text)
+        }
+        (None, None) => unreachable!("clap requires --preset or --rack"),
+    };
+    let rack_name = match &source {
+        RackSource::Preset(name) => format!("preset {name}"),
+        RackSource::File(path) => path.display().to_string(),
+    };
+    let rack = parse_rack(&rack_name, &rack_toml)?;
+    let layout = match &args.layout {
+        Some(path) => {
+            let text = std::fs::read_to_string(path).map_err(io_error(path))?;
+            Layout::from_json(&path.display().to_string(), &text)?
+        }
+        None => {
+            spinwise_plan::plan(&rack)
+                .map_err(|source| CliError::Plan {
+                    rack: rack.name.clone(),
+                    source,
+                })?
+                .layout
+        }
+    };
+    let mut config = StoreConfig::new(source, rack_toml, layout);
+    config.time_factor = args.time_factor;
+    let store = Store::init_sqlite(data, config)
+        .await
+        .map_err(store_error)?;
+    let layout = store.layout();
+    outln!(
+        "initialized {}: rack {} ({} disks), {} groups of {}, erasure {}+{}",
+        data.display(),
+        store.rack().name,
+        store.rack().disk_count(),
+        layout.groups.len(),
+        layout.group_size,
+        layout.erasure.k,
+        layout.erasure.r
+    );
+    store.close().await;
+    Ok(())
+}
+
+fn progress_bar(total_bytes: Option<u64>) -> Option<ProgressBar> {
+    if !std::io::stderr().is_terminal() || total_bytes.is_some_and(|t| t < PROGRESS_MIN_BYTES) {
+        return None;
+    }
+    let bar = match total_bytes {
+        Some(total) => ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr())
+            .with_style(
+                ProgressStyle::with_template(
+                    "{bar:40} {binary_bytes}/{binary_total_bytes} {binary_bytes_per_sec} eta {eta}",
+                )
+                .expect("a valid template"),
+            ),
+        None => ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr()).with_style(
+            ProgressStyle::with_template("{spinner} {binary_bytes} {binary_bytes_per_sec}")
+                .expect("a valid template"),
+        ),
+    };
+    Some(bar)
+}
+
+/// Counts the bytes a PUT body yields into a progress bar.
+struct Counted<R> {
+    inner: R,
+    bar: Option<ProgressBar>,
+}
+
+impl<R: AsyncRead + Unpin> AsyncRead for Counted<R> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        context: &mut Context<'_>,
+        buffer: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let before = buffer.filled().len();
+        let polled = Pin::new(&mut self.inner).poll_read(context, buffer);
+        if let Some(bar) = &self.bar {
+            bar.inc((buffer.filled().len() - before) as u64);
+        }
+        polled
+    }
+}
+
+async fn put(store: &SqliteStore, key: &str, path: &Path) -> CliResult<()> {
+    let record = if path == Path::new("-") {
+        let body = Counted {
+            inner: tokio::io::stdin(),
+            bar: progress_bar(None),
+        };
+        store.put(key, body).await
+    } else {
+        let file = tokio::fs::File::open(path).await.map_err(io_error(path))?;
+        let size = file.metadata().await.map_err(io_error(path))?.len();
+        let body = Counted {
+            inner: file,
+            bar: progress_bar(Some(size)),
+        };
+        store.put(key, body).await
+    }
+    .map_err(store_error)?;
+    outln!("{} {} bytes", record.key, record.size_bytes);
+    Ok(())
+}
+
+/// Parses `A-B` (inclusive) or `A-` into a half-open range; `size` closes `A-`.
+fn parse_range(text: &str, size_bytes: u64) -> CliResult<Range<u64>> {
+    let bad = || {
+        CliError::Usage(format!(
+            "--range `{text}`: expected A-B or A- (bytes, B included)"
+        ))
+    };
+    let (start, end) = text.split_once('-').ok_or_else(bad)?;
+    let start: u64 = start.parse().map_err(|_| bad())?;
+    let end = match end {
+        "" => size_bytes,
+        last => last
+            .parse::<u64>()
+            .map_err(|_| bad())?
+            .checked_add(1)
+            .ok_or_else(bad)?,
+    };
+    if start > end {
+        return Err(bad());
+    }
+    Ok(start..end)
+}
+
+async fn get(store: &SqliteStore, key: &str, path: &Path, range: Option<&str>) -> CliResult<()> {
+    let range = match range {
+        Some(text) => {
+            let size = store.stat(key).await.map_err(store_error)?.size_bytes;
+            Some(parse_range(text, size)?)
+        }
+        None => None,
+    };
+    let mut reader = store.get(key, range).await.map_err(store_error)?;
+    let length = reader.range().end - reader.range().start;
+    let bar = progress_bar(Some(length));
+    if path == Path::new("-") {
+        let mut stdout = tokio::io::stdout();
+        copy_out(&mut reader, &mut stdout, bar.as_ref(), Path::new("stdout")).await?;
+        return Ok(());
+    }
+    // Write beside the target and rename at the end: a failed GET leaves no partial file.
+    let partial = path.with_extension("partial");
+    let mut file = tokio::fs::File::create(&partial)
+        .await
+        .map_err(io_error(&partial))?;
+    let copied = copy_out(&mut reader, &mut file, bar.as_ref(), &partial).await;
+    if let Err(error) = copied {
+        let _ = tokio::fs::remove_file(&partial).await;
+        return Err(error);
+    }
+    file.sync_all().await.map_err(io_error(&partial))?;
+    tokio::fs::rename(&partial, path)
+        .await
+        .map_err(io_error(path))
+}
+
+async fn copy_out(
+    reader: &mut spinwise_store::ObjectReader,
+    writer: &mut (impl AsyncWrite + Unpin),
+    bar: Option<&ProgressBar>,
+    path: &Path,
+) -> CliResult<()> {
+    while let Some(chunk) = reader.next_chunk().await.map_err(store_error)? {
+        writer.write_all(&chunk).await.map_err(io_error(path))?;
+        if let Some(bar) = bar {
+            bar.inc(chunk.len() as u64);
+        }
+    }
+    writer.flush().await.map_err(io_error(path))?;
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
+    Ok(())
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The JSON of one object; `group` and `disks` come from its blob once migrated.
+async fn object_json(store: &SqliteStore, record: &ObjectRecord) -> CliResult<serde_json::Value> {
+    let (state, group, disks) = match &record.location {
+        ObjectLocation::Staged { .. } => ("staged", None, None),
+        ObjectLocation::Migrated { blob, .. } => {
+            let blob = store
+                .catalog()
+                .blob(*blob)
+                .await
+                .map_err(|e| store_error(e.into()))?;
+            (
+                "migrated",
+                blob.as_ref().map(|b| b.group),
+                blob.map(|b| b.disks),
+            )
+        }
+    };
+    Ok(serde_json::json!({
+        "key": record.key,
+        "size": record.size_bytes,
+        "state": state,
+        "group": group,
+        "disks": disks,
+        "blake3": hex(&record.content_hash),
+        "created_unix_ms": record.created_unix_ms,
+    }))
+}
+
+async fn list(store: &SqliteStore, prefix: &str, json: bool) -> CliResult<()> {
+    let records = store
+        .list(prefix, None, LIST_LIMIT)
+        .await
+        .map_err(store_error)?;
+    if json {
+        let mut rows = Vec::with_capacity(records.len());
+        for record in &records {
+            rows.push(object_json(store, record).await?);
+        }
+        outln!("{}", serde_json::Value::Array(rows));
+        return Ok(());
+    }
+    for record in records {
+        let state = match record.location {
+            ObjectLocation::Staged { .. } => "staged",
+            ObjectLocation::Migrated { .. } => "migrated",
+        };
+        outln!("{:>14} {state:<8} {}", record.size_bytes, record.key);
+    }
+    Ok(())
+}
+
+async fn stat(store: &SqliteStore, key: &str, json: bool) -> CliResult<()> {
+    let record = store.stat(key).await.map_err(store_error)?;
+    let value = object_json(store, &record).await?;
+    if json {
+        outln!("{value}");
+        return Ok(());
+    }
+    for (name, field) in value.as_object().expect("an object") {
+        outln!("{name}: {field}");
+    }
+    Ok(())
+}
+
+async fn status(store: &SqliteStore, json: bool) -> CliResult<()> {
+    let status = store.status().await.map_err(store_error)?;
+    let value = serde_json::to_value(&status).expect("status serializes");
+    if json {
+        outln!("{value}");
+        return Ok(());
+    }
+    for (name, field) in value.as_object().expect("an object") {
+        outln!("{name}: {field}");
+    }
+    Ok(())
+}

@@ -1,0 +1,197 @@
+//! The data directory's configuration: `DATA/store.toml` (rack source and its TOML copied in,
+//! time factor, bundle and fragment sizes, staging limits) and `DATA/layout.json` (the layout
+//! the CLI planned or was given; the store never plans). Written once by `init`, atomically
+//! (temporary file, fsync, rename, fsync of the directory), `store.toml` last, so a directory
+//! with `store.toml` always has its layout.
+
+use crate::error::{StoreError, StoreResult, io_error};
+use crate::staging::StagingConfig;
+use serde::{Deserialize, Serialize};
+use spinwise_model::{Layout, Rack, parse_rack};
+use std::path::{Path, PathBuf};
+
+const STORE_FORMAT: &str = "spinwise-store";
+const STORE_VERSION: u32 = 1;
+pub const STORE_FILE: &str = "store.toml";
+pub const LAYOUT_FILE: &str = "layout.json";
+pub const STAGING_DIR: &str = "staging";
+
+/// Where the rack description came from (recorded for people; the TOML itself is copied in).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RackSource {
+    Preset(String),
+    File(PathBuf),
+}
+
+/// Everything `init` fixes for a data directory.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StoreConfig {
+    pub rack_source: RackSource,
+    /// The rack TOML, verbatim.
+    pub rack_toml: String,
+    pub layout: Layout,
+    /// Multiplies the rack's spin-up and mount latencies on emulated disks (1.0 = real time).
+    pub time_factor: f64,
+    /// Staged objects are packed into bundles of this size (default 1 GiB).
+    pub bundle_bytes: u64,
+    /// Erasure-coding fragment size (default 128 KiB).
+    pub fragment_bytes: u32,
+    pub staging: StagingConfig,
+}
+
+impl StoreConfig {
+    /// A configuration with the default sizes and limits.
+    pub fn new(rack_source: RackSource, rack_toml: String, layout: Layout) -> StoreConfig {
+        StoreConfig {
+            rack_source,
+            rack_toml,
+            layout,
+            time_factor: 1.0,
+            bundle_bytes: 1 << 30,
+            fragment_bytes: 128 << 10,
+            staging: StagingConfig::default(),
+        }
+    }
+}
+
+/// `store.toml` as written.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StoreFile {
+    format: String,
+    version: u32,
+    time_factor: f64,
+    bundle_bytes: u64,
+    fragment_bytes: u32,
+    staging: StagingSection,
+    rack: RackSection,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StagingSection {
+    segment_bytes: u64,
+    chunk_bytes: u32,
+    limit_bytes: u64,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RackSection {
+    source: RackSource,
+    toml: String,
+}
+
+fn config_error(path: &Path, message: impl Into<String>) -> StoreError {
+    StoreError::Config {
+        path: path.display().to_string(),
+        message: message.into(),
+    }
+}
+
+/// Checks sizes and that the rack parses and the layout belongs to it; returns the rack.
+pub fn validate(config: &StoreConfig, path: &Path) -> StoreResult<Rack> {
+    if !(config.time_factor.is_finite() && config.time_factor > 0.0) {
+        return Err(config_error(path, "time_factor must be a positive number"));
+    }
+    if config.bundle_bytes == 0 || config.fragment_bytes == 0 {
+        return Err(config_error(
+            path,
+            "bundle_bytes and fragment_bytes must be positive",
+        ));
+    }
+    let rack = parse_rack(&format!("{} (rack)", path.display()), &config.rack_toml)
+        .map_err(|e| config_error(path, e.to_string()))?;
+    if config.layout.rack_fingerprint != rack.fingerprint() {
+        return Err(config_error(
+            path,
+            format!(
+                "the layout was planned for rack `{}` (fingerprint {}), not this rack `{}` ({})",
+                config.layout.rack,
+                config.layout.rack_fingerprint,
+                rack.name,
+                rack.fingerprint()
+            ),
+        ));
+    }
+    Ok(rack)
+}
+
+/// Writes `bytes` to `dir/name` atomically and durably.
+fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) -> StoreResult<()> {
+    use std::io::Write;
+    let path = dir.join(name);
+    let temporary = dir.join(format!(".{name}.tmp"));
+    let mut file = std::fs::File::create(&temporary).map_err(io_error(&temporary))?;
+    file.write_all(bytes).map_err(io_error(&temporary))?;
+    file.sync_all().map_err(io_error(&temporary))?;
+    std::fs::rename(&temporary, &path).map_err(io_error(&path))?;
+    std::fs::File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(io_error(dir))
+}
+
+/// Writes `layout.json` then `store.toml` into `data_dir` (which must exist).
+pub fn write(data_dir: &Path, config: &StoreConfig) -> StoreResult<()> {
+    let file = StoreFile {
+        format: STORE_FORMAT.into(),
+        version: STORE_VERSION,
+        time_factor: config.time_factor,
+        bundle_bytes: config.bundle_bytes,
+        fragment_bytes: config.fragment_bytes,
+        staging: StagingSection {
+            segment_bytes: config.staging.segment_bytes,
+            chunk_bytes: config.staging.chunk_bytes,
+            limit_bytes: config.staging.limit_bytes,
+        },
+        rack: RackSection {
+            source: config.rack_source.clone(),
+            toml: config.rack_toml.clone(),
+        },
+    };
+    let text = toml::to_string(&file).map_err(|e| config_error(data_dir, e.to_string()))?;
+    write_atomic(data_dir, LAYOUT_FILE, config.layout.to_json().as_bytes())?;
+    write_atomic(data_dir, STORE_FILE, text.as_bytes())
+}
+
+/// Reads `store.toml` and `layout.json` from `data_dir`.
+pub fn read(data_dir: &Path) -> StoreResult<StoreConfig> {
+    let store_path = data_dir.join(STORE_FILE);
+    let text = match std::fs::read_to_string(&store_path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(StoreError::NotInitialized {
+                path: data_dir.display().to_string(),
+            });
+        }
+        other => other.map_err(io_error(&store_path))?,
+    };
+    let file: StoreFile =
+        toml::from_str(&text).map_err(|e| config_error(&store_path, e.to_string()))?;
+    if file.format != STORE_FORMAT || file.version != STORE_VERSION {
+        return Err(config_error(
+            &store_path,
+            format!(
+                "format {} version {} is not {STORE_FORMAT} version {STORE_VERSION}",
+                file.format, file.version
+            ),
+        ));
+    }
+    let layout_path = data_dir.join(LAYOUT_FILE);
+    let layout_text = std::fs::read_to_string(&layout_path).map_err(io_error(&layout_path))?;
+    let layout = Layout::from_json(&layout_path.display().to_string(), &layout_text)
+        .map_err(|e| config_error(&layout_path, e.to_string()))?;
+    Ok(StoreConfig {
+        rack_source: file.rack.source,
+        rack_toml: file.rack.toml,
+        layout,
+        time_factor: file.time_factor,
+        bundle_bytes: file.bundle_bytes,
+        fragment_bytes: file.fragment_bytes,
+        staging: StagingConfig {
+            segment_bytes: file.staging.segment_bytes,
+            chunk_bytes: file.staging.chunk_bytes,
+            limit_bytes: file.staging.limit_bytes,
+        },
+    })
+}

@@ -1,0 +1,49 @@
+//! [`StoreError`]: everything the store refuses or fails at, each with the message a user needs
+//! (the CLI prints it as its one-line reason).
+
+use crate::staging::StagingError;
+use spinwise_catalog::{BlobId, CatalogError};
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// Staging log failures, among them `StagingError::Full` (staging limit reached; nothing of
+    /// the PUT became visible) and `StagingError::Corrupt` (a chunk failed its crc32c).
+    #[error(transparent)]
+    Staging(#[from] StagingError),
+    #[error(transparent)]
+    Catalog(#[from] CatalogError),
+    #[error("{path}: {source}")]
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("{path}: {message}")]
+    Config { path: String, message: String },
+    #[error("{path} already holds a store (store.toml exists)")]
+    AlreadyInitialized { path: String },
+    #[error("{path} holds no store (no store.toml); run `spinwise store --data DIR init` first")]
+    NotInitialized { path: String },
+    #[error("object keys are 1 to 1024 bytes of UTF-8; this one is {length_bytes} bytes")]
+    KeyLength { length_bytes: usize },
+    #[error("no such key: `{key}`")]
+    NoSuchKey { key: String },
+    #[error("range {start}..{end} is outside `{key}`'s {size_bytes} bytes")]
+    Range {
+        key: String,
+        start: u64,
+        end: u64,
+        size_bytes: u64,
+    },
+    /// The object was migrated into a blob, and this build has no migrated read path yet.
+    #[error("`{key}` lives in blob {blob}; reading migrated objects is not implemented yet")]
+    MigratedReadUnavailable { key: String, blob: BlobId },
+}
+
+pub type StoreResult<T> = Result<T, StoreError>;
+
+pub(crate) fn io_error(path: &std::path::Path) -> impl FnOnce(std::io::Error) -> StoreError + '_ {
+    move |source| StoreError::Io {
+        path: path.display().to_string(),
+        source,
+    }
+}

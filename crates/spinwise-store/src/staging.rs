@@ -1,0 +1,992 @@
+//! The staging log: where a PUT's bytes become durable before they are acknowledged, and where
+//! staged objects are read from until the migrator moves them into a blob. The byte format,
+//! the PUT durability sequence and recovery are specified in docs/staging-format.md; this file
+//! implements exactly that.
+//!
+//! Invariants:
+//! - appends within one segment are sequential, and an append fsyncs before the next append to
+//!   that segment starts, so only a segment's last record can be torn;
+//! - segments that existed when the log was opened are sealed: new records go to new segments;
+//! - a segment is deleted only when it is sealed, unpinned (no append in flight whose catalog
+//!   commit is pending) and the caller says nothing references it;
+//! - memory per append or read is one chunk (`chunk_bytes`, 1 MiB by default);
+//! - the bytes of all segments plus in-flight reservations never exceed `limit_bytes`.
+
+use bytes::Bytes;
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{Read, Seek, SeekFrom};
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncSeekExt, AsyncWriteExt};
+
+pub use spinwise_catalog::{ContentHash, SegmentId};
+
+const SEGMENT_MAGIC: &[u8; 8] = b"SWSTGSEG";
+const RECORD_MAGIC: &[u8; 8] = b"SWSTGREC";
+const FORMAT_VERSION: u32 = 1;
+/// Bytes of the segment header at offset 0.
+pub const SEGMENT_HEADER_BYTES: u64 = 32;
+/// Record header bytes before the key (magic, version, flags, chunk size, key length).
+const RECORD_HEADER_FIXED_BYTES: u64 = 20;
+/// Bytes of a chunk frame's header (length, crc).
+const FRAME_HEADER_BYTES: u64 = 8;
+/// Bytes of a record's trailer (end marker, size, BLAKE3, crc).
+const TRAILER_BYTES: u64 = 48;
+/// Keys are 1 ..= this many bytes of UTF-8.
+pub const MAX_KEY_BYTES: usize = 1024;
+const MIN_CHUNK_BYTES: u32 = 4 * 1024;
+const MAX_CHUNK_BYTES: u32 = 64 * 1024 * 1024;
+
+#[derive(Debug, thiserror::Error)]
+pub enum StagingError {
+    #[error("{path}: {source}")]
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error(
+        "object keys are 1 to {MAX_KEY_BYTES} bytes of UTF-8; this one is {length_bytes} bytes"
+    )]
+    KeyLength { length_bytes: usize },
+    #[error(
+        "staging is full: {used_bytes} of {limit_bytes} bytes in use, {requested_bytes} more needed"
+    )]
+    Full {
+        used_bytes: u64,
+        limit_bytes: u64,
+        requested_bytes: u64,
+    },
+    #[error("staging segment {segment:016x}, record at {offset}: {detail}")]
+    Corrupt {
+        segment: SegmentId,
+        offset: u64,
+        detail: String,
+    },
+    #[error("range {start}..{end} is outside the object's {size_bytes} bytes")]
+    Range {
+        start: u64,
+        end: u64,
+        size_bytes: u64,
+    },
+    #[error("staging configuration: {0}")]
+    Config(String),
+    #[error("staging segment {segment:016x} cannot be freed: {reason}")]
+    NotFreeable {
+        segment: SegmentId,
+        reason: &'static str,
+    },
+}
+
+type Result<T> = std::result::Result<T, StagingError>;
+
+fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> StagingError + '_ {
+    move |source| StagingError::Io {
+        path: path.display().to_string(),
+        source,
+    }
+}
+
+/// Sizes and limits of a staging log.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StagingConfig {
+    /// A segment is sealed once it reaches this length (default 1 GiB).
+    pub segment_bytes: u64,
+    /// Payload chunk size (default 1 MiB): the unit of checksumming and of memory per transfer.
+    pub chunk_bytes: u32,
+    /// Total bytes of all segments (default 64 GiB); an append beyond it fails with `Full`.
+    pub limit_bytes: u64,
+}
+
+impl Default for StagingConfig {
+    fn default() -> Self {
+        StagingConfig {
+            segment_bytes: 1 << 30,
+            chunk_bytes: 1 << 20,
+            limit_bytes: 64 << 30,
+        }
+    }
+}
+
+impl StagingConfig {
+    fn check(&self) -> Result<()> {
+        if !(MIN_CHUNK_BYTES..=MAX_CHUNK_BYTES).contains(&self.chunk_bytes) {
+            return Err(StagingError::Config(format!(
+                "chunk_bytes {} is outside {MIN_CHUNK_BYTES}..={MAX_CHUNK_BYTES}",
+                self.chunk_bytes
+            )));
+        }
+        if self.segment_bytes < SEGMENT_HEADER_BYTES + 1 {
+            return Err(StagingError::Config(format!(
+                "segment_bytes {} leaves no room for records",
+                self.segment_bytes
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// A durable record, as `append` returns it. Holding it keeps its segment pinned (never freed)
+/// until the caller has committed it to the catalog and drops it.
+#[derive(Debug)]
+pub struct StagedRecord {
+    pub segment: SegmentId,
+    /// Offset of the record header in the segment file.
+    pub offset: u64,
+    pub size_bytes: u64,
+    pub content_hash: ContentHash,
+    _pin: SegmentPin,
+}
+
+/// One valid record found by the recovery scan (structure and header/trailer crcs checked).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScannedRecord {
+    pub segment: SegmentId,
+    pub offset: u64,
+    pub key: String,
+    pub size_bytes: u64,
+    pub content_hash: ContentHash,
+}
+
+/// What `recover` did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RecoveryReport {
+    pub segments_deleted: Vec<SegmentId>,
+    /// Bytes cut from torn or corrupt tails of kept segments.
+    pub bytes_truncated: u64,
+    /// Referenced (segment, offset) pairs with no valid record: a broken invariant, reported.
+    pub missing: Vec<(SegmentId, u64)>,
+}
+
+#[derive(Debug)]
+struct SegmentPin {
+    segment: SegmentId,
+    pins: Arc<Mutex<BTreeMap<SegmentId, usize>>>,
+}
+
+impl SegmentPin {
+    fn new(segment: SegmentId, pins: &Arc<Mutex<BTreeMap<SegmentId, usize>>>) -> SegmentPin {
+        *pins
+            .lock()
+            .expect("pin map lock")
+            .entry(segment)
+            .or_default() += 1;
+        SegmentPin {
+            segment,
+            pins: Arc::clone(pins),
+        }
+    }
+}
+
+impl Drop for SegmentPin {
+    fn drop(&mut self) {
+        let mut pins = self.pins.lock().expect("pin map lock");
+        let count = pins
+            .get_mut(&self.segment)
+            .expect("a pinned segment is in the pin map");
+        *count -= 1;
+        if *count == 0 {
+            pins.remove(&self.segment);
+        }
+    }
+}
+
+/// A segment open for appends (taken by one appender at a time).
+struct OpenSegment {
+    id: SegmentId,
+    file: tokio::fs::File,
+    length_bytes: u64,
+}
+
+/// What the open-time scan found in one segment.
+#[derive(Debug)]
+struct SegmentScan {
+    valid_end: u64,
+    file_length: u64,
+    records: Vec<ScannedRecord>,
+    /// End offset of each record in `records`.
+    record_ends: Vec<u64>,
+}
+
+struct Space {
+    used_bytes: u64,
+}
+
+/// The staging log in one directory (see the module docs).
+pub struct StagingLog {
+    dir: PathBuf,
+    config: StagingConfig,
+    idle: Mutex<Vec<OpenSegment>>,
+    /// Sealed segments and their lengths.
+    sealed: Mutex<BTreeMap<SegmentId, u64>>,
+    next_segment: Mutex<SegmentId>,
+    pins: Arc<Mutex<BTreeMap<SegmentId, usize>>>,
+    space: Mutex<Space>,
+    scans: Mutex<BTreeMap<SegmentId, SegmentScan>>,
+}
+
+pub fn segment_path(dir: &Path, segment: SegmentId) -> PathBuf {
+    dir.join(format!("seg-{segment:016x}.log"))
+}
+
+fn parse_segment_name(name: &str) -> Option<SegmentId> {
+    let hex = name.strip_prefix("seg-")?.strip_suffix(".log")?;
+    if hex.len() != 16 {
+        return None;
+    }
+    u64::from_str_radix(hex, 16).ok()
+}
+
+fn check_key(key: &str) -> Result<()> {
+    if key.is_empty() || key.len() > MAX_KEY_BYTES {
+        return Err(StagingError::KeyLength {
+            length_bytes: key.len(),
+        });
+    }
+    Ok(())
+}
+
+fn segment_header(segment: SegmentId, chunk_bytes: u32) -> [u8; 32] {
+    let mut header = [0u8; 32];
+    header[0..8].copy_from_slice(SEGMENT_MAGIC);
+    header[8..12].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
+    header[12..16].copy_from_slice(&chunk_bytes.to_le_bytes());
+    header[16..24].copy_from_slice(&segment.to_le_bytes());
+    let crc = crc32c::crc32c(&header[0..28]);
+    header[28..32].copy_from_slice(&crc.to_le_bytes());
+    header
+}
+
+fn record_header(key: &str, chunk_bytes: u32) -> Vec<u8> {
+    let mut header = Vec::with_capacity(RECORD_HEADER_FIXED_BYTES as usize + key.len() + 4);
+    header.extend_from_slice(RECORD_MAGIC);
+    header.extend_from_slice(&(FORMAT_VERSION as u16).to_le_bytes());
+    header.extend_from_slice(&0u16.to_le_bytes());
+    header.extend_from_slice(&chunk_bytes.to_le_bytes());
+    header.extend_from_slice(&(key.len() as u32).to_le_bytes());
+    header.extend_from_slice(key.as_bytes());
+    let crc = crc32c::crc32c(&header);
+    header.extend_from_slice(&crc.to_le_bytes());
+    header
+}
+
+fn trailer(size_bytes: u64, hash: &ContentHash) -> [u8; 48] {
+    let mut trailer = [0u8; 48];
+    trailer[4..12].copy_from_slice(&size_bytes.to_le_bytes());
+    trailer[12..44].copy_from_slice(hash);
+    let crc = crc32c::crc32c(&trailer[0..44]);
+    trailer[44..48].copy_from_slice(&crc.to_le_bytes());
+    trailer
+}
+
+fn frame_crc(length_bytes: u32, data: &[u8]) -> u32 {
+    crc32c::crc32c_append(crc32c::crc32c(&length_bytes.to_le_bytes()), data)
+}
+
+fn le_u16(bytes: &[u8]) -> u16 {
+    u16::from_le_bytes(bytes.try_into().expect("2 bytes"))
+}
+fn le_u32(bytes: &[u8]) -> u32 {
+    u32::from_le_bytes(bytes.try_into().expect("4 bytes"))
+}
+fn le_u64(bytes: &[u8]) -> u64 {
+    u64::from_le_bytes(bytes.try_into().expect("8 bytes"))
+}
+
+/// A parsed, crc-checked record header.
+struct RecordHeader {
+    chunk_bytes: u32,
+    key: String,
+    /// Header length (`24 + key length`): the payload starts at `offset + length`.
+    length_bytes: u64,
+}
+
+/// Parses the record header at the reader's position; `Err(detail)` when it is not valid.
+fn read_record_header(reader: &mut impl Read) -> std::result::Result<RecordHeader, String> {
+    let mut fixed = [0u8; RECORD_HEADER_FIXED_BYTES as usize];
+    reader
+        .read_exact(&mut fixed)
+        .map_err(|e| format!("record header: {e}"))?;
+    if &fixed[0..8] != RECORD_MAGIC {
+        return Err("no record magic".into());
+    }
+    let version = le_u16(&fixed[8..10]);
+    if u32::from(version) != FORMAT_VERSION || le_u16(&fixed[10..12]) != 0 {
+        return Err(format!("record version {version} is not supported"));
+    }
+    let chunk_bytes = le_u32(&fixed[12..16]);
+    let key_bytes = le_u32(&fixed[16..20]) as usize;
+    if key_bytes == 0 || key_bytes > MAX_KEY_BYTES {
+        return Err(format!("key length {key_bytes} is out of range"));
+    }
+    let mut rest = vec![0u8; key_bytes + 4];
+    reader
+        .read_exact(&mut rest)
+        .map_err(|e| format!("record key: {e}"))?;
+    let crc = crc32c::crc32c_append(crc32c::crc32c(&fixed), &rest[..key_bytes]);
+    if crc != le_u32(&rest[key_bytes..]) {
+        return Err("record header crc mismatch".into());
+    }
+    if !(MIN_CHUNK_BYTES..=MAX_CHUNK_BYTES).contains(&chunk_bytes) {
+        return Err(format!("chunk size {chunk_bytes} is out of range"));
+    }
+    let key = String::from_utf8(rest[..key_bytes].to_vec()).map_err(|_| "key is not UTF-8")?;
+    Ok(RecordHeader {
+        chunk_bytes,
+        key,
+        length_bytes: RECORD_HEADER_FIXED_BYTES + key_bytes as u64 + 4,
+    })
+}
+
+/// Parses a trailer; returns (size, hash) or the reason it is invalid.
+fn parse_trailer(trailer: &[u8; 48]) -> std::result::Result<(u64, ContentHash), String> {
+    if le_u32(&trailer[0..4]) != 0 {
+        return Err("trailer end marker is not 0".into());
+    }
+    if crc32c::crc32c(&trailer[0..44]) != le_u32(&trailer[44..48]) {
+        return Err("trailer crc mismatch".into());
+    }
+    let hash: ContentHash = trailer[12..44].try_into().expect("32 bytes");
+    Ok((le_u64(&trailer[4..12]), hash))
+}
+
+/// Walks one record's structure from `offset` without reading chunk data (frame headers and
+/// the trailer only). Returns the record and its end offset, or why it is not valid.
+fn scan_record(
+    file: &mut std::fs::File,
+    segment: SegmentId,
+    offset: u64,
+    file_length: u64,
+    segment_chunk_bytes: u32,
+) -> std::result::Result<(ScannedRecord, u64), String> {
+    file.seek(SeekFrom::Start(offset))
+        .map_err(|e| e.to_string())?;
+    let header = read_record_header(file)?;
+    if header.chunk_bytes != segment_chunk_bytes {
+        return Err("record chunk size differs from its segment's".into());
+    }
+    let mut position = offset + header.length_bytes;
+    let mut size_bytes = 0u64;
+    let mut last_was_short = false;
+    loop {
+        let mut frame = [0u8; 4];
+        file.seek(SeekFrom::Start(position))
+            .map_err(|e| e.to_string())?;
+        file.read_exact(&mut frame)
+            .map_err(|e| format!("frame at {position}: {e}"))?;
+        let length_bytes = le_u32(&frame);
+        if length_bytes == 0 {
+            let mut trailer = [0u8; 48];
+            file.seek(SeekFrom::Start(position))
+                .map_err(|e| e.to_string())?;
+            file.read_exact(&mut trailer)
+                .map_err(|e| format!("trailer at {position}: {e}"))?;
+            let (trailer_size, content_hash) = parse_trailer(&trailer)?;
+            if trailer_size != size_bytes {
+                return Err(format!(
+                    "trailer says {trailer_size} bytes, chunks hold {size_bytes}"
+                ));
+            }
+            let record = ScannedRecord {
+                segment,
+                offset,
+                key: header.key,
+                size_bytes,
+                content_hash,
+            };
+            return Ok((record, position + TRAILER_BYTES));
+        }
+        if length_bytes > header.chunk_bytes || last_was_short {
+            return Err(format!("bad chunk length {length_bytes} at {position}"));
+        }
+        last_was_short = length_bytes < header.chunk_bytes;
+        position += FRAME_HEADER_BYTES + u64::from(length_bytes);
+        if position > file_length {
+            return Err(format!("chunk at {position} runs past the end of the file"));
+        }
+        size_bytes += u64::from(length_bytes);
+    }
+}
+
+/// Scans one segment file: header, then records until the first invalid one.
+fn scan_segment(path: &Path, segment: SegmentId) -> Result<SegmentScan> {
+    let mut file = std::fs::File::open(path).map_err(io_error(path))?;
+    let file_length = file.metadata().map_err(io_error(path))?.len();
+    let mut header = [0u8; 32];
+    let header_ok = file.read_exact(&mut header).is_ok()
+        && &header[0..8] == SEGMENT_MAGIC
+        && le_u32(&header[8..12]) == FORMAT_VERSION
+        && le_u64(&header[16..24]) == segment
+        && crc32c::crc32c(&header[0..28]) == le_u32(&header[28..32]);
+    let mut scan = SegmentScan {
+        valid_end: 0,
+        file_length,
+        records: Vec::new(),
+        record_ends: Vec::new(),
+    };
+    if !header_ok {
+        return Ok(scan);
+    }
+    let chunk_bytes = le_u32(&header[12..16]);
+    scan.valid_end = SEGMENT_HEADER_BYTES;
+    while scan.valid_end < file_length {
+        match scan_record(&mut file, segment, scan.valid_end, file_length, chunk_bytes) {
+            Ok((record, end)) => {
+                scan.records.push(record);
+                scan.record_ends.push(end);
+                scan.valid_end = end;
+            }
+            Err(_) => break,
+        }
+    }
+    Ok(scan)
+}
+
+fn sync_dir(dir: &Path) -> Result<()> {
+    std::fs::File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(io_error(dir))
+}
+
+async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T> + Send + 'static,
+) -> Result<T> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .expect("staging IO task does not panic")
+}
+
+impl StagingLog {
+    /// Opens (creating if needed) the log in `dir` and scans every segment; all existing
+    /// segments are sealed. Nothing is changed on disk until [`StagingLog::recover`].
+    pub async fn open(dir: &Path, config: StagingConfig) -> Result<StagingLog> {
+        config.check()?;
+        let dir = dir.to_path_buf();
+        let scan_dir = dir.clone();
+        let scans = blocking(move || {
+            std::fs::create_dir_all(&scan_dir).map_err(io_error(&scan_dir))?;
+            let mut scans = BTreeMap::new();
+            for entry in std::fs::read_dir(&scan_dir).map_err(io_error(&scan_dir))? {
+                let entry = entry.map_err(io_error(&scan_dir))?;
+                let name = entry.file_name();
+                let Some(segment) = name.to_str().and_then(parse_segment_name) else {
+                    continue;
+                };
+                scans.insert(segment, scan_segment(&entry.path(), segment)?);
+            }
+            Ok(scans)
+        })
+        .await?;
+        let sealed: BTreeMap<SegmentId, u64> = scans
+            .iter()
+            .map(|(id, scan)| (*id, scan.file_length))
+            .collect();
+        let used_bytes = sealed.values().sum();
+        let next_segment = scans.keys().next_back().map_or(1, |last| last + 1);
+        Ok(StagingLog {
+            dir,
+            config,
+            idle: Mutex::new(Vec::new()),
+            sealed: Mutex::new(sealed),
+            next_segment: Mutex::new(next_segment),
+            pins: Arc::new(Mutex::new(BTreeMap::new())),
+            space: Mutex::new(Space { used_bytes }),
+            scans: Mutex::new(scans),
+        })
+    }
+
+    pub fn config(&self) -> StagingConfig {
+        self.config
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Valid records the open-time scan found (in segment and offset order).
+    pub fn scanned_records(&self) -> Vec<ScannedRecord> {
+        let scans = self.scans.lock().expect("scan lock");
+        scans
+            .values()
+            .flat_map(|scan| scan.records.iter().cloned())
+            .collect()
+    }
+
+    /// Reconciles the scanned segments with what the catalog references (`referenced`:
+    /// the (segment, offset) of every staged object): segments with no referenced record are
+    /// deleted; a kept segment is truncated after its last referenced record (torn tails and
+    /// unacknowledged records go). A reference with no valid record is reported missing, and
+    /// then only the invalid tail is cut, never bytes at or after such a reference.
+    pub async fn recover(&self, referenced: &BTreeSet<(SegmentId, u64)>) -> Result<RecoveryReport> {
+        let scans = std::mem::take(&mut *self.scans.lock().expect("scan lock"));
+        let mut report = RecoveryReport::default();
+        for (segment, scan) in scans {
+            let references: Vec<u64> = referenced
+                .range((segment, 0)..=(segment, u64::MAX))
+                .map(|(_, offset)| *offset)
+                .collect();
+            if references.is_empty() {
+                self.delete_segment_file(segment).await?;
+                report.segments_deleted.push(segment);
+                continue;
+            }
+            let valid: BTreeMap<u64, u64> = scan
+                .records
+                .iter()
+                .map(|r| r.offset)
+                .zip(scan.record_ends.iter().copied())
+                .collect();
+            let missing: Vec<u64> = references
+                .iter()
+                .copied()
+                .filter(|offset| !valid.contains_key(offset))
+                .collect();
+            report
+                .missing
+                .extend(missing.iter().map(|offset| (segment, *offset)));
+            // Everything after the last referenced record is garbage (torn, unacknowledged,
+            // deleted); with a reference that matches no record, cut only what is invalid, and
+            // nothing if that reference lies in it.
+            let cut_at = if missing.is_empty() {
+                references.iter().map(|offset| valid[offset]).max()
+            } else if references.iter().all(|offset| *offset < scan.valid_end) {
+                Some(scan.valid_end)
+            } else {
+                None
+            };
+            if let Some(cut_at) = cut_at.filter(|cut| *cut < scan.file_length) {
+                self.truncate_segment(segment, cut_at).await?;
+                report.bytes_truncated += scan.file_length - cut_at;
+            }
+        }
+        Ok(report)
+    }
+
+    async fn truncate_segment(&self, segment: SegmentId, length_bytes: u64) -> Result<()> {
+        let path = segment_path(&self.dir, segment);
+        blocking(move || {
+            let file = std::fs::OpenOptions::new()
+                .write(true)
+                .open(&path)
+                .map_err(io_error(&path))?;
+            file.set_len(length_bytes).map_err(io_error(&path))?;
+            file.sync_all().map_err(io_error(&path))
+        })
+        .await?;
+        let mut sealed = self.sealed.lock().expect("sealed lock");
+        let old = sealed
+            .insert(segment, length_bytes)
+            .expect("a scanned segment is sealed");
+        self.space.lock().expect("space lock").used_bytes -= old - length_bytes;
+        Ok(())
+    }
+
+    async fn delete_segment_file(&self, segment: SegmentId) -> Result<()> {
+        let path = segment_path(&self.dir, segment);
+        let dir = self.dir.clone();
+        blocking(move || {
+            std::fs::remove_file(&path).map_err(io_error(&path))?;
+            sync_dir(&dir)
+        })
+        .await?;
+        let length = self
+            .sealed
+            .lock()
+            .expect("sealed lock")
+            .remove(&segment)
+            .expect("only sealed segments are deleted");
+        self.space.lock().expect("space lock").used_bytes -= length;
+        Ok(())
+    }
+
+    /// Sealed segments (the candidates for freeing) in id order.
+    pub fn sealed_segments(&self) -> Vec<SegmentId> {
+        self.sealed
+            .lock()
+            .expect("sealed lock")
+            .keys()
+            .copied()
+            .collect()
+    }
+
+    /// Sealed segments with no append awaiting its catalog commit. Callers ask the catalog which
+    /// segments are in use *after* this: a pin is dropped only after its commit, so a segment
+    /// unpinned here has its records in the catalog already.
+    pub fn freeable_segments(&self) -> Vec<SegmentId> {
+        let pins = self.pins.lock().expect("pin map lock");
+        let sealed = self.sealed.lock().expect("sealed lock");
+        sealed
+            .keys()
+            .copied()
+            .filter(|segment| !pins.contains_key(segment))
+            .collect()
+    }
+
+    /// Deletes a sealed, unpinned segment. The caller guarantees nothing references it.
+    pub async fn free_segment(&self, segment: SegmentId) -> Result<()> {
+        if self
+            .pins
+            .lock()
+            .expect("pin map lock")
+            .contains_key(&segment)
+        {
+            return Err(StagingError::NotFreeable {
+                segment,
+                reason: "an append into it awaits its catalog commit",
+            });
+        }
+        if !self
+            .sealed
+            .lock()
+            .expect("sealed lock")
+            .contains_key(&segment)
+        {
+            return Err(StagingError::NotFreeable {
+                segment,
+                reason: "it is open for appends or does not exist",
+            });
+        }
+        self.delete_segment_file(segment).await
+    }
+
+    /// Bytes of all segments plus in-flight reservations.
+    pub fn used_bytes(&self) -> u64 {
+        self.space.lock().expect("space lock").used_bytes
+    }
+
+    fn reserve(&self, requested_bytes: u64) -> Result<()> {
+        let mut space = self.space.lock().expect("space lock");
+        if space.used_bytes + requested_bytes > self.config.limit_bytes {
+            return Err(StagingError::Full {
+                used_bytes: space.used_bytes,
+                limit_bytes: self.config.limit_bytes,
+                requested_bytes,
+            });
+        }
+        space.used_bytes += requested_bytes;
+        Ok(())
+    }
+
+    fn release(&self, bytes: u64) {
+        self.space.lock().expect("space lock").used_bytes -= bytes;
+    }
+
+    /// An idle open segment, or a new one (header written and durable, directory fsynced).
+    async fn take_segment(&self) -> Result<OpenSegment> {
+        if let Some(open) = self.idle.lock().expect("idle lock").pop() {
+            return Ok(open);
+        }
+        self.reserve(SEGMENT_HEADER_BYTES)?;
+        let id = {
+            let mut next = self.next_segment.lock().expect("segment id lock");
+            let id = *next;
+            *next += 1;
+            id
+        };
+        let created = self.create_segment(id).await;
+        if created.is_err() {
+            self.release(SEGMENT_HEADER_BYTES);
+        }
+        created
+    }
+
+    async fn create_segment(&self, id: SegmentId) -> Result<OpenSegment> {
+        let path = segment_path(&self.dir, id);
+        let mut file = tokio::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .await
+            .map_err(io_error(&path))?;
+        file.write_all(&segment_header(id, self.config.chunk_bytes))
+            .await
+            .map_err(io_error(&path))?;
+        file.sync_all().await.map_err(io_error(&path))?;
+        let dir = self.dir.clone();
+        blocking(move || sync_dir(&dir)).await?;
+        Ok(OpenSegment {
+            id,
+            file,
+            length_bytes: SEGMENT_HEADER_BYTES,
+        })
+    }
+
+    /// Puts a segment back after an append: sealed when full, idle otherwise.
+    fn return_segment(&self, open: OpenSegment) {
+        if open.length_bytes >= self.config.segment_bytes {
+            self.sealed
+                .lock()
+                .expect("sealed lock")
+                .insert(open.id, open.length_bytes);
+        } else {
+            self.idle.lock().expect("idle lock").push(open);
+        }
+    }
+
+    /// Appends one record holding everything `reader` yields, fsyncs it, and returns where it
+    /// is. Memory: one chunk. On any error (reader, IO, `Full`) the segment is cut back to where
+    /// the record began, so nothing of it remains.
+    pub async fn append(&self, key: &str, reader: impl AsyncRead + Unpin) -> Result<StagedRecord> {
+        check_key(key)?;
+        let mut open = self.take_segment().await?;
+        let pin = SegmentPin::new(open.id, &self.pins);
+        let offset = open.length_bytes;
+        let mut reserved_bytes = 0u64;
+        let result = self
+            .write_record(&mut open, key, reader, &mut reserved_bytes)
+            .await;
+        match result {
+            Ok((size_bytes, content_hash, end)) => {
+                open.length_bytes = end;
+                let segment = open.id;
+                self.return_segment(open);
+                Ok(StagedRecord {
+                    segment,
+                    offset,
+                    size_bytes,
+                    content_hash,
+                    _pin: pin,
+                })
+            }
+            Err(error) => {
+                self.release(reserved_bytes);
+                let cut = async {
+                    open.file.set_len(offset).await?;
+                    open.file.seek(SeekFrom::Start(offset)).await?;
+                    open.file.sync_all().await
+                }
+                .await;
+                match cut {
+                    Ok(()) => self.return_segment(open),
+                    // The tail could not be cut: seal the segment so nothing is appended after
+                    // the partial record; recovery truncates or deletes it later.
+                    Err(_) => {
+                        self.sealed
+                            .lock()
+                            .expect("sealed lock")
+                            .insert(open.id, offset);
+                    }
+                }
+                Err(error)
+            }
+        }
+    }
+
+    /// Writes header, chunks and trailer, then fsyncs. Returns (size, hash, end offset).
+    async fn write_record(
+        &self,
+        open: &mut OpenSegment,
+        key: &str,
+        mut reader: impl AsyncRead + Unpin,
+        reserved_bytes: &mut u64,
+    ) -> Result<(u64, ContentHash, u64)> {
+        let path = segment_path(&self.dir, open.id);
+        let chunk_bytes = self.config.chunk_bytes as usize;
+        let header = record_header(key, self.config.chunk_bytes);
+        self.reserve(header.len() as u64 + TRAILER_BYTES)?;
+        *reserved_bytes += header.len() as u64 + TRAILER_BYTES;
+        open.file
+            .write_all(&header)
+            .await
+            .map_err(io_error(&path))?;
+        let mut position = open.length_bytes + header.len() as u64;
+        let mut hasher = blake3::Hasher::new();
+        let mut size_bytes = 0u64;
+        let mut frame = vec![0u8; FRAME_HEADER_BYTES as usize + chunk_bytes];
+        loop {
+            let filled = fill(&mut reader, &mut frame[FRAME_HEADER_BYTES as usize..])
+                .await
+                .map_err(|source| StagingError::Io {
+                    path: format!("PUT body of `{key}`"),
+                    source,
+                })?;
+            if filled == 0 {
+                break;
+            }
+            self.reserve(FRAME_HEADER_BYTES + filled as u64)?;
+            *reserved_bytes += FRAME_HEADER_BYTES + filled as u64;
+            let data_end = FRAME_HEADER_BYTES as usize + filled;
+            let length = filled as u32;
+            let crc = frame_crc(length, &frame[FRAME_HEADER_BYTES as usize..data_end]);
+            frame[0..4].copy_from_slice(&length.to_le_bytes());
+            frame[4..8].copy_from_slice(&crc.to_le_bytes());
+            hasher.update(&frame[FRAME_HEADER_BYTES as usize..data_end]);
+            open.file
+                .write_all(&frame[..data_end])
+                .await
+                .map_err(io_error(&path))?;
+            position += data_end as u64;
+            size_bytes += filled as u64;
+            if filled < chunk_bytes {
+                break;
+            }
+        }
+        let content_hash: ContentHash = *hasher.finalize().as_bytes();
+        open.file
+            .write_all(&trailer(size_bytes, &content_hash))
+            .await
+            .map_err(io_error(&path))?;
+        open.file.sync_all().await.map_err(io_error(&path))?;
+        Ok((size_bytes, content_hash, position + TRAILER_BYTES))
+    }
+
+    /// A reader of `range` of the record of `key` at (`segment`, `offset`), `size_bytes`
+    /// long, yielding crc-verified chunks; a whole-object read also checks size and BLAKE3
+    /// against the trailer at the end.
+    pub async fn read(
+        &self,
+        segment: SegmentId,
+        offset: u64,
+        key: &str,
+        size_bytes: u64,
+        range: Range<u64>,
+    ) -> Result<StagedReader> {
+        if range.start > range.end || range.end > size_bytes {
+            return Err(StagingError::Range {
+                start: range.start,
+                end: range.end,
+                size_bytes,
+            });
+        }
+        let path = segment_path(&self.dir, segment);
+        let expected_key = key.to_string();
+        let corrupt = move |detail: String| StagingError::Corrupt {
+            segment,
+            offset,
+            detail,
+        };
+        let (file, header) = blocking(move || {
+            let mut file = std::fs::File::open(&path).map_err(io_error(&path))?;
+            file.seek(SeekFrom::Start(offset))
+                .map_err(io_error(&path))?;
+            let mut buffered = std::io::BufReader::new(&mut file);
+            let header = read_record_header(&mut buffered).map_err(corrupt)?;
+            if header.key != expected_key {
+                return Err(corrupt(format!(
+                    "record holds key `{}`, not `{expected_key}`",
+                    header.key
+                )));
+            }
+            Ok((file, header))
+        })
+        .await?;
+        let chunk_bytes = u64::from(header.chunk_bytes);
+        let whole = (range.start == 0 && range.end == size_bytes).then(blake3::Hasher::new);
+        Ok(StagedReader {
+            path: segment_path(&self.dir, segment),
+            file: tokio::fs::File::from_std(file),
+            segment,
+            offset,
+            payload_start: offset + header.length_bytes,
+            chunk_bytes,
+            size_bytes,
+            next_chunk: range.start / chunk_bytes,
+            range,
+            whole,
+            seeked: false,
+            buffer: Vec::new(),
+        })
+    }
+}
+
+/// Reads until `buffer` is full or the reader ends; returns the bytes read.
+async fn fill(reader: &mut (impl AsyncRead + Unpin), buffer: &mut [u8]) -> std::io::Result<usize> {
+    let mut filled = 0;
+    while filled < buffer.len() {
+        let read = reader.read(&mut buffer[filled..]).await?;
+        if read == 0 {
+            break;
+        }
+        filled += read;
+    }
+    Ok(filled)
+}
+
+/// Yields a staged record's bytes in a range as verified chunks (see [`StagingLog::read`]).
+pub struct StagedReader {
+    path: PathBuf,
+    file: tokio::fs::File,
+    segment: SegmentId,
+    offset: u64,
+    payload_start: u64,
+    chunk_bytes: u64,
+    size_bytes: u64,
+    next_chunk: u64,
+    range: Range<u64>,
+    /// Hash of every byte so far, on whole-object reads.
+    whole: Option<blake3::Hasher>,
+    seeked: bool,
+    buffer: Vec<u8>,
+}
+
+impl StagedReader {
+    fn corrupt(&self, detail: String) -> StagingError {
+        StagingError::Corrupt {
+            segment: self.segment,
+            offset: self.offset,
+            detail,
+        }
+    }
+
+    /// The next verified piece of the range, or `None` at its end.
+    pub async fn next_chunk(&mut self) -> Result<Option<Bytes>> {
+        let chunk_start = self.next_chunk * self.chunk_bytes;
+        if chunk_start >= self.range.end {
+            self.finish().await?;
+            return Ok(None);
+        }
+        let expected = (self.size_bytes - chunk_start).min(self.chunk_bytes) as usize;
+        if !self.seeked {
+            let position =
+                self.payload_start + self.next_chunk * (FRAME_HEADER_BYTES + self.chunk_bytes);
+            self.file
+                .seek(SeekFrom::Start(position))
+                .await
+                .map_err(io_error(&self.path))?;
+            self.seeked = true;
+        }
+        self.buffer
+            .resize(FRAME_HEADER_BYTES as usize + expected, 0);
+        self.file
+            .read_exact(&mut self.buffer)
+            .await
+            .map_err(|e| self.corrupt(format!("chunk {}: {e}", self.next_chunk)))?;
+        let length = le_u32(&self.buffer[0..4]);
+        let data = &self.buffer[FRAME_HEADER_BYTES as usize..];
+        if length as usize != expected || frame_crc(length, data) != le_u32(&self.buffer[4..8]) {
+            return Err(self.corrupt(format!(
+                "chunk {} fails its length or crc32c check",
+                self.next_chunk
+            )));
+        }
+        if let Some(hasher) = &mut self.whole {
+            hasher.update(data);
+        }
+        let from = self.range.start.saturating_sub(chunk_start) as usize;
+        let to = ((self.range.end - chunk_start) as usize).min(expected);
+        self.next_chunk += 1;
+        Ok(Some(Bytes::copy_from_slice(&data[from..to])))
+    }
+
+    /// On a whole-object read, checks the trailer's size and BLAKE3 against what was read.
+    async fn finish(&mut self) -> Result<()> {
+        let Some(hasher) = self.whole.take() else {
+            return Ok(());
+        };
+        let chunks = self.size_bytes.div_ceil(self.chunk_bytes);
+        let position = self.payload_start + chunks * FRAME_HEADER_BYTES + self.size_bytes;
+        let mut trailer = [0u8; 48];
+        let read = async {
+            self.file.seek(SeekFrom::Start(position)).await?;
+            self.file.read_exact(&mut trailer).await
+        }
+        .await;
+        read.map_err(|e| self.corrupt(format!("trailer: {e}")))?;
+        let (size_bytes, hash) = parse_trailer(&trailer).map_err(|d| self.corrupt(d))?;
+        if size_bytes != self.size_bytes || hash != *hasher.finalize().as_bytes() {
+            return Err(self.corrupt("size or BLAKE3 differs from the trailer".into()));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,364 @@
+//! [`Store`]: the object API over a catalog and the staging log. An object is visible exactly
+//! when the catalog has it; PUT makes its bytes durable in the staging log (fsync) before the
+//! catalog commit, and acknowledges after the commit (docs/staging-format.md, "PUT durability
+//! sequence"). Opening a store reconciles the staging log with the catalog (recovery).
+//!
+//! Invariants:
+//! - a staging segment is freed only when it is sealed, unpinned, and the catalog references
+//!   nothing in it — candidates are taken *before* the catalog is asked, so an append whose
+//!   commit lands meanwhile is still pinned and never freed;
+//! - GET memory is one staging chunk at a time;
+//! - objects in blobs are not readable yet ([`StoreError::MigratedReadUnavailable`]).
+
+use crate::config::{self, STAGING_DIR, STORE_FILE, StoreConfig};
+use crate::error::{StoreError, StoreResult, io_error};
+use crate::staging::{MAX_KEY_BYTES, RecoveryReport, StagedReader, StagingError, StagingLog};
+use bytes::Bytes;
+use serde::Serialize;
+use spinwise_catalog::{Catalog, ObjectLocation, ObjectRecord, SqliteCatalog};
+use spinwise_model::{Layout, Rack};
+use std::collections::BTreeSet;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+use tokio::io::AsyncRead;
+
+/// How often GET looks an object up again when its staging segment vanished between the catalog
+/// lookup and opening the file (the object was deleted, overwritten or migrated meanwhile).
+const GET_ATTEMPTS: u32 = 3;
+
+/// What the store holds and how its disks are, for `status`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct StoreStatus {
+    pub objects: u64,
+    pub bytes: u64,
+    pub staged_objects: u64,
+    pub staged_bytes: u64,
+    /// Disks spun up now (0 until the disk driver exists: nothing spins up yet).
+    pub disks_active: u64,
+    pub disks_failed: u64,
+    pub rebuild_pending: u64,
+    pub staging_used_bytes: u64,
+    pub staging_limit_bytes: u64,
+}
+
+/// What recovery found and did when the store was opened.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StoreRecovery {
+    pub staging: RecoveryReport,
+    /// Catalog rows that disagree with the staging log (a broken invariant), one line each.
+    pub problems: Vec<String>,
+}
+
+pub struct Store<C: Catalog> {
+    data_dir: PathBuf,
+    config: StoreConfig,
+    rack: Rack,
+    catalog: C,
+    staging: StagingLog,
+    recovery: StoreRecovery,
+}
+
+fn check_key(key: &str) -> StoreResult<()> {
+    if key.is_empty() || key.len() > MAX_KEY_BYTES {
+        return Err(StoreError::KeyLength {
+            length_bytes: key.len(),
+        });
+    }
+    Ok(())
+}
+
+fn now_unix_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.as_millis() as i64)
+}
+
+impl<C: Catalog> Store<C> {
+    /// Creates the store in `data_dir` (created if missing; refused if it holds a store):
+    /// writes `layout.json` and `store.toml`, then opens it.
+    pub async fn init(data_dir: &Path, config: StoreConfig, catalog: C) -> StoreResult<Store<C>> {
+        config::validate(&config, &data_dir.join(STORE_FILE))?;
+        std::fs::create_dir_all(data_dir).map_err(io_error(data_dir))?;
+        if data_dir.join(STORE_FILE).exists() {
+            return Err(StoreError::AlreadyInitialized {
+                path: data_dir.display().to_string(),
+            });
+        }
+        config::write(data_dir, &config)?;
+        Store::open(data_dir, catalog).await
+    }
+
+    /// Opens the store in `data_dir` with `catalog` and runs staging recovery against it.
+    pub async fn open(data_dir: &Path, catalog: C) -> StoreResult<Store<C>> {
+        let config = config::read(data_dir)?;
+        let rack = config::validate(&config, &data_dir.join(STORE_FILE))?;
+        let staging = StagingLog::open(&data_dir.join(STAGING_DIR), config.staging).await?;
+        let mut store = Store {
+            data_dir: data_dir.to_path_buf(),
+            config,
+            rack,
+            catalog,
+            staging,
+            recovery: StoreRecovery::default(),
+        };
+        store.recovery = store.recover().await?;
+        Ok(store)
+    }
+
+    /// Reconciles the scanned staging log with the catalog's staged objects.
+    async fn recover(&self) -> StoreResult<StoreRecovery> {
+        let staged = self.catalog.staged_objects(u32::MAX).await?;
+        let scanned = self.staging.scanned_records();
+        let mut referenced = BTreeSet::new();
+        let mut problems = Vec::new();
+        for object in &staged {
+            let ObjectLocation::Staged { segment, offset } = object.location else {
+                continue;
+            };
+            referenced.insert((segment, offset));
+            let found = scanned
+                .iter()
+                .find(|r| r.segment == segment && r.offset == offset);
+            match found {
+                Some(record)
+                    if record.key == object.key
+                        && record.size_bytes == object.size_bytes
+                        && record.content_hash == object.content_hash => {}
+                Some(record) => problems.push(format!(
+                    "`{}`: staging record {segment:016x}@{offset} holds `{}` ({} bytes), not this object",
+                    object.key, record.key, record.size_bytes
+                )),
+                None => problems.push(format!(
+                    "`{}`: no valid staging record at {segment:016x}@{offset}",
+                    object.key
+                )),
+            }
+        }
+        let report = self.staging.recover(&referenced).await?;
+        Ok(StoreRecovery {
+            staging: report,
+            problems,
+        })
+    }
+
+    /// Stores `reader`'s bytes under `key`, replacing any older object of that key. Durable
+    /// (staging fsync, then catalog commit) when it returns.
+    pub async fn put(
+        &self,
+        key: &str,
+        reader: impl AsyncRead + Unpin,
+    ) -> StoreResult<ObjectRecord> {
+        check_key(key)?;
+        let staged = self.staging.append(key, reader).await?;
+        let record = ObjectRecord {
+            key: key.to_string(),
+            size_bytes: staged.size_bytes,
+            content_hash: staged.content_hash,
+            created_unix_ms: now_unix_ms(),
+            location: ObjectLocation::Staged {
+                segment: staged.segment,
+                offset: staged.offset,
+            },
+        };
+        let replaced = self.catalog.put_object(record.clone()).await?;
+        // The record is committed: its segment may be unpinned now.
+        drop(staged);
+        if replaced.is_some() {
+            self.reclaim_staging().await?;
+        }
+        Ok(record)
+    }
+
+    /// The object's metadata.
+    pub async fn stat(&self, key: &str) -> StoreResult<ObjectRecord> {
+        check_key(key)?;
+        self.catalog
+            .object(key)
+            .await?
+            .ok_or_else(|| StoreError::NoSuchKey { key: key.into() })
+    }
+
+    /// A reader of the object's bytes (all, or `range`), in verified chunks of bounded size.
+    pub async fn get(&self, key: &str, range: Option<Range<u64>>) -> StoreResult<ObjectReader> {
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let record = self.stat(key).await?;
+            let range = range.clone().unwrap_or(0..record.size_bytes);
+            if range.start > range.end || range.end > record.size_bytes {
+                return Err(StoreError::Range {
+                    key: key.into(),
+                    start: range.start,
+                    end: range.end,
+                    size_bytes: record.size_bytes,
+                });
+            }
+            let (segment, offset) = match record.location {
+                ObjectLocation::Staged { segment, offset } => (segment, offset),
+                ObjectLocation::Migrated { blob, .. } => {
+                    return Err(StoreError::MigratedReadUnavailable {
+                        key: key.into(),
+                        blob,
+                    });
+                }
+            };
+            let opened = self
+                .staging
+                .read(segment, offset, key, record.size_bytes, range.clone())
+                .await;
+            match opened {
+                Ok(reader) => {
+                    return Ok(ObjectReader {
+                        record,
+                        range,
+                        reader,
+                    });
+                }
+                Err(StagingError::Io { source, .. })
+                    if source.kind() == std::io::ErrorKind::NotFound && attempt < GET_ATTEMPTS => {}
+                Err(error) => return Err(error.into()),
+            }
+        }
+    }
+
+    /// Removes `key` at once; returns what was removed. Staging space is freed when no object
+    /// uses its segment any more.
+    pub async fn delete(&self, key: &str) -> StoreResult<ObjectRecord> {
+        check_key(key)?;
+        let removed = self
+            .catalog
+            .delete_object(key)
+            .await?
+            .ok_or_else(|| StoreError::NoSuchKey { key: key.into() })?;
+        if matches!(removed.location, ObjectLocation::Staged { .. }) {
+            self.reclaim_staging().await?;
+        }
+        Ok(removed)
+    }
+
+    /// Objects whose keys start with `prefix` and sort after `after`, in key order, at most
+    /// `limit`.
+    pub async fn list(
+        &self,
+        prefix: &str,
+        after: Option<&str>,
+        limit: u32,
+    ) -> StoreResult<Vec<ObjectRecord>> {
+        Ok(self.catalog.list_objects(prefix, after, limit).await?)
+    }
+
+    pub async fn status(&self) -> StoreResult<StoreStatus> {
+        let stats = self.catalog.stats().await?;
+        let unhealthy = self.catalog.unhealthy_disks().await?;
+        Ok(StoreStatus {
+            objects: stats.objects,
+            bytes: stats.bytes,
+            staged_objects: stats.staged_objects,
+            staged_bytes: stats.staged_bytes,
+            disks_active: 0,
+            disks_failed: unhealthy.len() as u64,
+            rebuild_pending: stats.rebuild_pending,
+            staging_used_bytes: self.staging.used_bytes(),
+            staging_limit_bytes: self.config.staging.limit_bytes,
+        })
+    }
+
+    /// Frees sealed staging segments no staged object references any more; returns how many.
+    pub async fn reclaim_staging(&self) -> StoreResult<usize> {
+        // Candidates first, the catalog second: see the module invariants.
+        let candidates = self.staging.freeable_segments();
+        if candidates.is_empty() {
+            return Ok(0);
+        }
+        let in_use = self.catalog.segments_in_use().await?;
+        let mut freed = 0;
+        for segment in candidates.into_iter().filter(|s| !in_use.contains(s)) {
+            self.staging.free_segment(segment).await?;
+            freed += 1;
+        }
+        Ok(freed)
+    }
+
+    pub fn data_dir(&self) -> &Path {
+        &self.data_dir
+    }
+    pub fn config(&self) -> &StoreConfig {
+        &self.config
+    }
+    pub fn rack(&self) -> &Rack {
+        &self.rack
+    }
+    pub fn layout(&self) -> &Layout {
+        &self.config.layout
+    }
+    pub fn catalog(&self) -> &C {
+        &self.catalog
+    }
+    pub fn staging(&self) -> &StagingLog {
+        &self.staging
+    }
+    /// What recovery found and did when this store was opened.
+    pub fn recovery(&self) -> &StoreRecovery {
+        &self.recovery
+    }
+}
+
+/// The catalog's file in the data directory (SQLite, WAL mode; `-wal` and `-shm` beside it).
+pub const CATALOG_FILE: &str = "catalog.sqlite";
+
+/// The default store: the SQLite catalog at `DATA/catalog.sqlite`.
+pub type SqliteStore = Store<SqliteCatalog>;
+
+impl Store<SqliteCatalog> {
+    /// [`Store::init`] with a new SQLite catalog at `DATA/catalog.sqlite`.
+    pub async fn init_sqlite(data_dir: &Path, config: StoreConfig) -> StoreResult<SqliteStore> {
+        config::validate(&config, &data_dir.join(STORE_FILE))?;
+        if data_dir.join(STORE_FILE).exists() {
+            return Err(StoreError::AlreadyInitialized {
+                path: data_dir.display().to_string(),
+            });
+        }
+        std::fs::create_dir_all(data_dir).map_err(io_error(data_dir))?;
+        let catalog = SqliteCatalog::open(&data_dir.join(CATALOG_FILE)).await?;
+        Store::init(data_dir, config, catalog).await
+    }
+
+    /// [`Store::open`] with the SQLite catalog at `DATA/catalog.sqlite`.
+    pub async fn open_sqlite(data_dir: &Path) -> StoreResult<SqliteStore> {
+        if !data_dir.join(STORE_FILE).exists() {
+            return Err(StoreError::NotInitialized {
+                path: data_dir.display().to_string(),
+            });
+        }
+        let catalog = SqliteCatalog::open(&data_dir.join(CATALOG_FILE)).await?;
+        Store::open(data_dir, catalog).await
+    }
+
+    /// Closes the catalog's connections (checkpointing its WAL); acknowledged work is durable
+    /// without this.
+    pub async fn close(self) {
+        self.catalog.close().await;
+    }
+}
+
+/// A GET in progress: the object's record and its bytes in the requested range.
+pub struct ObjectReader {
+    record: ObjectRecord,
+    range: Range<u64>,
+    reader: StagedReader,
+}
+
+impl ObjectReader {
+    pub fn record(&self) -> &ObjectRecord {
+        &self.record
+    }
+    /// The byte range being read.
+    pub fn range(&self) -> Range<u64> {
+        self.range.clone()
+    }
+    /// The next verified piece of the range (at most one staging chunk), or `None` at the end.
+    pub async fn next_chunk(&mut self) -> StoreResult<Option<Bytes>> {
+        Ok(self.reader.next_chunk().await?)
+    }
+}
