@@ -473,9 +473,19 @@ impl SqliteCatalog {
         connection: &mut SqliteConnection,
         problems: &mut Vec<String>,
     ) -> Result<(), CatalogError> {
+        Self::object_problems(connection, problems).await?;
+        Self::blob_problems(connection, problems).await?;
+        self.task_problems(connection, problems).await?;
+        Self::counter_problems(connection, problems).await
+    }
+
+    /// Migrated objects: blob present, committed, bytes inside it.
+    async fn object_problems(
+        connection: &mut SqliteConnection,
+        problems: &mut Vec<String>,
+    ) -> Result<(), CatalogError> {
         let operation = "integrity_check";
         let fetch = |sql: &'static str| sqlx::query(sql);
-        // Migrated objects: blob present, committed, bytes inside it.
         let rows = fetch(
             "SELECT o.key, o.blob, b.state, o.byte_offset, o.size_bytes, b.size_bytes AS blob_size
              FROM objects o LEFT JOIN blobs b ON b.id = o.blob WHERE o.blob IS NOT NULL",
@@ -506,8 +516,18 @@ impl SqliteCatalog {
                 ));
             }
         }
-        // live_bytes is the sum of the sizes of the objects pointing into the blob (SUM over
-        // REAL-free INTEGERs; computed per blob through the objects_by_blob index).
+        Ok(())
+    }
+
+    /// Live bytes match the objects, `k + r` disks, columns in range, no disk twice.
+    async fn blob_problems(
+        connection: &mut SqliteConnection,
+        problems: &mut Vec<String>,
+    ) -> Result<(), CatalogError> {
+        let operation = "integrity_check";
+        let fetch = |sql: &'static str| sqlx::query(sql);
+        // live_bytes is the sum of the sizes of the objects pointing into the blob (computed
+        // per blob through the objects_by_blob index).
         let rows = fetch(
             "SELECT b.id, b.live_bytes,
                     (SELECT COALESCE(SUM(o.size_bytes), 0) FROM objects o WHERE o.blob = b.id) AS actual
@@ -564,8 +584,16 @@ impl SqliteCatalog {
                 unsigned(get::<i64>(row, "disk")?, "disk")?,
             ));
         }
-        self.task_problems(connection, problems).await?;
-        // The blob id counter is above every blob id.
+        Ok(())
+    }
+
+    /// The blob id counter exists and is above every blob id.
+    async fn counter_problems(
+        connection: &mut SqliteConnection,
+        problems: &mut Vec<String>,
+    ) -> Result<(), CatalogError> {
+        let operation = "integrity_check";
+        let fetch = |sql: &'static str| sqlx::query(sql);
         let row = fetch(
             "SELECT (SELECT value FROM counters WHERE name = 'next_blob_id') AS next,
                     (SELECT MAX(id) FROM blobs) AS max_blob",
