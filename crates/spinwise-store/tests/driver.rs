@@ -1,6 +1,8 @@
-//! The real-clock driver against in-memory disks: jobs run only on active groups, the budget
-//! audit never refuses a correct schedule and stops an over-budget one, queue limits and disk
-//! failures are typed and reported, shutdown spins everything down.
+//! The real-clock driver against in-memory disks and spinwise-disk's emulated directory disks:
+//! jobs run only on active groups and are timed, the budget audit never refuses a correct
+//! schedule (also on random job streams, a property test) and stops an over-budget one before
+//! the disks, queue limits and disk failures are typed and reported, shutdown spins everything
+//! down.
 //!
 //! [`MemoryDisk`] is an honest test double of the `Disk` contract (IO in standby is `NotReady`,
 //! a failed disk answers `Failed`), and every disk reports its *physical* power state to a
