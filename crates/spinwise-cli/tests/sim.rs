@@ -207,10 +207,18 @@ fn a_failed_disk_is_rebuilt_and_its_rebuild_time_reported() {
         "{report}"
     );
     assert_eq!(integer(&report, "budget_violations"), 0);
+    // The failed disk's class indexes the per-class time to first byte, whose counts add up to
+    // the all-class count.
+    let by_class = report["ttfb_by_class_s"].as_array().expect("a list");
+    let class = integer(&report, "rebuild_class") as usize;
+    assert!(class < by_class.len(), "{report}");
+    let counted: u64 = by_class.iter().map(|s| integer(s, "count")).sum();
+    assert_eq!(counted, integer(&report["ttfb_s"], "count"), "{report}");
     let healthy = spinwise(small(&["--rate", "0.2", "--hours", "2"]))
         .success()
         .json();
     assert!(healthy["rebuild_s"].is_null() && healthy["rebuild"].is_null());
+    assert!(healthy["rebuild_class"].is_null());
 }
 
 #[test]
