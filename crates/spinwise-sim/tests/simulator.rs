@@ -1,7 +1,8 @@
 //! Scenario tests of the simulator on planned presets: determinism (seed → trace hash), the
 //! independent budget checker on three racks, the low-load latency and throughput the model
 //! predicts in closed form, a saturated 40 Gbps link, the random layout far below it (and its
-//! placement sets domain-disjoint), and typed refusals of bad configurations.
+//! placement sets domain-disjoint), typed refusals of bad configurations, and time to first byte
+//! per class (a rebuild slows its own class only).
 //! Every scenario names its seed; a failure prints the report to reproduce from.
 
 use spinwise_model::{Layout, Rack, parse_rack};
@@ -538,7 +539,7 @@ fn the_random_layout_sets_have_k_plus_r_disks_that_can_all_spin_at_once() {
 }
 
 #[test]
-fn a_rebuild_raises_time_to_first_byte_in_its_own_class_above_every_other_class() {
+fn a_rebuild_raises_time_to_first_byte_in_its_own_class_and_leaves_the_other_classes_alone() {
     let (rack, layout) = pelican();
     let classes = layout
         .classes
@@ -591,6 +592,14 @@ fn a_rebuild_raises_time_to_first_byte_in_its_own_class_above_every_other_class(
     let healthy_counted: u64 = healthy.ttfb_by_class_s.iter().map(|s| s.count).sum();
     assert_eq!(healthy_counted, healthy.time_to_first_byte_s.count);
     assert!(failed_mean_s > 1.5 * healthy.ttfb_by_class_s[failed_class].mean);
+    // Pelican §4.3: the other classes are unaffected (× 1; here within 25% of the healthy run).
+    for class in (0..class_count).filter(|c| *c != failed_class) {
+        let ratio = report.ttfb_by_class_s[class].mean / healthy.ttfb_by_class_s[class].mean;
+        assert!(
+            (0.75..1.25).contains(&ratio),
+            "class {class}: failed ÷ healthy {ratio}: {report:?} {healthy:?}"
+        );
+    }
 }
 
 #[test]
