@@ -154,6 +154,7 @@ pub fn run(args: &SimArgs) -> CliResult<()> {
             "reject_rate": report.reject_rate,
             "throughput_gbps": report.throughput_gbps,
             "ttfb_s": report.time_to_first_byte_s,
+            "ttfb_by_class_s": report.ttfb_by_class_s,
             "completion_s": report.completion_time_s,
             "service_s": report.service_time_s,
             "spin_up_s": report.spin_up_s,
@@ -163,6 +164,7 @@ pub fn run(args: &SimArgs) -> CliResult<()> {
             "high_load_spin_ups": report.high_load_spin_ups,
             "rebuild_s": report.rebuild.map(|r| r.time_s),
             "rebuild": report.rebuild,
+            "rebuild_class": report.rebuild_class,
             "power_w": report.power_w,
             "max_active_disks": report.max_active_disks,
             "budget_violations": report.budget_violations,
@@ -207,6 +209,21 @@ pub fn run(args: &SimArgs) -> CliResult<()> {
             summary.p50,
             summary.p99,
             summary.max
+        );
+    }
+    for (class, summary) in report.ttfb_by_class_s.iter().enumerate() {
+        let failed = if report.rebuild_class == Some(class as u32) {
+            " (rebuilding)"
+        } else {
+            ""
+        };
+        outln!(
+            "  class {class:<5} first byte mean {:.2} s, p50 {:.2} s, p99 {:.2} s, max {:.2} s over {} reads{failed}",
+            summary.mean,
+            summary.p50,
+            summary.p99,
+            summary.max,
+            summary.count
         );
     }
     outln!(

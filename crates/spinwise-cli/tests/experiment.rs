@@ -352,9 +352,41 @@ fn pelican_fig7_quick_rebuilds_the_failed_disk_beside_a_healthy_rack() {
     let table = check_quick(
         "pelican-fig7",
         4, // 2 rates × {failed, healthy}
-        &["rebuild_time", "time_to_first_byte"],
-        &["Pelican §4.3", "24 h", "2.2"],
+        &[
+            "rebuild_time",
+            "time_to_first_byte",
+            "time_to_first_byte_by_class",
+        ],
+        &["Pelican §4.3", "24 h", "2.2", "failed group's class", "× 1"],
     );
+    // Per-class columns: the failed run names the class of its failed group, and on every run
+    // the per-class reads add up to the run's completed reads.
+    let (classes, counts) = (
+        table.column("rebuild_class"),
+        table.column("ttfb_class_count"),
+    );
+    let completed = table.numbers("completed");
+    for run in 0..table.rows.len() {
+        let per_class: Vec<u64> = counts[run]
+            .split(';')
+            .map(|c| c.parse().expect("a count"))
+            .collect();
+        assert_eq!(
+            per_class.len(),
+            4,
+            "pelican's four classes: {:?}",
+            counts[run]
+        );
+        assert_eq!(per_class.iter().sum::<u64>() as f64, completed[run]);
+        let class = classes[run].parse::<usize>().ok();
+        assert_eq!(
+            class.is_some(),
+            run % 2 == 0,
+            "run {run}: {:?}",
+            classes[run]
+        );
+        assert!(class.is_none_or(|c| c < 4));
+    }
     let rebuild = table.column("rebuild_s");
     let (stacks, bytes) = (
         table.column("rebuild_stacks"),

@@ -207,10 +207,51 @@ fn a_failed_disk_is_rebuilt_and_its_rebuild_time_reported() {
         "{report}"
     );
     assert_eq!(integer(&report, "budget_violations"), 0);
+    // dense-jbod-60's layout has no classes: no per-class split, no failed class.
+    assert_eq!(report["ttfb_by_class_s"], serde_json::json!([]), "{report}");
+    assert!(report["rebuild_class"].is_null(), "{report}");
     let healthy = spinwise(small(&["--rate", "0.2", "--hours", "2"]))
         .success()
         .json();
     assert!(healthy["rebuild_s"].is_null() && healthy["rebuild"].is_null());
+    assert!(healthy["rebuild_class"].is_null());
+}
+
+#[test]
+fn a_failure_on_a_layout_with_classes_names_the_failed_class_and_splits_ttfb_by_class() {
+    let report = spinwise([
+        "sim",
+        "--preset",
+        "ocp-cold-storage",
+        "--rate",
+        "0.2",
+        "--hours",
+        "2",
+        "--warmup-hours",
+        "0.5",
+        "--fail-disk",
+        "--failed-bytes",
+        "3000000000",
+        "--failed-stacks",
+        "40",
+        "--json",
+    ])
+    .success()
+    .json();
+    // The failed disk's class indexes the per-class time to first byte (ocp-cold-storage's
+    // layout has two classes), whose counts add up to the all-class count.
+    let by_class = report["ttfb_by_class_s"].as_array().expect("a list");
+    assert_eq!(by_class.len(), 2, "{report}");
+    let class = integer(&report, "rebuild_class") as usize;
+    assert!(class < by_class.len(), "{report}");
+    let counted: u64 = by_class.iter().map(|s| integer(s, "count")).sum();
+    assert_eq!(counted, integer(&report["ttfb_s"], "count"), "{report}");
+    assert!(counted > 0, "{report}");
+    for summary in by_class {
+        for statistic in ["mean", "p50", "p99", "max"] {
+            assert!(summary[statistic].is_number(), "{statistic} in {summary}");
+        }
+    }
 }
 
 #[test]

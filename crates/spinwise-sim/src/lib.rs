@@ -95,7 +95,9 @@
 //!   whole run), and time inside it (throughput = client bytes delivered inside the window / its
 //!   length; power and active disks time-weighted over it; spin-ups and disk TB per disk scaled
 //!   to a 365-day year). After `hours` arrivals stop and accepted work drains, so every
-//!   accepted request in the window has a completion time.
+//!   accepted request in the window has a completion time. Time to first byte is also split by
+//!   the scheduler class of the request's group ([`Report::ttfb_by_class_s`], with the failed
+//!   disk's class in [`Report::rebuild_class`]) when the layout has classes.
 //! - **Checker.** [`Report::budget_violations`] comes from an independent checker that re-adds,
 //!   disk by disk from the rack's hard domains and each disk's physical state, the draw of every
 //!   domain a state change touched. It never reads the scheduler's books; it must report 0.

@@ -3,6 +3,8 @@
 //!
 //! Invariants: every duration field is in seconds and every summary of an empty sample is all
 //! zeros (never NaN), so two runs' reports compare with `==` and serialize to plain JSON numbers.
+//! Per-class time to first byte ([`Report::ttfb_by_class_s`]) partitions the all-class sample:
+//! its counts sum to `time_to_first_byte_s.count` whenever the layout has classes.
 
 use serde::Serialize;
 
@@ -79,6 +81,10 @@ pub struct Report {
     pub reject_rate: f64,
     /// Arrival → first byte (after the seek).
     pub time_to_first_byte_s: Summary,
+    /// The same, split by the scheduler class of the request's group (index = class), so the
+    /// class a rebuild shares can be told from the others (Pelican Fig. 7). Empty when the
+    /// layout has no classes or the targets are not the layout's groups (the random layout).
+    pub ttfb_by_class_s: Vec<Summary>,
     /// Arrival → last byte.
     pub completion_time_s: Summary,
     /// `Serve` action → last byte: seek plus transfer, queueing excluded.
@@ -99,6 +105,9 @@ pub struct Report {
     pub high_load_spin_ups: u64,
     /// The rebuild, when a disk failure was configured.
     pub rebuild: Option<RebuildReport>,
+    /// The class of the group that lost the disk, when a failure happened on a layout with
+    /// classes (an index into `ttfb_by_class_s`).
+    pub rebuild_class: Option<u32>,
     /// Rack draw on the hard resource "power", time-weighted; zeros when the rack has none.
     pub power_w: Power,
     /// Most disks not resting at once during the window.

@@ -146,6 +146,9 @@ struct Model {
     data_disks: u32,
     /// Scheduler classes (groups when the layout has none): at most this many flows at once.
     classes: usize,
+    /// The layout's class of each request target, when targets are its groups and it has
+    /// classes (the report's per-class time to first byte); `None` otherwise.
+    target_classes: Option<Vec<u32>>,
     /// The disks a client read of each group streams from: the group's first k disks in layout
     /// order (a systematic code reads its k data fragments; which k of the group's disks hold a
     /// blob's data is not modelled, so every blob of a group uses the same ones).
@@ -218,6 +221,8 @@ struct Loop<'a> {
     rejected: u64,
     spin_ups: u64,
     ttfb_us: Vec<u64>,
+    /// Client times to first byte by class (empty without `Model::target_classes`).
+    ttfb_by_class_us: Vec<Vec<u64>>,
     completion_us: Vec<u64>,
     service_us: Vec<u64>,
     spin_up_us: Vec<u64>,
@@ -245,6 +250,7 @@ pub fn simulate(rack: &Rack, layout: &Layout, config: &SimConfig) -> Result<Repo
     };
     let window_us = config.window_us();
     let units = model.unit_disks.len();
+    let class_count = model.target_classes.as_ref().map_or(0, |_| model.classes);
     let mut rng = ChaCha8Rng::seed_from_u64(config.seed);
     let burst_times_us = match config.arrivals {
         Arrivals::Burst { requests } => burst_times_us(requests, &mut rng),
@@ -286,6 +292,7 @@ pub fn simulate(rack: &Rack, layout: &Layout, config: &SimConfig) -> Result<Repo
         rejected: 0,
         spin_ups: 0,
         ttfb_us: Vec::new(),
+        ttfb_by_class_us: vec![Vec::new(); class_count],
         completion_us: Vec::new(),
         service_us: Vec::new(),
         spin_up_us: Vec::new(),
@@ -327,6 +334,8 @@ fn random_policy(
         .collect();
     model.read_disks = read_disks_of(&placements, layout.erasure.k);
     model.target_disks = placements.clone();
+    // Placement sets are not groups: no class to attribute a request to.
+    model.target_classes = None;
     Ok(Box::new(RandomPlacement::new(
         rack, placements, max_queued,
     )?))
@@ -395,6 +404,12 @@ fn model(rack: &Rack, layout: &Layout) -> Result<Model, SimError> {
             .as_ref()
             .and_then(|c| c.iter().max())
             .map_or(layout.groups.len(), |c| *c as usize + 1),
+        // A class list of the wrong length would be refused by the class scheduler; the other
+        // policies ignore classes, so such a layout just gets no per-class split.
+        target_classes: layout
+            .classes
+            .clone()
+            .filter(|classes| classes.len() == layout.groups.len()),
         read_disks,
     })
 }
@@ -577,6 +592,10 @@ impl Loop<'_> {
                     let serve_us = flight.serve_us.expect("served");
                     let first_byte_us = flight.first_byte_us.expect("flow started");
                     self.ttfb_us.push(first_byte_us - flight.arrival_us);
+                    if let Some(classes) = &self.model.target_classes {
+                        let class = classes[flight.request.group as usize] as usize;
+                        self.ttfb_by_class_us[class].push(first_byte_us - flight.arrival_us);
+                    }
                     self.completion_us.push(now_us - flight.arrival_us);
                     self.service_us.push(now_us - serve_us);
                 }
@@ -787,6 +806,11 @@ impl Loop<'_> {
                 self.rejected as f64 / self.requests as f64
             },
             time_to_first_byte_s: Summary::of_us(&mut self.ttfb_us),
+            ttfb_by_class_s: self
+                .ttfb_by_class_us
+                .iter_mut()
+                .map(|samples| Summary::of_us(samples))
+                .collect(),
             completion_time_s: Summary::of_us(&mut self.completion_us),
             service_time_s: Summary::of_us(&mut self.service_us),
             spin_up_s: Summary::of_us(&mut self.spin_up_us),
@@ -806,6 +830,10 @@ impl Loop<'_> {
                     failed_at_s: rebuild.failed_us as f64 / 1e6,
                     time_s: (done_us - rebuild.failed_us) as f64 / 1e6,
                 })
+            }),
+            rebuild_class: self.rebuild.as_ref().and_then(|rebuild| {
+                let group = rebuild.group?;
+                Some(self.model.target_classes.as_ref()?[group as usize])
             }),
             power_w: Power {
                 mean: power_mean_w,

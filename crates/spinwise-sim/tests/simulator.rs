@@ -1,7 +1,8 @@
 //! Scenario tests of the simulator on planned presets: determinism (seed → trace hash), the
 //! independent budget checker on three racks, the low-load latency and throughput the model
 //! predicts in closed form, a saturated 40 Gbps link, the random layout far below it (and its
-//! placement sets domain-disjoint), and typed refusals of bad configurations.
+//! placement sets domain-disjoint), typed refusals of bad configurations, and time to first byte
+//! per class (a rebuild slows its own class only).
 //! Every scenario names its seed; a failure prints the report to reproduce from.
 
 use spinwise_model::{Layout, Rack, parse_rack};
@@ -535,4 +536,81 @@ fn the_random_layout_sets_have_k_plus_r_disks_that_can_all_spin_at_once() {
         spinwise_sim::random_layout::random_placements(rack, 10_000, 1, 3),
         Err(SimError::RandomLayout { width: 10_000, .. })
     ));
+}
+
+#[test]
+fn a_rebuild_raises_time_to_first_byte_in_its_own_class_and_leaves_the_other_classes_alone() {
+    let (rack, layout) = pelican();
+    let classes = layout
+        .classes
+        .as_ref()
+        .expect("the pelican layout has classes");
+    let class_count = *classes.iter().max().unwrap() as usize + 1;
+    // 500 GB in 7,500 stacks (Pelican's 66.5 MB stacks) failing after the warm-up: the rebuild
+    // takes its class's 50% share for about the rest of the measured 2.5 h at 2 req/s.
+    let failed = SimConfig {
+        network_gbps: Some(40.0),
+        failure: Some(DiskFailure {
+            lost_bytes: 500_000_000_000,
+            lost_stacks: 7_500,
+            at_hours: None,
+        }),
+        ..SimConfig::new(2.0, 3.0, 0.5, 31)
+    };
+    let report = simulate(rack, layout, &failed).unwrap();
+    let rebuild = report.rebuild.expect("a failure was configured");
+    let failed_class = report.rebuild_class.expect("the layout has classes") as usize;
+    assert_eq!(failed_class, classes[rebuild.group as usize] as usize);
+    assert_eq!(report.ttfb_by_class_s.len(), class_count);
+    let counted: u64 = report.ttfb_by_class_s.iter().map(|s| s.count).sum();
+    assert_eq!(counted, report.time_to_first_byte_s.count, "{report:?}");
+    let failed_mean_s = report.ttfb_by_class_s[failed_class].mean;
+    for (class, summary) in report.ttfb_by_class_s.iter().enumerate() {
+        assert!(
+            summary.count > 0,
+            "class {class} served nothing: {report:?}"
+        );
+        if class != failed_class {
+            assert!(
+                failed_mean_s > 1.5 * summary.mean,
+                "failed class {failed_class} mean {failed_mean_s} s against class {class}'s \
+                 {} s: {report:?}",
+                summary.mean
+            );
+        }
+    }
+    let healthy = simulate(
+        rack,
+        layout,
+        &SimConfig {
+            failure: None,
+            ..failed
+        },
+    )
+    .unwrap();
+    assert_eq!(healthy.rebuild_class, None);
+    let healthy_counted: u64 = healthy.ttfb_by_class_s.iter().map(|s| s.count).sum();
+    assert_eq!(healthy_counted, healthy.time_to_first_byte_s.count);
+    assert!(failed_mean_s > 1.5 * healthy.ttfb_by_class_s[failed_class].mean);
+    // Pelican §4.3: the other classes are unaffected (× 1; here within 25% of the healthy run).
+    for class in (0..class_count).filter(|c| *c != failed_class) {
+        let ratio = report.ttfb_by_class_s[class].mean / healthy.ttfb_by_class_s[class].mean;
+        assert!(
+            (0.75..1.25).contains(&ratio),
+            "class {class}: failed ÷ healthy {ratio}: {report:?} {healthy:?}"
+        );
+    }
+}
+
+#[test]
+fn the_random_layout_has_no_per_class_time_to_first_byte() {
+    let (rack, layout) = pelican();
+    let config = SimConfig {
+        policy: PolicyKind::Random,
+        ..SimConfig::new(0.05, 1.0, 0.1, 5)
+    };
+    let report = simulate(rack, layout, &config).unwrap();
+    assert!(report.time_to_first_byte_s.count > 0, "{report:?}");
+    assert!(report.ttfb_by_class_s.is_empty());
+    assert_eq!(report.rebuild_class, None);
 }

@@ -150,11 +150,30 @@ pub struct Row {
     pub rebuild_group: Option<u32>,
     pub rebuild_stacks: Option<u64>,
     pub rebuild_bytes: Option<u64>,
+    /// The class of the failed disk's group (an index into the `ttfb_class_*` lists).
+    pub rebuild_class: Option<u32>,
+    /// Time to first byte per scheduler class, one value per class joined by `;` in class order
+    /// (empty without classes): reads counted, mean and p99 (Pelican Fig. 7's per-class effect).
+    #[serde(serialize_with = "joined")]
+    pub ttfb_class_count: Vec<u64>,
+    #[serde(serialize_with = "joined")]
+    pub ttfb_class_mean_s: Vec<f64>,
+    #[serde(serialize_with = "joined")]
+    pub ttfb_class_p99_s: Vec<f64>,
     pub max_active_disks: u32,
     pub budget_violations: u64,
     pub events: u64,
     pub stale_events: u64,
     pub trace_hash: String,
+}
+
+/// A list as one CSV cell: its values joined by `;` (a flat row cannot hold a sequence).
+fn joined<T: std::fmt::Display, S: serde::Serializer>(
+    values: &[T],
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    let cells: Vec<String> = values.iter().map(ToString::to_string).collect();
+    serializer.serialize_str(&cells.join(";"))
 }
 
 /// The policy's serialized name (`pelican`, `fully_provisioned`, …): new policies need no code
@@ -343,6 +362,10 @@ fn row(
         rebuild_group: report.rebuild.map(|r| r.group),
         rebuild_stacks: report.rebuild.map(|r| r.stacks),
         rebuild_bytes: report.rebuild.map(|r| r.bytes),
+        rebuild_class: report.rebuild_class,
+        ttfb_class_count: report.ttfb_by_class_s.iter().map(|s| s.count).collect(),
+        ttfb_class_mean_s: report.ttfb_by_class_s.iter().map(|s| s.mean).collect(),
+        ttfb_class_p99_s: report.ttfb_by_class_s.iter().map(|s| s.p99).collect(),
         max_active_disks: report.max_active_disks,
         budget_violations: report.budget_violations,
         events: report.events,
