@@ -34,6 +34,10 @@ pub enum StoreError {
         end: u64,
         size_bytes: u64,
     },
+    #[error(transparent)]
+    Disk(#[from] spinwise_disk::DiskError),
+    #[error("the disk driver: {0}")]
+    Driver(String),
     /// The object was migrated into a blob, and this build has no migrated read path yet.
     #[error("`{key}` lives in blob {blob}; reading migrated objects is not implemented yet")]
     MigratedReadUnavailable { key: String, blob: BlobId },

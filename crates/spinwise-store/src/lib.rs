@@ -19,6 +19,7 @@ pub mod config;
 pub mod driver;
 pub mod error;
 pub mod placement;
+pub mod rack;
 pub mod stacks;
 pub mod staging;
 pub mod store;

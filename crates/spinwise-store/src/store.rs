@@ -12,6 +12,7 @@
 
 use crate::config::{self, STAGING_DIR, STORE_FILE, StoreConfig};
 use crate::error::{StoreError, StoreResult, io_error};
+use crate::rack::{StoreRack, create_disks, open_rack};
 use crate::staging::{MAX_KEY_BYTES, RecoveryReport, StagedReader, StagingError, StagingLog};
 use bytes::Bytes;
 use serde::Serialize;
@@ -34,7 +35,7 @@ pub struct StoreStatus {
     pub bytes: u64,
     pub staged_objects: u64,
     pub staged_bytes: u64,
-    /// Disks spun up now (0 until the disk driver exists: nothing spins up yet).
+    /// Disks spun up and active now (the driver's budget audit).
     pub disks_active: u64,
     pub disks_failed: u64,
     pub rebuild_pending: u64,
@@ -57,6 +58,8 @@ pub struct Store<C: Catalog> {
     catalog: C,
     staging: StagingLog,
     recovery: StoreRecovery,
+    /// The disks, their driver, the placer and the code (see [`crate::rack`]).
+    rack_io: StoreRack,
 }
 
 fn check_key(key: &str) -> StoreResult<()> {
@@ -85,6 +88,8 @@ impl<C: Catalog> Store<C> {
                 path: data_dir.display().to_string(),
             });
         }
+        let rack = config::validate(&config, &data_dir.join(STORE_FILE))?;
+        create_disks(data_dir, &rack, &config)?;
         config::write(data_dir, &config)?;
         Store::open(data_dir, catalog).await
     }
@@ -94,6 +99,7 @@ impl<C: Catalog> Store<C> {
         let config = config::read(data_dir)?;
         let rack = config::validate(&config, &data_dir.join(STORE_FILE))?;
         let staging = StagingLog::open(&data_dir.join(STAGING_DIR), config.staging).await?;
+        let rack_io = open_rack(data_dir, &rack, &config, &catalog).await?;
         let mut store = Store {
             data_dir: data_dir.to_path_buf(),
             config,
@@ -101,6 +107,7 @@ impl<C: Catalog> Store<C> {
             catalog,
             staging,
             recovery: StoreRecovery::default(),
+            rack_io,
         };
         store.recovery = store.recover().await?;
         Ok(store)
@@ -256,7 +263,7 @@ impl<C: Catalog> Store<C> {
             bytes: stats.bytes,
             staged_objects: stats.staged_objects,
             staged_bytes: stats.staged_bytes,
-            disks_active: 0,
+            disks_active: u64::from(self.rack_io.driver.audit_counters().active_now),
             disks_failed: unhealthy.len() as u64,
             rebuild_pending: stats.rebuild_pending,
             staging_used_bytes: self.staging.used_bytes(),
@@ -302,6 +309,10 @@ impl<C: Catalog> Store<C> {
     pub fn recovery(&self) -> &StoreRecovery {
         &self.recovery
     }
+    /// The disks, the driver, the placer and the erasure code.
+    pub fn rack_io(&self) -> &StoreRack {
+        &self.rack_io
+    }
 }
 
 /// The catalog's file in the data directory (SQLite, WAL mode; `-wal` and `-shm` beside it).
@@ -338,6 +349,7 @@ impl Store<SqliteCatalog> {
     /// Closes the catalog's connections (checkpointing its WAL); acknowledged work is durable
     /// without this.
     pub async fn close(self) {
+        let _ = self.rack_io.driver.shutdown().await;
         self.catalog.close().await;
     }
 }

@@ -1,0 +1,120 @@
+//! The store's rack: one emulated disk per rack disk under `DATA/disks/`, the real-clock driver
+//! that runs the scheduler over them, the placer, and the erasure code from the layout. Built
+//! when a store opens; every disk IO of the store goes through a job this driver runs, so no
+//! disk is touched unless the scheduler made its group active (the disks refuse otherwise).
+//!
+//! Invariants: `disks[i].index() == i` (the driver's order); disks the catalog lists as failed
+//! are marked failed in the driver before any job runs, so they are never spun up again.
+
+use crate::clock::SystemClock;
+use crate::config::StoreConfig;
+use crate::driver::{Driver, DriverConfig, DriverError};
+use crate::error::{StoreError, StoreResult, io_error};
+use crate::placement::Placement;
+use spinwise_catalog::{Catalog, DiskHealth};
+use spinwise_disk::{Disk, DiskError, DiskTiming, EmulatedConfig, EmulatedDisk};
+use spinwise_ec::Code;
+use spinwise_model::Rack;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// Where the emulated disks live in the data directory.
+pub const DISKS_DIR: &str = "disks";
+
+/// The directory of disk `index`.
+pub fn disk_directory(data_dir: &Path, index: usize) -> PathBuf {
+    data_dir.join(DISKS_DIR).join(format!("disk-{index:05}"))
+}
+
+/// What the store drives.
+pub struct StoreRack {
+    pub emulated: Vec<Arc<EmulatedDisk>>,
+    pub disks: Vec<Arc<dyn Disk>>,
+    pub driver: Driver,
+    pub placement: Placement,
+    pub code: Arc<Code>,
+}
+
+impl std::fmt::Debug for StoreRack {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StoreRack")
+            .field("disks", &self.disks.len())
+            .field("code", &self.code)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Each emulated disk's capacity: the rack model's mean (the emulation accounts bytes; the
+/// host filesystem only needs room for what is really stored).
+fn disk_capacity_bytes(rack: &Rack) -> u64 {
+    (rack.disk_model.capacity_tb.mean() * 1e12) as u64
+}
+
+fn emulated_config(data_dir: &Path, rack: &Rack, config: &StoreConfig, index: usize) -> EmulatedConfig {
+    let mut emulated = EmulatedConfig::new(
+        disk_directory(data_dir, index),
+        index as u32,
+        disk_capacity_bytes(rack),
+    );
+    emulated.timing = DiskTiming::from_model(&rack.disk_model);
+    emulated.time_factor = config.time_factor;
+    emulated.seed = index as u64;
+    emulated
+}
+
+fn disk_error(error: DiskError) -> StoreError {
+    StoreError::Disk(error)
+}
+
+/// Creates the disk directories of a new store.
+pub fn create_disks(data_dir: &Path, rack: &Rack, config: &StoreConfig) -> StoreResult<()> {
+    let root = data_dir.join(DISKS_DIR);
+    std::fs::create_dir_all(&root).map_err(io_error(&root))?;
+    for index in 0..rack.disk_count() {
+        EmulatedDisk::create(emulated_config(data_dir, rack, config, index)).map_err(disk_error)?;
+    }
+    Ok(())
+}
+
+/// Opens the disks (a missing or failed one opens as failed), starts the driver on the current
+/// tokio runtime and tells it which disks the catalog knows are failed.
+pub async fn open_rack<C: Catalog>(
+    data_dir: &Path,
+    rack: &Rack,
+    config: &StoreConfig,
+    catalog: &C,
+) -> StoreResult<StoreRack> {
+    let mut emulated = Vec::with_capacity(rack.disk_count());
+    for index in 0..rack.disk_count() {
+        let disk = EmulatedDisk::open(emulated_config(data_dir, rack, config, index)).map_err(disk_error)?;
+        emulated.push(Arc::new(disk));
+    }
+    let disks: Vec<Arc<dyn Disk>> = emulated.iter().map(|d| d.clone() as Arc<dyn Disk>).collect();
+    let layout = &config.layout;
+    let driver = Driver::start(
+        rack,
+        layout,
+        disks.clone(),
+        Arc::new(SystemClock::new()),
+        DriverConfig::default(),
+    )
+    .map_err(|error: DriverError| StoreError::Driver(error.to_string()))?;
+    for record in catalog.unhealthy_disks().await? {
+        if record.health == DiskHealth::Failed {
+            let _ = driver.mark_failed(record.disk).await;
+        }
+    }
+    let code = Code::new(
+        layout.erasure.k as usize,
+        layout.erasure.r as usize,
+        config.fragment_bytes as usize,
+    )
+    .map_err(|error| StoreError::Driver(format!("the layout's code: {error}")))?;
+    Ok(StoreRack {
+        emulated,
+        disks,
+        driver,
+        placement: Placement::new(rack, layout),
+        code: Arc::new(code),
+    })
+}
