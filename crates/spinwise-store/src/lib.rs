@@ -16,6 +16,7 @@
 pub mod audit;
 pub mod clock;
 pub mod config;
+pub mod crash;
 pub mod driver;
 pub mod error;
 pub mod placement;
