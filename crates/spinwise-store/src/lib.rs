@@ -23,6 +23,7 @@ pub mod placement;
 pub mod rack;
 pub mod stacks;
 pub mod staging;
+pub mod startup;
 pub mod store;
 
 pub use config::{RackSource, StoreConfig};
