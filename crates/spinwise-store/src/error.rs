@@ -38,9 +38,23 @@ pub enum StoreError {
     Disk(#[from] spinwise_disk::DiskError),
     #[error("the disk driver: {0}")]
     Driver(String),
-    /// The object was migrated into a blob, and this build has no migrated read path yet.
-    #[error("`{key}` lives in blob {blob}; reading migrated objects is not implemented yet")]
-    MigratedReadUnavailable { key: String, blob: BlobId },
+    #[error(
+        "`{key}` (blob {blob}) is corrupt beyond repair in stripe {stripe}: fewer than k good fragments ({fragments})"
+    )]
+    CorruptBeyondRepair {
+        key: String,
+        blob: BlobId,
+        stripe: u64,
+        fragments: String,
+    },
+    #[error("reading `{key}` (blob {blob}) failed: {message}")]
+    Decode {
+        key: String,
+        blob: BlobId,
+        message: String,
+    },
+    #[error("the scheduler refused to queue `{key}`: {reason}; retry later")]
+    Busy { key: String, reason: String },
 }
 
 pub type StoreResult<T> = Result<T, StoreError>;

@@ -10,8 +10,8 @@
 //! - [`driver`] runs the sans-IO scheduler with a real [`clock`] against the disks, every power
 //!   change passing the [`audit`].
 //!
-//! Not wired yet: the bundler and migrator (objects stay staged), reads of migrated objects
-//! ([`StoreError::MigratedReadUnavailable`]), rebuild and scrub.
+//! - [`read`] reads migrated objects: one scheduler job per GET on the blob's group, decoding
+//!   only the covering fragments, reconstructing from any k.
 
 pub mod audit;
 pub mod clock;
@@ -21,6 +21,7 @@ pub mod driver;
 pub mod error;
 pub mod placement;
 pub mod rack;
+pub mod read;
 pub mod stacks;
 pub mod staging;
 pub mod startup;

@@ -8,15 +8,18 @@
 //!   nothing in it — candidates are taken *before* the catalog is asked, so an append whose
 //!   commit lands meanwhile is still pinned and never freed;
 //! - GET memory is one staging chunk at a time;
-//! - objects in blobs are not readable yet ([`StoreError::MigratedReadUnavailable`]).
+//! - objects in blobs are read through the scheduler (crate::read): one job on the blob's
+//!   group, only while the group is up.
 
 use crate::config::{self, STAGING_DIR, STORE_FILE, StoreConfig};
 use crate::error::{StoreError, StoreResult, io_error};
 use crate::rack::{StoreRack, create_disks, open_rack};
+use crate::read::{MigratedReader, ReadTiming};
 use crate::staging::{MAX_KEY_BYTES, RecoveryReport, StagedReader, StagingError, StagingLog};
 use bytes::Bytes;
 use serde::Serialize;
 use spinwise_catalog::{Catalog, ObjectLocation, ObjectRecord, SqliteCatalog};
+use spinwise_ec::RepairReport;
 use spinwise_model::{Layout, Rack};
 use std::collections::BTreeSet;
 use std::ops::Range;
@@ -203,10 +206,14 @@ impl<C: Catalog> Store<C> {
             }
             let (segment, offset) = match record.location {
                 ObjectLocation::Staged { segment, offset } => (segment, offset),
-                ObjectLocation::Migrated { blob, .. } => {
-                    return Err(StoreError::MigratedReadUnavailable {
-                        key: key.into(),
-                        blob,
+                ObjectLocation::Migrated { blob, offset } => {
+                    let reader = self
+                        .read_migrated(&record, blob, offset, range.clone())
+                        .await?;
+                    return Ok(ObjectReader {
+                        record,
+                        range,
+                        source: Source::Migrated(reader),
                     });
                 }
             };
@@ -219,7 +226,7 @@ impl<C: Catalog> Store<C> {
                     return Ok(ObjectReader {
                         record,
                         range,
-                        reader,
+                        source: Source::Staged(reader),
                     });
                 }
                 Err(StagingError::Io { source, .. })
@@ -354,11 +361,17 @@ impl Store<SqliteCatalog> {
     }
 }
 
+/// Where a GET's bytes come from.
+enum Source {
+    Staged(StagedReader),
+    Migrated(MigratedReader),
+}
+
 /// A GET in progress: the object's record and its bytes in the requested range.
 pub struct ObjectReader {
     record: ObjectRecord,
     range: Range<u64>,
-    reader: StagedReader,
+    source: Source,
 }
 
 impl ObjectReader {
@@ -369,8 +382,27 @@ impl ObjectReader {
     pub fn range(&self) -> Range<u64> {
         self.range.clone()
     }
-    /// The next verified piece of the range (at most one staging chunk), or `None` at the end.
+    /// The next verified piece of the range (at most one staging chunk or one
+    /// [`crate::read::READ_CHUNK_BYTES`]), or `None` at the end.
     pub async fn next_chunk(&mut self) -> StoreResult<Option<Bytes>> {
-        Ok(self.reader.next_chunk().await?)
+        match &mut self.source {
+            Source::Staged(reader) => Ok(reader.next_chunk().await?),
+            Source::Migrated(reader) => reader.next_chunk().await,
+        }
+    }
+    /// For a migrated object, once read to the end: where its time went (`None` for staged
+    /// objects, which wait for nothing).
+    pub fn timing(&self) -> Option<ReadTiming> {
+        match &self.source {
+            Source::Staged(_) => None,
+            Source::Migrated(reader) => reader.timing(),
+        }
+    }
+    /// The fragments a migrated read found bad and read around (empty for staged objects).
+    pub fn repairs(&self) -> RepairReport {
+        match &self.source {
+            Source::Staged(_) => RepairReport::default(),
+            Source::Migrated(reader) => reader.repairs().clone(),
+        }
     }
 }

@@ -210,10 +210,11 @@ async fn a_put_beyond_the_staging_limit_is_refused_and_invisible() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_migrated_object_is_refused_honestly_until_the_migrated_read_path_exists() {
+async fn a_migrated_object_whose_stacks_are_gone_is_corrupt_beyond_repair_naming_its_fragments() {
     let dir = tempfile::tempdir().unwrap();
     let data_dir = dir.path().join("data");
-    let config = config(1 << 20);
+    let mut config = config(1 << 20);
+    config.time_factor = 0.001;
     let layout = config.layout.clone();
     let store = Store::init(&data_dir, config, MemoryCatalog::new())
         .await
@@ -243,9 +244,23 @@ async fn a_migrated_object_is_refused_honestly_until_the_migrated_read_path_exis
         blob_offset: 0,
     }];
     assert_eq!(catalog.commit_blob(blob, moves).await.unwrap(), 1);
-    let refused = store.get("moved", None).await;
-    assert!(matches!(
-        refused,
-        Err(StoreError::MigratedReadUnavailable { blob: b, .. }) if b == blob
-    ));
+    // The catalog says the bytes are in the blob, but no stack was ever written: the read
+    // goes through the scheduler, finds no fragment, and names every one it tried.
+    let mut reader = store.get("moved", None).await.unwrap();
+    let refused = reader.next_chunk().await;
+    match refused {
+        Err(StoreError::CorruptBeyondRepair {
+            blob: b,
+            stripe: 0,
+            fragments,
+            ..
+        }) => {
+            assert_eq!(b, blob);
+            assert!(fragments.contains("column 0 on disk"), "{fragments}");
+        }
+        other => panic!(
+            "expected CorruptBeyondRepair, got {:?}",
+            other.map(|c| c.map(|b| b.len()))
+        ),
+    }
 }
