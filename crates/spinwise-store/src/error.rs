@@ -41,6 +41,12 @@ pub enum StoreError {
     /// The object was migrated into a blob, and this build has no migrated read path yet.
     #[error("`{key}` lives in blob {blob}; reading migrated objects is not implemented yet")]
     MigratedReadUnavailable { key: String, blob: BlobId },
+    /// No group has k + r healthy disks with room for the blob (or its group cannot spread it).
+    #[error(transparent)]
+    Placement(#[from] crate::placement::PlacementError),
+    /// Writing a blob's stripe stacks failed; its objects stay staged and readable.
+    #[error("migrating blob {blob} failed (its objects stay staged): {reason}")]
+    Migration { blob: BlobId, reason: String },
 }
 
 pub type StoreResult<T> = Result<T, StoreError>;

@@ -8,9 +8,11 @@
 //! - [`placement`] decides a blob's group and disks (Pelican §2.2);
 //! - [`stacks`] writes a blob's stripe stacks to its disks and reads fragments back;
 //! - [`driver`] runs the sans-IO scheduler with a real [`clock`] against the disks, every power
-//!   change passing the [`audit`].
+//!   change passing the [`audit`];
+//! - [`migrate`] is the bundler and migrator ([`Store::flush`]), [`space`] the disks' used space
+//!   it places by.
 //!
-//! Not wired yet: the bundler and migrator (objects stay staged), reads of migrated objects
+//! Not wired yet: reads of migrated objects
 //! ([`StoreError::MigratedReadUnavailable`]), rebuild and scrub.
 
 pub mod audit;
@@ -19,13 +21,16 @@ pub mod config;
 pub mod crash;
 pub mod driver;
 pub mod error;
+pub mod migrate;
 pub mod placement;
 pub mod rack;
+pub mod space;
 pub mod stacks;
 pub mod staging;
 pub mod store;
 
 pub use config::{RackSource, StoreConfig};
 pub use error::StoreError;
+pub use migrate::{FlushProgress, FlushReport};
 pub use staging::{StagingConfig, StagingError, StagingLog};
 pub use store::{ObjectReader, SqliteStore, Store, StoreRecovery, StoreStatus};
