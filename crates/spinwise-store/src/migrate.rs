@@ -547,6 +547,15 @@ impl<C: Catalog> Store<C> {
 
     /// Removes a `Writing` blob's stacks in a job on its group, then aborts it in the catalog.
     async fn discard_blob(&self, blob: &BlobRecord) -> StoreResult<()> {
+        // Never remove the stacks of a blob that got committed after it was listed.
+        match self.catalog().blob(blob.id).await? {
+            Some(current) if current.state == BlobState::Writing => {}
+            Some(_) => return Ok(()),
+            None => {
+                self.forget_space(blob);
+                return Ok(());
+            }
+        }
         let column_disks = self.column_disks(blob);
         let id = blob.id;
         let job = crate::driver::Job::new(blob.group, 0, Kind::Client, move |_: &_| {
@@ -562,12 +571,16 @@ impl<C: Catalog> Store<C> {
             .await
             .map_err(|error| StoreError::Driver(format!("removing blob {id}'s stacks: {error}")))?;
         self.catalog().abort_blob(id).await?;
+        self.forget_space(blob);
+        Ok(())
+    }
+
+    fn forget_space(&self, blob: &BlobRecord) {
         self.migration()
             .space
             .lock()
             .expect("space lock")
             .remove_blob(blob, &self.rack_io().code);
-        Ok(())
     }
 }
 
