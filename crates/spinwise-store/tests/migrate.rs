@@ -385,3 +385,60 @@ async fn a_failed_migration_leaves_no_writing_blob_no_stacks_and_objects_staged_
     assert_eq!(stack_files(store.data_dir()).len(), 5);
     store.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn disk_space_counts_committed_and_writing_blobs_and_marks_unhealthy_disks() {
+    use spinwise_catalog::MemoryCatalog;
+    use spinwise_store::space::DiskSpace;
+    let rack = spinwise_model::parse_rack("dense-jbod-60", RACK).unwrap();
+    let code = spinwise_ec::Code::new(3, 2, 128 * 1024).unwrap();
+    let catalog = MemoryCatalog::new();
+    let blob = |id, group, disks: Vec<u32>, size_bytes| BlobRecord {
+        id,
+        group,
+        disks,
+        k: 3,
+        r: 2,
+        fragment_bytes: 128 * 1024,
+        size_bytes,
+        content_hash: [0; 32],
+        state: BlobState::Writing,
+        live_bytes: 0,
+    };
+    let committed = blob(
+        catalog.next_blob_id().await.unwrap(),
+        0,
+        vec![0, 1, 2, 3, 4],
+        1 << 20,
+    );
+    let writing = blob(
+        catalog.next_blob_id().await.unwrap(),
+        1,
+        vec![4, 5, 6, 7, 8],
+        5000,
+    );
+    catalog.begin_blob(committed.clone()).await.unwrap();
+    catalog.commit_blob(committed.id, Vec::new()).await.unwrap();
+    catalog.begin_blob(writing.clone()).await.unwrap();
+    let mut space = DiskSpace::from_catalog(&catalog, &rack, 10, &code)
+        .await
+        .unwrap();
+    let (big, small) = (code.stack_file_bytes(1 << 20), code.stack_file_bytes(5000));
+    assert_eq!(space.used_bytes(0), big);
+    assert_eq!(
+        space.used_bytes(4),
+        big + small,
+        "a Writing blob's stacks count"
+    );
+    assert_eq!(space.used_bytes(8), small);
+    assert_eq!(space.used_bytes(9), 0);
+    let capacity = (rack.disk_model.capacity_tb.mean() * 1e12) as u64;
+    assert_eq!(space.capacity_bytes(), capacity);
+    let room = space.room(&[8].into_iter().collect());
+    assert_eq!(room.len(), rack.disk_count());
+    assert_eq!(room[&4].free_bytes, capacity - big - small);
+    assert!(room[&7].healthy && !room[&8].healthy);
+    space.remove_blob(&writing, &code);
+    assert_eq!(space.used_bytes(4), big);
+    assert_eq!(space.used_bytes(8), 0);
+}
