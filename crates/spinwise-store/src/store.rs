@@ -6,7 +6,8 @@
 //! Invariants:
 //! - a staging segment is freed only when it is sealed, unpinned, and the catalog references
 //!   nothing in it — candidates are taken *before* the catalog is asked, so an append whose
-//!   commit lands meanwhile is still pinned and never freed;
+//!   commit lands meanwhile is still pinned and never freed, nor is a segment a migration has
+//!   pinned (checked just before freeing; see [`crate::migrate`]);
 //! - GET memory is one staging chunk at a time;
 //! - objects in blobs are not readable yet ([`StoreError::MigratedReadUnavailable`]).
 

@@ -442,3 +442,48 @@ async fn disk_space_counts_committed_and_writing_blobs_and_marks_unhealthy_disks
     assert_eq!(space.used_bytes(4), big);
     assert_eq!(space.used_bytes(8), 0);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rack_without_healthy_room_refuses_the_flush_with_a_placement_error_and_begins_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = new_store(dir.path()).await;
+    let data = pattern(20_000, 7);
+    store.put("k", &data[..]).await.unwrap();
+    // Two failed disks in every group of six leave four: fewer than k + r = 5.
+    for group in 0..store.layout().groups.len() as u32 {
+        let members = store
+            .rack_io()
+            .placement
+            .group_disks(group)
+            .unwrap()
+            .to_vec();
+        for &disk in &members[..2] {
+            store
+                .catalog()
+                .set_disk_health(disk, spinwise_catalog::DiskHealth::Failed)
+                .await
+                .unwrap();
+        }
+    }
+    let refused = store.flush(|_| {}).await;
+    assert!(
+        matches!(
+            refused,
+            Err(StoreError::Placement(
+                spinwise_store::placement::PlacementError::RackFull { .. }
+            ))
+        ),
+        "{refused:?}"
+    );
+    assert!(
+        store
+            .catalog()
+            .blobs_in_state(BlobState::Writing, 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    staged_segment(&store.stat("k").await.unwrap());
+    assert!(get_all(&store, "k").await.unwrap() == data);
+    store.close().await;
+}
