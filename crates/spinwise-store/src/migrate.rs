@@ -243,7 +243,7 @@ impl<C: Catalog> Store<C> {
         let started = Instant::now();
         let started_unix_ms = crate::store::now_unix_ms();
         let mut report = FlushReport {
-            abandoned_blobs: self.abandon_writing_blobs().await?,
+            abandoned_blobs: self.abandon_writing_blobs_locked().await?,
             ..FlushReport::default()
         };
         let mut state = FlushProgress {
@@ -283,8 +283,15 @@ impl<C: Catalog> Store<C> {
     }
 
     /// Removes the stacks of every `Writing` blob (a crash or failed cleanup mid-migration left
-    /// them) in a job on its group, then forgets the blob; returns their ids.
+    /// them) in a job on its group, then forgets the blob; returns their ids. Waits for a flush
+    /// in progress, so it never removes a blob that is being written.
     pub async fn abandon_writing_blobs(&self) -> StoreResult<Vec<BlobId>> {
+        let _only_flush = self.migration().flush_lock.lock().await;
+        self.abandon_writing_blobs_locked().await
+    }
+
+    /// [`Store::abandon_writing_blobs`] with the flush lock held by the caller.
+    async fn abandon_writing_blobs_locked(&self) -> StoreResult<Vec<BlobId>> {
         let mut abandoned = Vec::new();
         loop {
             let writing = self
