@@ -68,6 +68,12 @@ pub enum StoreCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Migrate everything staged now into erasure-coded blobs on the disks, and wait.
+    Flush {
+        /// The report as one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Args)]
@@ -122,6 +128,7 @@ async fn run_async(args: &StoreArgs) -> CliResult<()> {
         }
         StoreCommand::Stat { key, json } => stat(&store, key, *json).await,
         StoreCommand::Status { json } => status(&store, *json).await,
+        StoreCommand::Flush { json } => flush(&store, *json).await,
     };
     store.close().await;
     result
@@ -397,5 +404,55 @@ async fn status(store: &SqliteStore, json: bool) -> CliResult<()> {
     for (name, field) in value.as_object().expect("an object") {
         outln!("{name}: {field}");
     }
+    Ok(())
+}
+
+/// `flush`: migrates, with a bar of bytes encoded when stderr is a terminal, then reports.
+async fn flush(store: &SqliteStore, json: bool) -> CliResult<()> {
+    let bar: std::sync::OnceLock<Option<ProgressBar>> = std::sync::OnceLock::new();
+    let report = store
+        .flush(|progress| {
+            let bar = bar.get_or_init(|| {
+                std::io::stderr().is_terminal().then(|| {
+                    ProgressBar::with_draw_target(
+                        Some(progress.bytes_staged),
+                        ProgressDrawTarget::stderr(),
+                    )
+                    .with_style(
+                        ProgressStyle::with_template(
+                            "{bar:40} {binary_bytes}/{binary_total_bytes} {binary_bytes_per_sec} {msg}",
+                        )
+                        .expect("a valid template"),
+                    )
+                })
+            });
+            if let Some(bar) = bar {
+                // Objects staged during the flush can push past the starting total.
+                bar.set_length(progress.bytes_staged.max(progress.bytes_done));
+                bar.set_position(progress.bytes_done);
+                bar.set_message(format!("{} blobs", progress.blobs_written));
+            }
+        })
+        .await;
+    if let Some(Some(bar)) = bar.get() {
+        bar.finish_and_clear();
+    }
+    let report = report.map_err(store_error)?;
+    if json {
+        outln!(
+            "{}",
+            serde_json::to_value(&report).expect("the report serializes")
+        );
+        return Ok(());
+    }
+    outln!(
+        "{} blobs written, {} objects moved ({} deleted meanwhile), {} bytes, groups {:?}, {:.2} s",
+        report.blobs_written,
+        report.objects_moved,
+        report.objects_dead,
+        report.bytes_migrated,
+        report.groups_used,
+        report.seconds
+    );
     Ok(())
 }

@@ -55,6 +55,12 @@ pub enum StoreError {
     },
     #[error("the scheduler refused to queue `{key}`: {reason}; retry later")]
     Busy { key: String, reason: String },
+    /// No group has k + r healthy disks with room for the blob (or its group cannot spread it).
+    #[error(transparent)]
+    Placement(#[from] crate::placement::PlacementError),
+    /// Writing a blob's stripe stacks failed; its objects stay staged and readable.
+    #[error("migrating blob {blob} failed (its objects stay staged): {reason}")]
+    Migration { blob: BlobId, reason: String },
 }
 
 pub type StoreResult<T> = Result<T, StoreError>;

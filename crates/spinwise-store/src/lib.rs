@@ -8,10 +8,14 @@
 //! - [`placement`] decides a blob's group and disks (Pelican §2.2);
 //! - [`stacks`] writes a blob's stripe stacks to its disks and reads fragments back;
 //! - [`driver`] runs the sans-IO scheduler with a real [`clock`] against the disks, every power
-//!   change passing the [`audit`].
-//!
+//!   change passing the [`audit`];
+//! - [`migrate`] is the bundler and migrator ([`Store::flush`]), [`space`] the disks' used space
+//!   it places by;
 //! - [`read`] reads migrated objects: one scheduler job per GET on the blob's group, decoding
-//!   only the covering fragments, reconstructing from any k.
+//!   only the covering fragments, reconstructing from any k;
+//! - [`startup`] checks every disk at start-up, group by group under the budgets.
+//!
+//! Not wired yet: rebuild and scrub.
 
 pub mod audit;
 pub mod clock;
@@ -19,9 +23,11 @@ pub mod config;
 pub mod crash;
 pub mod driver;
 pub mod error;
+pub mod migrate;
 pub mod placement;
 pub mod rack;
 pub mod read;
+pub mod space;
 pub mod stacks;
 pub mod staging;
 pub mod startup;
@@ -29,5 +35,6 @@ pub mod store;
 
 pub use config::{RackSource, StoreConfig};
 pub use error::StoreError;
+pub use migrate::{FlushProgress, FlushReport};
 pub use staging::{StagingConfig, StagingError, StagingLog};
 pub use store::{ObjectReader, SqliteStore, Store, StoreRecovery, StoreStatus};

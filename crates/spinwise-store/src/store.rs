@@ -6,7 +6,8 @@
 //! Invariants:
 //! - a staging segment is freed only when it is sealed, unpinned, and the catalog references
 //!   nothing in it — candidates are taken *before* the catalog is asked, so an append whose
-//!   commit lands meanwhile is still pinned and never freed;
+//!   commit lands meanwhile is still pinned and never freed, nor is a segment a migration has
+//!   pinned (checked just before freeing; see [`crate::migrate`]);
 //! - GET memory is one staging chunk at a time;
 //! - objects in blobs are read through the scheduler (crate::read): one job on the blob's
 //!   group, only while the group is up.
@@ -63,6 +64,8 @@ pub struct Store<C: Catalog> {
     recovery: StoreRecovery,
     /// The disks, their driver, the placer and the code (see [`crate::rack`]).
     rack_io: StoreRack,
+    /// The migrator's disk space, flush lock and pinned segments (see [`crate::migrate`]).
+    migration: crate::migrate::MigrationState,
 }
 
 fn check_key(key: &str) -> StoreResult<()> {
@@ -74,7 +77,7 @@ fn check_key(key: &str) -> StoreResult<()> {
     Ok(())
 }
 
-fn now_unix_ms() -> i64 {
+pub(crate) fn now_unix_ms() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |elapsed| elapsed.as_millis() as i64)
@@ -103,6 +106,9 @@ impl<C: Catalog> Store<C> {
         let rack = config::validate(&config, &data_dir.join(STORE_FILE))?;
         let staging = StagingLog::open(&data_dir.join(STAGING_DIR), config.staging).await?;
         let rack_io = open_rack(data_dir, &rack, &config, &catalog).await?;
+        let groups = config.layout.groups.len();
+        let migration =
+            crate::migrate::MigrationState::open(&catalog, &rack, groups, &rack_io.code).await?;
         let mut store = Store {
             data_dir: data_dir.to_path_buf(),
             config,
@@ -111,8 +117,14 @@ impl<C: Catalog> Store<C> {
             staging,
             recovery: StoreRecovery::default(),
             rack_io,
+            migration,
         };
         store.recovery = store.recover().await?;
+        // A crash mid-migration left `Writing` blobs: remove their stacks now (docs/store.md,
+        // "Migration"); on failure they stay counted as used space and flush retries.
+        if let Err(error) = store.abandon_writing_blobs().await {
+            tracing::warn!(%error, "abandoning blobs a crash left half-written");
+        }
         Ok(store)
     }
 
@@ -288,6 +300,10 @@ impl<C: Catalog> Store<C> {
         let in_use = self.catalog.segments_in_use().await?;
         let mut freed = 0;
         for segment in candidates.into_iter().filter(|s| !in_use.contains(s)) {
+            // Checked at free time: a migration pins a segment before reading it.
+            if self.migration.is_pinned(segment) {
+                continue;
+            }
             self.staging.free_segment(segment).await?;
             freed += 1;
         }
@@ -319,6 +335,9 @@ impl<C: Catalog> Store<C> {
     /// The disks, the driver, the placer and the erasure code.
     pub fn rack_io(&self) -> &StoreRack {
         &self.rack_io
+    }
+    pub(crate) fn migration(&self) -> &crate::migrate::MigrationState {
+        &self.migration
     }
 }
 

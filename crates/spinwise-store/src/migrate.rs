@@ -1,0 +1,601 @@
+//! The bundler and the migrator (issue 4 item 5, second half): [`Store::flush`] packs staged
+//! objects, in log order, into bundles of at most `bundle_bytes` (an object at least that large
+//! is its own blob), erasure-codes each into a group's k + r disks as one blob, commits the
+//! catalog, then frees the staging space. docs/store.md ("Migration") has the sequence.
+//!
+//! Per blob: content hash (a single-object blob reuses the object's BLAKE3; a bundle's is
+//! computed by a first pass over its staged bytes) → group and disks from the placer →
+//! `begin_blob` (`Writing`) → one driver job writes every stripe stack → `commit_blob` → staging
+//! reclaimed. Crash points: `migrate:after-begin`, `migrate:after-stacks`, `migrate:after-commit`.
+//!
+//! Invariants:
+//! - nothing acknowledged is ever unreadable: an object stays staged (and its segment on disk)
+//!   until the commit points it into the blob, and the commit moves an object only if it is
+//!   still where the migrator read it (an object deleted or overwritten meanwhile stays dead
+//!   bytes in the blob);
+//! - the segments a migration reads are pinned ([`MigrationState`]) so `reclaim_staging` never
+//!   deletes one under it;
+//! - a failed migration leaves no `Writing` blob and no stacks when cleanup succeeds, and when it
+//!   does not (or the process dies) the `Writing` record names what to remove: such blobs are
+//!   abandoned (stacks removed in a job on their group, then `abort_blob`) when the store opens
+//!   and at the start of every flush;
+//! - memory per migration is bounded whatever the blob size: [`CHUNKS_IN_FLIGHT`] staging chunks
+//!   between the staging reader and the encoder, plus the encoder's stripe and writer queues;
+//! - one flush at a time per store (a lock), so no object is migrated twice by this process.
+
+use crate::crash;
+use crate::error::{StoreError, StoreResult};
+use crate::space::DiskSpace;
+use crate::stacks::{remove_stacks, write_stacks};
+use crate::store::Store;
+use bytes::Bytes;
+use serde::Serialize;
+use spinwise_catalog::{
+    BlobId, BlobRecord, BlobState, Catalog, ContentHash, DiskIndex, GroupIndex, Migration,
+    ObjectLocation, ObjectRecord, SegmentId,
+};
+use spinwise_disk::Disk;
+use spinwise_ec::Code;
+use spinwise_model::Rack;
+use spinwise_sched::scheduler::Kind;
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{self, Read};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+use tokio::sync::mpsc;
+
+/// Staging chunks queued between the async staging reader and the encoder's blocking reader.
+pub const CHUNKS_IN_FLIGHT: usize = 4;
+/// Staged objects the bundler takes from the catalog per round (bounds the flush's memory).
+pub const ROUND_OBJECTS: u32 = 16_384;
+/// `Writing` blobs abandoned per catalog page.
+const WRITING_PAGE: u32 = 256;
+
+/// Where a flush is, after each chunk handed to the encoder and after each blob.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FlushProgress {
+    /// Bytes handed to the encoder so far.
+    pub bytes_done: u64,
+    /// Staged bytes when the flush started (objects staged later may add to the work).
+    pub bytes_staged: u64,
+    pub blobs_written: u64,
+}
+
+/// What a flush did.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct FlushReport {
+    pub blobs_written: u64,
+    /// Objects the commits pointed into blobs.
+    pub objects_moved: u64,
+    /// Objects packed but deleted or overwritten before their blob's commit (dead bytes).
+    pub objects_dead: u64,
+    /// Data bytes of the blobs written (before coding).
+    pub bytes_migrated: u64,
+    /// Groups that received blobs, ascending.
+    pub groups_used: Vec<GroupIndex>,
+    /// The blobs written, in order.
+    pub blobs: Vec<BlobId>,
+    /// `Writing` blobs left by an earlier crash or failure and cleaned up first.
+    pub abandoned_blobs: Vec<BlobId>,
+    pub seconds: f64,
+}
+
+/// The migrator's state inside a [`Store`]: disk space, the flush lock and pinned segments.
+pub struct MigrationState {
+    space: Mutex<DiskSpace>,
+    flush_lock: tokio::sync::Mutex<()>,
+    pinned: Mutex<BTreeMap<SegmentId, usize>>,
+}
+
+impl std::fmt::Debug for MigrationState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MigrationState").finish_non_exhaustive()
+    }
+}
+
+impl MigrationState {
+    /// Counts the disks' used space from the catalog (called by `Store::open`).
+    pub async fn open<C: Catalog>(
+        catalog: &C,
+        rack: &Rack,
+        groups: usize,
+        code: &Code,
+    ) -> StoreResult<MigrationState> {
+        Ok(MigrationState {
+            space: Mutex::new(DiskSpace::from_catalog(catalog, rack, groups, code).await?),
+            flush_lock: tokio::sync::Mutex::new(()),
+            pinned: Mutex::new(BTreeMap::new()),
+        })
+    }
+
+    /// Whether a migration is reading `segment` (then it must not be freed).
+    pub fn is_pinned(&self, segment: SegmentId) -> bool {
+        self.pinned.lock().expect("pin lock").contains_key(&segment)
+    }
+
+    /// A snapshot of the disks' used space.
+    pub fn space(&self) -> DiskSpace {
+        self.space.lock().expect("space lock").clone()
+    }
+
+    fn pin(&self, segments: &BTreeSet<SegmentId>) -> Pins<'_> {
+        let mut pinned = self.pinned.lock().expect("pin lock");
+        for &segment in segments {
+            *pinned.entry(segment).or_default() += 1;
+        }
+        Pins {
+            state: self,
+            segments: segments.clone(),
+        }
+    }
+}
+
+/// Segments pinned for one bundle; unpinned on drop.
+struct Pins<'a> {
+    state: &'a MigrationState,
+    segments: BTreeSet<SegmentId>,
+}
+
+impl Drop for Pins<'_> {
+    fn drop(&mut self) {
+        let mut pinned = self.state.pinned.lock().expect("pin lock");
+        for segment in &self.segments {
+            let count = pinned
+                .get_mut(segment)
+                .expect("a pinned segment is counted");
+            *count -= 1;
+            if *count == 0 {
+                pinned.remove(segment);
+            }
+        }
+    }
+}
+
+/// Staged objects packed for one blob, in log order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Bundle {
+    pub objects: Vec<ObjectRecord>,
+}
+
+impl Bundle {
+    pub fn size_bytes(&self) -> u64 {
+        self.objects.iter().map(|object| object.size_bytes).sum()
+    }
+}
+
+/// Packs `staged` (log order) into bundles: consecutive objects while the bundle stays within
+/// `bundle_bytes`; an object of at least `bundle_bytes` is a bundle of its own.
+pub fn pack(staged: Vec<ObjectRecord>, bundle_bytes: u64) -> Vec<Bundle> {
+    let mut bundles = Vec::new();
+    let mut current: Vec<ObjectRecord> = Vec::new();
+    let mut current_bytes = 0u64;
+    for object in staged {
+        if object.size_bytes >= bundle_bytes {
+            bundles.push(Bundle {
+                objects: vec![object],
+            });
+            continue;
+        }
+        if current_bytes + object.size_bytes > bundle_bytes {
+            bundles.push(Bundle {
+                objects: std::mem::take(&mut current),
+            });
+            current_bytes = 0;
+        }
+        current_bytes += object.size_bytes;
+        current.push(object);
+    }
+    if !current.is_empty() {
+        bundles.push(Bundle { objects: current });
+    }
+    bundles
+}
+
+fn staged_at(object: &ObjectRecord) -> (SegmentId, u64) {
+    match object.location {
+        ObjectLocation::Staged { segment, offset } => (segment, offset),
+        ObjectLocation::Migrated { .. } => unreachable!("the bundler packs staged objects only"),
+    }
+}
+
+fn is_not_found(error: &StoreError) -> bool {
+    matches!(
+        error,
+        StoreError::Staging(crate::staging::StagingError::Io { source, .. })
+            if source.kind() == io::ErrorKind::NotFound
+    )
+}
+
+/// The blocking reader the encoder pulls a bundle's bytes through: chunks the async staging
+/// reader sends. The channel closing early is a short input, which the encoder refuses.
+struct ChunkReader {
+    chunks: mpsc::Receiver<Result<Bytes, String>>,
+    current: Bytes,
+}
+
+impl Read for ChunkReader {
+    fn read(&mut self, buffer: &mut [u8]) -> io::Result<usize> {
+        while self.current.is_empty() {
+            match self.chunks.blocking_recv() {
+                Some(Ok(chunk)) => self.current = chunk,
+                Some(Err(message)) => return Err(io::Error::other(message)),
+                None => return Ok(0),
+            }
+        }
+        let count = buffer.len().min(self.current.len());
+        buffer[..count].copy_from_slice(&self.current.split_to(count));
+        Ok(count)
+    }
+}
+
+/// A bundle ready to write: the objects still staged, their offsets, size and hash.
+struct Prepared {
+    objects: Vec<(ObjectRecord, u64)>,
+    size_bytes: u64,
+    content_hash: ContentHash,
+}
+
+impl<C: Catalog> Store<C> {
+    /// Migrates everything staged when it starts (and, round by round, what was staged before
+    /// it), then returns what it did. `progress` hears of every chunk encoded and blob written.
+    pub async fn flush(&self, progress: impl Fn(FlushProgress)) -> StoreResult<FlushReport> {
+        let _only_flush = self.migration().flush_lock.lock().await;
+        let started = Instant::now();
+        let started_unix_ms = crate::store::now_unix_ms();
+        let mut report = FlushReport {
+            abandoned_blobs: self.abandon_writing_blobs_locked().await?,
+            ..FlushReport::default()
+        };
+        let mut state = FlushProgress {
+            bytes_staged: self.catalog().stats().await?.staged_bytes,
+            ..FlushProgress::default()
+        };
+        let mut groups = BTreeSet::new();
+        loop {
+            let staged: Vec<ObjectRecord> = self
+                .catalog()
+                .staged_objects(ROUND_OBJECTS)
+                .await?
+                .into_iter()
+                .filter(|object| object.created_unix_ms <= started_unix_ms)
+                .collect();
+            if staged.is_empty() {
+                break;
+            }
+            for bundle in pack(staged, self.config().bundle_bytes) {
+                let Some(outcome) = self.migrate_bundle(bundle, &mut state, &progress).await?
+                else {
+                    continue;
+                };
+                report.blobs_written += 1;
+                report.blobs.push(outcome.blob);
+                report.objects_moved += outcome.moved;
+                report.objects_dead += outcome.packed - outcome.moved;
+                report.bytes_migrated += outcome.size_bytes;
+                groups.insert(outcome.group);
+                state.blobs_written += 1;
+                progress(state);
+            }
+        }
+        report.groups_used = groups.into_iter().collect();
+        report.seconds = started.elapsed().as_secs_f64();
+        Ok(report)
+    }
+
+    /// Removes the stacks of every `Writing` blob (a crash or failed cleanup mid-migration left
+    /// them) in a job on its group, then forgets the blob; returns their ids. Waits for a flush
+    /// in progress, so it never removes a blob that is being written.
+    pub async fn abandon_writing_blobs(&self) -> StoreResult<Vec<BlobId>> {
+        let _only_flush = self.migration().flush_lock.lock().await;
+        self.abandon_writing_blobs_locked().await
+    }
+
+    /// [`Store::abandon_writing_blobs`] with the flush lock held by the caller.
+    async fn abandon_writing_blobs_locked(&self) -> StoreResult<Vec<BlobId>> {
+        let mut abandoned = Vec::new();
+        loop {
+            let writing = self
+                .catalog()
+                .blobs_in_state(BlobState::Writing, WRITING_PAGE)
+                .await?;
+            if writing.is_empty() {
+                return Ok(abandoned);
+            }
+            for blob in writing {
+                self.discard_blob(&blob).await?;
+                abandoned.push(blob.id);
+            }
+        }
+    }
+
+    /// Stripe-stack bytes on `disk` by the catalog's blobs (committed and writing).
+    pub fn disk_used_bytes(&self, disk: DiskIndex) -> u64 {
+        self.migration().space().used_bytes(disk)
+    }
+
+    /// Migrates one bundle; `None` if every object in it vanished before it was read.
+    async fn migrate_bundle(
+        &self,
+        bundle: Bundle,
+        state: &mut FlushProgress,
+        progress: &impl Fn(FlushProgress),
+    ) -> StoreResult<Option<BlobOutcome>> {
+        let segments: BTreeSet<SegmentId> = bundle.objects.iter().map(|o| staged_at(o).0).collect();
+        let pins = self.migration().pin(&segments);
+        let Some(prepared) = self.prepare(bundle).await? else {
+            return Ok(None);
+        };
+        let blob = self.begin(&prepared).await?;
+        crash::point("migrate:after-begin");
+        if let Err(error) = self.write_blob(&blob, &prepared, state, progress).await {
+            return Err(self.fail(&blob, error).await);
+        }
+        crash::point("migrate:after-stacks");
+        let moves = prepared
+            .objects
+            .iter()
+            .map(|(object, blob_offset)| Migration {
+                key: object.key.clone(),
+                from: object.location.clone(),
+                blob_offset: *blob_offset,
+            })
+            .collect();
+        let moved = match self.catalog().commit_blob(blob.id, moves).await {
+            Ok(moved) => moved,
+            Err(error) => return Err(self.fail(&blob, error.into()).await),
+        };
+        crash::point("migrate:after-commit");
+        drop(pins);
+        self.reclaim_staging().await?;
+        Ok(Some(BlobOutcome {
+            blob: blob.id,
+            group: blob.group,
+            packed: prepared.objects.len() as u64,
+            moved,
+            size_bytes: prepared.size_bytes,
+        }))
+    }
+
+    /// Pass one: drops objects whose records are gone (deleted and reclaimed before the pins
+    /// were taken), computes offsets and the content hash (a bundle's by reading its bytes).
+    async fn prepare(&self, bundle: Bundle) -> StoreResult<Option<Prepared>> {
+        let single = bundle.objects.len() == 1;
+        let mut hasher = blake3::Hasher::new();
+        let mut objects = Vec::with_capacity(bundle.objects.len());
+        let mut offset = 0u64;
+        for object in bundle.objects {
+            let (segment, record_offset) = staged_at(&object);
+            let size = object.size_bytes;
+            let opened = self
+                .staging()
+                .read(segment, record_offset, &object.key, size, 0..size)
+                .await
+                .map_err(StoreError::from);
+            let mut reader = match opened {
+                Ok(reader) => reader,
+                Err(error) if is_not_found(&error) && self.moved_away(&object).await? => continue,
+                Err(error) => return Err(error),
+            };
+            if !single {
+                while let Some(chunk) = reader.next_chunk().await? {
+                    hasher.update(&chunk);
+                }
+            }
+            objects.push((object, offset));
+            offset += size;
+        }
+        let content_hash = match objects.as_slice() {
+            [] => return Ok(None),
+            [(object, _)] if single => object.content_hash,
+            _ => *hasher.finalize().as_bytes(),
+        };
+        Ok(Some(Prepared {
+            objects,
+            size_bytes: offset,
+            content_hash,
+        }))
+    }
+
+    /// Whether `object` is no longer staged where the bundler found it.
+    async fn moved_away(&self, object: &ObjectRecord) -> StoreResult<bool> {
+        let now = self.catalog().object(&object.key).await?;
+        Ok(now.is_none_or(|now| now.location != object.location))
+    }
+
+    /// Places the blob and records it `Writing`; its stacks' room is taken at once.
+    async fn begin(&self, prepared: &Prepared) -> StoreResult<BlobRecord> {
+        let rack_io = self.rack_io();
+        let code = &rack_io.code;
+        let stack_bytes = code.stack_file_bytes(prepared.size_bytes);
+        let driver_state = rack_io
+            .driver
+            .state()
+            .await
+            .map_err(|error| StoreError::Driver(error.to_string()))?;
+        let spinning: Vec<GroupIndex> = driver_state
+            .groups
+            .iter()
+            .filter(|group| {
+                use crate::driver::GroupPhase;
+                matches!(group.phase, GroupPhase::Active | GroupPhase::SpinningUp)
+            })
+            .map(|group| group.group)
+            .collect();
+        let mut unhealthy: BTreeSet<DiskIndex> = driver_state.failed_disks.into_iter().collect();
+        for record in self.catalog().unhealthy_disks().await? {
+            unhealthy.insert(record.disk);
+        }
+        let room = self.migration().space().room(&unhealthy);
+        let placement = &rack_io.placement;
+        let group = placement.choose_group(stack_bytes, &room, &spinning)?;
+        let disks = placement.choose_disks(group, stack_bytes, &room)?;
+        let blob = BlobRecord {
+            id: self.catalog().next_blob_id().await?,
+            group,
+            disks,
+            k: code.data_columns() as u32,
+            r: code.parity_columns() as u32,
+            fragment_bytes: code.fragment_bytes() as u32,
+            size_bytes: prepared.size_bytes,
+            content_hash: prepared.content_hash,
+            state: BlobState::Writing,
+            live_bytes: 0,
+        };
+        self.catalog().begin_blob(blob.clone()).await?;
+        self.migration()
+            .space
+            .lock()
+            .expect("space lock")
+            .add_blob(&blob, code);
+        Ok(blob)
+    }
+
+    /// The blob's disks in column order.
+    fn column_disks(&self, blob: &BlobRecord) -> Vec<Arc<dyn Disk>> {
+        let disks = &self.rack_io().disks;
+        blob.disks
+            .iter()
+            .map(|&disk| Arc::clone(&disks[disk as usize]))
+            .collect()
+    }
+
+    /// Pass two: one driver job encodes the bundle's staged bytes into every stripe stack while
+    /// this task feeds it the staged records, chunk by chunk.
+    async fn write_blob(
+        &self,
+        blob: &BlobRecord,
+        prepared: &Prepared,
+        state: &mut FlushProgress,
+        progress: &impl Fn(FlushProgress),
+    ) -> StoreResult<()> {
+        let (sender, receiver) = mpsc::channel::<Result<Bytes, String>>(CHUNKS_IN_FLIGHT);
+        let code = Arc::clone(&self.rack_io().code);
+        let column_disks = self.column_disks(blob);
+        let (id, size, hash) = (blob.id, blob.size_bytes, blob.content_hash);
+        let job = crate::driver::Job::new(blob.group, size, Kind::Client, move |_: &_| {
+            let reader = ChunkReader {
+                chunks: receiver,
+                current: Bytes::new(),
+            };
+            write_stacks(&code, id, size, hash, reader, &column_disks)
+        });
+        let run =
+            async {
+                let handle =
+                    self.rack_io().driver.submit(job).await.map_err(|error| {
+                        StoreError::Driver(format!("migrating blob {id}: {error}"))
+                    })?;
+                let done = handle
+                    .wait()
+                    .await
+                    .map_err(|error| StoreError::Driver(format!("migrating blob {id}: {error}")))?;
+                done.output.map_err(|error| StoreError::Migration {
+                    blob: id,
+                    reason: error.to_string(),
+                })
+            };
+        let feed = self.feed(prepared, sender, state, progress);
+        let (written, ()) = tokio::join!(run, feed);
+        written
+    }
+
+    /// Sends the bundle's staged bytes, in order, to the encoder; stops early if it has gone.
+    async fn feed(
+        &self,
+        prepared: &Prepared,
+        sender: mpsc::Sender<Result<Bytes, String>>,
+        state: &mut FlushProgress,
+        progress: &impl Fn(FlushProgress),
+    ) {
+        for (object, _) in &prepared.objects {
+            let (segment, offset) = staged_at(object);
+            let size = object.size_bytes;
+            let opened = self
+                .staging()
+                .read(segment, offset, &object.key, size, 0..size)
+                .await;
+            let mut reader = match opened {
+                Ok(reader) => reader,
+                Err(error) => {
+                    let _ = sender.send(Err(error.to_string())).await;
+                    return;
+                }
+            };
+            loop {
+                let chunk = match reader.next_chunk().await {
+                    Ok(Some(chunk)) => chunk,
+                    Ok(None) => break,
+                    Err(error) => {
+                        let _ = sender.send(Err(error.to_string())).await;
+                        return;
+                    }
+                };
+                let length = chunk.len() as u64;
+                if sender.send(Ok(chunk)).await.is_err() {
+                    return;
+                }
+                state.bytes_done += length;
+                progress(*state);
+            }
+        }
+    }
+
+    /// Cleans up after a failed migration (best effort) and returns `error` to report.
+    async fn fail(&self, blob: &BlobRecord, error: StoreError) -> StoreError {
+        if let Err(cleanup) = self.discard_blob(blob).await {
+            tracing::warn!(
+                blob = blob.id,
+                %cleanup,
+                "cleaning up a failed migration; the Writing blob is retried at the next flush or open"
+            );
+        }
+        error
+    }
+
+    /// Removes a `Writing` blob's stacks in a job on its group, then aborts it in the catalog.
+    async fn discard_blob(&self, blob: &BlobRecord) -> StoreResult<()> {
+        // Never remove the stacks of a blob that got committed after it was listed.
+        match self.catalog().blob(blob.id).await? {
+            Some(current) if current.state == BlobState::Writing => {}
+            Some(_) => return Ok(()),
+            None => {
+                self.forget_space(blob);
+                return Ok(());
+            }
+        }
+        let column_disks = self.column_disks(blob);
+        let id = blob.id;
+        let job = crate::driver::Job::new(blob.group, 0, Kind::Client, move |_: &_| {
+            remove_stacks(id, &column_disks)
+        });
+        let driver = &self.rack_io().driver;
+        let handle = driver
+            .submit(job)
+            .await
+            .map_err(|error| StoreError::Driver(format!("removing blob {id}'s stacks: {error}")))?;
+        handle
+            .wait()
+            .await
+            .map_err(|error| StoreError::Driver(format!("removing blob {id}'s stacks: {error}")))?;
+        self.catalog().abort_blob(id).await?;
+        self.forget_space(blob);
+        Ok(())
+    }
+
+    fn forget_space(&self, blob: &BlobRecord) {
+        self.migration()
+            .space
+            .lock()
+            .expect("space lock")
+            .remove_blob(blob, &self.rack_io().code);
+    }
+}
+
+/// One blob written by a flush.
+struct BlobOutcome {
+    blob: BlobId,
+    group: GroupIndex,
+    packed: u64,
+    moved: u64,
+    size_bytes: u64,
+}
