@@ -237,7 +237,8 @@ struct Prepared {
 
 impl<C: Catalog> Store<C> {
     /// Migrates everything staged when it starts (and, round by round, what was staged before
-    /// it), then returns what it did. `progress` hears of every chunk encoded and blob written.
+    /// it), then returns what it did. `progress` hears of every chunk encoded and blob written;
+    /// it runs on the flush's task, so keep it quick.
     pub async fn flush(&self, progress: impl Fn(FlushProgress)) -> StoreResult<FlushReport> {
         let _only_flush = self.migration().flush_lock.lock().await;
         let started = Instant::now();
