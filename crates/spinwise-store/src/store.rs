@@ -238,7 +238,7 @@ impl<C: Catalog> Store<C> {
                     return Ok(ObjectReader {
                         record,
                         range,
-                        source: Source::Staged(reader),
+                        source: Source::Staged(Box::new(reader)),
                     });
                 }
                 Err(StagingError::Io { source, .. })
@@ -382,7 +382,8 @@ impl Store<SqliteCatalog> {
 
 /// Where a GET's bytes come from.
 enum Source {
-    Staged(StagedReader),
+    /// Boxed: a staged reader holds its chunk buffer inline, the migrated one a channel.
+    Staged(Box<StagedReader>),
     Migrated(MigratedReader),
 }
 
