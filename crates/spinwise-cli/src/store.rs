@@ -74,6 +74,13 @@ pub enum StoreCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Start-up check (Pelican §3): spin every group up, as many at once as the budgets allow,
+    /// and mount, list and measure each disk; reports the disks that fail. Exit status 1 if any.
+    Check {
+        /// The report as one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Args)]
@@ -129,6 +136,7 @@ async fn run_async(args: &StoreArgs) -> CliResult<()> {
         StoreCommand::Stat { key, json } => stat(&store, key, *json).await,
         StoreCommand::Status { json } => status(&store, *json).await,
         StoreCommand::Flush { json } => flush(&store, *json).await,
+        StoreCommand::Check { json } => check(&store, *json).await,
     };
     store.close().await;
     result
@@ -455,4 +463,55 @@ async fn flush(store: &SqliteStore, json: bool) -> CliResult<()> {
         report.seconds
     );
     Ok(())
+}
+
+/// `check`: every disk, group by group under the budgets; a bar of groups on a terminal.
+async fn check(store: &SqliteStore, json: bool) -> CliResult<()> {
+    let groups = store.layout().groups.len() as u64;
+    let bar = std::io::stderr().is_terminal().then(|| {
+        ProgressBar::with_draw_target(Some(groups), ProgressDrawTarget::stderr()).with_style(
+            ProgressStyle::with_template("{bar:40} {pos}/{len} groups checked {elapsed}")
+                .expect("a valid template"),
+        )
+    });
+    let report = store
+        .check_disks(|done, _| {
+            if let Some(bar) = &bar {
+                bar.set_position(u64::from(done));
+            }
+        })
+        .await
+        .map_err(store_error)?;
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
+    if json {
+        outln!(
+            "{}",
+            serde_json::to_value(&report).expect("the report serializes")
+        );
+    } else {
+        outln!(
+            "checked {} groups: {} disks passed, {} failed, {} files, {:.1} s",
+            report.groups_checked,
+            report.disks_ok,
+            report.problems.len(),
+            report.files,
+            report.elapsed_s
+        );
+        for problem in &report.problems {
+            outln!(
+                "disk {} (group {}): {}",
+                problem.disk,
+                problem.group,
+                problem.reason
+            );
+        }
+    }
+    match report.problems.len() {
+        0 => Ok(()),
+        failed => Err(CliError::Usage(format!(
+            "{failed} disk(s) failed the check"
+        ))),
+    }
 }
