@@ -14,7 +14,11 @@ pub const CRASH_ENV: &str = "SPINWISE_CRASH_AT";
 fn armed() -> Option<&'static str> {
     static ARMED: OnceLock<Option<String>> = OnceLock::new();
     ARMED
-        .get_or_init(|| std::env::var(CRASH_ENV).ok().filter(|name| !name.is_empty()))
+        .get_or_init(|| {
+            std::env::var(CRASH_ENV)
+                .ok()
+                .filter(|name| !name.is_empty())
+        })
         .as_deref()
 }
 

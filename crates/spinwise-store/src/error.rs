@@ -41,6 +41,18 @@ pub enum StoreError {
     /// The object was migrated into a blob, and this build has no migrated read path yet.
     #[error("`{key}` lives in blob {blob}; reading migrated objects is not implemented yet")]
     MigratedReadUnavailable { key: String, blob: BlobId },
+    #[error("disk {disk} is not in the rack (it has {disks} disks, 0..{disks})")]
+    UnknownDisk { disk: u64, disks: usize },
+    #[error("blob {blob} is not in the catalog")]
+    UnknownBlob { blob: BlobId },
+    #[error("blob {blob} has no column {column} (it has {columns})")]
+    UnknownColumn {
+        blob: BlobId,
+        column: u32,
+        columns: usize,
+    },
+    #[error(transparent)]
+    Repair(#[from] crate::repair::RepairFailure),
 }
 
 pub type StoreResult<T> = Result<T, StoreError>;

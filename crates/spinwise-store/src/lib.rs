@@ -10,8 +10,11 @@
 //! - [`driver`] runs the sans-IO scheduler with a real [`clock`] against the disks, every power
 //!   change passing the [`audit`].
 //!
+//! - [`repair`] fails disks, rebuilds their stripe stacks under the rebuild share and repairs
+//!   damaged stacks in place; [`scrub`] verifies every stripe and repairs what it finds.
+//!
 //! Not wired yet: the bundler and migrator (objects stay staged), reads of migrated objects
-//! ([`StoreError::MigratedReadUnavailable`]), rebuild and scrub.
+//! ([`StoreError::MigratedReadUnavailable`]).
 
 pub mod audit;
 pub mod clock;
@@ -21,6 +24,8 @@ pub mod driver;
 pub mod error;
 pub mod placement;
 pub mod rack;
+pub mod repair;
+pub mod scrub;
 pub mod stacks;
 pub mod staging;
 pub mod store;

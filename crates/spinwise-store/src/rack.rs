@@ -50,7 +50,12 @@ fn disk_capacity_bytes(rack: &Rack) -> u64 {
     (rack.disk_model.capacity_tb.mean() * 1e12) as u64
 }
 
-fn emulated_config(data_dir: &Path, rack: &Rack, config: &StoreConfig, index: usize) -> EmulatedConfig {
+fn emulated_config(
+    data_dir: &Path,
+    rack: &Rack,
+    config: &StoreConfig,
+    index: usize,
+) -> EmulatedConfig {
     let mut emulated = EmulatedConfig::new(
         disk_directory(data_dir, index),
         index as u32,
@@ -86,10 +91,14 @@ pub async fn open_rack<C: Catalog>(
 ) -> StoreResult<StoreRack> {
     let mut emulated = Vec::with_capacity(rack.disk_count());
     for index in 0..rack.disk_count() {
-        let disk = EmulatedDisk::open(emulated_config(data_dir, rack, config, index)).map_err(disk_error)?;
+        let disk = EmulatedDisk::open(emulated_config(data_dir, rack, config, index))
+            .map_err(disk_error)?;
         emulated.push(Arc::new(disk));
     }
-    let disks: Vec<Arc<dyn Disk>> = emulated.iter().map(|d| d.clone() as Arc<dyn Disk>).collect();
+    let disks: Vec<Arc<dyn Disk>> = emulated
+        .iter()
+        .map(|d| d.clone() as Arc<dyn Disk>)
+        .collect();
     let layout = &config.layout;
     let driver = Driver::start(
         rack,
