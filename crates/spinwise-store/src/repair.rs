@@ -292,7 +292,12 @@ impl<C: Catalog> Store<C> {
         task: &RebuildTask,
         blob: Option<BlobRecord>,
     ) -> Result<(DiskIndex, u64), RepairFailure> {
-        let blob = blob.ok_or(RepairFailure::BlobGone {
+        // Read the record again: an earlier task of this run may have moved another column.
+        let fresh = match blob {
+            Some(_) => self.catalog().blob(task.blob).await.ok().flatten(),
+            None => None,
+        };
+        let blob = fresh.ok_or(RepairFailure::BlobGone {
             blob: task.blob,
             column: task.column,
         })?;
