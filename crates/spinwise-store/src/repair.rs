@@ -7,8 +7,8 @@
 //!
 //! Invariants: a stack is written completely (the disk's atomic `write_file`) before the
 //! catalog points at it (`complete_rebuild`), so a crash in between (`rebuild:after-stack`)
-//! leaves the task queued and an orphan file on the target, which the next rebuild replaces
-//! (`Overwrite::Replace`); a rebuild target is healthy, holds no other column of the blob, has
+//! leaves the task queued and an orphan file on the target, which the next rebuild prefers
+//! as its target and replaces (`Overwrite::Replace`); a rebuild target is healthy, holds no other column of the blob, has
 //! room, and keeps at most r of the blob's stacks per spread failure component; a task that
 //! cannot proceed stays queued and is reported, typed.
 
@@ -161,7 +161,8 @@ fn write_rebuilt_stack(
 }
 
 /// The rebuild target for `blob`'s `column`: a usable disk of the group holding no other column,
-/// with room, keeping the spread rule; the one with most free bytes (lowest index on ties).
+/// with room, keeping the spread rule; one holding an orphan of this stack first (so a crashed
+/// rebuild's file is replaced, not leaked), then most free bytes (lowest index on ties).
 fn choose_target(
     placement: &Placement,
     group: &GroupDisks,
@@ -176,21 +177,30 @@ fn choose_target(
         .filter(|(index, _)| *index != column as usize)
         .map(|(_, &disk)| disk)
         .collect();
-    let mut candidates: Vec<(u64, Arc<dyn Disk>)> = group
+    let name = stack_name(blob.id, column as usize);
+    // An orphan of a rebuild that crashed before its catalog commit counts as free space there.
+    let mut candidates: Vec<(bool, u64, Arc<dyn Disk>)> = group
         .usable()
         .filter(|disk| !blob.disks.contains(&disk.index()))
         .filter_map(|disk| {
             let space = disk.space().ok()?;
-            (space.free_bytes >= stack_bytes).then(|| (space.free_bytes, disk.clone()))
+            let orphan_bytes = disk.file_len(&name).ok();
+            let free_bytes = space.free_bytes + orphan_bytes.unwrap_or(0);
+            (free_bytes >= stack_bytes).then(|| (orphan_bytes.is_some(), free_bytes, disk.clone()))
         })
-        .filter(|(_, disk)| {
+        .filter(|(_, _, disk)| {
             let mut spread = others.clone();
             spread.push(disk.index());
             placement.within_redundancy(&spread)
         })
         .collect();
-    candidates.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.index().cmp(&b.1.index())));
-    candidates.into_iter().next().map(|(_, disk)| disk)
+    // A disk holding the orphan first (the rewrite replaces it), then most free bytes.
+    candidates.sort_by(|a, b| {
+        (b.0, b.1)
+            .cmp(&(a.0, a.1))
+            .then(a.2.index().cmp(&b.2.index()))
+    });
+    candidates.into_iter().next().map(|(_, _, disk)| disk)
 }
 
 impl<C: Catalog> Store<C> {
