@@ -74,6 +74,18 @@ pub enum StoreCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Mark disk DISK (rack index) failed and queue the rebuild of its stripe stacks.
+    FailDisk { disk: u64 },
+    /// Rebuild every queued stripe stack onto other disks of its group (rebuild share).
+    Rebuild {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Verify every fragment of every blob, group by group, repairing bad stacks in place.
+    Scrub {
+        #[arg(long)]
+        json: bool,
+    },
     /// Start-up check (Pelican §3): spin every group up, as many at once as the budgets allow,
     /// and mount, list and measure each disk; reports the disks that fail. Exit status 1 if any.
     Check {
@@ -137,6 +149,9 @@ async fn run_async(args: &StoreArgs) -> CliResult<()> {
         StoreCommand::Status { json } => status(&store, *json).await,
         StoreCommand::Flush { json } => flush(&store, *json).await,
         StoreCommand::Check { json } => check(&store, *json).await,
+        StoreCommand::FailDisk { disk } => fail_disk(&store, *disk).await,
+        StoreCommand::Rebuild { json } => rebuild(&store, *json).await,
+        StoreCommand::Scrub { json } => scrub(&store, *json).await,
     };
     store.close().await;
     result
@@ -513,5 +528,108 @@ async fn check(store: &SqliteStore, json: bool) -> CliResult<()> {
         failed => Err(CliError::Usage(format!(
             "{failed} disk(s) failed the check"
         ))),
+    }
+}
+
+/// A task counter on stderr when it is a terminal.
+fn count_bar(message: &'static str) -> Option<ProgressBar> {
+    if !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr()).with_style(
+        ProgressStyle::with_template("{spinner} {msg} {pos}/{len}").expect("a valid template"),
+    );
+    bar.set_message(message);
+    Some(bar)
+}
+
+async fn fail_disk(store: &SqliteStore, disk: u64) -> CliResult<()> {
+    let report = store.fail_disk(disk).await.map_err(store_error)?;
+    outln!(
+        "disk {} failed; {} stripe stack(s) queued for rebuild",
+        report.disk,
+        report.tasks_queued
+    );
+    Ok(())
+}
+
+async fn rebuild(store: &SqliteStore, json: bool) -> CliResult<()> {
+    let bar = count_bar("rebuilding stacks");
+    let report = store
+        .rebuild(|progress| {
+            if let Some(bar) = &bar {
+                bar.set_length(progress.total);
+                bar.set_position(progress.done);
+            }
+        })
+        .await
+        .map_err(store_error)?;
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
+    let failed: Vec<String> = report.failed.iter().map(|(_, f)| f.to_string()).collect();
+    if json {
+        let value = serde_json::json!({
+            "rebuilt": report.rebuilt.len(),
+            "failed": failed,
+            "bytes_written": report.bytes_written,
+        });
+        outln!("{value}");
+    } else {
+        outln!(
+            "rebuilt {} stack(s), {} bytes written",
+            report.rebuilt.len(),
+            report.bytes_written
+        );
+    }
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        Err(CliError::Usage(format!(
+            "{} stack(s) could not be rebuilt (still queued): {}",
+            failed.len(),
+            failed.join("; ")
+        )))
+    }
+}
+
+async fn scrub(store: &SqliteStore, json: bool) -> CliResult<()> {
+    let bar = count_bar("scrubbing blobs");
+    let ledger = spinwise_store::scrub::ScrubLedger::default();
+    let report = store
+        .scrub(
+            spinwise_store::scrub::ScrubMode::Forced,
+            &ledger,
+            |so_far| {
+                if let Some(bar) = &bar {
+                    bar.set_position(so_far.blobs);
+                }
+            },
+        )
+        .await
+        .map_err(store_error)?;
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
+    if json {
+        let value = serde_json::to_value(&report).expect("the report serializes");
+        outln!("{value}");
+    } else {
+        outln!(
+            "scrubbed {} blob(s), {} stripe(s): {} bad fragment(s), {} stack(s) repaired, {} on failed disks",
+            report.blobs,
+            report.stripes,
+            report.bad_fragments,
+            report.stacks_repaired,
+            report.on_failed_disks
+        );
+    }
+    if report.unrepairable.is_empty() {
+        Ok(())
+    } else {
+        Err(CliError::Usage(format!(
+            "corrupt beyond repair: {}",
+            report.unrepairable.join("; ")
+        )))
     }
 }

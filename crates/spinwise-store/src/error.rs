@@ -61,6 +61,18 @@ pub enum StoreError {
     /// Writing a blob's stripe stacks failed; its objects stay staged and readable.
     #[error("migrating blob {blob} failed (its objects stay staged): {reason}")]
     Migration { blob: BlobId, reason: String },
+    #[error("disk {disk} is not in the rack (it has {disks} disks, 0..{disks})")]
+    UnknownDisk { disk: u64, disks: usize },
+    #[error("blob {blob} is not in the catalog")]
+    UnknownBlob { blob: BlobId },
+    #[error("blob {blob} has no column {column} (it has {columns})")]
+    UnknownColumn {
+        blob: BlobId,
+        column: u32,
+        columns: usize,
+    },
+    #[error(transparent)]
+    Repair(#[from] crate::repair::RepairFailure),
 }
 
 pub type StoreResult<T> = Result<T, StoreError>;

@@ -13,9 +13,9 @@
 //!   it places by;
 //! - [`read`] reads migrated objects: one scheduler job per GET on the blob's group, decoding
 //!   only the covering fragments, reconstructing from any k;
-//! - [`startup`] checks every disk at start-up, group by group under the budgets.
-//!
-//! Not wired yet: rebuild and scrub.
+//! - [`startup`] checks every disk at start-up, group by group under the budgets;
+//! - [`repair`] fails disks, rebuilds their stripe stacks under the rebuild share and repairs
+//!   damaged stacks in place; [`scrub`] verifies every stripe and repairs what it finds.
 
 pub mod audit;
 pub mod clock;
@@ -27,6 +27,8 @@ pub mod migrate;
 pub mod placement;
 pub mod rack;
 pub mod read;
+pub mod repair;
+pub mod scrub;
 pub mod space;
 pub mod stacks;
 pub mod staging;

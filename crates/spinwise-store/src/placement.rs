@@ -158,6 +158,18 @@ impl Placement {
             })
     }
 
+    /// True when `disks` (one blob's stacks) put at most r in every spread failure component:
+    /// the rule a rebuild target must keep (single-fault availability), used by the repairer.
+    pub fn within_redundancy(&self, disks: &[DiskIndex]) -> bool {
+        let mut counts: Vec<BTreeMap<usize, u32>> = vec![BTreeMap::new(); self.spread.len()];
+        for &disk in disks {
+            self.count(disk, &mut counts);
+        }
+        counts
+            .iter()
+            .all(|components| components.values().all(|&count| count <= self.redundancy))
+    }
+
     /// Takes disks in `usable` order while every spread component stays within its cap; on
     /// failure names the domain type with the most full components.
     fn greedy(

@@ -1,0 +1,395 @@
+//! Failures and upkeep on a real store (dense-jbod-60, k=3 r=2, SQLite catalog, emulated disks
+//! at time factor 0.001): failing disks queues rebuild tasks that `rebuild` drains onto other
+//! disks of the group until every blob decodes with a clean report; scrub finds flipped bytes
+//! and lying (short-read) disks and repairs stacks in place.
+//!
+//! The migrator is not on this branch, so `migrate` below does its steps by hand: blob id,
+//! placement, `begin_blob`, a driver job writing the stacks, `commit_blob` with the move.
+
+use spinwise_catalog::{BlobId, BlobRecord, BlobState, Catalog, Migration};
+use spinwise_disk::Disk;
+use spinwise_ec::{Code, RepairReport, content_hash, decode_blob};
+use spinwise_sched::scheduler::Kind;
+use spinwise_store::driver::{GroupDisks, Job};
+use spinwise_store::placement::DiskRoom;
+use spinwise_store::rack::disk_directory;
+use spinwise_store::repair::RepairFailure;
+use spinwise_store::scrub::{ScrubLedger, ScrubMode};
+use spinwise_store::stacks::{fetch_from_disks, stack_name, write_stacks};
+use spinwise_store::{RackSource, SqliteStore, Store, StoreConfig, StoreError};
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+const RACK: &str = include_str!("../../../presets/dense-jbod-60.toml");
+/// Small fragments so a few KiB make several stripes.
+const FRAGMENT_BYTES: u32 = 4096;
+
+fn config() -> StoreConfig {
+    let rack = spinwise_model::parse_rack("dense-jbod-60", RACK).unwrap();
+    let layout = spinwise_plan::plan(&rack).unwrap().layout;
+    let mut config = StoreConfig::new(
+        RackSource::Preset("dense-jbod-60".into()),
+        RACK.to_string(),
+        layout,
+    );
+    config.time_factor = 0.001;
+    config.fragment_bytes = FRAGMENT_BYTES;
+    config
+}
+
+fn pattern(size_bytes: usize, seed: u64) -> Vec<u8> {
+    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..size_bytes)
+        .map(|_| {
+            state ^= state >> 12;
+            state ^= state << 25;
+            state ^= state >> 27;
+            (state.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 56) as u8
+        })
+        .collect()
+}
+
+async fn new_store(dir: &Path) -> SqliteStore {
+    Store::init_sqlite(&dir.join("data"), config())
+        .await
+        .unwrap()
+}
+
+/// Puts `data` under `key`, then migrates it into its own blob in `group` as the migrator will.
+async fn migrate(store: &SqliteStore, key: &str, data: &[u8], group: u32) -> BlobRecord {
+    let staged = store.put(key, data).await.unwrap();
+    let io = store.rack_io();
+    let code = io.code.clone();
+    let blob = store.catalog().next_blob_id().await.unwrap();
+    let stack_bytes = code.stack_file_bytes(data.len() as u64);
+    let room: BTreeMap<u32, DiskRoom> = io
+        .placement
+        .group_disks(group)
+        .unwrap()
+        .iter()
+        .map(|&disk| {
+            let room = DiskRoom {
+                free_bytes: 1 << 40,
+                healthy: true,
+            };
+            (disk, room)
+        })
+        .collect();
+    let disks = io
+        .placement
+        .choose_disks(group, stack_bytes, &room)
+        .unwrap();
+    let record = BlobRecord {
+        id: blob,
+        group,
+        disks: disks.clone(),
+        k: code.data_columns() as u32,
+        r: code.parity_columns() as u32,
+        fragment_bytes: code.fragment_bytes() as u32,
+        size_bytes: data.len() as u64,
+        content_hash: content_hash(data),
+        state: BlobState::Writing,
+        live_bytes: 0,
+    };
+    store.catalog().begin_blob(record.clone()).await.unwrap();
+    let column_disks: Vec<Arc<dyn Disk>> = disks
+        .iter()
+        .map(|&d| io.disks[d as usize].clone())
+        .collect();
+    let bytes = data.to_vec();
+    let hash = record.content_hash;
+    let job = Job::new(group, stack_bytes, Kind::Client, move |_: &GroupDisks| {
+        write_stacks(
+            &code,
+            blob,
+            bytes.len() as u64,
+            hash,
+            &bytes[..],
+            &column_disks,
+        )
+    });
+    let done = io.driver.submit(job).await.unwrap().wait().await.unwrap();
+    done.output.unwrap();
+    let moves = vec![Migration {
+        key: key.to_string(),
+        from: staged.location,
+        blob_offset: 0,
+    }];
+    assert_eq!(store.catalog().commit_blob(blob, moves).await.unwrap(), 1);
+    store.catalog().blob(blob).await.unwrap().unwrap()
+}
+
+/// Decodes the whole blob from its disks (per the catalog) inside a driver job.
+async fn read_blob(store: &SqliteStore, blob: BlobId) -> (Vec<u8>, RepairReport) {
+    let record = store.catalog().blob(blob).await.unwrap().unwrap();
+    let io = store.rack_io();
+    let code: Arc<Code> = io.code.clone();
+    let disks: Vec<Arc<dyn Disk>> = record
+        .disks
+        .iter()
+        .map(|&d| io.disks[d as usize].clone())
+        .collect();
+    let job = Job::new(
+        record.group,
+        record.size_bytes,
+        Kind::Client,
+        move |_: &GroupDisks| {
+            let mut out = Vec::new();
+            let report = decode_blob(
+                &code,
+                record.size_bytes,
+                record.content_hash,
+                fetch_from_disks(&code, record.id, &disks),
+                &mut out,
+            )
+            .unwrap();
+            (out, report)
+        },
+    );
+    io.driver
+        .submit(job)
+        .await
+        .unwrap()
+        .wait()
+        .await
+        .unwrap()
+        .output
+}
+
+fn flip_byte(store: &SqliteStore, disk: u32, blob: BlobId, column: usize, offset: u64) {
+    let path = disk_directory(store.data_dir(), disk as usize).join(stack_name(blob, column));
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes[offset as usize] ^= 0x5a;
+    std::fs::write(&path, bytes).unwrap();
+}
+
+/// Three blobs in group 0 and one in group 1, with their bytes.
+async fn populate(store: &SqliteStore) -> Vec<(BlobRecord, Vec<u8>)> {
+    let mut blobs = Vec::new();
+    for (index, (size, group)) in [(30_000, 0), (1, 0), (12_289, 0), (20_000, 1)]
+        .into_iter()
+        .enumerate()
+    {
+        let data = pattern(size, index as u64);
+        let record = migrate(store, &format!("object-{index}"), &data, group).await;
+        blobs.push((record, data));
+    }
+    blobs
+}
+
+async fn assert_all_read_clean(store: &SqliteStore, blobs: &[(BlobRecord, Vec<u8>)]) {
+    for (record, data) in blobs {
+        let (bytes, report) = read_blob(store, record.id).await;
+        assert!(bytes == *data, "blob {} differs", record.id);
+        assert!(report.is_clean(), "blob {}: {report:?}", record.id);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failing_a_disk_queues_its_stacks_and_rebuild_restores_full_redundancy() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = new_store(dir.path()).await;
+    let blobs = populate(&store).await;
+    let failed = blobs[0].0.disks[1];
+    let holding = blobs
+        .iter()
+        .filter(|(record, _)| record.disks.contains(&failed))
+        .count() as u64;
+    let report = store.fail_disk(u64::from(failed)).await.unwrap();
+    assert_eq!(report.tasks_queued, holding);
+    let status = store.status().await.unwrap();
+    assert_eq!(status.disks_failed, 1);
+    assert_eq!(status.rebuild_pending, holding);
+
+    let mut calls = Vec::new();
+    let rebuilt = store
+        .rebuild(|progress| calls.push(progress))
+        .await
+        .unwrap();
+    assert!(rebuilt.failed.is_empty(), "{:?}", rebuilt.failed);
+    assert_eq!(rebuilt.rebuilt.len() as u64, holding);
+    assert_eq!(calls.last().unwrap().done, holding);
+    assert!(rebuilt.bytes_written > 0);
+    let status = store.status().await.unwrap();
+    assert_eq!(status.rebuild_pending, 0);
+    assert_eq!(status.disks_failed, 1);
+
+    for (record, _) in &blobs {
+        let now = store.catalog().blob(record.id).await.unwrap().unwrap();
+        assert!(
+            !now.disks.contains(&failed),
+            "blob {} still on {failed}",
+            record.id
+        );
+        let group = store.rack_io().placement.group_disks(now.group).unwrap();
+        assert!(now.disks.iter().all(|disk| group.contains(disk)));
+        let mut distinct = now.disks.clone();
+        distinct.sort_unstable();
+        distinct.dedup();
+        assert_eq!(distinct.len(), now.disks.len());
+    }
+    assert!(
+        store
+            .catalog()
+            .integrity_check()
+            .await
+            .unwrap()
+            .problems
+            .is_empty()
+    );
+    assert_all_read_clean(&store, &blobs).await;
+    store.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failing_r_disks_of_a_group_keeps_every_blob_readable_and_rebuild_uses_the_spare() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = new_store(dir.path()).await;
+    let blobs = populate(&store).await;
+    let first = &blobs[0].0;
+    // r = 2: one data and one parity column of the first blob. Groups hold 6 disks and blobs
+    // 5 stacks, so one spare remains: one lost column per blob comes back, the other task
+    // reports NoTarget and stays queued (full redundancy after r failures needs a group of
+    // k + 2r disks).
+    for disk in [first.disks[0], first.disks[4]] {
+        store.fail_disk(u64::from(disk)).await.unwrap();
+    }
+    assert_eq!(store.status().await.unwrap().disks_failed, 2);
+    for (record, data) in &blobs {
+        assert!(read_blob(&store, record.id).await.0 == *data);
+    }
+    let rebuilt = store.rebuild(|_| {}).await.unwrap();
+    let in_group_0 = blobs.iter().filter(|(r, _)| r.group == 0).count();
+    assert_eq!(rebuilt.rebuilt.len(), in_group_0);
+    assert_eq!(rebuilt.failed.len(), in_group_0);
+    assert!(
+        rebuilt
+            .failed
+            .iter()
+            .all(|(_, failure)| matches!(failure, RepairFailure::NoTarget { .. }))
+    );
+    assert_eq!(
+        store.status().await.unwrap().rebuild_pending,
+        in_group_0 as u64
+    );
+    assert!(
+        store
+            .catalog()
+            .integrity_check()
+            .await
+            .unwrap()
+            .problems
+            .is_empty()
+    );
+    for (record, data) in &blobs {
+        assert!(read_blob(&store, record.id).await.0 == *data);
+    }
+    store.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rebuild_without_a_target_disk_reports_the_task_and_keeps_it_queued() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = new_store(dir.path()).await;
+    let data = pattern(9000, 7);
+    let record = migrate(&store, "only", &data, 2).await;
+    let group: Vec<u32> = store.rack_io().placement.group_disks(2).unwrap().to_vec();
+    // Groups of 6, blobs of 5: failing the spare disk and one stack's disk leaves no target.
+    let spare = *group.iter().find(|d| !record.disks.contains(d)).unwrap();
+    store.fail_disk(u64::from(spare)).await.unwrap();
+    store.fail_disk(u64::from(record.disks[2])).await.unwrap();
+    let report = store.rebuild(|_| {}).await.unwrap();
+    assert!(report.rebuilt.is_empty());
+    assert_eq!(report.failed.len(), 1);
+    assert!(matches!(report.failed[0].1, RepairFailure::NoTarget { .. }));
+    assert_eq!(store.status().await.unwrap().rebuild_pending, 1);
+    store.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fail_disk_refuses_an_unknown_disk_and_is_idempotent() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = new_store(dir.path()).await;
+    let blobs = populate(&store).await;
+    let refused = store.fail_disk(60).await;
+    assert!(matches!(
+        refused,
+        Err(StoreError::UnknownDisk {
+            disk: 60,
+            disks: 60
+        })
+    ));
+    let disk = blobs[0].0.disks[0];
+    let first = store.fail_disk(u64::from(disk)).await.unwrap();
+    let second = store.fail_disk(u64::from(disk)).await.unwrap();
+    assert_eq!(first, second);
+    let status = store.status().await.unwrap();
+    assert_eq!(status.disks_failed, 1);
+    assert_eq!(status.rebuild_pending, first.tasks_queued);
+    store.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scrub_finds_a_flipped_byte_repairs_the_stack_and_a_second_scrub_is_clean() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = new_store(dir.path()).await;
+    let blobs = populate(&store).await;
+    let (record, _) = &blobs[0];
+    let code = &store.rack_io().code;
+    // A byte inside stripe 1's fragment of column 3 (parity), past the 84-byte header.
+    let offset = code.fragment_offset(1) + 17;
+    flip_byte(&store, record.disks[3], record.id, 3, offset);
+    let ledger = ScrubLedger::default();
+    let report = store
+        .scrub(ScrubMode::Forced, &ledger, |_| {})
+        .await
+        .unwrap();
+    assert_eq!(report.blobs, blobs.len() as u64);
+    let stripes: u64 = blobs
+        .iter()
+        .map(|(r, _)| code.stripes_for(r.size_bytes))
+        .sum();
+    assert_eq!(report.stripes, stripes);
+    assert_eq!(report.bad_fragments, 1);
+    assert_eq!(report.stacks_repaired, 1);
+    assert!(report.unrepairable.is_empty());
+    assert!(ledger.last_scrub(record.id).is_some());
+
+    let again = store
+        .scrub(ScrubMode::Forced, &ledger, |_| {})
+        .await
+        .unwrap();
+    assert_eq!(again.bad_fragments, 0);
+    assert_eq!(again.stacks_repaired, 0);
+    assert_all_read_clean(&store, &blobs).await;
+    store.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scrub_detects_a_disk_that_returns_short_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = new_store(dir.path()).await;
+    let blobs = populate(&store).await;
+    let liar = blobs[0].0.disks[2];
+    store.rack_io().emulated[liar as usize]
+        .faults()
+        .set_short_reads(true);
+    let report = store
+        .scrub(ScrubMode::Forced, &ScrubLedger::default(), |_| {})
+        .await
+        .unwrap();
+    assert!(report.bad_fragments > 0);
+    // Every blob reads byte-exact around the lying disk (a 1-byte blob reads column 0 only).
+    for (record, data) in &blobs {
+        let (bytes, report) = read_blob(&store, record.id).await;
+        assert!(bytes == *data);
+        if record.disks[0] == liar {
+            assert!(!report.is_clean());
+        }
+        if !record.disks.contains(&liar) {
+            assert!(report.is_clean());
+        }
+    }
+    store.close().await;
+}
