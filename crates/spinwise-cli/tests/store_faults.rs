@@ -119,7 +119,15 @@ fn check_store_after_faults(
         let expected = sent
             .get(key)
             .unwrap_or_else(|| panic!("`{key}` is visible but was never sent"));
-        spinwise(["store", "--data", data, "get", key, output.to_str().unwrap()]).success();
+        spinwise([
+            "store",
+            "--data",
+            data,
+            "get",
+            key,
+            output.to_str().unwrap(),
+        ])
+        .success();
         let got = std::fs::read(&output).unwrap();
         assert!(
             got == *expected,
@@ -173,7 +181,14 @@ fn kill_nine_during_puts_loses_no_acknowledged_object_and_shows_nothing_half_wri
     let dir = TempDir::new("store-faults-put");
     let data = init_store(&dir);
     let mut rng = ChaCha8Rng::seed_from_u64(0x5eed);
-    let sizes_bytes = [0usize, 1, 4096, 128 * 1024 + 1, 1024 * 1024 + 3, 6 * 1024 * 1024];
+    let sizes_bytes = [
+        0usize,
+        1,
+        4096,
+        128 * 1024 + 1,
+        1024 * 1024 + 3,
+        6 * 1024 * 1024,
+    ];
     let mut sent = BTreeMap::new();
     let mut acknowledged = Vec::new();
     let mut killed = 0;
@@ -201,7 +216,10 @@ fn kill_nine_during_puts_loses_no_acknowledged_object_and_shows_nothing_half_wri
         }
     }
     assert!(killed > 0, "the seed must kill some PUTs mid-way");
-    assert!(!acknowledged.is_empty(), "the seed must let some PUTs finish");
+    assert!(
+        !acknowledged.is_empty(),
+        "the seed must let some PUTs finish"
+    );
     let visible = check_store_after_faults(&dir, &data, &sent, &acknowledged);
     eprintln!(
         "{} PUTs: {} acknowledged, {killed} killed, {visible} visible after restart",

@@ -82,7 +82,12 @@ fn free_disk_bytes(path: &std::path::Path) -> u64 {
 /// `VmHWM`, so the watcher's last value comes from before the exit).
 fn finish(mut child: Child, done: Arc<AtomicBool>, watcher: std::thread::JoinHandle<u64>) -> u64 {
     let mut stderr = String::new();
-    child.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
     let status = child.wait().unwrap();
     done.store(true, Ordering::Relaxed);
     let peak_bytes = watcher.join().unwrap();
