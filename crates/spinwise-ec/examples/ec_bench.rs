@@ -6,6 +6,10 @@
 //! of RUNS runs, each run passing ~1 GiB through a 60 MiB pool of stripes (bigger than any L3
 //! this runs on, so the numbers include memory traffic rather than only cache hits);
 //! `--pool-stripes 1` keeps one 1.9 MiB stripe in cache instead.
+//!
+//! With `--features isal-peer` it also measures Intel ISA-L (erasure-isa-l, Cauchy) on the
+//! same pool with the same timing, and checks that ISA-L's parity and its rebuilt fragments
+//! are byte-identical to ours (a mismatch aborts the run: the numbers would not compare).
 
 use std::hint::black_box;
 use std::time::Instant;
@@ -182,6 +186,93 @@ fn decode_three_lost(pool: &mut Pool) -> Rate {
     })
 }
 
+/// Intel ISA-L (erasure-isa-l 0.3, ISA-L 2.32, `gf_gen_cauchy1_matrix`) as the measured peer:
+/// encode into a separate parity pool, rebuild 3 lost data fragments with a decode table made
+/// once (our codec caches its inverted matrix too), and compare both with our bytes.
+#[cfg(feature = "isal-peer")]
+mod isal_peer {
+    use super::{DATA_COLUMNS, PARITY_COLUMNS, Pool, Rate, black_box, measure};
+    use erasure_isa_l::erasure::ErasureCode;
+    use std::num::NonZeroUsize;
+
+    fn code() -> ErasureCode {
+        ErasureCode::with_cauchy(
+            NonZeroUsize::new(DATA_COLUMNS).unwrap(),
+            NonZeroUsize::new(PARITY_COLUMNS).unwrap(),
+        )
+        .expect("ISA-L accepts 15+3")
+    }
+
+    fn encode_stripe(isal: &ErasureCode, data: &[u8], parity: &mut [u8], fragment: usize) {
+        let sources: Vec<&[u8]> = data.chunks_exact(fragment).collect();
+        let mut outputs: Vec<&mut [u8]> = parity.chunks_exact_mut(fragment).collect();
+        isal.encode(&sources, &mut outputs).unwrap();
+    }
+
+    /// Encode rate, and whether ISA-L's parity for the whole pool equals ours.
+    pub fn encode(pool: &Pool) -> (Rate, bool) {
+        let isal = code();
+        let stripes = pool.stripes_per_run();
+        let stripe_bytes = pool.stripe_bytes();
+        let fragment = pool.code.fragment_bytes();
+        let parity_bytes = PARITY_COLUMNS * fragment;
+        let mut parity = vec![0u8; pool.parity.len()];
+        let rate = measure((stripes * stripe_bytes) as u64, || {
+            for index in 0..stripes {
+                let stripe = index % pool.stripes;
+                encode_stripe(
+                    &isal,
+                    &pool.data[stripe * stripe_bytes..][..stripe_bytes],
+                    &mut parity[stripe * parity_bytes..][..parity_bytes],
+                    fragment,
+                );
+            }
+            black_box(&parity);
+        });
+        (rate, parity == pool.parity)
+    }
+
+    /// Decode rate with data fragments 0..3 lost, and whether every rebuilt fragment of the
+    /// pool equals the original data.
+    pub fn decode_three_lost(pool: &Pool) -> (Rate, bool) {
+        let isal = code();
+        let erasures = vec![0, 1, 2];
+        let table = isal.make_decode_table(erasures.clone()).unwrap();
+        let stripes = pool.stripes_per_run();
+        let stripe_bytes = pool.stripe_bytes();
+        let fragment = pool.code.fragment_bytes();
+        let parity_bytes = PARITY_COLUMNS * fragment;
+        let mut data = pool.data.clone();
+        let mut parity = pool.parity.clone();
+        let mut lost = vec![0u8; 3 * fragment];
+        let mut decode_stripe = |stripe: usize, lost: &mut [u8]| {
+            let stripe_data = &mut data[stripe * stripe_bytes..][..stripe_bytes];
+            let (_, kept) = stripe_data.split_at_mut(3 * fragment);
+            let mut sources: Vec<&mut [u8]> = lost
+                .chunks_exact_mut(fragment)
+                .chain(kept.chunks_exact_mut(fragment))
+                .collect();
+            let mut outputs: Vec<&mut [u8]> = parity[stripe * parity_bytes..][..parity_bytes]
+                .chunks_exact_mut(fragment)
+                .collect();
+            isal.decode_with_table(&mut sources, &mut outputs, &table, erasures.clone())
+                .unwrap();
+        };
+        let rate = measure((stripes * stripe_bytes) as u64, || {
+            for index in 0..stripes {
+                decode_stripe(index % pool.stripes, &mut lost);
+            }
+            black_box(&lost);
+        });
+        let identical = (0..pool.stripes).all(|stripe| {
+            lost.fill(0);
+            decode_stripe(stripe, &mut lost);
+            lost[..] == pool.data[stripe * stripe_bytes..][..3 * fragment]
+        });
+        (rate, identical)
+    }
+}
+
 /// The whole read path on one stripe at a time: copy framed fragments in (as from a disk),
 /// verify 15 crcs, reconstruct 3 lost data fragments, write the stripe out.
 fn read_path_three_lost(pool: &Pool) -> Rate {
@@ -288,12 +379,30 @@ fn main() {
         .unwrap_or(DEFAULT_POOL_STRIPES)
         .max(1);
     let mut pool = Pool::new(pool_stripes);
-    let rows: Vec<(&str, Rate)> = vec![
+    let mut rows: Vec<(&str, Rate)> = vec![
         ("encode 15+3 (parity from data)", encode_parity(&mut pool)),
         (
             "decode 15+3, 3 data lost (codec)",
             decode_three_lost(&mut pool),
         ),
+    ];
+    #[cfg(feature = "isal-peer")]
+    {
+        let (encode, parity_identical) = isal_peer::encode(&pool);
+        let (decode, rebuild_identical) = isal_peer::decode_three_lost(&pool);
+        eprintln!(
+            "ISA-L parity byte-identical to ours on the {:.1} MiB pool: {parity_identical}; \
+             ISA-L rebuilt data byte-identical: {rebuild_identical}",
+            pool.data.len() as f64 / (1u64 << 20) as f64
+        );
+        assert!(
+            parity_identical && rebuild_identical,
+            "ISA-L and our codec disagree: the rows would not compare"
+        );
+        rows.push(("ISA-L encode 15+3 (peer)", encode));
+        rows.push(("ISA-L decode 15+3, 3 data lost (peer)", decode));
+    }
+    rows.extend([
         (
             "read path, 3 data lost (crc + decode + copies)",
             read_path_three_lost(&pool),
@@ -305,7 +414,7 @@ fn main() {
         ("crc32c", crc_rate(&pool)),
         ("blake3", blake3_rate(&pool)),
         ("memcpy", memcpy_rate(&pool)),
-    ];
+    ]);
     if json {
         let fields: Vec<String> = rows
             .iter()
