@@ -5,7 +5,11 @@ use std::fmt::Write;
 use std::path::Path;
 
 fn main() {
-    let presets = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../presets");
+    // Read at run time, not with env!(): a build-script binary compiled in one checkout is reused
+    // by cargo for another checkout sharing the target directory (CI's cache), and a path baked
+    // in at compile time would then point at a clone that no longer exists.
+    let manifest_dir = std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
+    let presets = Path::new(&manifest_dir).join("../../presets");
     println!("cargo:rerun-if-changed={}", presets.display());
     let mut entries: Vec<_> = std::fs::read_dir(&presets)
         .expect("presets/ directory next to the workspace root")
