@@ -314,8 +314,21 @@ async fn get(store: &SqliteStore, key: &str, path: &Path, range: Option<&str>) -
         copy_out(&mut reader, &mut stdout, bar.as_ref(), Path::new("stdout")).await?;
         return Ok(());
     }
-    // Write beside the target and rename at the end: a failed GET leaves no partial file.
-    let partial = path.with_extension("partial");
+    if is_special_file(path) {
+        // A device or FIFO (`/dev/null`, a named pipe) is written in place: renaming a partial
+        // file over it would replace the device node with a regular file.
+        let mut file = tokio::fs::OpenOptions::new()
+            .write(true)
+            .open(path)
+            .await
+            .map_err(io_error(path))?;
+        return copy_out(&mut reader, &mut file, bar.as_ref(), path).await;
+    }
+    // Write beside the target and rename at the end: a failed GET leaves no partial file. The
+    // suffix is appended, never substituted for the extension, so it cannot clobber a sibling.
+    let mut partial_name = path.as_os_str().to_owned();
+    partial_name.push(".spinwise-partial");
+    let partial = PathBuf::from(partial_name);
     let mut file = tokio::fs::File::create(&partial)
         .await
         .map_err(io_error(&partial))?;
@@ -328,6 +341,11 @@ async fn get(store: &SqliteStore, key: &str, path: &Path, range: Option<&str>) -
     tokio::fs::rename(&partial, path)
         .await
         .map_err(io_error(path))
+}
+
+/// True when `path` exists and is not a regular file (a character device, FIFO or socket).
+fn is_special_file(path: &Path) -> bool {
+    std::fs::metadata(path).is_ok_and(|metadata| !metadata.is_file() && !metadata.is_dir())
 }
 
 async fn copy_out(

@@ -175,3 +175,46 @@ fn store_commands_refuse_bad_input_with_one_line_reasons() {
     let run = spinwise(["store", "--data", data, "get", "nope", "-"]).refused();
     assert_eq!(run.stderr.lines().count(), 1, "{}", run.stderr);
 }
+
+#[test]
+fn get_writes_a_fifo_in_place_and_never_clobbers_a_sibling_file() {
+    use std::os::unix::fs::FileTypeExt;
+    let dir = TempDir::new("store-get-targets");
+    let data = dir.join("data");
+    let data = data.to_str().unwrap();
+    spinwise(["store", "--data", data, "init", "--preset", "dense-jbod-60"]).success();
+    let body = pattern(300 * 1024 + 5);
+    let (code, _, stderr) = spinwise_piped(&["store", "--data", data, "put", "k", "-"], &body);
+    assert_eq!(code, Some(0), "{stderr}");
+
+    // A FIFO (like /dev/null, not a regular file) must stay a FIFO and receive the bytes.
+    let fifo = dir.join("pipe");
+    let made = Command::new("mkfifo").arg(&fifo).status();
+    assert!(
+        made.is_ok_and(|status| status.success()),
+        "mkfifo (coreutils) is needed for this test"
+    );
+    let reader_path = fifo.clone();
+    let reader = std::thread::spawn(move || std::fs::read(reader_path).unwrap());
+    spinwise(["store", "--data", data, "get", "k", fifo.to_str().unwrap()]).success();
+    // Checked before joining: had the FIFO been replaced, the reader would wait forever.
+    let file_type = std::fs::metadata(&fifo).unwrap().file_type();
+    assert!(file_type.is_fifo(), "the FIFO was replaced: {file_type:?}");
+    assert_eq!(reader.join().unwrap(), body, "bytes through the FIFO");
+
+    // `out.bin` must not be staged through `out.partial`, which may be someone's file.
+    let sibling = dir.join("out.partial");
+    std::fs::write(&sibling, b"keep me").unwrap();
+    let target = dir.join("out.bin");
+    spinwise([
+        "store",
+        "--data",
+        data,
+        "get",
+        "k",
+        target.to_str().unwrap(),
+    ])
+    .success();
+    assert_eq!(std::fs::read(&target).unwrap(), body);
+    assert_eq!(std::fs::read(&sibling).unwrap(), b"keep me");
+}
