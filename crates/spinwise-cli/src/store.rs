@@ -13,12 +13,12 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use spinwise_catalog::{Catalog, ObjectLocation, ObjectRecord};
 use spinwise_model::{Layout, parse_rack};
 use spinwise_store::{RackSource, SqliteStore, Store, StoreConfig, StoreError};
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::task::{Context, Poll};
-use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
+use tokio::io::{AsyncRead, ReadBuf};
 
 /// Transfers at least this large get a progress bar (when stderr is a terminal).
 const PROGRESS_MIN_BYTES: u64 = 64 << 20;
@@ -310,37 +310,32 @@ async fn get(store: &SqliteStore, key: &str, path: &Path, range: Option<&str>) -
     let length = reader.range().end - reader.range().start;
     let bar = progress_bar(Some(length));
     if path == Path::new("-") {
-        let mut stdout = tokio::io::stdout();
-        copy_out(&mut reader, &mut stdout, bar.as_ref(), Path::new("stdout")).await?;
-        return Ok(());
+        let stdout: Box<dyn Write + Send> = Box::new(std::io::stdout());
+        return copy_out(&mut reader, stdout, bar.as_ref(), Path::new("stdout")).await;
     }
     if is_special_file(path) {
         // A device or FIFO (`/dev/null`, a named pipe) is written in place: renaming a partial
         // file over it would replace the device node with a regular file.
-        let mut file = tokio::fs::OpenOptions::new()
+        let file = std::fs::OpenOptions::new()
             .write(true)
             .open(path)
-            .await
             .map_err(io_error(path))?;
-        return copy_out(&mut reader, &mut file, bar.as_ref(), path).await;
+        return copy_out(&mut reader, Box::new(file), bar.as_ref(), path).await;
     }
     // Write beside the target and rename at the end: a failed GET leaves no partial file. The
     // suffix is appended, never substituted for the extension, so it cannot clobber a sibling.
     let mut partial_name = path.as_os_str().to_owned();
     partial_name.push(".spinwise-partial");
     let partial = PathBuf::from(partial_name);
-    let mut file = tokio::fs::File::create(&partial)
-        .await
-        .map_err(io_error(&partial))?;
-    let copied = copy_out(&mut reader, &mut file, bar.as_ref(), &partial).await;
+    let file = std::fs::File::create(&partial).map_err(io_error(&partial))?;
+    let durable = file.try_clone().map_err(io_error(&partial))?;
+    let copied = copy_out(&mut reader, Box::new(file), bar.as_ref(), &partial).await;
     if let Err(error) = copied {
-        let _ = tokio::fs::remove_file(&partial).await;
+        let _ = std::fs::remove_file(&partial);
         return Err(error);
     }
-    file.sync_all().await.map_err(io_error(&partial))?;
-    tokio::fs::rename(&partial, path)
-        .await
-        .map_err(io_error(path))
+    durable.sync_all().map_err(io_error(&partial))?;
+    std::fs::rename(&partial, path).map_err(io_error(path))
 }
 
 /// True when `path` exists and is not a regular file (a character device, FIFO or socket).
@@ -348,19 +343,43 @@ fn is_special_file(path: &Path) -> bool {
     std::fs::metadata(path).is_ok_and(|metadata| !metadata.is_file() && !metadata.is_dir())
 }
 
+/// Streams the reader into `sink`. Each chunk is written on a blocking thread while the next
+/// one is fetched, so the store's reads and the sink's writes overlap; at most two chunks are
+/// held at once.
 async fn copy_out(
     reader: &mut spinwise_store::ObjectReader,
-    writer: &mut (impl AsyncWrite + Unpin),
+    sink: Box<dyn Write + Send>,
     bar: Option<&ProgressBar>,
     path: &Path,
 ) -> CliResult<()> {
+    type Pending = tokio::task::JoinHandle<(Box<dyn Write + Send>, std::io::Result<()>)>;
+    let finish = |pending: Pending| async move {
+        let (sink, written) = pending.await.expect("the writer thread does not panic");
+        written.map(|()| sink)
+    };
+    let mut pending: Option<Pending> = None;
+    let mut idle = Some(sink);
     while let Some(chunk) = reader.next_chunk().await.map_err(store_error)? {
-        writer.write_all(&chunk).await.map_err(io_error(path))?;
+        let mut sink = match pending.take() {
+            Some(previous) => finish(previous).await.map_err(io_error(path))?,
+            None => idle.take().expect("a sink when nothing is pending"),
+        };
         if let Some(bar) = bar {
             bar.inc(chunk.len() as u64);
         }
+        pending = Some(tokio::task::spawn_blocking(move || {
+            let written = sink.write_all(&chunk);
+            (sink, written)
+        }));
     }
-    writer.flush().await.map_err(io_error(path))?;
+    let mut sink = match pending {
+        Some(previous) => finish(previous).await.map_err(io_error(path))?,
+        None => idle.take().expect("a sink when nothing is pending"),
+    };
+    tokio::task::spawn_blocking(move || sink.flush())
+        .await
+        .expect("the writer thread does not panic")
+        .map_err(io_error(path))?;
     if let Some(bar) = bar {
         bar.finish_and_clear();
     }

@@ -23,6 +23,7 @@ pub mod config;
 pub mod crash;
 pub mod driver;
 pub mod error;
+pub mod hashing;
 pub mod migrate;
 pub mod placement;
 pub mod rack;
@@ -34,6 +35,7 @@ pub mod stacks;
 pub mod staging;
 pub mod startup;
 pub mod store;
+pub mod writeback;
 
 pub use config::{RackSource, StoreConfig};
 pub use error::StoreError;

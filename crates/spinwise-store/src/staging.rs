@@ -12,6 +12,7 @@
 //! - memory per append or read is one chunk (`chunk_bytes`, 1 MiB by default);
 //! - the bytes of all segments plus in-flight reservations never exceed `limit_bytes`.
 
+use crate::hashing::BackgroundHasher;
 use bytes::Bytes;
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{Read, Seek, SeekFrom};
@@ -774,6 +775,12 @@ impl StagingLog {
     }
 
     /// Writes header, chunks and trailer, then fsyncs. Returns (size, hash, end offset).
+    ///
+    /// Two stages overlap: this task reads the body chunk by chunk and reserves space, and a
+    /// blocking writer thread checksums, hashes and writes each chunk, starting writeback as it
+    /// goes (docs/staging-format.md, "Write pipeline"). At most [`WRITE_AHEAD_CHUNKS`] chunks
+    /// wait between them, so memory stays a few chunks. The writer writes the trailer and
+    /// fsyncs only after an explicit end: a failed body read leaves no trailer.
     async fn write_record(
         &self,
         open: &mut OpenSegment,
@@ -786,49 +793,43 @@ impl StagingLog {
         let header = record_header(key, self.config.chunk_bytes);
         self.reserve(header.len() as u64 + TRAILER_BYTES)?;
         *reserved_bytes += header.len() as u64 + TRAILER_BYTES;
-        open.file
-            .write_all(&header)
-            .await
-            .map_err(io_error(&path))?;
-        let mut position = open.length_bytes + header.len() as u64;
-        let mut hasher = blake3::Hasher::new();
-        let mut size_bytes = 0u64;
-        let mut frame = vec![0u8; FRAME_HEADER_BYTES as usize + chunk_bytes];
-        loop {
-            let filled = fill(&mut reader, &mut frame[FRAME_HEADER_BYTES as usize..])
-                .await
-                .map_err(|source| StagingError::Io {
-                    path: format!("PUT body of `{key}`"),
-                    source,
-                })?;
-            if filled == 0 {
-                break;
-            }
-            self.reserve(FRAME_HEADER_BYTES + filled as u64)?;
-            *reserved_bytes += FRAME_HEADER_BYTES + filled as u64;
-            let data_end = FRAME_HEADER_BYTES as usize + filled;
-            let length = filled as u32;
-            let crc = frame_crc(length, &frame[FRAME_HEADER_BYTES as usize..data_end]);
-            frame[0..4].copy_from_slice(&length.to_le_bytes());
-            frame[4..8].copy_from_slice(&crc.to_le_bytes());
-            hasher.update(&frame[FRAME_HEADER_BYTES as usize..data_end]);
-            open.file
-                .write_all(&frame[..data_end])
-                .await
-                .map_err(io_error(&path))?;
-            position += data_end as u64;
-            size_bytes += filled as u64;
-            if filled < chunk_bytes {
-                break;
+        let file = open.file.try_clone().await.map_err(io_error(&path))?;
+        let file = file.into_std().await;
+        let (pieces, receiver) = tokio::sync::mpsc::channel(WRITE_AHEAD_CHUNKS);
+        let writer = RecordWriter {
+            file,
+            path: path.clone(),
+            position: open.length_bytes,
+            written_back: open.length_bytes,
+        };
+        let writer = tokio::task::spawn_blocking(move || writer.run(header, receiver));
+        let body = async {
+            loop {
+                let chunk = read_chunk(&mut reader, chunk_bytes)
+                    .await
+                    .map_err(|source| StagingError::Io {
+                        path: format!("PUT body of `{key}`"),
+                        source,
+                    })?;
+                let filled = chunk.len();
+                if filled > 0 {
+                    self.reserve(FRAME_HEADER_BYTES + filled as u64)?;
+                    *reserved_bytes += FRAME_HEADER_BYTES + filled as u64;
+                    if pieces.send(Piece::Chunk(chunk)).await.is_err() {
+                        return Ok(()); // the writer stopped; its error is the one to report
+                    }
+                }
+                if filled < chunk_bytes {
+                    let _ = pieces.send(Piece::End).await;
+                    return Ok(());
+                }
             }
         }
-        let content_hash: ContentHash = *hasher.finalize().as_bytes();
-        open.file
-            .write_all(&trailer(size_bytes, &content_hash))
-            .await
-            .map_err(io_error(&path))?;
-        open.file.sync_all().await.map_err(io_error(&path))?;
-        Ok((size_bytes, content_hash, position + TRAILER_BYTES))
+        .await;
+        drop(pieces);
+        let written = writer.await.expect("staging writer thread does not panic");
+        body?;
+        written
     }
 
     /// A reader of `range` of the record of `key` at (`segment`, `offset`), `size_bytes`
@@ -872,55 +873,152 @@ impl StagingLog {
         })
         .await?;
         let chunk_bytes = u64::from(header.chunk_bytes);
-        let whole = (range.start == 0 && range.end == size_bytes).then(blake3::Hasher::new);
-        Ok(StagedReader {
+        let whole = (range.start == 0 && range.end == size_bytes)
+            .then(|| BackgroundHasher::new(READ_AHEAD_CHUNKS));
+        let producer = ChunkProducer {
             path: segment_path(&self.dir, segment),
-            file: tokio::fs::File::from_std(file),
+            file,
             segment,
             offset,
             payload_start: offset + header.length_bytes,
             chunk_bytes,
             size_bytes,
-            next_chunk: range.start / chunk_bytes,
             range,
             whole,
-            seeked: false,
-            buffer: Vec::new(),
+        };
+        let (sender, chunks) = tokio::sync::mpsc::channel(READ_AHEAD_CHUNKS);
+        tokio::task::spawn_blocking(move || producer.run(sender));
+        Ok(StagedReader { chunks })
+    }
+}
+
+/// Chunks queued between a PUT's body reader and its writer thread.
+const WRITE_AHEAD_CHUNKS: usize = 4;
+
+/// What the body reader hands the writer thread.
+enum Piece {
+    Chunk(Bytes),
+    /// The body ended: write the trailer and fsync.
+    End,
+}
+
+/// The blocking half of an append: frames, hashes and writes chunks at explicit offsets.
+struct RecordWriter {
+    file: std::fs::File,
+    path: PathBuf,
+    /// Where the next byte goes.
+    position: u64,
+    /// Everything before this offset has had writeback started.
+    written_back: u64,
+}
+
+impl RecordWriter {
+    /// Writes the record; returns (size, hash, end offset) once it is fsynced. Without an
+    /// explicit [`Piece::End`] (the body failed) it stops with no trailer written.
+    fn run(
+        mut self,
+        header: Vec<u8>,
+        mut pieces: tokio::sync::mpsc::Receiver<Piece>,
+    ) -> Result<(u64, ContentHash, u64)> {
+        self.write(&header)?;
+        let hasher = BackgroundHasher::new(WRITE_AHEAD_CHUNKS);
+        let mut size_bytes = 0u64;
+        while let Some(piece) = pieces.blocking_recv() {
+            let Piece::Chunk(data) = piece else {
+                let content_hash = hasher.finish();
+                self.write(&trailer(size_bytes, &content_hash))?;
+                self.file.sync_all().map_err(io_error(&self.path))?;
+                return Ok((size_bytes, content_hash, self.position));
+            };
+            hasher.update(data.clone());
+            let length = data.len() as u32;
+            let mut frame_header = [0u8; FRAME_HEADER_BYTES as usize];
+            frame_header[0..4].copy_from_slice(&length.to_le_bytes());
+            frame_header[4..8].copy_from_slice(&frame_crc(length, &data).to_le_bytes());
+            self.write(&frame_header)?;
+            self.write(&data)?;
+            size_bytes += u64::from(length);
+        }
+        Err(StagingError::Io {
+            path: self.path.display().to_string(),
+            source: std::io::Error::other("the PUT body ended without completing"),
         })
     }
+
+    fn write(&mut self, bytes: &[u8]) -> Result<()> {
+        use std::os::unix::fs::FileExt;
+        self.file
+            .write_all_at(bytes, self.position)
+            .map_err(io_error(&self.path))?;
+        self.position += bytes.len() as u64;
+        if self.position - self.written_back >= crate::writeback::WRITEBACK_INTERVAL_BYTES {
+            crate::writeback::start_writeback(
+                &self.file,
+                self.written_back,
+                self.position - self.written_back,
+            );
+            self.written_back = self.position;
+        }
+        Ok(())
+    }
 }
 
-/// Reads until `buffer` is full or the reader ends; returns the bytes read.
-async fn fill(reader: &mut (impl AsyncRead + Unpin), buffer: &mut [u8]) -> std::io::Result<usize> {
-    let mut filled = 0;
-    while filled < buffer.len() {
-        let read = reader.read(&mut buffer[filled..]).await?;
-        if read == 0 {
+/// Reads up to `chunk_bytes` (fewer only at the end of the body) into fresh memory that is
+/// not zeroed first.
+async fn read_chunk(
+    reader: &mut (impl AsyncRead + Unpin),
+    chunk_bytes: usize,
+) -> std::io::Result<Bytes> {
+    let mut chunk = bytes::BytesMut::with_capacity(chunk_bytes);
+    let mut limited = reader.take(chunk_bytes as u64);
+    while chunk.len() < chunk_bytes {
+        if limited.read_buf(&mut chunk).await? == 0 {
             break;
         }
-        filled += read;
     }
-    Ok(filled)
+    Ok(chunk.freeze())
 }
 
+/// Chunks a staged read verifies ahead of its consumer.
+const READ_AHEAD_CHUNKS: usize = 4;
+
 /// Yields a staged record's bytes in a range as verified chunks (see [`StagingLog::read`]).
+/// A blocking thread reads, checks and hashes up to [`READ_AHEAD_CHUNKS`] chunks ahead; it
+/// stops when the reader is dropped.
 pub struct StagedReader {
+    chunks: tokio::sync::mpsc::Receiver<Result<Bytes>>,
+}
+
+impl StagedReader {
+    /// The next verified piece of the range, or `None` at its end (after the whole-object
+    /// check, on whole-object reads).
+    pub async fn next_chunk(&mut self) -> Result<Option<Bytes>> {
+        self.chunks.recv().await.transpose()
+    }
+}
+
+/// The blocking half of a staged read: reads frames in order, checks each frame's length and
+/// crc32c, and on a whole-object read the size and BLAKE3 in the trailer.
+struct ChunkProducer {
     path: PathBuf,
-    file: tokio::fs::File,
+    file: std::fs::File,
     segment: SegmentId,
     offset: u64,
     payload_start: u64,
     chunk_bytes: u64,
     size_bytes: u64,
-    next_chunk: u64,
     range: Range<u64>,
     /// Hash of every byte so far, on whole-object reads.
-    whole: Option<blake3::Hasher>,
-    seeked: bool,
-    buffer: Vec<u8>,
+    whole: Option<BackgroundHasher>,
 }
 
-impl StagedReader {
+impl ChunkProducer {
+    fn run(mut self, sender: tokio::sync::mpsc::Sender<Result<Bytes>>) {
+        if let Err(error) = self.produce(&sender) {
+            let _ = sender.blocking_send(Err(error));
+        }
+    }
+
     fn corrupt(&self, detail: String) -> StagingError {
         StagingError::Corrupt {
             segment: self.segment,
@@ -929,62 +1027,70 @@ impl StagedReader {
         }
     }
 
-    /// The next verified piece of the range, or `None` at its end.
-    pub async fn next_chunk(&mut self) -> Result<Option<Bytes>> {
-        let chunk_start = self.next_chunk * self.chunk_bytes;
-        if chunk_start >= self.range.end {
-            self.finish().await?;
-            return Ok(None);
-        }
-        let expected = (self.size_bytes - chunk_start).min(self.chunk_bytes) as usize;
-        if !self.seeked {
-            let position =
-                self.payload_start + self.next_chunk * (FRAME_HEADER_BYTES + self.chunk_bytes);
-            self.file
-                .seek(SeekFrom::Start(position))
-                .await
-                .map_err(io_error(&self.path))?;
-            self.seeked = true;
-        }
-        self.buffer
-            .resize(FRAME_HEADER_BYTES as usize + expected, 0);
+    /// Sends every chunk of the range; returns early (Ok) when the consumer has gone.
+    fn produce(&mut self, sender: &tokio::sync::mpsc::Sender<Result<Bytes>>) -> Result<()> {
+        crate::writeback::advise_sequential(&self.file);
+        let first_chunk = self.range.start / self.chunk_bytes;
+        let position = self.payload_start + first_chunk * (FRAME_HEADER_BYTES + self.chunk_bytes);
         self.file
-            .read_exact(&mut self.buffer)
-            .await
-            .map_err(|e| self.corrupt(format!("chunk {}: {e}", self.next_chunk)))?;
-        let length = le_u32(&self.buffer[0..4]);
-        let data = &self.buffer[FRAME_HEADER_BYTES as usize..];
-        if length as usize != expected || frame_crc(length, data) != le_u32(&self.buffer[4..8]) {
-            return Err(self.corrupt(format!(
-                "chunk {} fails its length or crc32c check",
-                self.next_chunk
-            )));
+            .seek(SeekFrom::Start(position))
+            .map_err(io_error(&self.path))?;
+        let mut chunk = first_chunk;
+        while chunk * self.chunk_bytes < self.range.end {
+            let bytes = self.read_chunk(chunk)?;
+            if sender.blocking_send(Ok(bytes)).is_err() {
+                return Ok(());
+            }
+            chunk += 1;
         }
-        if let Some(hasher) = &mut self.whole {
-            hasher.update(data);
+        self.finish()
+    }
+
+    /// Reads and verifies frame `chunk` (the file is positioned at it); returns the part of
+    /// its data inside the range, without copying.
+    fn read_chunk(&mut self, chunk: u64) -> Result<Bytes> {
+        let chunk_start = chunk * self.chunk_bytes;
+        let expected = (self.size_bytes - chunk_start).min(self.chunk_bytes) as usize;
+        let frame_bytes = FRAME_HEADER_BYTES as usize + expected;
+        let mut buffer = Vec::with_capacity(frame_bytes);
+        let read = (&mut self.file)
+            .take(frame_bytes as u64)
+            .read_to_end(&mut buffer);
+        match read {
+            Ok(count) if count == frame_bytes => {}
+            Ok(count) => return Err(self.corrupt(format!("chunk {chunk}: short, {count} bytes"))),
+            Err(e) => return Err(self.corrupt(format!("chunk {chunk}: {e}"))),
         }
-        let from = self.range.start.saturating_sub(chunk_start) as usize;
-        let to = ((self.range.end - chunk_start) as usize).min(expected);
-        self.next_chunk += 1;
-        Ok(Some(Bytes::copy_from_slice(&data[from..to])))
+        let length = le_u32(&buffer[0..4]);
+        let data = &buffer[FRAME_HEADER_BYTES as usize..];
+        if length as usize != expected || frame_crc(length, data) != le_u32(&buffer[4..8]) {
+            return Err(self.corrupt(format!("chunk {chunk} fails its length or crc32c check")));
+        }
+        let frame = Bytes::from(buffer);
+        if let Some(hasher) = &self.whole {
+            hasher.update(frame.slice(FRAME_HEADER_BYTES as usize..));
+        }
+        let from =
+            FRAME_HEADER_BYTES as usize + self.range.start.saturating_sub(chunk_start) as usize;
+        let to =
+            FRAME_HEADER_BYTES as usize + ((self.range.end - chunk_start) as usize).min(expected);
+        Ok(frame.slice(from..to))
     }
 
     /// On a whole-object read, checks the trailer's size and BLAKE3 against what was read.
-    async fn finish(&mut self) -> Result<()> {
+    fn finish(&mut self) -> Result<()> {
         let Some(hasher) = self.whole.take() else {
             return Ok(());
         };
         let chunks = self.size_bytes.div_ceil(self.chunk_bytes);
         let position = self.payload_start + chunks * FRAME_HEADER_BYTES + self.size_bytes;
         let mut trailer = [0u8; 48];
-        let read = async {
-            self.file.seek(SeekFrom::Start(position)).await?;
-            self.file.read_exact(&mut trailer).await
-        }
-        .await;
-        read.map_err(|e| self.corrupt(format!("trailer: {e}")))?;
+        self.file
+            .seek(SeekFrom::Start(position))
+            .and_then(|_| self.file.read_exact(&mut trailer))
+            .map_err(|e| self.corrupt(format!("trailer: {e}")))?;
         let (size_bytes, hash) = parse_trailer(&trailer).map_err(|d| self.corrupt(d))?;
-        if size_bytes != self.size_bytes || hash != *hasher.finalize().as_bytes() {
+        if size_bytes != self.size_bytes || hash != hasher.finish() {
             return Err(self.corrupt("size or BLAKE3 differs from the trailer".into()));
         }
         Ok(())
