@@ -12,7 +12,7 @@ use clap::{Args, Subcommand};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use spinwise_catalog::{Catalog, ObjectLocation, ObjectRecord};
 use spinwise_model::{Layout, parse_rack};
-use spinwise_store::{RackSource, SqliteStore, Store, StoreConfig, StoreError};
+use spinwise_store::{ContentCheck, RackSource, SqliteStore, Store, StoreConfig, StoreError};
 use std::io::{IsTerminal, Write};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -40,13 +40,19 @@ pub enum StoreCommand {
     Init(InitArgs),
     /// Store a file (or stdin with `-`) under KEY, replacing any older object of that key.
     Put { key: String, path: PathBuf },
-    /// Write KEY's bytes to a file (or stdout with `-`).
+    /// Write KEY's bytes to a file (or stdout with `-`). Every chunk is checked against its
+    /// crc32c; a damaged fragment of a migrated object is rebuilt from the others.
     Get {
         key: String,
         path: PathBuf,
         /// Only bytes A through B, both included (`A-B`), or from A to the end (`A-`).
         #[arg(long, value_name = "A-B")]
         range: Option<String>,
+        /// Also check the whole object's BLAKE3 against the one recorded at PUT (one more
+        /// pass over the bytes; ignored with --range). On a mismatch the command fails after
+        /// writing: a file target is not created, stdout has received the bytes.
+        #[arg(long)]
+        verify: bool,
     },
     /// Remove KEY.
     Rm { key: String },
@@ -140,7 +146,18 @@ async fn run_async(args: &StoreArgs) -> CliResult<()> {
     let result = match &args.command {
         StoreCommand::Init(_) => unreachable!("handled above"),
         StoreCommand::Put { key, path } => put(&store, key, path).await,
-        StoreCommand::Get { key, path, range } => get(&store, key, path, range.as_deref()).await,
+        StoreCommand::Get {
+            key,
+            path,
+            range,
+            verify,
+        } => {
+            let check = match verify {
+                true => ContentCheck::WholeObject,
+                false => ContentCheck::ChunksOnly,
+            };
+            get(&store, key, path, range.as_deref(), check).await
+        }
         StoreCommand::Rm { key } => store.delete(key).await.map(|_| ()).map_err(store_error),
         StoreCommand::Ls { prefix, json } => {
             list(&store, prefix.as_deref().unwrap_or(""), *json).await
@@ -298,7 +315,13 @@ fn parse_range(text: &str, size_bytes: u64) -> CliResult<Range<u64>> {
     Ok(start..end)
 }
 
-async fn get(store: &SqliteStore, key: &str, path: &Path, range: Option<&str>) -> CliResult<()> {
+async fn get(
+    store: &SqliteStore,
+    key: &str,
+    path: &Path,
+    range: Option<&str>,
+    check: ContentCheck,
+) -> CliResult<()> {
     let range = match range {
         Some(text) => {
             let size = store.stat(key).await.map_err(store_error)?.size_bytes;
@@ -306,7 +329,10 @@ async fn get(store: &SqliteStore, key: &str, path: &Path, range: Option<&str>) -
         }
         None => None,
     };
-    let mut reader = store.get(key, range).await.map_err(store_error)?;
+    let mut reader = store
+        .get_with(key, range, check)
+        .await
+        .map_err(store_error)?;
     let length = reader.range().end - reader.range().start;
     let bar = progress_bar(Some(length));
     if path == Path::new("-") {

@@ -53,6 +53,12 @@ pub enum StoreError {
         blob: BlobId,
         message: String,
     },
+    /// A whole-object read with `ContentCheck::WholeObject` returned bytes whose BLAKE3 is not
+    /// the one recorded at PUT (every chunk passed its crc32c: a fault above the checksums).
+    #[error(
+        "`{key}` failed its whole-object BLAKE3 check: the bytes read are not the bytes stored"
+    )]
+    ContentHashMismatch { key: String },
     #[error("the scheduler refused to queue `{key}`: {reason}; retry later")]
     Busy { key: String, reason: String },
     /// No group has k + r healthy disks with room for the blob (or its group cannot spread it).

@@ -40,5 +40,5 @@ pub mod writeback;
 pub use config::{RackSource, StoreConfig};
 pub use error::StoreError;
 pub use migrate::{FlushProgress, FlushReport};
-pub use staging::{StagingConfig, StagingError, StagingLog};
+pub use staging::{ContentCheck, StagingConfig, StagingError, StagingLog};
 pub use store::{ObjectReader, SqliteStore, Store, StoreRecovery, StoreStatus};

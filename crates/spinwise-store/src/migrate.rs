@@ -27,6 +27,7 @@ use crate::crash;
 use crate::error::{StoreError, StoreResult};
 use crate::space::DiskSpace;
 use crate::stacks::{remove_stacks, write_stacks};
+use crate::staging::ContentCheck;
 use crate::store::Store;
 use bytes::Bytes;
 use serde::Serialize;
@@ -369,7 +370,14 @@ impl<C: Catalog> Store<C> {
             let size = object.size_bytes;
             let opened = self
                 .staging()
-                .read(segment, record_offset, &object.key, size, 0..size)
+                .read(
+                    segment,
+                    record_offset,
+                    &object.key,
+                    size,
+                    0..size,
+                    ContentCheck::WholeObject,
+                )
                 .await
                 .map_err(StoreError::from);
             let mut reader = match opened {
@@ -513,7 +521,14 @@ impl<C: Catalog> Store<C> {
             let size = object.size_bytes;
             let opened = self
                 .staging()
-                .read(segment, offset, &object.key, size, 0..size)
+                .read(
+                    segment,
+                    offset,
+                    &object.key,
+                    size,
+                    0..size,
+                    ContentCheck::WholeObject,
+                )
                 .await;
             let mut reader = match opened {
                 Ok(reader) => reader,

@@ -833,8 +833,8 @@ impl StagingLog {
     }
 
     /// A reader of `range` of the record of `key` at (`segment`, `offset`), `size_bytes`
-    /// long, yielding crc-verified chunks; a whole-object read also checks size and BLAKE3
-    /// against the trailer at the end.
+    /// long, yielding crc-verified chunks; with [`ContentCheck::WholeObject`], a whole-object
+    /// read also checks size and BLAKE3 against the trailer at the end.
     pub async fn read(
         &self,
         segment: SegmentId,
@@ -842,6 +842,7 @@ impl StagingLog {
         key: &str,
         size_bytes: u64,
         range: Range<u64>,
+        check: ContentCheck,
     ) -> Result<StagedReader> {
         if range.start > range.end || range.end > size_bytes {
             return Err(StagingError::Range {
@@ -873,8 +874,9 @@ impl StagingLog {
         })
         .await?;
         let chunk_bytes = u64::from(header.chunk_bytes);
-        let whole = (range.start == 0 && range.end == size_bytes)
-            .then(|| BackgroundHasher::new(READ_AHEAD_CHUNKS));
+        let whole =
+            (check == ContentCheck::WholeObject && range.start == 0 && range.end == size_bytes)
+                .then(|| BackgroundHasher::new(READ_AHEAD_CHUNKS));
         let producer = ChunkProducer {
             path: segment_path(&self.dir, segment),
             file,
@@ -977,6 +979,19 @@ async fn read_chunk(
         }
     }
     Ok(chunk.freeze())
+}
+
+/// How much a read verifies beyond the per-chunk crc32c that every read checks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ContentCheck {
+    /// Every chunk's (or fragment's) crc32c: every byte returned is covered by a checksum.
+    #[default]
+    ChunksOnly,
+    /// Also the whole object's size and BLAKE3 against the PUT's, at the end of a read of the
+    /// whole object (a ranged read has no whole-object hash to check). Costs a hash pass (on a
+    /// 2-core VM, GET of a staged object drops from ~2 to ~0.8 GB/s, docs/BENCHMARKS.md), like
+    /// S3's `ChecksumMode: ENABLED`; the migrator always uses it.
+    WholeObject,
 }
 
 /// Chunks a staged read verifies ahead of its consumer.

@@ -16,7 +16,9 @@ use crate::config::{self, STAGING_DIR, STORE_FILE, StoreConfig};
 use crate::error::{StoreError, StoreResult, io_error};
 use crate::rack::{StoreRack, create_disks, open_rack};
 use crate::read::{MigratedReader, ReadTiming};
-use crate::staging::{MAX_KEY_BYTES, RecoveryReport, StagedReader, StagingError, StagingLog};
+use crate::staging::{
+    ContentCheck, MAX_KEY_BYTES, RecoveryReport, StagedReader, StagingError, StagingLog,
+};
 use bytes::Bytes;
 use serde::Serialize;
 use spinwise_catalog::{Catalog, ObjectLocation, ObjectRecord, SqliteCatalog};
@@ -201,8 +203,21 @@ impl<C: Catalog> Store<C> {
             .ok_or_else(|| StoreError::NoSuchKey { key: key.into() })
     }
 
-    /// A reader of the object's bytes (all, or `range`), in verified chunks of bounded size.
+    /// A reader of the object's bytes (all, or `range`), in chunks of bounded size, each
+    /// checked against its crc32c ([`ContentCheck::ChunksOnly`]).
     pub async fn get(&self, key: &str, range: Option<Range<u64>>) -> StoreResult<ObjectReader> {
+        self.get_with(key, range, ContentCheck::ChunksOnly).await
+    }
+
+    /// [`Store::get`], choosing what is verified: [`ContentCheck::WholeObject`] also checks a
+    /// whole-object read's BLAKE3 against the one recorded at PUT, before the end of the
+    /// stream is reported (a mismatch is [`StoreError::ContentHashMismatch`] instead).
+    pub async fn get_with(
+        &self,
+        key: &str,
+        range: Option<Range<u64>>,
+        check: ContentCheck,
+    ) -> StoreResult<ObjectReader> {
         let mut attempt = 0;
         loop {
             attempt += 1;
@@ -222,16 +237,27 @@ impl<C: Catalog> Store<C> {
                     let reader = self
                         .read_migrated(&record, blob, offset, range.clone())
                         .await?;
+                    let whole = check == ContentCheck::WholeObject
+                        && range.start == 0
+                        && range.end == record.size_bytes;
                     return Ok(ObjectReader {
                         record,
                         range,
                         source: Source::Migrated(reader),
+                        whole_hash: whole.then(blake3::Hasher::new),
                     });
                 }
             };
             let opened = self
                 .staging
-                .read(segment, offset, key, record.size_bytes, range.clone())
+                .read(
+                    segment,
+                    offset,
+                    key,
+                    record.size_bytes,
+                    range.clone(),
+                    check,
+                )
                 .await;
             match opened {
                 Ok(reader) => {
@@ -239,6 +265,7 @@ impl<C: Catalog> Store<C> {
                         record,
                         range,
                         source: Source::Staged(Box::new(reader)),
+                        whole_hash: None, // the staging log checks its own trailer
                     });
                 }
                 Err(StagingError::Io { source, .. })
@@ -392,6 +419,9 @@ pub struct ObjectReader {
     record: ObjectRecord,
     range: Range<u64>,
     source: Source,
+    /// BLAKE3 of what a migrated whole-object read with [`ContentCheck::WholeObject`] has
+    /// returned so far, checked against the record at the end.
+    whole_hash: Option<blake3::Hasher>,
 }
 
 impl ObjectReader {
@@ -405,10 +435,28 @@ impl ObjectReader {
     /// The next verified piece of the range (at most one staging chunk or one
     /// [`crate::read::READ_CHUNK_BYTES`]), or `None` at the end.
     pub async fn next_chunk(&mut self) -> StoreResult<Option<Bytes>> {
-        match &mut self.source {
-            Source::Staged(reader) => Ok(reader.next_chunk().await?),
-            Source::Migrated(reader) => reader.next_chunk().await,
+        let chunk = match &mut self.source {
+            Source::Staged(reader) => reader.next_chunk().await?,
+            Source::Migrated(reader) => reader.next_chunk().await?,
+        };
+        match (&chunk, &mut self.whole_hash) {
+            (Some(bytes), Some(hasher)) => {
+                hasher.update(bytes);
+            }
+            (None, Some(_)) => self.check_whole_hash()?,
+            _ => {}
         }
+        Ok(chunk)
+    }
+
+    fn check_whole_hash(&mut self) -> StoreResult<()> {
+        let hasher = self.whole_hash.take().expect("called with a hasher");
+        if *hasher.finalize().as_bytes() != self.record.content_hash {
+            return Err(StoreError::ContentHashMismatch {
+                key: self.record.key.clone(),
+            });
+        }
+        Ok(())
     }
     /// For a migrated object, once read to the end: where its time went (`None` for staged
     /// objects, which wait for nothing).

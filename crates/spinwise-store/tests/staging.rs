@@ -2,7 +2,9 @@
 //! at chunk boundaries, range reads, corruption detected on read, torn tails truncated and
 //! unreferenced segments deleted by recovery, the staging limit.
 
-use spinwise_store::staging::{StagingConfig, StagingError, StagingLog, segment_path};
+use spinwise_store::staging::{
+    ContentCheck, StagingConfig, StagingError, StagingLog, segment_path,
+};
 use std::collections::BTreeSet;
 use std::io::{Seek, SeekFrom, Write};
 use std::path::Path;
@@ -35,7 +37,16 @@ async fn read_all(
     range: std::ops::Range<u64>,
 ) -> Result<Vec<u8>, StagingError> {
     let (segment, offset, size_bytes) = record;
-    let mut reader = log.read(segment, offset, key, size_bytes, range).await?;
+    let mut reader = log
+        .read(
+            segment,
+            offset,
+            key,
+            size_bytes,
+            range,
+            ContentCheck::WholeObject,
+        )
+        .await?;
     let mut bytes = Vec::new();
     while let Some(chunk) = reader.next_chunk().await? {
         assert!(chunk.len() <= log.config().chunk_bytes as usize);
