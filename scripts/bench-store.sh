@@ -11,7 +11,8 @@
 # - dd write + fsync, store PUT (acknowledged = staged and fsynced, as the store acks it);
 # - store flush: erasure-codes the staged object onto the emulated disks (k + r stripe stacks,
 #   each fsynced, catalog committed); MB/s counts object bytes, not the k + r expansion;
-# - dd read, store GET while staged, store GET after the flush (reads k data stacks).
+# - dd read, store GET while staged, store GET after the flush (reads k data stacks), each GET
+#   also with --verify (whole-object BLAKE3 on top of the per-chunk crc32c).
 set -euo pipefail
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-target}
 cargo build --release --locked -q -p spinwise-cli
@@ -33,7 +34,7 @@ seconds() { local start; start=$(now); "$@" > /dev/null; echo "$(now) - $start" 
 mbps() { echo "scale=0; $SIZE_MIB * 1.048576 / $1" | bc -l; }
 median() { printf '%s\n' "$@" | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 
-declare -a dd_w dd_r put get_staged flush get_migrated
+declare -a dd_w dd_r put get_staged get_staged_verify flush get_migrated get_migrated_verify
 cache=cached
 for rep in $(seq "$REPS"); do
   rm -rf "$WORK/data" "$WORK/dd.out"
@@ -42,8 +43,10 @@ for rep in $(seq "$REPS"); do
   cache=$(drop_cache); put+=("$(seconds "$BIN" store --data "$WORK/data" put big "$SRC")")
   cache=$(drop_cache); dd_r+=("$(seconds dd if="$WORK/dd.out" of=/dev/null bs=1M status=none)")
   cache=$(drop_cache); get_staged+=("$(seconds "$BIN" store --data "$WORK/data" get big /dev/null)")
+  cache=$(drop_cache); get_staged_verify+=("$(seconds "$BIN" store --data "$WORK/data" get --verify big /dev/null)")
   cache=$(drop_cache); flush+=("$(seconds "$BIN" store --data "$WORK/data" flush)")
   cache=$(drop_cache); get_migrated+=("$(seconds "$BIN" store --data "$WORK/data" get big /dev/null)")
+  cache=$(drop_cache); get_migrated_verify+=("$(seconds "$BIN" store --data "$WORK/data" get --verify big /dev/null)")
 done
 rm -rf "$WORK/data" "$WORK/dd.out" "$SRC"
 
@@ -66,4 +69,6 @@ row "store flush (erasure-coded onto the emulated disks)" "spinwise store --data
 peer_runs=("${dd_r[@]}")
 row "dd read" "dd if=OUT of=/dev/null bs=1M" dd "${dd_r[@]}"
 row "store GET (staged)" "spinwise store --data D get big /dev/null" dd "${get_staged[@]}"
+row "store GET (staged) --verify (+ whole-object BLAKE3)" "spinwise store --data D get --verify big /dev/null" dd "${get_staged_verify[@]}"
 row "store GET (migrated: k data stacks)" "spinwise store --data D get big /dev/null" dd "${get_migrated[@]}"
+row "store GET (migrated) --verify" "spinwise store --data D get --verify big /dev/null" dd "${get_migrated_verify[@]}"
