@@ -376,7 +376,14 @@ impl<C: Catalog> Store<C> {
                     &object.key,
                     size,
                     0..size,
-                    ContentCheck::WholeObject,
+                    // A bundle's hash is taken here, so each object is checked against its
+                    // PUT's hash first; a single object's blob hash *is* its PUT's hash, which
+                    // the encoder verifies, so its bytes need not be read here at all.
+                    if single {
+                        ContentCheck::ChunksOnly
+                    } else {
+                        ContentCheck::WholeObject
+                    },
                 )
                 .await
                 .map_err(StoreError::from);
@@ -527,7 +534,8 @@ impl<C: Catalog> Store<C> {
                     &object.key,
                     size,
                     0..size,
-                    ContentCheck::WholeObject,
+                    // The encoder verifies the whole blob's BLAKE3 before any stack is final.
+                    ContentCheck::ChunksOnly,
                 )
                 .await;
             let mut reader = match opened {
