@@ -4,21 +4,9 @@
 
 mod common;
 
-use common::{TempDir, spinwise};
+use common::{TempDir, pattern, spinwise};
 use std::io::Write;
 use std::process::{Command, Stdio};
-
-fn pattern(size_bytes: usize) -> Vec<u8> {
-    let mut state = 0x9E37_79B9_7F4A_7C15u64;
-    (0..size_bytes)
-        .map(|_| {
-            state ^= state >> 12;
-            state ^= state << 25;
-            state ^= state >> 27;
-            (state.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 56) as u8
-        })
-        .collect()
-}
 
 /// Runs `spinwise` with `stdin` fed in; returns (exit code, stdout bytes, stderr).
 fn spinwise_piped(args: &[&str], stdin: &[u8]) -> (Option<i32>, Vec<u8>, String) {
@@ -45,7 +33,7 @@ fn store_commands_round_trip_objects_byte_exact_and_report_them() {
     let data = data.to_str().unwrap();
     spinwise(["store", "--data", data, "init", "--preset", "dense-jbod-60"]).success();
 
-    let body = pattern(3 * 1024 * 1024 + 7);
+    let body = pattern(3 * 1024 * 1024 + 7, 1);
     let input = dir.join("input.bin");
     std::fs::write(&input, &body).unwrap();
     spinwise(["store", "--data", data, "put", "photos/a.bin"]).usage_error();
@@ -183,7 +171,7 @@ fn get_writes_a_fifo_in_place_and_never_clobbers_a_sibling_file() {
     let data = dir.join("data");
     let data = data.to_str().unwrap();
     spinwise(["store", "--data", data, "init", "--preset", "dense-jbod-60"]).success();
-    let body = pattern(300 * 1024 + 5);
+    let body = pattern(300 * 1024 + 5, 1);
     let (code, _, stderr) = spinwise_piped(&["store", "--data", data, "put", "k", "-"], &body);
     assert_eq!(code, Some(0), "{stderr}");
 

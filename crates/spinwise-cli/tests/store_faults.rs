@@ -16,7 +16,7 @@
 
 mod common;
 
-use common::{TempDir, spinwise};
+use common::{TempDir, init_jbod_store, pattern, spinwise};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use spinwise_catalog::Catalog;
@@ -26,19 +26,6 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::thread::JoinHandle;
 use std::time::Duration;
-
-/// Deterministic body for a key: xorshift bytes seeded from the key's index.
-fn body(seed: u64, size_bytes: usize) -> Vec<u8> {
-    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..size_bytes)
-        .map(|_| {
-            state ^= state >> 12;
-            state ^= state << 25;
-            state ^= state >> 27;
-            (state.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 56) as u8
-        })
-        .collect()
-}
 
 /// A PUT in flight: the process and the thread feeding its stdin slowly.
 struct PendingPut {
@@ -162,17 +149,7 @@ fn assert_catalog_consistent(data: &Path) {
 fn init_store(dir: &TempDir) -> String {
     let data = dir.join("data");
     let data = data.to_str().unwrap().to_string();
-    spinwise([
-        "store",
-        "--data",
-        &data,
-        "init",
-        "--preset",
-        "dense-jbod-60",
-        "--time-factor",
-        "0.001",
-    ])
-    .success();
+    init_jbod_store(&data);
     data
 }
 
@@ -197,7 +174,7 @@ fn kill_nine_during_puts_loses_no_acknowledged_object_and_shows_nothing_half_wri
         for slot in 0..5 {
             let key = format!("round-{round}/object-{slot}");
             let size_bytes = sizes_bytes[rng.random_range(0..sizes_bytes.len())];
-            let bytes = body((round * 16 + slot) as u64 + 1, size_bytes);
+            let bytes = pattern(size_bytes, (round * 16 + slot) as u64 + 1);
             sent.insert(key.clone(), bytes.clone());
             // Large bodies trickle in (2 ms per 64 KiB: ~0.2 s for 6 MiB) so kills land mid-body.
             let pause_ms = if size_bytes > 1024 * 1024 { 2 } else { 0 };
@@ -228,7 +205,7 @@ fn kill_nine_during_puts_loses_no_acknowledged_object_and_shows_nothing_half_wri
     );
 
     // The store keeps working after the crashes: a new PUT lands and reads back.
-    let bytes = body(999, 300_000);
+    let bytes = pattern(300_000, 999);
     let input = dir.join("after.bin");
     std::fs::write(&input, &bytes).unwrap();
     spinwise([

@@ -13,7 +13,7 @@
 
 mod common;
 
-use common::{TempDir, spinwise};
+use common::{TempDir, init_jbod_store};
 use std::io::{Read, Write};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
@@ -110,17 +110,7 @@ fn round_trip_measuring_memory(size_bytes: u64) -> Vec<(&'static str, u64)> {
     );
     let data = dir.join("data");
     let data = data.to_str().unwrap();
-    spinwise([
-        "store",
-        "--data",
-        data,
-        "init",
-        "--preset",
-        "dense-jbod-60",
-        "--time-factor",
-        "0.001",
-    ])
-    .success();
+    init_jbod_store(data);
 
     let started = Instant::now();
     let mut put = spawn_store(data, &["put", "big", "-"], Stdio::piped(), Stdio::null());

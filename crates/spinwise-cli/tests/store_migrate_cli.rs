@@ -7,21 +7,9 @@
 
 mod common;
 
-use common::{TempDir, spinwise};
+use common::{TempDir, init_jbod_store, pattern, spinwise};
 use std::path::Path;
 use std::process::Command;
-
-fn pattern(size_bytes: usize, seed: u64) -> Vec<u8> {
-    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..size_bytes)
-        .map(|_| {
-            state ^= state >> 12;
-            state ^= state << 25;
-            state ^= state >> 27;
-            (state.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 56) as u8
-        })
-        .collect()
-}
 
 /// Every `.stack` file under the data directory's emulated disks.
 fn stack_files(data: &Path) -> Vec<String> {
@@ -48,17 +36,7 @@ fn stat_json(data: &str, key: &str) -> serde_json::Value {
 
 /// A store with six objects (0 B to 300 kB) put through the binary; returns their bodies.
 fn store_with_objects(dir: &TempDir, data: &str) -> Vec<Vec<u8>> {
-    spinwise([
-        "store",
-        "--data",
-        data,
-        "init",
-        "--preset",
-        "dense-jbod-60",
-        "--time-factor",
-        "0.001",
-    ])
-    .success();
+    init_jbod_store(data);
     let bodies: Vec<Vec<u8>> = [0usize, 1, 131_071, 131_072, 131_073, 300_000]
         .iter()
         .enumerate()

@@ -241,3 +241,32 @@ pub fn integer(value: &serde_json::Value, key: &str) -> u64 {
         .as_u64()
         .unwrap_or_else(|| panic!("`{key}` must be a non-negative integer in {value:#}"))
 }
+
+/// Deterministic test bytes: xorshift seeded from `seed` (any seed, 0 included).
+pub fn pattern(size_bytes: usize, seed: u64) -> Vec<u8> {
+    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..size_bytes)
+        .map(|_| {
+            state ^= state >> 12;
+            state ^= state << 25;
+            state ^= state >> 27;
+            (state.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 56) as u8
+        })
+        .collect()
+}
+
+/// `spinwise store --data DATA init` on dense-jbod-60 with spin-ups 1,000× faster than real
+/// (time factor 0.001), the store every store test starts from.
+pub fn init_jbod_store(data: &str) {
+    spinwise([
+        "store",
+        "--data",
+        data,
+        "init",
+        "--preset",
+        "dense-jbod-60",
+        "--time-factor",
+        "0.001",
+    ])
+    .success();
+}
