@@ -195,14 +195,17 @@ fn decode_range(
     let decoded = decoder
         .read_range(context.range.clone(), fetch, &mut sink)
         .and_then(|report| sink.flush().map(|()| report).map_err(DecodeError::from));
-    match decoded {
+    let report = match decoded {
         Ok(report) => report,
         Err(DecodeError::Sink(_)) => RepairReport::default(),
         Err(error) => {
             let _ = sender.blocking_send(Err(decode_failure(&context.key, &context.blob, error)));
             RepairReport::default()
         }
-    }
+    };
+    // Still inside the job, so the group is up: queue repairs of damaged stacks (crate::heal).
+    context.heal.after_read(&context.blob, &columns, &report);
+    report
 }
 
 /// What a read job needs, moved onto its blocking thread.
@@ -212,6 +215,7 @@ struct ReadContext {
     range: Range<u64>,
     code: Arc<Code>,
     disks: Vec<Arc<dyn Disk>>,
+    heal: crate::heal::HealHook,
 }
 
 impl<C: Catalog> Store<C> {
@@ -236,6 +240,7 @@ impl<C: Catalog> Store<C> {
             range: offset + range.start..offset + range.end,
             code: rack.code.clone(),
             disks: rack.disks.clone(),
+            heal: self.heal_hook(),
             blob,
         };
         let (sender, chunks) = mpsc::channel(READ_QUEUE_CHUNKS);

@@ -124,7 +124,7 @@ pub(crate) fn column_disks(all: &[Arc<dyn Disk>], blob: &BlobRecord) -> Vec<Arc<
 
 /// Regenerates `blob`'s column `column` from the other columns into `target` (atomic write,
 /// replacing an orphan or damaged file). Runs inside a job while the group is up.
-fn write_rebuilt_stack(
+pub(crate) fn write_rebuilt_stack(
     blob: &BlobRecord,
     column: u32,
     sources: &[Arc<dyn Disk>],
