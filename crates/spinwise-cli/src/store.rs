@@ -312,7 +312,7 @@ async fn get(store: &SqliteStore, key: &str, path: &Path, range: Option<&str>) -
     if path == Path::new("-") {
         let mut stdout = tokio::io::stdout();
         copy_out(&mut reader, &mut stdout, bar.as_ref(), Path::new("stdout")).await?;
-        return Ok(());
+        return report_heal(store).await;
     }
     // Write beside the target and rename at the end: a failed GET leaves no partial file.
     let partial = path.with_extension("partial");
@@ -327,7 +327,41 @@ async fn get(store: &SqliteStore, key: &str, path: &Path, range: Option<&str>) -
     file.sync_all().await.map_err(io_error(&partial))?;
     tokio::fs::rename(&partial, path)
         .await
-        .map_err(io_error(path))
+        .map_err(io_error(path))?;
+    report_heal(store).await
+}
+
+/// Waits for the repairs the GET queued (so the process never exits before they are durable)
+/// and notes on stderr what was repaired, what could not be, and disks found failed. The bytes
+/// were verified either way, so none of this fails the GET.
+async fn report_heal(store: &SqliteStore) -> CliResult<()> {
+    let report = store.settle_repairs().await.map_err(store_error)?;
+    if !report.repaired.is_empty() {
+        let stacks: Vec<String> = report
+            .repaired
+            .iter()
+            .map(|s| format!("blob {} column {}", s.blob, s.column))
+            .collect();
+        eprintln!(
+            "repaired {} damaged stack{} ({})",
+            stacks.len(),
+            if stacks.len() == 1 { "" } else { "s" },
+            stacks.join(", ")
+        );
+    }
+    for (stack, reason) in &report.failed {
+        eprintln!(
+            "warning: could not repair blob {} column {} on disk {}: {reason}",
+            stack.blob, stack.column, stack.disk
+        );
+    }
+    for failed in &report.disks_failed {
+        eprintln!(
+            "warning: disk {} is unreadable or removed: marked failed, {} stripe stack(s) queued for rebuild",
+            failed.disk, failed.tasks_queued
+        );
+    }
+    Ok(())
 }
 
 async fn copy_out(
@@ -520,6 +554,13 @@ async fn check(store: &SqliteStore, json: bool) -> CliResult<()> {
                 problem.disk,
                 problem.group,
                 problem.reason
+            );
+        }
+        if !report.disks_marked_failed.is_empty() {
+            outln!(
+                "marked failed: disks {:?}; {} stripe stack(s) queued for rebuild",
+                report.disks_marked_failed,
+                report.rebuild_tasks_queued
             );
         }
     }

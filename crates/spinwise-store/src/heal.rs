@@ -82,7 +82,9 @@ pub struct HealState {
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().expect("the heal state's lock is never held across a panic")
+    mutex
+        .lock()
+        .expect("the heal state's lock is never held across a panic")
 }
 
 impl HealState {
@@ -227,7 +229,10 @@ impl<C: Catalog> Store<C> {
             .collect();
         let mut reports = Vec::new();
         for disk in found.difference(&known) {
-            tracing::warn!(disk, "disk found failed (unreadable or removed): queueing its rebuild");
+            tracing::warn!(
+                disk,
+                "disk found failed (unreadable or removed): queueing its rebuild"
+            );
             reports.push(self.fail_disk(u64::from(*disk)).await?);
         }
         Ok(reports)

@@ -140,7 +140,10 @@ async fn a_flipped_byte_is_repaired_on_the_reads_own_spin_up_and_a_second_read_i
     assert!(report.disks_failed.is_empty());
     // The stack on disk is again exactly what the migration wrote.
     let healed = std::fs::read(stack_path(&store, blob.disks[0], blob.id, 0)).unwrap();
-    assert!(healed == original, "the repaired stack differs from the original");
+    assert!(
+        healed == original,
+        "the repaired stack differs from the original"
+    );
     // The repair rode on the read's spin-up: the group came up once for both.
     let mut ups = 0;
     while let Ok(event) = activity.try_recv() {
@@ -148,7 +151,10 @@ async fn a_flipped_byte_is_repaired_on_the_reads_own_spin_up_and_a_second_read_i
             ups += 1;
         }
     }
-    assert_eq!(ups, 1, "the group spun up {ups} times for the read and its repair");
+    assert_eq!(
+        ups, 1,
+        "the group spun up {ups} times for the read and its repair"
+    );
     let status = store.status().await.unwrap();
     assert_eq!((status.read_repairs, status.read_repairs_failed), (1, 0));
 
@@ -166,8 +172,7 @@ async fn a_flipped_byte_is_repaired_on_the_reads_own_spin_up_and_a_second_read_i
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_read_repair_that_cannot_be_written_is_reported_and_the_read_still_returns_exact_bytes()
-{
+async fn a_read_repair_that_cannot_be_written_is_reported_and_the_read_still_returns_exact_bytes() {
     let dir = tempfile::tempdir().unwrap();
     let (store, bytes, blob) = one_migrated_object(dir.path()).await;
     flip_data_byte(&store, &blob);
@@ -181,7 +186,10 @@ async fn a_read_repair_that_cannot_be_written_is_reported_and_the_read_still_ret
     assert!(report.repaired.is_empty());
     assert_eq!(report.failed.len(), 1, "{report:?}");
     assert_eq!(report.failed[0].0.disk, blob.disks[0]);
-    assert!(report.failed[0].1.contains("writing the stack"), "{report:?}");
+    assert!(
+        report.failed[0].1.contains("writing the stack"),
+        "{report:?}"
+    );
     assert_eq!(store.status().await.unwrap().read_repairs_failed, 1);
     // The damage is still there, so the next read finds it and this time repairs it.
     let (read, repaired) = get_all(&store, "y").await;
@@ -223,8 +231,9 @@ async fn a_read_that_meets_a_removed_disk_records_it_failed_and_queues_its_rebui
             .disks
             .iter()
             .filter(|d| d.index() != removed)
-            .all(|d| d.power_state() == PowerState::Standby
-                || d.power_state() == PowerState::Active)
+            .all(
+                |d| d.power_state() == PowerState::Standby || d.power_state() == PowerState::Active
+            )
     );
     let rebuilt = store.rebuild(|_| {}).await.unwrap();
     assert_eq!((rebuilt.rebuilt.len(), rebuilt.failed.len()), (1, 0));
@@ -362,7 +371,11 @@ async fn r_removed_disks_of_a_group_leave_every_object_readable_and_rebuild_rest
         .unwrap();
     assert_eq!(scrub.blobs, blobs.len() as u64);
     assert_eq!(
-        (scrub.bad_fragments, scrub.on_failed_disks, scrub.stacks_repaired),
+        (
+            scrub.bad_fragments,
+            scrub.on_failed_disks,
+            scrub.stacks_repaired
+        ),
         (0, 0, 0),
         "{scrub:?}"
     );
