@@ -2,7 +2,9 @@
 //! one driver job on the blob's group runs the decoder over the group's disks once the
 //! scheduler has the group up, fetching only the fragments that cover the range, checking each
 //! fragment's crc32c and reconstructing from any k good ones. The decoded bytes stream to the
-//! caller through a bounded channel.
+//! caller through a bounded channel. Before the job returns it hands its repair report to
+//! [`crate::heal`], which queues in-place repairs of the damaged stacks on the same spin-up and
+//! notes disks that answered `Failed`.
 //!
 //! Invariants:
 //! - memory is bounded whatever the object size: [`READ_CHUNK_BYTES`] × [`READ_QUEUE_CHUNKS`]
