@@ -337,7 +337,8 @@ async fn get(
     let bar = progress_bar(Some(length));
     if path == Path::new("-") {
         let stdout: Box<dyn Write + Send> = Box::new(std::io::stdout());
-        return copy_out(&mut reader, stdout, bar.as_ref(), Path::new("stdout")).await;
+        copy_out(&mut reader, stdout, bar.as_ref(), Path::new("stdout")).await?;
+        return report_heal(store).await;
     }
     if is_special_file(path) {
         // A device or FIFO (`/dev/null`, a named pipe) is written in place: renaming a partial
@@ -346,7 +347,8 @@ async fn get(
             .write(true)
             .open(path)
             .map_err(io_error(path))?;
-        return copy_out(&mut reader, Box::new(file), bar.as_ref(), path).await;
+        copy_out(&mut reader, Box::new(file), bar.as_ref(), path).await?;
+        return report_heal(store).await;
     }
     // Write beside the target and rename at the end: a failed GET leaves no partial file. The
     // suffix is appended, never substituted for the extension, so it cannot clobber a sibling.
@@ -361,7 +363,41 @@ async fn get(
         return Err(error);
     }
     durable.sync_all().map_err(io_error(&partial))?;
-    std::fs::rename(&partial, path).map_err(io_error(path))
+    std::fs::rename(&partial, path).map_err(io_error(path))?;
+    report_heal(store).await
+}
+
+/// Waits for the repairs the GET queued (so the process never exits before they are durable)
+/// and notes on stderr what was repaired, what could not be, and disks found failed. The bytes
+/// were verified either way, so none of this fails the GET.
+async fn report_heal(store: &SqliteStore) -> CliResult<()> {
+    let report = store.settle_repairs().await.map_err(store_error)?;
+    if !report.repaired.is_empty() {
+        let stacks: Vec<String> = report
+            .repaired
+            .iter()
+            .map(|s| format!("blob {} column {}", s.blob, s.column))
+            .collect();
+        eprintln!(
+            "repaired {} damaged stack{} ({})",
+            stacks.len(),
+            if stacks.len() == 1 { "" } else { "s" },
+            stacks.join(", ")
+        );
+    }
+    for (stack, reason) in &report.failed {
+        eprintln!(
+            "warning: could not repair blob {} column {} on disk {}: {reason}",
+            stack.blob, stack.column, stack.disk
+        );
+    }
+    for failed in &report.disks_failed {
+        eprintln!(
+            "warning: disk {} is unreadable or removed: marked failed, {} stripe stack(s) queued for rebuild",
+            failed.disk, failed.tasks_queued
+        );
+    }
+    Ok(())
 }
 
 /// True when `path` exists and is not a regular file (a character device, FIFO or socket).
@@ -583,6 +619,13 @@ async fn check(store: &SqliteStore, json: bool) -> CliResult<()> {
                 problem.disk,
                 problem.group,
                 problem.reason
+            );
+        }
+        if !report.disks_marked_failed.is_empty() {
+            outln!(
+                "marked failed: disks {:?}; {} stripe stack(s) queued for rebuild",
+                report.disks_marked_failed,
+                report.rebuild_tasks_queued
             );
         }
     }

@@ -15,7 +15,9 @@
 //!   only the covering fragments, reconstructing from any k;
 //! - [`startup`] checks every disk at start-up, group by group under the budgets;
 //! - [`repair`] fails disks, rebuilds their stripe stacks under the rebuild share and repairs
-//!   damaged stacks in place; [`scrub`] verifies every stripe and repairs what it finds.
+//!   damaged stacks in place; [`scrub`] verifies every stripe and repairs what it finds;
+//! - [`heal`] repairs the stacks a read found damaged (on the read's spin-up) and records disks
+//!   found failed (at open, by the check, by reads), queueing their rebuild.
 
 pub mod audit;
 pub mod clock;
@@ -24,6 +26,7 @@ pub mod crash;
 pub mod driver;
 pub mod error;
 pub mod hashing;
+pub mod heal;
 pub mod migrate;
 pub mod placement;
 pub mod rack;

@@ -2,7 +2,9 @@
 //! one driver job on the blob's group runs the decoder over the group's disks once the
 //! scheduler has the group up, fetching only the fragments that cover the range, checking each
 //! fragment's crc32c and reconstructing from any k good ones. The decoded bytes stream to the
-//! caller through a bounded channel.
+//! caller through a bounded channel. Before the job returns it hands its repair report to
+//! [`crate::heal`], which queues in-place repairs of the damaged stacks on the same spin-up and
+//! notes disks that answered `Failed`.
 //!
 //! Invariants:
 //! - memory is bounded whatever the object size: [`READ_CHUNK_BYTES`] × [`READ_QUEUE_CHUNKS`]
@@ -195,14 +197,17 @@ fn decode_range(
     let decoded = decoder
         .read_range(context.range.clone(), fetch, &mut sink)
         .and_then(|report| sink.flush().map(|()| report).map_err(DecodeError::from));
-    match decoded {
+    let report = match decoded {
         Ok(report) => report,
         Err(DecodeError::Sink(_)) => RepairReport::default(),
         Err(error) => {
             let _ = sender.blocking_send(Err(decode_failure(&context.key, &context.blob, error)));
             RepairReport::default()
         }
-    }
+    };
+    // Still inside the job, so the group is up: queue repairs of damaged stacks (crate::heal).
+    context.heal.after_read(&context.blob, &columns, &report);
+    report
 }
 
 /// What a read job needs, moved onto its blocking thread.
@@ -212,6 +217,7 @@ struct ReadContext {
     range: Range<u64>,
     code: Arc<Code>,
     disks: Vec<Arc<dyn Disk>>,
+    heal: crate::heal::HealHook,
 }
 
 impl<C: Catalog> Store<C> {
@@ -236,6 +242,7 @@ impl<C: Catalog> Store<C> {
             range: offset + range.start..offset + range.end,
             code: rack.code.clone(),
             disks: rack.disks.clone(),
+            heal: self.heal_hook(),
             blob,
         };
         let (sender, chunks) = mpsc::channel(READ_QUEUE_CHUNKS);

@@ -3,7 +3,7 @@
 //! drains those tasks, each one a driver job of `Kind::Rebuild` (so the scheduler's rebuild
 //! share applies, Pelican §2.3) that regenerates the lost stack with `StackRebuilder` from the
 //! other columns onto another disk of the blob's group; `repair_stack` rewrites a damaged stack
-//! in place on its own disk (used by scrub and, later, by the read path's repair reports).
+//! in place on its own disk (used by scrub; reads repair through `write_rebuilt_stack`, crate::heal).
 //!
 //! Invariants: a stack is written completely (the disk's atomic `write_file`) before the
 //! catalog points at it (`complete_rebuild`), so a crash in between (`rebuild:after-stack`)
@@ -124,7 +124,7 @@ pub(crate) fn column_disks(all: &[Arc<dyn Disk>], blob: &BlobRecord) -> Vec<Arc<
 
 /// Regenerates `blob`'s column `column` from the other columns into `target` (atomic write,
 /// replacing an orphan or damaged file). Runs inside a job while the group is up.
-fn write_rebuilt_stack(
+pub(crate) fn write_rebuilt_stack(
     blob: &BlobRecord,
     column: u32,
     sources: &[Arc<dyn Disk>],

@@ -6,7 +6,9 @@
 //! every spin-up).
 //!
 //! A disk passes when it spins up, mounts, lists its files and reports its space. The check
-//! reports failures; marking a disk failed (and rebuilding it) is the operator's decision.
+//! reports failures; a disk that answers `Failed` (unreadable or removed, not merely withheld
+//! or in standby) is recorded failed and its stacks queued for rebuild (crate::heal);
+//! running the rebuild is the operator's call.
 
 use crate::driver::Job;
 use crate::error::{StoreError, StoreResult};
@@ -33,6 +35,10 @@ pub struct StartupReport {
     pub problems: Vec<DiskProblem>,
     /// Wall time of the whole check, from the driver's clock.
     pub elapsed_s: f64,
+    /// Disks this check found failed that the catalog listed healthy: now recorded failed.
+    pub disks_marked_failed: Vec<DiskIndex>,
+    /// Rebuild tasks queued for them.
+    pub rebuild_tasks_queued: u64,
 }
 
 /// Checks every disk of the group handed to the job.
@@ -100,6 +106,16 @@ impl<C: Catalog> Store<C> {
             progress(report.groups_checked, groups);
         }
         report.elapsed_s = (finished_us - started_us) as f64 / 1e6;
+        for problem in &report.problems {
+            let disk = &self.rack_io().disks[problem.disk as usize];
+            if disk.power_state() == spinwise_disk::PowerState::Failed {
+                self.heal_state().found_failed(problem.disk);
+            }
+        }
+        for failed in self.record_failed_disks().await? {
+            report.disks_marked_failed.push(failed.disk);
+            report.rebuild_tasks_queued += failed.tasks_queued;
+        }
         Ok(report)
     }
 }

@@ -47,6 +47,10 @@ pub struct StoreStatus {
     pub rebuild_pending: u64,
     pub staging_used_bytes: u64,
     pub staging_limit_bytes: u64,
+    /// Stacks this process rewrote after a read found them damaged (see [`crate::heal`]).
+    pub read_repairs: u64,
+    /// Read repairs that could not be done (reported; scrub tries again).
+    pub read_repairs_failed: u64,
 }
 
 /// What recovery found and did when the store was opened.
@@ -68,6 +72,8 @@ pub struct Store<C: Catalog> {
     rack_io: StoreRack,
     /// The migrator's disk space, flush lock and pinned segments (see [`crate::migrate`]).
     migration: crate::migrate::MigrationState,
+    /// Repairs queued by reads and failed disks found (see [`crate::heal`]).
+    heal: std::sync::Arc<crate::heal::HealState>,
 }
 
 fn check_key(key: &str) -> StoreResult<()> {
@@ -120,12 +126,17 @@ impl<C: Catalog> Store<C> {
             recovery: StoreRecovery::default(),
             rack_io,
             migration,
+            heal: Default::default(),
         };
         store.recovery = store.recover().await?;
         // A crash mid-migration left `Writing` blobs: remove their stacks now (docs/store.md,
         // "Migration"); on failure they stay counted as used space and flush retries.
         if let Err(error) = store.abandon_writing_blobs().await {
             tracing::warn!(%error, "abandoning blobs a crash left half-written");
+        }
+        // Disks that open failed (removed, or marked) are recorded and their rebuild queued.
+        if let Err(error) = store.record_disks_failed_at_open().await {
+            tracing::warn!(%error, "recording disks that opened failed");
         }
         Ok(store)
     }
@@ -314,6 +325,8 @@ impl<C: Catalog> Store<C> {
             rebuild_pending: stats.rebuild_pending,
             staging_used_bytes: self.staging.used_bytes(),
             staging_limit_bytes: self.config.staging.limit_bytes,
+            read_repairs: self.heal.counters().stacks_repaired,
+            read_repairs_failed: self.heal.counters().repairs_failed,
         })
     }
 
@@ -366,6 +379,9 @@ impl<C: Catalog> Store<C> {
     pub(crate) fn migration(&self) -> &crate::migrate::MigrationState {
         &self.migration
     }
+    pub(crate) fn heal_state(&self) -> &std::sync::Arc<crate::heal::HealState> {
+        &self.heal
+    }
 }
 
 /// The catalog's file in the data directory (SQLite, WAL mode; `-wal` and `-shm` beside it).
@@ -399,9 +415,13 @@ impl Store<SqliteCatalog> {
         Store::open(data_dir, catalog).await
     }
 
-    /// Closes the catalog's connections (checkpointing its WAL); acknowledged work is durable
-    /// without this.
+    /// Waits for the repairs reads queued (and records disks they found failed), then closes
+    /// the catalog's connections (checkpointing its WAL); acknowledged work is durable without
+    /// this.
     pub async fn close(self) {
+        if let Err(error) = self.settle_repairs().await {
+            tracing::warn!(%error, "settling read repairs at close");
+        }
         let _ = self.rack_io.driver.shutdown().await;
         self.catalog.close().await;
     }
