@@ -15,7 +15,10 @@
 //!   only the covering fragments, reconstructing from any k;
 //! - [`startup`] checks every disk at start-up, group by group under the budgets;
 //! - [`repair`] fails disks, rebuilds their stripe stacks under the rebuild share and repairs
-//!   damaged stacks in place; [`scrub`] verifies every stripe and repairs what it finds.
+//!   damaged stacks in place; [`scrub`] verifies every stripe and repairs what it finds;
+//! - [`upkeep`] runs scrub piggybacked on spin-ups that happen anyway (and scrub-only spin-ups no
+//!   more often than configured); [`lock`] is the upkeep lock file that keeps two processes
+//!   from running flush, rebuild, scrub or upkeep on one data directory at once.
 
 pub mod audit;
 pub mod clock;
@@ -23,6 +26,7 @@ pub mod config;
 pub mod crash;
 pub mod driver;
 pub mod error;
+pub mod lock;
 pub mod migrate;
 pub mod placement;
 pub mod rack;
@@ -34,9 +38,11 @@ pub mod stacks;
 pub mod staging;
 pub mod startup;
 pub mod store;
+pub mod upkeep;
 
 pub use config::{RackSource, StoreConfig};
 pub use error::StoreError;
 pub use migrate::{FlushProgress, FlushReport};
 pub use staging::{StagingConfig, StagingError, StagingLog};
 pub use store::{ObjectReader, SqliteStore, Store, StoreRecovery, StoreStatus};
+pub use upkeep::{UpkeepConfig, UpkeepHandle, UpkeepReport};

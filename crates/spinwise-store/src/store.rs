@@ -66,6 +66,8 @@ pub struct Store<C: Catalog> {
     rack_io: StoreRack,
     /// The migrator's disk space, flush lock and pinned segments (see [`crate::migrate`]).
     migration: crate::migrate::MigrationState,
+    /// `DATA/upkeep.lock` (see [`crate::lock`]).
+    upkeep_lock: crate::lock::UpkeepLock,
 }
 
 fn check_key(key: &str) -> StoreResult<()> {
@@ -118,12 +120,19 @@ impl<C: Catalog> Store<C> {
             recovery: StoreRecovery::default(),
             rack_io,
             migration,
+            upkeep_lock: crate::lock::UpkeepLock::new(data_dir),
         };
         store.recovery = store.recover().await?;
         // A crash mid-migration left `Writing` blobs: remove their stacks now (docs/store.md,
         // "Migration"); on failure they stay counted as used space and flush retries.
-        if let Err(error) = store.abandon_writing_blobs().await {
-            tracing::warn!(%error, "abandoning blobs a crash left half-written");
+        // Only under the upkeep lock: a `Writing` blob may be another process's flush at work.
+        match store.upkeep_lock() {
+            Ok(_guard) => {
+                if let Err(error) = store.abandon_writing_blobs().await {
+                    tracing::warn!(%error, "abandoning blobs a crash left half-written");
+                }
+            }
+            Err(error) => tracing::info!(%error, "leaving writing blobs to the lock holder"),
         }
         Ok(store)
     }
@@ -313,6 +322,12 @@ impl<C: Catalog> Store<C> {
     pub fn data_dir(&self) -> &Path {
         &self.data_dir
     }
+    /// Takes `DATA/upkeep.lock` (shared within this process; [`StoreError::UpkeepBusy`] when
+    /// another process holds it). Flush, rebuild, scrub and upkeep take it themselves.
+    pub fn upkeep_lock(&self) -> StoreResult<crate::lock::UpkeepGuard> {
+        self.upkeep_lock.acquire()
+    }
+
     pub fn config(&self) -> &StoreConfig {
         &self.config
     }
