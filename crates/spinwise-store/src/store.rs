@@ -126,13 +126,20 @@ impl<C: Catalog> Store<C> {
         // A crash mid-migration left `Writing` blobs: remove their stacks now (docs/store.md,
         // "Migration"); on failure they stay counted as used space and flush retries.
         // Only under the upkeep lock: a `Writing` blob may be another process's flush at work.
-        match store.upkeep_lock() {
-            Ok(_guard) => {
-                if let Err(error) = store.abandon_writing_blobs().await {
-                    tracing::warn!(%error, "abandoning blobs a crash left half-written");
+        // Taken only when there is one, so opens for PUT/GET never make a flush elsewhere busy.
+        let writing = store
+            .catalog
+            .blobs_in_state(spinwise_catalog::BlobState::Writing, 1)
+            .await?;
+        if !writing.is_empty() {
+            match store.upkeep_lock() {
+                Ok(_guard) => {
+                    if let Err(error) = store.abandon_writing_blobs().await {
+                        tracing::warn!(%error, "abandoning blobs a crash left half-written");
+                    }
                 }
+                Err(error) => tracing::info!(%error, "leaving writing blobs to the lock holder"),
             }
-            Err(error) => tracing::info!(%error, "leaving writing blobs to the lock holder"),
         }
         Ok(store)
     }

@@ -13,7 +13,8 @@
 //!   scrub interval ago (or never) that is not up gets one budgeted batch, which spins it up —
 //!   only if `scrub_min_spin_up_interval_s` has passed since this task's last scrub-only spin-up
 //!   of the group *and* since the last verification of any of its blobs (durable, from the
-//!   catalog: a restarted task or a recent piggyback counts). One group per tick.
+//!   catalog: a restarted task or a recent piggyback counts). The first tick is at start; ticks
+//!   come every quarter of the minimum interval (between 50 ms and 60 s).
 //!
 //! Invariants: each group cycle (Up … Down) gets one batch (a group this task spun up is not
 //! batched again on its `Up`), plus one per minimum interval while it stays up; a scrub-only batch starts only after the minimum interval;
@@ -186,7 +187,9 @@ impl<C: Catalog> Store<C> {
 
 impl<C: Catalog> Upkeep<C> {
     async fn run(mut self, mut activity: broadcast::Receiver<GroupActivity>, guard: UpkeepGuard) {
-        let tick = tick(&self.config);
+        // The first tick is at once: a fresh task starts with the groups that are overdue.
+        let mut ticks = tokio::time::interval(tick(&self.config));
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut stop = self.stop.clone();
         loop {
             if *stop.borrow() {
@@ -201,7 +204,7 @@ impl<C: Catalog> Upkeep<C> {
                     Err(broadcast::error::RecvError::Lagged(_)) => self.resync().await,
                     Err(broadcast::error::RecvError::Closed) => break,
                 },
-                _ = tokio::time::sleep(tick) => self.on_tick().await,
+                _ = ticks.tick() => self.on_tick().await,
             }
         }
         drop(guard);
@@ -242,7 +245,8 @@ impl<C: Catalog> Upkeep<C> {
     }
 
     /// Up groups not yet batched this cycle (or not for the minimum interval, if they stay up)
-    /// get their batch; then one overdue group that may be spun up for scrub alone gets one.
+    /// get their batch; then every overdue group that may be spun up for scrub alone gets one, most
+    /// overdue first.
     async fn on_tick(&mut self) {
         let min_interval = Duration::from_secs_f64(self.config.scrub_min_spin_up_interval_s);
         let pending: Vec<GroupIndex> = self
@@ -264,14 +268,20 @@ impl<C: Catalog> Upkeep<C> {
             self.batched.insert(group);
             self.batch(group, false).await;
         }
-        match self.group_for_scrub_spin_up().await {
-            Ok(Some(group)) => {
-                self.batched.insert(group);
-                self.last_spin_up.insert(group, Instant::now());
-                self.batch(group, true).await;
+        // Each group batched here is not eligible again for the minimum interval.
+        while !self.stopping() {
+            match self.group_for_scrub_spin_up().await {
+                Ok(Some(group)) => {
+                    self.batched.insert(group);
+                    self.last_spin_up.insert(group, Instant::now());
+                    self.batch(group, true).await;
+                }
+                Ok(None) => break,
+                Err(error) => {
+                    self.error(format!("choosing a group to scrub: {error}"));
+                    break;
+                }
             }
-            Ok(None) => {}
-            Err(error) => self.error(format!("choosing a group to scrub: {error}")),
         }
     }
 

@@ -392,3 +392,54 @@ async fn a_second_store_on_the_data_directory_gets_upkeep_busy_but_still_puts_an
     Arc::try_unwrap(second).ok().unwrap().close().await;
     first.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_toml_without_an_upkeep_section_loads_with_defaults_and_bad_policies_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let custom = UpkeepConfig {
+        scrub_interval_s: 7.0,
+        scrub_min_spin_up_interval_s: 3.0,
+        scrub_bytes_per_spin_up: 1 << 20,
+    };
+    let store = new_store(dir.path(), custom.clone()).await;
+    store.close().await;
+    let data = dir.path().join("data");
+    let reopened = Store::open_sqlite(&data).await.unwrap();
+    assert_eq!(reopened.config().upkeep, custom);
+    reopened.close().await;
+    // A store.toml written before upkeep existed has no [upkeep] table.
+    let path = data.join("store.toml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let start = text.find("[upkeep]").expect("store.toml has [upkeep]");
+    let end = text[start..]
+        .find("\n[")
+        .map_or(text.len(), |end| start + end + 1);
+    std::fs::write(&path, format!("{}{}", &text[..start], &text[end..])).unwrap();
+    let old = Store::open_sqlite(&data).await.unwrap();
+    assert_eq!(old.config().upkeep, UpkeepConfig::default());
+    old.close().await;
+
+    for bad in [
+        UpkeepConfig {
+            scrub_interval_s: 0.0,
+            ..UpkeepConfig::default()
+        },
+        UpkeepConfig {
+            scrub_min_spin_up_interval_s: f64::NAN,
+            ..UpkeepConfig::default()
+        },
+        UpkeepConfig {
+            scrub_bytes_per_spin_up: 0,
+            ..UpkeepConfig::default()
+        },
+    ] {
+        let other = tempfile::tempdir().unwrap();
+        match Store::init_sqlite(&other.path().join("data"), config(bad)).await {
+            Err(StoreError::Config { message, .. }) => {
+                assert!(message.contains("upkeep."), "{message}")
+            }
+            Err(other) => panic!("expected a Config error, got {other}"),
+            Ok(_) => panic!("expected a Config error, got a store"),
+        }
+    }
+}
