@@ -98,5 +98,7 @@ fn upkeep_holds_the_lock_so_another_flush_is_refused_while_puts_and_gets_go_on()
 
     // The lock is released when upkeep ends.
     spinwise(["store", "--data", data, "flush"]).success();
-    spinwise(["store", "--data", data, "upkeep", "--for", "-1"]).refused();
+    spinwise(["store", "--data", data, "upkeep", "--for=-1"])
+        .refused()
+        .stderr_mentions(&["--for"]);
 }
