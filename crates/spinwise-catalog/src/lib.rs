@@ -5,11 +5,11 @@
 //!
 //! Records: objects (key → staged location or bundle/blob + offset), blobs (group, the disk of
 //! each fragment column, code, sizes, content hash, state), disks (health) and rebuild
-//! work. Every method that changes more than one record does so in one transaction.
+//! work, and each blob's last scrub verification (`record_scrub`, `scrub_due`). Every method that changes more than one record does so in one transaction.
 //!
 //! Backends:
 //! - [`SqliteCatalog`] (`sqlite.rs`): SQLite through sqlx in WAL mode with `synchronous = FULL`
-//!   (a method that returned `Ok` is durable), foreign keys on, a bounded pool, schema version 1
+//!   (a method that returned `Ok` is durable), foreign keys on, a bounded pool, schema version 2 (version 1 migrated in place)
 //!   created from an empty database and newer versions refused; the embedded default.
 //! - [`MemoryCatalog`] (`memory.rs`): BTreeMaps behind a mutex; the reference model the SQLite
 //!   backend is tested against (tests/differential.rs), and a catalog for store unit tests.
@@ -126,6 +126,14 @@ pub struct CatalogStats {
     pub staged_bytes: u64,
     pub blobs: u64,
     pub rebuild_pending: u64,
+}
+
+/// A committed blob and when scrub last verified every fragment of it (`None`: never; a new
+/// blob starts unverified), from [`Catalog::scrub_due`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScrubEntry {
+    pub blob: BlobRecord,
+    pub verified_unix_ms: Option<i64>,
 }
 
 /// Problems found by [`Catalog::integrity_check`], one line each; empty means consistent.
@@ -261,6 +269,26 @@ pub trait Catalog: Send + Sync + 'static {
         new_disk: DiskIndex,
     ) -> impl Future<Output = Result<(), CatalogError>> + Send;
     fn stats(&self) -> impl Future<Output = Result<CatalogStats, CatalogError>> + Send;
+    /// Records that scrub read and verified every fragment of the committed `blob` at
+    /// `verified_unix_ms` (must be positive; 0 means "never" in storage).
+    fn record_scrub(
+        &self,
+        blob: BlobId,
+        verified_unix_ms: i64,
+    ) -> impl Future<Output = Result<(), CatalogError>> + Send;
+    /// Committed blobs of `group` never verified or last verified before `before_unix_ms`, most
+    /// overdue first: never verified, then oldest verification, then by id; at most `limit`.
+    fn scrub_due(
+        &self,
+        group: GroupIndex,
+        before_unix_ms: i64,
+        limit: u32,
+    ) -> impl Future<Output = Result<Vec<ScrubEntry>, CatalogError>> + Send;
+    /// The latest scrub verification of any blob of `group` (`None` if none was ever verified).
+    fn last_scrub_in_group(
+        &self,
+        group: GroupIndex,
+    ) -> impl Future<Output = Result<Option<i64>, CatalogError>> + Send;
     /// Checks the invariants in the crate documentation (and the database's own integrity).
     fn integrity_check(&self)
     -> impl Future<Output = Result<IntegrityReport, CatalogError>> + Send;

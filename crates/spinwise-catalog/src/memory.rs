@@ -15,7 +15,7 @@ use crate::rules;
 use crate::{
     BlobId, BlobRecord, BlobState, Catalog, CatalogError, CatalogStats, DiskHealth, DiskIndex,
     DiskRecord, GroupIndex, IntegrityReport, Migration, ObjectLocation, ObjectRecord, RebuildTask,
-    SegmentId,
+    ScrubEntry, SegmentId,
 };
 
 /// The in-memory catalog; see the module documentation.
@@ -34,6 +34,8 @@ struct State {
     rebuild: BTreeMap<(BlobId, u32), DiskIndex>,
     /// The id the next `next_blob_id` hands out; ids start at 1.
     next_blob_id: BlobId,
+    /// Committed blob → its last scrub verification (absent: never verified).
+    verified: BTreeMap<BlobId, i64>,
 }
 
 impl Default for State {
@@ -44,6 +46,7 @@ impl Default for State {
             disks: BTreeMap::new(),
             rebuild: BTreeMap::new(),
             next_blob_id: 1,
+            verified: BTreeMap::new(),
         }
     }
 }
@@ -392,6 +395,7 @@ impl Catalog for MemoryCatalog {
         rules::check_remove(blob, state.blobs.get(&blob), referencing)?;
         state.blobs.remove(&blob);
         state.rebuild.retain(|&(task_blob, _), _| task_blob != blob);
+        state.verified.remove(&blob);
         Ok(())
     }
 
@@ -455,6 +459,49 @@ impl Catalog for MemoryCatalog {
 
     async fn stats(&self) -> Result<CatalogStats, CatalogError> {
         self.lock().stats()
+    }
+
+    async fn record_scrub(&self, blob: BlobId, verified_unix_ms: i64) -> Result<(), CatalogError> {
+        rules::check_scrub_time(verified_unix_ms)?;
+        let mut state = self.lock();
+        rules::check_blob_state(blob, state.blobs.get(&blob), BlobState::Committed)?;
+        state.verified.insert(blob, verified_unix_ms);
+        Ok(())
+    }
+
+    async fn scrub_due(
+        &self,
+        group: GroupIndex,
+        before_unix_ms: i64,
+        limit: u32,
+    ) -> Result<Vec<ScrubEntry>, CatalogError> {
+        let state = self.lock();
+        // Never verified sorts as 0, as the SQLite column stores it.
+        let mut due: Vec<(i64, BlobId)> = state
+            .blobs
+            .values()
+            .filter(|blob| blob.group == group && blob.state == BlobState::Committed)
+            .map(|blob| (state.verified.get(&blob.id).copied().unwrap_or(0), blob.id))
+            .filter(|&(verified, _)| verified < before_unix_ms)
+            .collect();
+        due.sort_unstable();
+        Ok(limited(due.into_iter(), limit)
+            .into_iter()
+            .map(|(verified, id)| ScrubEntry {
+                blob: state.blobs[&id].clone(),
+                verified_unix_ms: (verified > 0).then_some(verified),
+            })
+            .collect())
+    }
+
+    async fn last_scrub_in_group(&self, group: GroupIndex) -> Result<Option<i64>, CatalogError> {
+        let state = self.lock();
+        Ok(state
+            .verified
+            .iter()
+            .filter(|(id, _)| state.blobs.get(id).is_some_and(|blob| blob.group == group))
+            .map(|(_, &verified)| verified)
+            .max())
     }
 
     async fn integrity_check(&self) -> Result<IntegrityReport, CatalogError> {

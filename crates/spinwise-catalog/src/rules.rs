@@ -115,6 +115,17 @@ pub(crate) fn check_blob_state(
     Ok(blob)
 }
 
+/// `record_scrub`: a positive time (0 is stored as "never verified").
+pub(crate) fn check_scrub_time(verified_unix_ms: i64) -> Result<(), CatalogError> {
+    if verified_unix_ms <= 0 {
+        return Err(invalid(
+            "record_scrub",
+            format!("verification time {verified_unix_ms} ms is not positive"),
+        ));
+    }
+    Ok(())
+}
+
 /// `commit_blob`, for one migration whose object is still at `from`: its bytes fit the blob.
 pub(crate) fn check_move(
     blob: &BlobRecord,

@@ -29,11 +29,11 @@ use crate::rules;
 use crate::{
     BlobId, BlobRecord, BlobState, Catalog, CatalogError, CatalogStats, ContentHash, DiskHealth,
     DiskIndex, DiskRecord, GroupIndex, IntegrityReport, Migration, ObjectLocation, ObjectRecord,
-    RebuildTask, SegmentId,
+    RebuildTask, ScrubEntry, SegmentId,
 };
 
 /// The schema version this build creates and understands.
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 2;
 
 /// Connections in the pool: writers serialize on SQLite's write lock anyway; the rest let
 /// reads (WAL readers never block the writer) proceed concurrently.
@@ -95,6 +95,14 @@ CREATE TABLE rebuild_tasks (
 ) STRICT, WITHOUT ROWID;
 INSERT INTO counters (name, value) VALUES ('next_blob_id', 1);
 INSERT INTO schema_version (singleton, version) VALUES (1, 1);
+"#;
+
+/// Version 1 → 2: each blob's last scrub verification (0 = never; existing blobs start
+/// unverified), and the index `scrub_due` and `last_scrub_in_group` search.
+const SCHEMA_V2_STEP: &str = r#"
+ALTER TABLE blobs ADD COLUMN verified_unix_ms INTEGER NOT NULL DEFAULT 0 CHECK (verified_unix_ms >= 0);
+CREATE INDEX blobs_by_scrub ON blobs (group_index, verified_unix_ms, id);
+UPDATE schema_version SET version = 2;
 "#;
 
 const OBJECT_COLUMNS: &str =
@@ -381,11 +389,12 @@ impl SqliteCatalog {
         .fetch_all(&mut *transaction)
         .await
         .map_err(|error| error.to_string())?;
-        if tables.is_empty() {
+        let mut version = if tables.is_empty() {
             sqlx::raw_sql(SCHEMA_V1)
                 .execute(&mut *transaction)
                 .await
                 .map_err(|error| format!("creating schema version 1: {error}"))?;
+            1
         } else if tables.iter().any(|table| table == "schema_version") {
             let version: i64 = sqlx::query_scalar("SELECT version FROM schema_version")
                 .fetch_one(&mut *transaction)
@@ -400,12 +409,21 @@ impl SqliteCatalog {
             if version < 1 {
                 return Err(format!("unknown schema version {version}"));
             }
-            // Version 1 is the only version so far: nothing to migrate.
+            version
         } else {
             return Err(format!(
                 "not a spinwise catalog (has tables {tables:?} but no schema_version)"
             ));
+        };
+        // Each step brings the schema one version up, inside this transaction.
+        if version == 1 {
+            sqlx::raw_sql(SCHEMA_V2_STEP)
+                .execute(&mut *transaction)
+                .await
+                .map_err(|error| format!("migrating schema version 1 to 2: {error}"))?;
+            version = 2;
         }
+        debug_assert_eq!(version, SCHEMA_VERSION);
         transaction
             .commit()
             .await
@@ -1119,6 +1137,68 @@ impl Catalog for SqliteCatalog {
             blobs: field("blobs")?,
             rebuild_pending: field("rebuild_pending")?,
         })
+    }
+
+    async fn record_scrub(&self, blob: BlobId, verified_unix_ms: i64) -> Result<(), CatalogError> {
+        let operation = "record_scrub";
+        rules::check_scrub_time(verified_unix_ms)?;
+        let mut transaction = self.write(operation).await?;
+        let loaded = load_blob(&mut transaction, blob).await?;
+        rules::check_blob_state(blob, loaded.as_ref(), BlobState::Committed)?;
+        sqlx::query("UPDATE blobs SET verified_unix_ms = ? WHERE id = ?")
+            .bind(verified_unix_ms)
+            .bind(rules::stored(blob, "blob id")?)
+            .execute(&mut *transaction)
+            .await
+            .map_err(query_error(operation))?;
+        transaction.commit().await.map_err(query_error(operation))
+    }
+
+    async fn scrub_due(
+        &self,
+        group: GroupIndex,
+        before_unix_ms: i64,
+        limit: u32,
+    ) -> Result<Vec<ScrubEntry>, CatalogError> {
+        let operation = "scrub_due";
+        let mut transaction = self.read(operation).await?;
+        // A range of blobs_by_scrub: in (verified, id) order, never-verified (0) first.
+        let sql = format!(
+            "SELECT {BLOB_COLUMNS}, verified_unix_ms FROM blobs
+             WHERE group_index = ? AND verified_unix_ms < ? AND state = 'committed'
+             ORDER BY verified_unix_ms, id LIMIT ?"
+        );
+        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(i64::from(group))
+            .bind(before_unix_ms)
+            .bind(i64::from(limit))
+            .fetch_all(&mut *transaction)
+            .await
+            .map_err(query_error(operation))?;
+        let verified: Vec<i64> = rows
+            .iter()
+            .map(|row| get::<i64>(row, "verified_unix_ms"))
+            .collect::<Result<_, _>>()?;
+        let blobs = load_blobs(&mut transaction, rows).await?;
+        transaction.commit().await.map_err(query_error(operation))?;
+        Ok(blobs
+            .into_iter()
+            .zip(verified)
+            .map(|(blob, verified)| ScrubEntry {
+                blob,
+                verified_unix_ms: (verified > 0).then_some(verified),
+            })
+            .collect())
+    }
+
+    async fn last_scrub_in_group(&self, group: GroupIndex) -> Result<Option<i64>, CatalogError> {
+        let latest: Option<i64> =
+            sqlx::query_scalar("SELECT MAX(verified_unix_ms) FROM blobs WHERE group_index = ?")
+                .bind(i64::from(group))
+                .fetch_one(&self.pool)
+                .await
+                .map_err(query_error("last_scrub_in_group"))?;
+        Ok(latest.filter(|&verified| verified > 0))
     }
 
     async fn integrity_check(&self) -> Result<IntegrityReport, CatalogError> {

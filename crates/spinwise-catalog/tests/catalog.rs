@@ -29,6 +29,8 @@ for_both!(
     rebuild_tasks_are_idempotent_and_complete_rebuild_moves_the_column,
     rebuild_requests_that_break_the_rules_are_refused,
     stats_count_objects_bytes_blobs_and_pending_rebuilds,
+    scrub_due_lists_committed_blobs_of_a_group_most_overdue_first,
+    record_scrub_refuses_unknown_and_writing_blobs_and_non_positive_times,
 );
 
 fn is_invalid<T: std::fmt::Debug>(result: Result<T, CatalogError>) -> bool {
@@ -941,4 +943,89 @@ async fn stats_count_objects_bytes_blobs_and_pending_rebuilds<C: Catalog>(catalo
         rebuild_pending: 1,
     };
     assert_eq!(catalog.stats().await.unwrap(), expected);
+}
+
+/// Commits a fresh empty blob in `group` and returns its id.
+async fn committed_blob<C: Catalog>(catalog: &C, group: u32) -> u64 {
+    let id = catalog.next_blob_id().await.unwrap();
+    let disks = [id as u32 % 8, (id as u32 + 1) % 8, (id as u32 + 2) % 8];
+    catalog
+        .begin_blob(writing_blob(id, group, disks, 10))
+        .await
+        .unwrap();
+    catalog.commit_blob(id, Vec::new()).await.unwrap();
+    id
+}
+
+async fn scrub_due_lists_committed_blobs_of_a_group_most_overdue_first<C: Catalog>(catalog: &C) {
+    let a = committed_blob(catalog, 1).await;
+    let b = committed_blob(catalog, 1).await;
+    let c = committed_blob(catalog, 1).await;
+    let other_group = committed_blob(catalog, 2).await;
+    let writing = catalog.next_blob_id().await.unwrap();
+    catalog
+        .begin_blob(writing_blob(writing, 1, [5, 6, 7], 10))
+        .await
+        .unwrap();
+    assert_eq!(catalog.last_scrub_in_group(1).await.unwrap(), None);
+    catalog.record_scrub(a, 2_000).await.unwrap();
+    catalog.record_scrub(c, 1_000).await.unwrap();
+    catalog.record_scrub(other_group, 500).await.unwrap();
+    let order = |entries: Vec<spinwise_catalog::ScrubEntry>| {
+        entries
+            .into_iter()
+            .map(|entry| (entry.blob.id, entry.verified_unix_ms))
+            .collect::<Vec<_>>()
+    };
+    // Never verified first, then the oldest verification; writing blobs and other groups never.
+    assert_eq!(
+        order(catalog.scrub_due(1, 10_000, 10).await.unwrap()),
+        [(b, None), (c, Some(1_000)), (a, Some(2_000))]
+    );
+    assert_eq!(
+        order(catalog.scrub_due(1, 2_000, 10).await.unwrap()),
+        [(b, None), (c, Some(1_000))]
+    );
+    assert_eq!(
+        order(catalog.scrub_due(1, 10_000, 1).await.unwrap()),
+        [(b, None)]
+    );
+    assert_eq!(catalog.last_scrub_in_group(1).await.unwrap(), Some(2_000));
+    assert_eq!(catalog.last_scrub_in_group(2).await.unwrap(), Some(500));
+    // A later verification moves the blob to the back; removing a blob forgets it.
+    catalog.record_scrub(b, 3_000).await.unwrap();
+    assert_eq!(
+        order(catalog.scrub_due(1, 10_000, 10).await.unwrap()),
+        [(c, Some(1_000)), (a, Some(2_000)), (b, Some(3_000))]
+    );
+    catalog.remove_blob(b).await.unwrap();
+    assert_eq!(catalog.last_scrub_in_group(1).await.unwrap(), Some(2_000));
+    let full = catalog.scrub_due(1, 10_000, 10).await.unwrap();
+    assert_eq!(full[0].blob, catalog.blob(c).await.unwrap().unwrap());
+}
+
+async fn record_scrub_refuses_unknown_and_writing_blobs_and_non_positive_times<C: Catalog>(
+    catalog: &C,
+) {
+    let committed = committed_blob(catalog, 0).await;
+    let writing = catalog.next_blob_id().await.unwrap();
+    catalog
+        .begin_blob(writing_blob(writing, 0, [5, 6, 7], 10))
+        .await
+        .unwrap();
+    assert!(matches!(
+        catalog.record_scrub(99, 1_000).await,
+        Err(CatalogError::UnknownBlob { blob: 99 })
+    ));
+    assert!(matches!(
+        catalog.record_scrub(writing, 1_000).await,
+        Err(CatalogError::BlobState {
+            state: BlobState::Writing,
+            expected: BlobState::Committed,
+            ..
+        })
+    ));
+    assert!(is_invalid(catalog.record_scrub(committed, 0).await));
+    assert!(is_invalid(catalog.record_scrub(committed, -5).await));
+    assert_eq!(catalog.last_scrub_in_group(0).await.unwrap(), None);
 }

@@ -200,7 +200,7 @@ fn open_refuses_a_schema_version_newer_than_it_knows() {
         let path = directory.path().join("catalog.db");
         SqliteCatalog::open(&path).await.unwrap().close().await;
         let mut raw = raw_connection(&path).await;
-        raw.execute("UPDATE schema_version SET version = 2")
+        raw.execute("UPDATE schema_version SET version = 3")
             .await
             .unwrap();
         raw.close().await.unwrap();
@@ -210,6 +210,53 @@ fn open_refuses_a_schema_version_newer_than_it_knows() {
             }
             other => panic!("expected an Open error, got {other:?}"),
         }
+    });
+}
+
+/// A version-1 catalog (before scrub bookkeeping) opens, is migrated to the current version in
+/// place, keeps everything, and its blobs start unverified.
+#[test]
+fn a_version_1_catalog_is_migrated_and_keeps_everything_with_blobs_unverified() {
+    runtime().block_on(async {
+        let directory = tempfile::tempdir().unwrap();
+        let path = directory.path().join("catalog.db");
+        let catalog = SqliteCatalog::open(&path).await.unwrap();
+        populate(&catalog).await;
+        let before = snapshot(&catalog).await;
+        catalog.close().await;
+        // Take the database back to version 1's shape.
+        let mut raw = raw_connection(&path).await;
+        raw.execute(
+            "DROP INDEX blobs_by_scrub;
+             ALTER TABLE blobs DROP COLUMN verified_unix_ms;
+             UPDATE schema_version SET version = 1;",
+        )
+        .await
+        .unwrap();
+        raw.close().await.unwrap();
+        let reopened = SqliteCatalog::open(&path).await.unwrap();
+        assert_eq!(snapshot(&reopened).await, before);
+        let due = reopened.scrub_due(3, i64::MAX, 10).await.unwrap();
+        assert_eq!(due.len(), 1);
+        assert_eq!(due[0].verified_unix_ms, None);
+        reopened.record_scrub(due[0].blob.id, 1_234).await.unwrap();
+        assert_eq!(reopened.last_scrub_in_group(3).await.unwrap(), Some(1_234));
+        assert!(
+            reopened
+                .integrity_check()
+                .await
+                .unwrap()
+                .problems
+                .is_empty()
+        );
+        reopened.close().await;
+        let mut raw = raw_connection(&path).await;
+        let version: i64 = sqlx::query_scalar("SELECT version FROM schema_version")
+            .fetch_one(&mut raw)
+            .await
+            .unwrap();
+        assert_eq!(version, 2);
+        raw.close().await.unwrap();
     });
 }
 
@@ -390,6 +437,9 @@ fn schema_indexes_serve_the_catalog_queries_without_full_scans_or_sorts() {
         "SELECT column_index, disk FROM blob_disks WHERE blob = ?1 ORDER BY column_index",
         "SELECT disk, health FROM disks WHERE health <> 'healthy' ORDER BY disk",
         "SELECT failed_disk FROM rebuild_tasks WHERE blob = ?1 AND column_index = ?1",
+        "SELECT * FROM blobs WHERE group_index = ?1 AND verified_unix_ms < ?1
+         AND state = 'committed' ORDER BY verified_unix_ms, id LIMIT ?1",
+        "SELECT MAX(verified_unix_ms) FROM blobs WHERE group_index = ?1",
     ];
     runtime().block_on(async {
         let directory = tempfile::tempdir().unwrap();

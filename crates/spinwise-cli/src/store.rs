@@ -92,6 +92,19 @@ pub enum StoreCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Run the upkeep task for SECONDS: scrub the overdue blobs of every group that comes up
+    /// (batched with spin-ups that happen anyway, within the per-spin-up byte budget), and spin a
+    /// group up for scrub alone at most once per scrub_min_spin_up_interval_s ([upkeep] in
+    /// store.toml). Holds DATA/upkeep.lock: fails at once if another process runs flush,
+    /// rebuild, scrub or upkeep. Exit status 1 if a stripe is corrupt beyond repair.
+    Upkeep {
+        /// How long to run (seconds).
+        #[arg(long = "for", value_name = "SECONDS")]
+        duration_s: f64,
+        /// The report as one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
     /// Start-up check (Pelican §3): spin every group up, as many at once as the budgets allow,
     /// and mount, list and measure each disk; reports the disks that fail. Exit status 1 if any.
     Check {
@@ -143,8 +156,17 @@ async fn run_async(args: &StoreArgs) -> CliResult<()> {
     for problem in &store.recovery().problems {
         eprintln!("warning: recovery: {problem}");
     }
+    if let StoreCommand::Upkeep { duration_s, json } = &args.command {
+        let store = std::sync::Arc::new(store);
+        let result = upkeep(&store, *duration_s, *json).await;
+        if let Ok(store) = std::sync::Arc::try_unwrap(store) {
+            store.close().await;
+        }
+        return result;
+    }
     let result = match &args.command {
         StoreCommand::Init(_) => unreachable!("handled above"),
+        StoreCommand::Upkeep { .. } => unreachable!("handled above"),
         StoreCommand::Put { key, path } => put(&store, key, path).await,
         StoreCommand::Get {
             key,
@@ -737,5 +759,36 @@ async fn scrub(store: &SqliteStore, json: bool) -> CliResult<()> {
             "corrupt beyond repair: {}",
             report.unrepairable.join("; ")
         )))
+    }
+}
+
+async fn upkeep(store: &std::sync::Arc<SqliteStore>, duration_s: f64, json: bool) -> CliResult<()> {
+    if !(duration_s.is_finite() && duration_s >= 0.0) {
+        return Err(CliError::Usage(format!(
+            "--for takes a number of seconds (0 or more), not {duration_s}"
+        )));
+    }
+    let handle = store.start_upkeep().await.map_err(store_error)?;
+    tokio::time::sleep(std::time::Duration::from_secs_f64(duration_s)).await;
+    let report = handle.stop().await;
+    if json {
+        let value = serde_json::to_value(&report).expect("the report serializes");
+        outln!("{value}");
+    } else {
+        outln!(
+            "upkeep: {} piggyback batch(es), {} scrub-only spin-up(s); scrubbed {} blob(s), {} bad fragment(s), {} stack(s) repaired",
+            report.piggyback_batches,
+            report.scrub_spin_ups,
+            report.scrub.blobs,
+            report.scrub.bad_fragments,
+            report.scrub.stacks_repaired
+        );
+    }
+    let mut problems = report.scrub.unrepairable.clone();
+    problems.extend(report.errors.iter().cloned());
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(CliError::Usage(format!("upkeep: {}", problems.join("; "))))
     }
 }

@@ -2,7 +2,8 @@
 //! time factor, bundle and fragment sizes, staging limits) and `DATA/layout.json` (the layout
 //! the CLI planned or was given; the store never plans). Written once by `init`, atomically
 //! (temporary file, fsync, rename, fsync of the directory), `store.toml` last, so a directory
-//! with `store.toml` always has its layout.
+//! with `store.toml` always has its layout. The `[upkeep]` section (scrub policy) is optional:
+//! stores written before it existed load with its defaults.
 
 use crate::error::{StoreError, StoreResult, io_error};
 use crate::staging::StagingConfig;
@@ -38,6 +39,8 @@ pub struct StoreConfig {
     /// Erasure-coding fragment size (default 128 KiB).
     pub fragment_bytes: u32,
     pub staging: StagingConfig,
+    /// Scrub policy for the upkeep task (`[upkeep]` in store.toml; defaults when absent).
+    pub upkeep: crate::upkeep::UpkeepConfig,
 }
 
 impl StoreConfig {
@@ -51,6 +54,7 @@ impl StoreConfig {
             bundle_bytes: 1 << 30,
             fragment_bytes: 128 << 10,
             staging: StagingConfig::default(),
+            upkeep: crate::upkeep::UpkeepConfig::default(),
         }
     }
 }
@@ -65,6 +69,9 @@ struct StoreFile {
     bundle_bytes: u64,
     fragment_bytes: u32,
     staging: StagingSection,
+    /// Absent in stores written before upkeep existed: the defaults apply.
+    #[serde(default)]
+    upkeep: crate::upkeep::UpkeepConfig,
     rack: RackSection,
 }
 
@@ -101,6 +108,7 @@ pub fn validate(config: &StoreConfig, path: &Path) -> StoreResult<Rack> {
             "bundle_bytes and fragment_bytes must be positive",
         ));
     }
+    crate::upkeep::validate(&config.upkeep).map_err(|message| config_error(path, message))?;
     let rack = parse_rack(&format!("{} (rack)", path.display()), &config.rack_toml)
         .map_err(|e| config_error(path, e.to_string()))?;
     if config.layout.rack_fingerprint != rack.fingerprint() {
@@ -145,6 +153,7 @@ pub fn write(data_dir: &Path, config: &StoreConfig) -> StoreResult<()> {
             chunk_bytes: config.staging.chunk_bytes,
             limit_bytes: config.staging.limit_bytes,
         },
+        upkeep: config.upkeep.clone(),
         rack: RackSection {
             source: config.rack_source.clone(),
             toml: config.rack_toml.clone(),
@@ -193,5 +202,6 @@ pub fn read(data_dir: &Path) -> StoreResult<StoreConfig> {
             chunk_bytes: file.staging.chunk_bytes,
             limit_bytes: file.staging.limit_bytes,
         },
+        upkeep: file.upkeep,
     })
 }

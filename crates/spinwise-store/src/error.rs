@@ -79,6 +79,11 @@ pub enum StoreError {
     },
     #[error(transparent)]
     Repair(#[from] crate::repair::RepairFailure),
+    /// Another process holds `DATA/upkeep.lock` (it runs flush, rebuild, scrub or upkeep).
+    #[error(
+        "another process holds the upkeep lock {path} (a flush, rebuild, scrub or upkeep is running there); try again when it ends"
+    )]
+    UpkeepBusy { path: String },
 }
 
 pub type StoreResult<T> = Result<T, StoreError>;

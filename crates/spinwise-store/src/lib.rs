@@ -18,6 +18,9 @@
 //!   damaged stacks in place; [`scrub`] verifies every stripe and repairs what it finds;
 //! - [`heal`] repairs the stacks a read found damaged (on the read's spin-up) and records disks
 //!   found failed (at open, by the check, by reads), queueing their rebuild.
+//! - [`upkeep`] runs scrub piggybacked on spin-ups that happen anyway (and scrub-only spin-ups no
+//!   more often than configured); [`lock`] is the upkeep lock file that keeps two processes
+//!   from running flush, rebuild, scrub or upkeep on one data directory at once.
 
 pub mod audit;
 pub mod clock;
@@ -27,6 +30,7 @@ pub mod driver;
 pub mod error;
 pub mod hashing;
 pub mod heal;
+pub mod lock;
 pub mod migrate;
 pub mod placement;
 pub mod rack;
@@ -38,6 +42,7 @@ pub mod stacks;
 pub mod staging;
 pub mod startup;
 pub mod store;
+pub mod upkeep;
 pub mod writeback;
 
 pub use config::{RackSource, StoreConfig};
@@ -45,3 +50,4 @@ pub use error::StoreError;
 pub use migrate::{FlushProgress, FlushReport};
 pub use staging::{ContentCheck, StagingConfig, StagingError, StagingLog};
 pub use store::{ObjectReader, SqliteStore, Store, StoreRecovery, StoreStatus};
+pub use upkeep::{UpkeepConfig, UpkeepHandle, UpkeepReport};

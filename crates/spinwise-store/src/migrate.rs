@@ -241,6 +241,7 @@ impl<C: Catalog> Store<C> {
     /// it), then returns what it did. `progress` hears of every chunk encoded and blob written;
     /// it runs on the flush's task, so keep it quick.
     pub async fn flush(&self, progress: impl Fn(FlushProgress)) -> StoreResult<FlushReport> {
+        let _upkeep = self.upkeep_lock()?;
         let _only_flush = self.migration().flush_lock.lock().await;
         let started = Instant::now();
         let started_unix_ms = crate::store::now_unix_ms();

@@ -256,6 +256,7 @@ impl<C: Catalog> Store<C> {
         &self,
         mut progress: impl FnMut(RebuildProgress),
     ) -> StoreResult<RebuildReport> {
+        let _upkeep = self.upkeep_lock()?;
         let mut report = RebuildReport::default();
         let mut seen: BTreeSet<(BlobId, u32)> = BTreeSet::new();
         let mut state = RebuildProgress::default();

@@ -5,18 +5,21 @@
 //!
 //! Invariants: scrub never changes a good stack; a bad fragment on a failed disk is left to
 //! rebuild (counted in `on_failed_disks`); a stripe with fewer than k good fragments is
-//! counted unrepairable and its blob left as is. The last-scrub time of each blob is kept in
-//! memory only (durable scrub bookkeeping is future work).
+//! counted unrepairable and its blob left as is (and not recorded as verified, so it stays due).
+//! Every blob scrubbed without an unrepairable stripe is recorded verified in the catalog
+//! (`Catalog::record_scrub`, durable) and in the caller's in-memory [`ScrubLedger`].
 //!
-//! Only the operator's forced scrub (`ScrubMode::Forced`, `spinwise store scrub`) exists here;
-//! piggyback scrubbing on spin-ups that happen anyway is not implemented yet.
+//! Modes: [`ScrubMode::Forced`] (the operator's `spinwise store scrub`: every group, spun up as
+//! needed) and [`ScrubMode::Piggyback`] (one group's most overdue blobs within the configured
+//! byte budget: what the upkeep task runs when a group is up anyway, see [`crate::upkeep`]).
+//! Both hold the upkeep lock ([`crate::lock`]).
 
 use crate::driver::{GroupDisks, Job};
 use crate::error::{StoreError, StoreResult};
 use crate::repair::{RepairFailure, blob_code, column_disks};
 use crate::stacks::fetch_from_disks;
 use crate::store::Store;
-use spinwise_catalog::{BlobId, BlobRecord, BlobState, Catalog, DiskHealth};
+use spinwise_catalog::{BlobId, BlobRecord, BlobState, Catalog, DiskHealth, GroupIndex};
 use spinwise_ec::{DecodeError, RepairReport, StripeDecoder};
 use spinwise_sched::scheduler::Kind;
 use std::collections::{BTreeMap, BTreeSet};
@@ -30,6 +33,10 @@ const PAGE: u32 = 256;
 pub enum ScrubMode {
     /// Every group, spun up as needed, one after another (the operator's command).
     Forced,
+    /// `group`'s blobs last verified more than half the scrub interval ago, most overdue first,
+    /// within `UpkeepConfig::scrub_bytes_per_spin_up` (at least one blob); meant for a group
+    /// that is up anyway (it is spun up if it is not).
+    Piggyback { group: GroupIndex },
 }
 
 /// What a scrub found and did.
@@ -45,6 +52,17 @@ pub struct ScrubReport {
     pub on_failed_disks: u64,
     /// Stripes with fewer than k good fragments, and stacks whose repair failed, one line each.
     pub unrepairable: Vec<String>,
+}
+
+/// Which blobs a batch takes and when it stops (see `Store::scrub_batch`).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct BatchLimits {
+    /// Blobs verified before this (or never) are due.
+    pub before_unix_ms: i64,
+    /// Stripe-stack bytes read before the batch stops (at least one blob is scrubbed).
+    pub budget_bytes: u64,
+    /// Stop when the group is no longer active (checked before each blob after the first).
+    pub only_while_active: bool,
 }
 
 /// One blob's scrub: the bad fragments met, or the stripe that was beyond repair.
@@ -103,23 +121,33 @@ impl ScrubLedger {
 }
 
 impl<C: Catalog> Store<C> {
-    /// Scrubs every committed blob, group by group, repairing bad stacks on healthy disks.
-    /// Records each blob's scrub time in `ledger`.
+    /// Scrubs committed blobs (every one for `Forced`, a budgeted batch of one group's most
+    /// overdue for `Piggyback`), repairing bad stacks on healthy disks. Records each verified
+    /// blob's scrub time in the catalog and in `ledger`. Holds the upkeep lock.
     pub async fn scrub(
         &self,
         mode: ScrubMode,
         ledger: &ScrubLedger,
         mut progress: impl FnMut(&ScrubReport),
     ) -> StoreResult<ScrubReport> {
-        let ScrubMode::Forced = mode;
-        let failed: BTreeSet<u32> = self
-            .catalog()
-            .unhealthy_disks()
-            .await?
-            .into_iter()
-            .filter(|record| record.health == DiskHealth::Failed)
-            .map(|record| record.disk)
-            .collect();
+        let _upkeep = self.upkeep_lock()?;
+        if let ScrubMode::Piggyback { group } = mode {
+            let upkeep = &self.config().upkeep;
+            let half_interval_ms = (upkeep.scrub_interval_s * 500.0) as i64;
+            let before = crate::store::now_unix_ms().saturating_sub(half_interval_ms);
+            let budget = upkeep.scrub_bytes_per_spin_up;
+            let mut report = ScrubReport::default();
+            let limits = BatchLimits {
+                before_unix_ms: before,
+                budget_bytes: budget,
+                only_while_active: false,
+            };
+            self.scrub_batch(group, limits, ledger, &mut report, || true)
+                .await?;
+            progress(&report);
+            return Ok(report);
+        }
+        let failed = self.failed_disks().await?;
         let mut report = ScrubReport::default();
         for group in 0..self.layout().groups.len() as u32 {
             let mut after = None;
@@ -128,8 +156,8 @@ impl<C: Catalog> Store<C> {
                 let Some(last) = blobs.last() else { break };
                 after = Some(last.id);
                 for blob in blobs.iter().filter(|b| b.state == BlobState::Committed) {
-                    self.scrub_one(blob, &failed, &mut report).await?;
-                    ledger.record(blob.id, SystemTime::now());
+                    self.scrub_and_record(blob, &failed, ledger, &mut report)
+                        .await?;
                     progress(&report);
                 }
                 if blobs.len() < PAGE as usize {
@@ -140,6 +168,96 @@ impl<C: Catalog> Store<C> {
         Ok(report)
     }
 
+    pub(crate) async fn failed_disks(&self) -> StoreResult<BTreeSet<u32>> {
+        Ok(self
+            .catalog()
+            .unhealthy_disks()
+            .await?
+            .into_iter()
+            .filter(|record| record.health == DiskHealth::Failed)
+            .map(|record| record.disk)
+            .collect())
+    }
+
+    pub(crate) async fn group_is_active(&self, group: GroupIndex) -> bool {
+        self.rack_io().driver.state().await.is_ok_and(|state| {
+            state
+                .groups
+                .iter()
+                .any(|g| g.group == group && g.phase == crate::driver::GroupPhase::Active)
+        })
+    }
+
+    /// Stripe-stack bytes a scrub of `blob` reads (all k + r stacks).
+    pub(crate) fn scrub_cost_bytes(blob: &BlobRecord) -> StoreResult<u64> {
+        Ok(blob_code(blob)?.stack_file_bytes(blob.size_bytes) * u64::from(blob.k + blob.r))
+    }
+
+    /// Scrubs `group`'s committed blobs verified before `before_unix_ms` (never verified first),
+    /// most overdue first, until `budget_bytes` of stacks were read (at least one blob) or
+    /// `keep_going` says stop (checked before each blob after the first; so is, with
+    /// `only_while_active`, that the group is still active: a job for a group that went down
+    /// would spin it up again). Returns how many.
+    pub(crate) async fn scrub_batch(
+        &self,
+        group: GroupIndex,
+        limits: BatchLimits,
+        ledger: &ScrubLedger,
+        report: &mut ScrubReport,
+        mut keep_going: impl FnMut() -> bool,
+    ) -> StoreResult<u64> {
+        let BatchLimits {
+            before_unix_ms,
+            budget_bytes,
+            only_while_active,
+        } = limits;
+        let failed = self.failed_disks().await?;
+        let due = self
+            .catalog()
+            .scrub_due(group, before_unix_ms, PAGE)
+            .await?;
+        let mut spent_bytes = 0u64;
+        let mut scrubbed = 0;
+        for entry in due {
+            if scrubbed > 0 && (spent_bytes >= budget_bytes || !keep_going()) {
+                break;
+            }
+            if scrubbed > 0 && only_while_active && !self.group_is_active(group).await {
+                break;
+            }
+            spent_bytes += Self::scrub_cost_bytes(&entry.blob)?;
+            self.scrub_and_record(&entry.blob, &failed, ledger, report)
+                .await?;
+            scrubbed += 1;
+        }
+        Ok(scrubbed)
+    }
+
+    /// [`Self::scrub_one`], then the blob is recorded verified unless a stripe was beyond repair.
+    async fn scrub_and_record(
+        &self,
+        blob: &BlobRecord,
+        failed: &BTreeSet<u32>,
+        ledger: &ScrubLedger,
+        report: &mut ScrubReport,
+    ) -> StoreResult<()> {
+        let unrepairable_before = report.unrepairable.len();
+        self.scrub_one(blob, failed, report).await?;
+        ledger.record(blob.id, SystemTime::now());
+        if report.unrepairable.len() == unrepairable_before {
+            // The blob may have been removed meanwhile (compaction, deletes): not an error.
+            match self
+                .catalog()
+                .record_scrub(blob.id, crate::store::now_unix_ms().max(1))
+                .await
+            {
+                Ok(()) | Err(spinwise_catalog::CatalogError::UnknownBlob { .. }) => {}
+                Err(error) => return Err(error.into()),
+            }
+        }
+        Ok(())
+    }
+
     async fn scrub_one(
         &self,
         blob: &BlobRecord,
@@ -148,7 +266,7 @@ impl<C: Catalog> Store<C> {
     ) -> StoreResult<()> {
         let disks = column_disks(&self.rack_io().disks, blob);
         let job_blob = blob.clone();
-        let bytes = blob_code(blob)?.stack_file_bytes(blob.size_bytes) * u64::from(blob.k + blob.r);
+        let bytes = Self::scrub_cost_bytes(blob)?;
         let job = Job::new(blob.group, bytes, Kind::Rebuild, move |_: &GroupDisks| {
             scrub_blob(&job_blob, &disks)
         });

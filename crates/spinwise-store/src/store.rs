@@ -74,6 +74,8 @@ pub struct Store<C: Catalog> {
     migration: crate::migrate::MigrationState,
     /// Repairs queued by reads and failed disks found (see [`crate::heal`]).
     heal: std::sync::Arc<crate::heal::HealState>,
+    /// `DATA/upkeep.lock` (see [`crate::lock`]).
+    upkeep_lock: crate::lock::UpkeepLock,
 }
 
 fn check_key(key: &str) -> StoreResult<()> {
@@ -127,12 +129,26 @@ impl<C: Catalog> Store<C> {
             rack_io,
             migration,
             heal: Default::default(),
+            upkeep_lock: crate::lock::UpkeepLock::new(data_dir),
         };
         store.recovery = store.recover().await?;
         // A crash mid-migration left `Writing` blobs: remove their stacks now (docs/store.md,
         // "Migration"); on failure they stay counted as used space and flush retries.
-        if let Err(error) = store.abandon_writing_blobs().await {
-            tracing::warn!(%error, "abandoning blobs a crash left half-written");
+        // Only under the upkeep lock: a `Writing` blob may be another process's flush at work.
+        // Taken only when there is one, so opens for PUT/GET never make a flush elsewhere busy.
+        let writing = store
+            .catalog
+            .blobs_in_state(spinwise_catalog::BlobState::Writing, 1)
+            .await?;
+        if !writing.is_empty() {
+            match store.upkeep_lock() {
+                Ok(_guard) => {
+                    if let Err(error) = store.abandon_writing_blobs().await {
+                        tracing::warn!(%error, "abandoning blobs a crash left half-written");
+                    }
+                }
+                Err(error) => tracing::info!(%error, "leaving writing blobs to the lock holder"),
+            }
         }
         // Disks that open failed (removed, or marked) are recorded and their rebuild queued.
         if let Err(error) = store.record_disks_failed_at_open().await {
@@ -353,6 +369,12 @@ impl<C: Catalog> Store<C> {
     pub fn data_dir(&self) -> &Path {
         &self.data_dir
     }
+    /// Takes `DATA/upkeep.lock` (shared within this process; [`StoreError::UpkeepBusy`] when
+    /// another process holds it). Flush, rebuild, scrub and upkeep take it themselves.
+    pub fn upkeep_lock(&self) -> StoreResult<crate::lock::UpkeepGuard> {
+        self.upkeep_lock.acquire()
+    }
+
     pub fn config(&self) -> &StoreConfig {
         &self.config
     }

@@ -1,0 +1,370 @@
+//! The upkeep task (issue 4 item 8): scrub batched with spin-ups that happen anyway, and
+//! scrub-only spin-ups no more often than configured. [`Store::start_upkeep`] spawns it; it
+//! holds the upkeep lock ([`crate::lock`]) until [`UpkeepHandle::stop`].
+//!
+//! Policy ([`UpkeepConfig`], `[upkeep]` in store.toml):
+//! - **Piggyback.** When a group comes `Up` for other work ([`GroupActivity::Up`]), the task
+//!   scrubs the group's blobs last verified more than *half* the scrub interval ago (never
+//!   verified first, then oldest), at most `scrub_bytes_per_spin_up` of stripe stacks per spin-up
+//!   (at least one blob). Scrub jobs are `Kind::Rebuild`, so the scheduler's rebuild share bounds
+//!   how much they delay client work. Before each job after the first the group must still be
+//!   active (driver state), so a batch does not spin a group up again after it went down.
+//! - **Scrub-only spin-ups.** Every tick, a group with a blob verified longer than the whole
+//!   scrub interval ago (or never) that is not up gets one budgeted batch, which spins it up —
+//!   only if `scrub_min_spin_up_interval_s` has passed since this task's last scrub-only spin-up
+//!   of the group *and* since the last verification of any of its blobs (durable, from the
+//!   catalog: a restarted task or a recent piggyback counts). The first tick is at start; ticks
+//!   come every quarter of the minimum interval (between 50 ms and 60 s).
+//!
+//! Invariants: each group cycle (Up … Down) gets one batch (a group this task spun up is not
+//! batched again on its `Up`), plus one per minimum interval while it stays up; a scrub-only batch starts only after the minimum interval;
+//! stopping waits for the blob being scrubbed, then the task ends and releases the lock.
+
+use crate::driver::{GroupActivity, GroupPhase};
+use crate::error::StoreResult;
+use crate::lock::UpkeepGuard;
+use crate::scrub::{BatchLimits, ScrubLedger, ScrubReport};
+use crate::store::{Store, now_unix_ms};
+use serde::{Deserialize, Serialize};
+use spinwise_catalog::{Catalog, GroupIndex};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::sync::{broadcast, watch};
+
+/// The scrub policy of the upkeep task.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct UpkeepConfig {
+    /// Every committed blob is verified at least this often (seconds; default 30 days). A group
+    /// that is up anyway scrubs its blobs once half of this has passed.
+    pub scrub_interval_s: f64,
+    /// A group is spun up for scrub alone at most this often (seconds; default 1 day).
+    pub scrub_min_spin_up_interval_s: f64,
+    /// Stripe-stack bytes scrubbed per spin-up (default 4 GiB; at least one blob).
+    pub scrub_bytes_per_spin_up: u64,
+}
+
+impl Default for UpkeepConfig {
+    fn default() -> UpkeepConfig {
+        UpkeepConfig {
+            scrub_interval_s: 30.0 * 86_400.0,
+            scrub_min_spin_up_interval_s: 86_400.0,
+            scrub_bytes_per_spin_up: 4 << 30,
+        }
+    }
+}
+
+/// Checks the policy: positive, finite intervals and a positive budget.
+pub fn validate(config: &UpkeepConfig) -> Result<(), String> {
+    let positive = |value: f64| value.is_finite() && value > 0.0;
+    if !positive(config.scrub_interval_s) || !positive(config.scrub_min_spin_up_interval_s) {
+        return Err(
+            "upkeep.scrub_interval_s and upkeep.scrub_min_spin_up_interval_s must be positive numbers of seconds"
+                .into(),
+        );
+    }
+    if config.scrub_bytes_per_spin_up == 0 {
+        return Err("upkeep.scrub_bytes_per_spin_up must be positive".into());
+    }
+    Ok(())
+}
+
+/// What the upkeep task did so far.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct UpkeepReport {
+    /// Batches run on groups that were up for other work.
+    pub piggyback_batches: u64,
+    /// Batches that spun a group up for scrub alone.
+    pub scrub_spin_ups: u64,
+    /// The groups of the scrub-only spin-ups, in order.
+    pub scrub_spin_up_groups: Vec<GroupIndex>,
+    /// Everything scrubbed, merged.
+    pub scrub: ScrubReport,
+    /// Failures of single batches (the task goes on), one line each.
+    pub errors: Vec<String>,
+}
+
+/// A running upkeep task.
+pub struct UpkeepHandle {
+    stop: watch::Sender<bool>,
+    task: tokio::task::JoinHandle<()>,
+    report: Arc<Mutex<UpkeepReport>>,
+}
+
+impl std::fmt::Debug for UpkeepHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UpkeepHandle").finish_non_exhaustive()
+    }
+}
+
+impl UpkeepHandle {
+    /// A snapshot of what the task did so far.
+    pub fn report(&self) -> UpkeepReport {
+        self.report.lock().expect("upkeep report").clone()
+    }
+
+    /// Asks the task to stop, waits for the blob it is scrubbing, and returns its report. The
+    /// upkeep lock is released.
+    pub async fn stop(self) -> UpkeepReport {
+        let _ = self.stop.send(true);
+        if let Err(error) = self.task.await {
+            tracing::error!(%error, "the upkeep task panicked");
+        }
+        self.report.lock().expect("upkeep report").clone()
+    }
+}
+
+fn merge(total: &mut ScrubReport, part: ScrubReport) {
+    total.blobs += part.blobs;
+    total.stripes += part.stripes;
+    total.bad_fragments += part.bad_fragments;
+    total.stacks_repaired += part.stacks_repaired;
+    total.on_failed_disks += part.on_failed_disks;
+    total.unrepairable.extend(part.unrepairable);
+}
+
+/// How often the task looks for groups that need a scrub-only spin-up.
+fn tick(config: &UpkeepConfig) -> Duration {
+    Duration::from_secs_f64((config.scrub_min_spin_up_interval_s / 4.0).clamp(0.05, 60.0))
+}
+
+/// The task's state between events.
+struct Upkeep<C: Catalog> {
+    store: Arc<Store<C>>,
+    config: UpkeepConfig,
+    ledger: ScrubLedger,
+    report: Arc<Mutex<UpkeepReport>>,
+    stop: watch::Receiver<bool>,
+    /// Groups up now (from the activity events).
+    up: BTreeSet<GroupIndex>,
+    /// Groups batched in their current cycle (cleared on `Down`).
+    batched: BTreeSet<GroupIndex>,
+    /// This task's last scrub-only spin-up per group.
+    last_spin_up: BTreeMap<GroupIndex, Instant>,
+    /// This task's last batch per group (a group that stays up gets one again after the
+    /// minimum interval).
+    last_batch: BTreeMap<GroupIndex, Instant>,
+}
+
+impl<C: Catalog> Store<C> {
+    /// Starts the upkeep task on the current tokio runtime (see the module documentation).
+    /// Takes the upkeep lock first: [`crate::StoreError::UpkeepBusy`] if another process
+    /// holds it.
+    pub async fn start_upkeep(self: &Arc<Self>) -> StoreResult<UpkeepHandle> {
+        let guard = self.upkeep_lock()?;
+        let activity = self.rack_io().driver.subscribe_activity();
+        let up = match self.rack_io().driver.state().await {
+            Ok(state) => state
+                .groups
+                .iter()
+                .filter(|group| group.phase == GroupPhase::Active)
+                .map(|group| group.group)
+                .collect(),
+            Err(_) => BTreeSet::new(),
+        };
+        let (stop_sender, stop) = watch::channel(false);
+        let report = Arc::new(Mutex::new(UpkeepReport::default()));
+        let upkeep = Upkeep {
+            store: self.clone(),
+            config: self.config().upkeep.clone(),
+            ledger: ScrubLedger::default(),
+            report: report.clone(),
+            stop,
+            up,
+            batched: BTreeSet::new(),
+            last_spin_up: BTreeMap::new(),
+            last_batch: BTreeMap::new(),
+        };
+        let task = tokio::spawn(upkeep.run(activity, guard));
+        Ok(UpkeepHandle {
+            stop: stop_sender,
+            task,
+            report,
+        })
+    }
+}
+
+impl<C: Catalog> Upkeep<C> {
+    async fn run(mut self, mut activity: broadcast::Receiver<GroupActivity>, guard: UpkeepGuard) {
+        // The first tick is at once: a fresh task starts with the groups that are overdue.
+        let mut ticks = tokio::time::interval(tick(&self.config));
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut stop = self.stop.clone();
+        loop {
+            if *stop.borrow() {
+                break;
+            }
+            tokio::select! {
+                biased;
+                _ = stop.changed() => break,
+                event = activity.recv() => match event {
+                    Ok(event) => self.on_activity(event).await,
+                    // Missed events: the tick catches up from the driver's state.
+                    Err(broadcast::error::RecvError::Lagged(_)) => self.resync().await,
+                    Err(broadcast::error::RecvError::Closed) => break,
+                },
+                _ = ticks.tick() => self.on_tick().await,
+            }
+        }
+        drop(guard);
+    }
+
+    fn stopping(&self) -> bool {
+        *self.stop.borrow()
+    }
+
+    async fn on_activity(&mut self, event: GroupActivity) {
+        match event {
+            GroupActivity::Up { group, .. } => {
+                self.up.insert(group);
+                if self.batched.insert(group) {
+                    self.batch(group, false).await;
+                }
+            }
+            GroupActivity::GoingDown { group, .. } => {
+                self.up.remove(&group);
+            }
+            GroupActivity::Down { group, .. } => {
+                self.up.remove(&group);
+                self.batched.remove(&group);
+            }
+        }
+    }
+
+    async fn resync(&mut self) {
+        if let Ok(state) = self.store.rack_io().driver.state().await {
+            self.up = state
+                .groups
+                .iter()
+                .filter(|group| group.phase == GroupPhase::Active)
+                .map(|group| group.group)
+                .collect();
+            self.batched.retain(|group| self.up.contains(group));
+        }
+    }
+
+    /// Up groups not yet batched this cycle (or not for the minimum interval, if they stay up)
+    /// get their batch; then every overdue group that may be spun up for scrub alone gets one, most
+    /// overdue first.
+    async fn on_tick(&mut self) {
+        let min_interval = Duration::from_secs_f64(self.config.scrub_min_spin_up_interval_s);
+        let pending: Vec<GroupIndex> = self
+            .up
+            .iter()
+            .copied()
+            .filter(|group| {
+                !self.batched.contains(group)
+                    || self
+                        .last_batch
+                        .get(group)
+                        .is_none_or(|at| at.elapsed() >= min_interval)
+            })
+            .collect();
+        for group in pending {
+            if self.stopping() {
+                return;
+            }
+            self.batched.insert(group);
+            self.batch(group, false).await;
+        }
+        // Each group batched here is not eligible again for the minimum interval.
+        while !self.stopping() {
+            match self.group_for_scrub_spin_up().await {
+                Ok(Some(group)) => {
+                    self.batched.insert(group);
+                    self.last_spin_up.insert(group, Instant::now());
+                    self.batch(group, true).await;
+                }
+                Ok(None) => break,
+                Err(error) => {
+                    self.error(format!("choosing a group to scrub: {error}"));
+                    break;
+                }
+            }
+        }
+    }
+
+    /// The most overdue group (never-verified blobs first) that is not up, has a blob due for
+    /// the whole interval, and passed the minimum interval since its last scrub spin-up and its
+    /// last verification.
+    async fn group_for_scrub_spin_up(&self) -> StoreResult<Option<GroupIndex>> {
+        let now_ms = now_unix_ms();
+        let interval_ms = (self.config.scrub_interval_s * 1000.0) as i64;
+        let min_interval = Duration::from_secs_f64(self.config.scrub_min_spin_up_interval_s);
+        let min_interval_ms = (self.config.scrub_min_spin_up_interval_s * 1000.0) as i64;
+        let catalog = self.store.catalog();
+        let mut best: Option<(i64, GroupIndex)> = None;
+        for group in 0..self.store.layout().groups.len() as GroupIndex {
+            if self.up.contains(&group)
+                || self
+                    .last_spin_up
+                    .get(&group)
+                    .is_some_and(|at| at.elapsed() < min_interval)
+            {
+                continue;
+            }
+            let due = catalog
+                .scrub_due(group, now_ms.saturating_sub(interval_ms), 1)
+                .await?;
+            let Some(oldest) = due.first() else { continue };
+            let last = catalog.last_scrub_in_group(group).await?;
+            if last.is_some_and(|last| now_ms.saturating_sub(last) < min_interval_ms) {
+                continue;
+            }
+            let verified = oldest.verified_unix_ms.unwrap_or(0);
+            if best.is_none_or(|(best_verified, _)| verified < best_verified) {
+                best = Some((verified, group));
+            }
+        }
+        Ok(best.map(|(_, group)| group))
+    }
+
+    /// One budgeted batch on `group`: blobs due for half the interval (a piggyback) or the whole
+    /// interval (a scrub-only spin-up).
+    async fn batch(&mut self, group: GroupIndex, spin_up: bool) {
+        let interval_ms = (self.config.scrub_interval_s * 1000.0) as i64;
+        let due_ms = if spin_up {
+            interval_ms
+        } else {
+            interval_ms / 2
+        };
+        let before = now_unix_ms().saturating_sub(due_ms);
+        let budget = self.config.scrub_bytes_per_spin_up;
+        self.last_batch.insert(group, Instant::now());
+        let mut part = ScrubReport::default();
+        let stop = self.stop.clone();
+        let keep_going = move || !*stop.borrow();
+        // A piggyback batch is for a group up anyway: if it went down since, leave it.
+        if !spin_up && !self.store.group_is_active(group).await {
+            return;
+        }
+        let limits = BatchLimits {
+            before_unix_ms: before,
+            budget_bytes: budget,
+            only_while_active: true,
+        };
+        let result = self
+            .store
+            .scrub_batch(group, limits, &self.ledger, &mut part, keep_going)
+            .await;
+        let mut report = self.report.lock().expect("upkeep report");
+        match result {
+            Ok(0) => {}
+            Ok(_) if spin_up => {
+                report.scrub_spin_ups += 1;
+                report.scrub_spin_up_groups.push(group);
+            }
+            Ok(_) => report.piggyback_batches += 1,
+            Err(error) => report
+                .errors
+                .push(format!("scrubbing group {group}: {error}")),
+        }
+        merge(&mut report.scrub, part);
+    }
+
+    fn error(&self, line: String) {
+        tracing::warn!(%line, "upkeep");
+        self.report.lock().expect("upkeep report").errors.push(line);
+    }
+}

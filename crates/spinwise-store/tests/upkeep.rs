@@ -1,0 +1,445 @@
+//! The upkeep task and the upkeep lock on a real store (dense-jbod-60, k=3 r=2, SQLite catalog,
+//! emulated disks at time factor 0.001): a GET that spins a group up also scrubs the group's
+//! overdue blobs (and repairs a flipped byte it finds), recorded durably in the catalog; scrub-only
+//! spin-ups of a group come no more often than the configured minimum interval (counted from the
+//! driver's activity events); a second process-like store on the same data directory gets
+//! `UpkeepBusy` for flush, scrub, rebuild and upkeep but still puts, gets, lists and deletes.
+//!
+//! `migrate` places a blob in a chosen group by hand (as tests/repair.rs does).
+
+use spinwise_catalog::{BlobId, BlobRecord, BlobState, Catalog, Migration};
+use spinwise_disk::Disk;
+use spinwise_ec::{Code, RepairReport, content_hash, decode_blob};
+use spinwise_sched::scheduler::Kind;
+use spinwise_store::driver::{GroupActivity, GroupDisks, GroupPhase, Job};
+use spinwise_store::placement::DiskRoom;
+use spinwise_store::rack::disk_directory;
+use spinwise_store::scrub::{ScrubLedger, ScrubMode};
+use spinwise_store::stacks::{fetch_from_disks, stack_name, write_stacks};
+use spinwise_store::{RackSource, SqliteStore, Store, StoreConfig, StoreError, UpkeepConfig};
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const RACK: &str = include_str!("../../../presets/dense-jbod-60.toml");
+/// Small fragments so a few KiB make several stripes.
+const FRAGMENT_BYTES: u32 = 4096;
+
+fn config(upkeep: UpkeepConfig) -> StoreConfig {
+    let rack = spinwise_model::parse_rack("dense-jbod-60", RACK).unwrap();
+    let layout = spinwise_plan::plan(&rack).unwrap().layout;
+    let mut config = StoreConfig::new(
+        RackSource::Preset("dense-jbod-60".into()),
+        RACK.to_string(),
+        layout,
+    );
+    config.time_factor = 0.001;
+    config.fragment_bytes = FRAGMENT_BYTES;
+    config.upkeep = upkeep;
+    config
+}
+
+fn pattern(size_bytes: usize, seed: u64) -> Vec<u8> {
+    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..size_bytes)
+        .map(|_| {
+            state ^= state >> 12;
+            state ^= state << 25;
+            state ^= state >> 27;
+            (state.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 56) as u8
+        })
+        .collect()
+}
+
+async fn new_store(dir: &Path, upkeep: UpkeepConfig) -> SqliteStore {
+    Store::init_sqlite(&dir.join("data"), config(upkeep))
+        .await
+        .unwrap()
+}
+
+/// Puts `data` under `key`, then migrates it into its own blob in `group` as the migrator will.
+async fn migrate(store: &SqliteStore, key: &str, data: &[u8], group: u32) -> BlobRecord {
+    let staged = store.put(key, data).await.unwrap();
+    let io = store.rack_io();
+    let code = io.code.clone();
+    let blob = store.catalog().next_blob_id().await.unwrap();
+    let stack_bytes = code.stack_file_bytes(data.len() as u64);
+    let room: BTreeMap<u32, DiskRoom> = io
+        .placement
+        .group_disks(group)
+        .unwrap()
+        .iter()
+        .map(|&disk| {
+            let room = DiskRoom {
+                free_bytes: 1 << 40,
+                healthy: true,
+            };
+            (disk, room)
+        })
+        .collect();
+    let disks = io
+        .placement
+        .choose_disks(group, stack_bytes, &room)
+        .unwrap();
+    let record = BlobRecord {
+        id: blob,
+        group,
+        disks: disks.clone(),
+        k: code.data_columns() as u32,
+        r: code.parity_columns() as u32,
+        fragment_bytes: code.fragment_bytes() as u32,
+        size_bytes: data.len() as u64,
+        content_hash: content_hash(data),
+        state: BlobState::Writing,
+        live_bytes: 0,
+    };
+    store.catalog().begin_blob(record.clone()).await.unwrap();
+    let column_disks: Vec<Arc<dyn Disk>> = disks
+        .iter()
+        .map(|&d| io.disks[d as usize].clone())
+        .collect();
+    let bytes = data.to_vec();
+    let hash = record.content_hash;
+    let job = Job::new(group, stack_bytes, Kind::Client, move |_: &GroupDisks| {
+        write_stacks(
+            &code,
+            blob,
+            bytes.len() as u64,
+            hash,
+            &bytes[..],
+            &column_disks,
+        )
+    });
+    let done = io.driver.submit(job).await.unwrap().wait().await.unwrap();
+    done.output.unwrap();
+    let moves = vec![Migration {
+        key: key.to_string(),
+        from: staged.location,
+        blob_offset: 0,
+    }];
+    assert_eq!(store.catalog().commit_blob(blob, moves).await.unwrap(), 1);
+    store.catalog().blob(blob).await.unwrap().unwrap()
+}
+
+/// Decodes the whole blob from its disks (per the catalog) inside a driver job.
+async fn read_blob(store: &SqliteStore, blob: BlobId) -> (Vec<u8>, RepairReport) {
+    let record = store.catalog().blob(blob).await.unwrap().unwrap();
+    let io = store.rack_io();
+    let code: Arc<Code> = io.code.clone();
+    let disks: Vec<Arc<dyn Disk>> = record
+        .disks
+        .iter()
+        .map(|&d| io.disks[d as usize].clone())
+        .collect();
+    let job = Job::new(
+        record.group,
+        record.size_bytes,
+        Kind::Client,
+        move |_: &GroupDisks| {
+            let mut out = Vec::new();
+            let report = decode_blob(
+                &code,
+                record.size_bytes,
+                record.content_hash,
+                fetch_from_disks(&code, record.id, &disks),
+                &mut out,
+            )
+            .unwrap();
+            (out, report)
+        },
+    );
+    io.driver
+        .submit(job)
+        .await
+        .unwrap()
+        .wait()
+        .await
+        .unwrap()
+        .output
+}
+
+fn flip_byte(store: &SqliteStore, disk: u32, blob: BlobId, column: usize, offset: u64) {
+    let path = disk_directory(store.data_dir(), disk as usize).join(stack_name(blob, column));
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes[offset as usize] ^= 0x5a;
+    std::fs::write(&path, bytes).unwrap();
+}
+
+/// Spins `groups` up with empty client jobs (so others the budget cannot keep go down).
+async fn touch_groups(store: &SqliteStore, groups: &[u32]) {
+    for &group in groups {
+        let job = Job::new(group, 0, Kind::Client, |_: &GroupDisks| ());
+        let io = store.rack_io();
+        io.driver.submit(job).await.unwrap().wait().await.unwrap();
+    }
+}
+
+async fn get_all(store: &SqliteStore, key: &str) -> Vec<u8> {
+    let mut reader = store.get(key, None).await.unwrap();
+    let mut bytes = Vec::new();
+    while let Some(chunk) = reader.next_chunk().await.unwrap() {
+        bytes.extend_from_slice(&chunk);
+    }
+    bytes
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_get_that_spins_a_group_up_also_scrubs_its_blobs_and_repairs_a_flipped_byte() {
+    let dir = tempfile::tempdir().unwrap();
+    // Blobs are due for a piggyback after 1 s (half the interval); no scrub-only spin-up for an
+    // hour.
+    let upkeep = UpkeepConfig {
+        scrub_interval_s: 2.0,
+        scrub_min_spin_up_interval_s: 3600.0,
+        ..UpkeepConfig::default()
+    };
+    let store = new_store(dir.path(), upkeep).await;
+    let mut blobs = Vec::new();
+    for (index, (size, group)) in [(30_000, 0), (12_289, 0), (20_000, 1)]
+        .into_iter()
+        .enumerate()
+    {
+        let data = pattern(size, index as u64);
+        blobs.push((
+            migrate(&store, &format!("object-{index}"), &data, group).await,
+            data,
+        ));
+    }
+    let ledger = ScrubLedger::default();
+    let forced = store
+        .scrub(ScrubMode::Forced, &ledger, |_| {})
+        .await
+        .unwrap();
+    assert_eq!(forced.blobs, 3);
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    // Groups 0 and 1 go down (the budgets keep only a few groups up), so the GET below spins
+    // group 0 up.
+    touch_groups(&store, &[2, 3, 4, 5, 6, 7, 8, 9]).await;
+    let state = store.rack_io().driver.state().await.unwrap();
+    assert_eq!(state.groups[0].phase, GroupPhase::Resting, "{state:?}");
+    let (record, data) = &blobs[0];
+    let code = &store.rack_io().code;
+    flip_byte(
+        &store,
+        record.disks[3],
+        record.id,
+        3,
+        code.fragment_offset(1) + 17,
+    );
+
+    let store = Arc::new(store);
+    let mut activity = store.rack_io().driver.subscribe_activity();
+    let started_ms = now_ms();
+    let upkeep = store.start_upkeep().await.unwrap();
+    assert_eq!(get_all(&store, "object-0").await, *data);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while upkeep.report().piggyback_batches == 0 {
+        assert!(
+            Instant::now() < deadline,
+            "no piggyback batch: {:?}",
+            upkeep.report()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let report = upkeep.stop().await;
+    assert_eq!(report.piggyback_batches, 1, "{report:?}");
+    assert_eq!(report.scrub_spin_ups, 0);
+    assert_eq!(
+        report.scrub.blobs, 2,
+        "both of group 0's blobs, not group 1's"
+    );
+    assert_eq!(report.scrub.bad_fragments, 1);
+    assert_eq!(report.scrub.stacks_repaired, 1);
+    assert!(report.errors.is_empty(), "{:?}", report.errors);
+    // The catalog shows group 0 verified since the upkeep started, group 1 not.
+    let catalog = store.catalog();
+    assert!(
+        catalog
+            .scrub_due(0, started_ms, 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(catalog.scrub_due(1, started_ms, 10).await.unwrap().len(), 1);
+    assert!(catalog.last_scrub_in_group(0).await.unwrap().unwrap() >= started_ms);
+    // Only group 0 came up while upkeep ran (the GET's spin-up).
+    let mut ups = Vec::new();
+    while let Ok(event) = activity.try_recv() {
+        if let GroupActivity::Up { group, .. } = event {
+            ups.push(group);
+        }
+    }
+    assert_eq!(ups, [0]);
+    let (bytes, repairs) = read_blob(&store, record.id).await;
+    assert!(bytes == *data);
+    assert!(repairs.is_clean(), "{repairs:?}");
+    Arc::try_unwrap(store).ok().unwrap().close().await;
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_group_is_spun_up_for_scrub_alone_more_often_than_the_minimum_interval() {
+    let dir = tempfile::tempdir().unwrap();
+    let min_interval = Duration::from_millis(1000);
+    // Every blob is due again 0.2 s after its scrub; each batch scrubs one blob.
+    let upkeep = UpkeepConfig {
+        scrub_interval_s: 0.2,
+        scrub_min_spin_up_interval_s: min_interval.as_secs_f64(),
+        scrub_bytes_per_spin_up: 1,
+    };
+    let store = new_store(dir.path(), upkeep).await;
+    for group in 0..4u32 {
+        for copy in 0..2u64 {
+            let key = format!("g{group}-{copy}");
+            migrate(
+                &store,
+                &key,
+                &pattern(5_000, u64::from(group) * 10 + copy),
+                group,
+            )
+            .await;
+        }
+    }
+    touch_groups(&store, &[5, 6]).await;
+    let store = Arc::new(store);
+    let mut activity = store.rack_io().driver.subscribe_activity();
+    let upkeep = store.start_upkeep().await.unwrap();
+    tokio::time::sleep(Duration::from_millis(3300)).await;
+    let report = upkeep.stop().await;
+    let mut ups: BTreeMap<u32, Vec<u64>> = BTreeMap::new();
+    while let Ok(event) = activity.try_recv() {
+        if let GroupActivity::Up { group, at_us } = event {
+            ups.entry(group).or_default().push(at_us);
+        }
+    }
+    assert!(report.errors.is_empty(), "{:?}", report.errors);
+    assert!(report.scrub_spin_ups >= 4, "{report:?}");
+    assert_eq!(
+        ups.keys().copied().collect::<Vec<_>>(),
+        [0, 1, 2, 3],
+        "{ups:?}"
+    );
+    // Spin-up latency jitter is milliseconds at this time factor; allow 5%.
+    let floor_us = min_interval.as_micros() as u64 * 95 / 100;
+    for (group, times) in &ups {
+        for pair in times.windows(2) {
+            assert!(
+                pair[1] - pair[0] >= floor_us,
+                "group {group} came up at {times:?}"
+            );
+        }
+    }
+    // The rule is not vacuous: some group was spun up for scrub again after the interval.
+    assert!(ups.values().any(|times| times.len() >= 2), "{ups:?}");
+    Arc::try_unwrap(store).ok().unwrap().close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_store_on_the_data_directory_gets_upkeep_busy_but_still_puts_and_gets() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = new_store(dir.path(), UpkeepConfig::default()).await;
+    first.put("staged", &b"hello"[..]).await.unwrap();
+    // Another open of the same directory (its own lock file handle, as another process has).
+    let second = Store::open_sqlite(&dir.path().join("data")).await.unwrap();
+    let guard = first.upkeep_lock().unwrap();
+    // Shared inside one store: a second guard and the first store's own flush work.
+    drop(first.upkeep_lock().unwrap());
+    let busy = |result: Result<(), StoreError>| match result {
+        Err(StoreError::UpkeepBusy { path }) => assert!(path.ends_with("upkeep.lock"), "{path}"),
+        other => panic!("expected UpkeepBusy, got {other:?}"),
+    };
+    busy(second.flush(|_| {}).await.map(|_| ()));
+    busy(
+        second
+            .scrub(ScrubMode::Forced, &ScrubLedger::default(), |_| {})
+            .await
+            .map(|_| ()),
+    );
+    busy(second.rebuild(|_| {}).await.map(|_| ()));
+    let second = Arc::new(second);
+    busy(second.start_upkeep().await.map(|_| ()));
+    assert!(
+        second
+            .upkeep_lock()
+            .unwrap_err()
+            .to_string()
+            .contains("upkeep.lock")
+    );
+    // Objects never take the lock.
+    second.put("other", &b"world"[..]).await.unwrap();
+    assert_eq!(get_all(&second, "staged").await, b"hello");
+    assert_eq!(second.list("", None, 10).await.unwrap().len(), 2);
+    second.delete("other").await.unwrap();
+    // Released: the second store's flush now runs.
+    drop(guard);
+    let flushed = second.flush(|_| {}).await.unwrap();
+    assert_eq!(flushed.objects_moved, 1);
+    // And the first one's upkeep is busy while the second holds it.
+    let upkeep = second.start_upkeep().await.unwrap();
+    assert!(matches!(
+        first.flush(|_| {}).await,
+        Err(StoreError::UpkeepBusy { .. })
+    ));
+    upkeep.stop().await;
+    first.flush(|_| {}).await.unwrap();
+    Arc::try_unwrap(second).ok().unwrap().close().await;
+    first.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_toml_without_an_upkeep_section_loads_with_defaults_and_bad_policies_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let custom = UpkeepConfig {
+        scrub_interval_s: 7.0,
+        scrub_min_spin_up_interval_s: 3.0,
+        scrub_bytes_per_spin_up: 1 << 20,
+    };
+    let store = new_store(dir.path(), custom.clone()).await;
+    store.close().await;
+    let data = dir.path().join("data");
+    let reopened = Store::open_sqlite(&data).await.unwrap();
+    assert_eq!(reopened.config().upkeep, custom);
+    reopened.close().await;
+    // A store.toml written before upkeep existed has no [upkeep] table.
+    let path = data.join("store.toml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let start = text.find("[upkeep]").expect("store.toml has [upkeep]");
+    let end = text[start..]
+        .find("\n[")
+        .map_or(text.len(), |end| start + end + 1);
+    std::fs::write(&path, format!("{}{}", &text[..start], &text[end..])).unwrap();
+    let old = Store::open_sqlite(&data).await.unwrap();
+    assert_eq!(old.config().upkeep, UpkeepConfig::default());
+    old.close().await;
+
+    for bad in [
+        UpkeepConfig {
+            scrub_interval_s: 0.0,
+            ..UpkeepConfig::default()
+        },
+        UpkeepConfig {
+            scrub_min_spin_up_interval_s: f64::NAN,
+            ..UpkeepConfig::default()
+        },
+        UpkeepConfig {
+            scrub_bytes_per_spin_up: 0,
+            ..UpkeepConfig::default()
+        },
+    ] {
+        let other = tempfile::tempdir().unwrap();
+        match Store::init_sqlite(&other.path().join("data"), config(bad)).await {
+            Err(StoreError::Config { message, .. }) => {
+                assert!(message.contains("upkeep."), "{message}")
+            }
+            Err(other) => panic!("expected a Config error, got {other}"),
+            Ok(_) => panic!("expected a Config error, got a store"),
+        }
+    }
+}
