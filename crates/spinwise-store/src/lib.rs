@@ -23,6 +23,7 @@
 //!   from running flush, rebuild, scrub or upkeep on one data directory at once.
 
 pub mod audit;
+pub mod buffers;
 pub mod clock;
 pub mod config;
 pub mod crash;

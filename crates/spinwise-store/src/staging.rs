@@ -12,6 +12,7 @@
 //! - memory per append or read is one chunk (`chunk_bytes`, 1 MiB by default);
 //! - the bytes of all segments plus in-flight reservations never exceed `limit_bytes`.
 
+use crate::buffers::BufferPool;
 use crate::hashing::BackgroundHasher;
 use bytes::Bytes;
 use std::collections::{BTreeMap, BTreeSet};
@@ -887,6 +888,8 @@ impl StagingLog {
             size_bytes,
             range,
             whole,
+            // Enough for the queue, the hasher's queue, the consumer's chunk and one in hand.
+            buffers: BufferPool::new(2 * READ_AHEAD_CHUNKS + 2),
         };
         let (sender, chunks) = tokio::sync::mpsc::channel(READ_AHEAD_CHUNKS);
         tokio::task::spawn_blocking(move || producer.run(sender));
@@ -1025,6 +1028,8 @@ struct ChunkProducer {
     range: Range<u64>,
     /// Hash of every byte so far, on whole-object reads.
     whole: Option<BackgroundHasher>,
+    /// Chunk buffers, reused once the consumer and the hasher drop them.
+    buffers: BufferPool,
 }
 
 impl ChunkProducer {
@@ -1067,7 +1072,7 @@ impl ChunkProducer {
         let chunk_start = chunk * self.chunk_bytes;
         let expected = (self.size_bytes - chunk_start).min(self.chunk_bytes) as usize;
         let frame_bytes = FRAME_HEADER_BYTES as usize + expected;
-        let mut buffer = Vec::with_capacity(frame_bytes);
+        let mut buffer = self.buffers.take(frame_bytes);
         let read = (&mut self.file)
             .take(frame_bytes as u64)
             .read_to_end(&mut buffer);
@@ -1081,7 +1086,7 @@ impl ChunkProducer {
         if length as usize != expected || frame_crc(length, data) != le_u32(&buffer[4..8]) {
             return Err(self.corrupt(format!("chunk {chunk} fails its length or crc32c check")));
         }
-        let frame = Bytes::from(buffer);
+        let frame = self.buffers.freeze(buffer);
         if let Some(hasher) = &self.whole {
             hasher.update(frame.slice(FRAME_HEADER_BYTES as usize..));
         }
