@@ -1,0 +1,139 @@
+//! Fixtures shared by the store's failure and upkeep tests: deterministic bytes, a blob placed
+//! by hand in a chosen group (as the migrator would, step by step), a whole-blob decode through
+//! the driver, and a byte flipped in a stack file.
+
+// Each test binary uses a different subset of these helpers.
+#![allow(dead_code)]
+
+use spinwise_catalog::{BlobId, BlobRecord, BlobState, Catalog, Migration};
+use spinwise_disk::Disk;
+use spinwise_ec::{Code, RepairReport, content_hash, decode_blob};
+use spinwise_sched::scheduler::Kind;
+use spinwise_store::SqliteStore;
+use spinwise_store::driver::{GroupDisks, Job};
+use spinwise_store::placement::DiskRoom;
+use spinwise_store::rack::disk_directory;
+use spinwise_store::stacks::{fetch_from_disks, stack_name, write_stacks};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// Deterministic test bytes: xorshift seeded from `seed` (any seed, 0 included).
+pub fn pattern(size_bytes: usize, seed: u64) -> Vec<u8> {
+    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..size_bytes)
+        .map(|_| {
+            state ^= state >> 12;
+            state ^= state << 25;
+            state ^= state >> 27;
+            (state.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 56) as u8
+        })
+        .collect()
+}
+
+/// Puts `data` under `key`, then migrates it into its own blob in `group` as the migrator will.
+pub async fn migrate(store: &SqliteStore, key: &str, data: &[u8], group: u32) -> BlobRecord {
+    let staged = store.put(key, data).await.unwrap();
+    let io = store.rack_io();
+    let code = io.code.clone();
+    let blob = store.catalog().next_blob_id().await.unwrap();
+    let stack_bytes = code.stack_file_bytes(data.len() as u64);
+    let room: BTreeMap<u32, DiskRoom> = io
+        .placement
+        .group_disks(group)
+        .unwrap()
+        .iter()
+        .map(|&disk| {
+            let room = DiskRoom {
+                free_bytes: 1 << 40,
+                healthy: true,
+            };
+            (disk, room)
+        })
+        .collect();
+    let disks = io
+        .placement
+        .choose_disks(group, stack_bytes, &room)
+        .unwrap();
+    let record = BlobRecord {
+        id: blob,
+        group,
+        disks: disks.clone(),
+        k: code.data_columns() as u32,
+        r: code.parity_columns() as u32,
+        fragment_bytes: code.fragment_bytes() as u32,
+        size_bytes: data.len() as u64,
+        content_hash: content_hash(data),
+        state: BlobState::Writing,
+        live_bytes: 0,
+    };
+    store.catalog().begin_blob(record.clone()).await.unwrap();
+    let column_disks: Vec<Arc<dyn Disk>> = disks
+        .iter()
+        .map(|&d| io.disks[d as usize].clone())
+        .collect();
+    let bytes = data.to_vec();
+    let hash = record.content_hash;
+    let job = Job::new(group, stack_bytes, Kind::Client, move |_: &GroupDisks| {
+        write_stacks(
+            &code,
+            blob,
+            bytes.len() as u64,
+            hash,
+            &bytes[..],
+            &column_disks,
+        )
+    });
+    let done = io.driver.submit(job).await.unwrap().wait().await.unwrap();
+    done.output.unwrap();
+    let moves = vec![Migration {
+        key: key.to_string(),
+        from: staged.location,
+        blob_offset: 0,
+    }];
+    assert_eq!(store.catalog().commit_blob(blob, moves).await.unwrap(), 1);
+    store.catalog().blob(blob).await.unwrap().unwrap()
+}
+
+/// Decodes the whole blob from its disks (per the catalog) inside a driver job.
+pub async fn read_blob(store: &SqliteStore, blob: BlobId) -> (Vec<u8>, RepairReport) {
+    let record = store.catalog().blob(blob).await.unwrap().unwrap();
+    let io = store.rack_io();
+    let code: Arc<Code> = io.code.clone();
+    let disks: Vec<Arc<dyn Disk>> = record
+        .disks
+        .iter()
+        .map(|&d| io.disks[d as usize].clone())
+        .collect();
+    let job = Job::new(
+        record.group,
+        record.size_bytes,
+        Kind::Client,
+        move |_: &GroupDisks| {
+            let mut out = Vec::new();
+            let report = decode_blob(
+                &code,
+                record.size_bytes,
+                record.content_hash,
+                fetch_from_disks(&code, record.id, &disks),
+                &mut out,
+            )
+            .unwrap();
+            (out, report)
+        },
+    );
+    io.driver
+        .submit(job)
+        .await
+        .unwrap()
+        .wait()
+        .await
+        .unwrap()
+        .output
+}
+
+pub fn flip_byte(store: &SqliteStore, disk: u32, blob: BlobId, column: usize, offset: u64) {
+    let path = disk_directory(store.data_dir(), disk as usize).join(stack_name(blob, column));
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes[offset as usize] ^= 0x5a;
+    std::fs::write(&path, bytes).unwrap();
+}
