@@ -992,7 +992,7 @@ pub enum ContentCheck {
     ChunksOnly,
     /// Also the whole object's size and BLAKE3 against the PUT's, at the end of a read of the
     /// whole object (a ranged read has no whole-object hash to check). Costs a hash pass (on a
-    /// 2-core VM, GET of a staged object drops from ~2 to ~0.8 GB/s, docs/BENCHMARKS.md), like
+    /// 2-core VM, GET of a staged object drops from ~1.2 to ~0.7 GB/s, docs/BENCHMARKS.md), like
     /// S3's `ChecksumMode: ENABLED`; the migrator always uses it.
     WholeObject,
 }
