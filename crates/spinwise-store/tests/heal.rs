@@ -8,6 +8,9 @@
 //!   readable and `rebuild` restores every blob to k + r good stacks on distinct healthy disks
 //!   of its group within the spread rule, checked from the catalog, the stack files and a scrub.
 
+mod common;
+
+use common::pattern;
 use spinwise_catalog::{BlobRecord, Catalog, DiskHealth, ObjectLocation};
 use spinwise_disk::PowerState;
 use spinwise_store::driver::GroupActivity;
@@ -58,18 +61,6 @@ fn wide_config() -> StoreConfig {
     config.fragment_bytes = 4096;
     config.bundle_bytes = 64 * 1024;
     config
-}
-
-fn pattern(size_bytes: usize, seed: u64) -> Vec<u8> {
-    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..size_bytes)
-        .map(|_| {
-            state ^= state >> 12;
-            state ^= state << 25;
-            state ^= state >> 27;
-            (state.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 56) as u8
-        })
-        .collect()
 }
 
 async fn get_all(store: &SqliteStore, key: &str) -> (Vec<u8>, usize) {

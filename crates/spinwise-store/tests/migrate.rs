@@ -3,6 +3,9 @@
 //! decoded back to the staged bytes, staging freed, objects deleted mid-migration staying dead,
 //! and a failed migration leaving nothing behind.
 
+mod common;
+
+use common::pattern;
 use spinwise_catalog::{BlobRecord, BlobState, Catalog, ObjectLocation, ObjectRecord};
 use spinwise_disk::Disk;
 use spinwise_store::driver::{GroupDisks, Job};
@@ -33,18 +36,6 @@ fn config() -> StoreConfig {
         limit_bytes: 256 << 20,
     };
     config
-}
-
-fn pattern(size_bytes: usize, seed: u64) -> Vec<u8> {
-    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..size_bytes)
-        .map(|_| {
-            state ^= state >> 12;
-            state ^= state << 25;
-            state ^= state >> 27;
-            (state.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 56) as u8
-        })
-        .collect()
 }
 
 async fn new_store(dir: &Path) -> SqliteStore {

@@ -3,6 +3,9 @@
 //! byte and a lying disk detected, a dropped reader leaves the group usable, and memory stays
 //! bounded.
 
+mod common;
+
+use common::pattern;
 use spinwise_disk::Disk;
 use spinwise_store::{RackSource, SqliteStore, Store, StoreConfig, StoreError};
 use std::path::Path;
@@ -20,18 +23,6 @@ fn config() -> StoreConfig {
     config.time_factor = 0.001;
     config.bundle_bytes = 4 << 20;
     config
-}
-
-fn pattern(size_bytes: usize, seed: u64) -> Vec<u8> {
-    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..size_bytes)
-        .map(|_| {
-            state ^= state >> 12;
-            state ^= state << 25;
-            state ^= state >> 27;
-            (state.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 56) as u8
-        })
-        .collect()
 }
 
 async fn new_store(dir: &Path) -> SqliteStore {

@@ -2,25 +2,15 @@
 //! at chunk boundaries, range reads, corruption detected on read, torn tails truncated and
 //! unreferenced segments deleted by recovery, the staging limit.
 
+mod common;
+
+use common::pattern;
 use spinwise_store::staging::{
     ContentCheck, StagingConfig, StagingError, StagingLog, segment_path,
 };
 use std::collections::BTreeSet;
 use std::io::{Seek, SeekFrom, Write};
 use std::path::Path;
-
-/// Deterministic, non-repeating test bytes (xorshift64*).
-fn pattern(size_bytes: usize, seed: u64) -> Vec<u8> {
-    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..size_bytes)
-        .map(|_| {
-            state ^= state >> 12;
-            state ^= state << 25;
-            state ^= state >> 27;
-            (state.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 56) as u8
-        })
-        .collect()
-}
 
 fn small_chunks() -> StagingConfig {
     StagingConfig {

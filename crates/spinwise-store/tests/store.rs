@@ -2,6 +2,9 @@
 //! trips, ranges, overwrite, delete, list, status, reopen and recovery of unacknowledged
 //! appends, and the typed refusals (bad key, missing key, bad range, migrated object).
 
+mod common;
+
+use common::pattern;
 use spinwise_catalog::{BlobRecord, BlobState, Catalog, MemoryCatalog, Migration, ObjectLocation};
 use spinwise_store::staging::{StagingConfig, StagingError, segment_path};
 use spinwise_store::{RackSource, SqliteStore, Store, StoreConfig, StoreError};
@@ -23,18 +26,6 @@ fn config(segment_bytes: u64) -> StoreConfig {
         limit_bytes: 256 << 20,
     };
     config
-}
-
-fn pattern(size_bytes: usize, seed: u64) -> Vec<u8> {
-    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..size_bytes)
-        .map(|_| {
-            state ^= state >> 12;
-            state ^= state << 25;
-            state ^= state >> 27;
-            (state.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 56) as u8
-        })
-        .collect()
 }
 
 async fn get_all<C: Catalog>(
