@@ -360,13 +360,27 @@ impl<'c> StripeDecoder<'c> {
 }
 
 fn check_crc(framed: &[u8]) -> ColumnState {
+    match verify_framed(framed) {
+        Ok(()) => ColumnState::Good,
+        Err(fault) => ColumnState::Bad(fault),
+    }
+}
+
+/// Checks a framed fragment (`F` bytes followed by their crc32c, little-endian) against its
+/// crc: `Err(FragmentFault::Checksum)` when they differ. For callers that fetch fragments
+/// themselves (the store's parallel read path) and fall back to [`StripeDecoder`] on a fault.
+pub fn verify_framed(framed: &[u8]) -> Result<(), FragmentFault> {
+    assert!(
+        framed.len() >= 4,
+        "a framed fragment ends with its 4-byte crc"
+    );
     let (fragment, crc) = framed.split_at(framed.len() - 4);
     let stored = u32::from_le_bytes(crc.try_into().expect("4 bytes"));
     let computed = crc32c::crc32c(fragment);
     if stored == computed {
-        ColumnState::Good
+        Ok(())
     } else {
-        ColumnState::Bad(FragmentFault::Checksum { stored, computed })
+        Err(FragmentFault::Checksum { stored, computed })
     }
 }
 

@@ -34,7 +34,7 @@ pub use code::{
 };
 pub use decoder::{
     DecodeError, FetchError, FragmentFault, RepairReport, RepairedFragment, StripeDecoder,
-    decode_blob, fetch_from_stacks,
+    decode_blob, fetch_from_stacks, verify_framed,
 };
 pub use encoder::{BlobEncoder, EncodeError, EncodedStripe, content_hash, encode_stacks};
 pub use header::{FORMAT_VERSION, FormatError, HEADER_BYTES, MAGIC, StackHeader};

@@ -28,8 +28,9 @@ impl AsRef<[u8]> for Pooled {
 
 impl Drop for Pooled {
     fn drop(&mut self) {
-        let mut buffer = std::mem::take(&mut self.buffer);
-        buffer.clear();
+        // Kept at its length: its bytes are initialized, so `take_initialized` can hand it
+        // out again without zeroing it.
+        let buffer = std::mem::take(&mut self.buffer);
         let mut idle = self.pool.idle.lock().expect("buffer pool lock");
         if idle.len() < self.pool.capacity {
             idle.push(buffer);
@@ -50,7 +51,17 @@ impl BufferPool {
     pub fn take(&self, bytes: usize) -> Vec<u8> {
         let reused = self.idle.lock().expect("buffer pool lock").pop();
         let mut buffer = reused.unwrap_or_default();
+        buffer.clear();
         buffer.reserve(bytes);
+        buffer
+    }
+
+    /// A buffer of exactly `bytes` initialized bytes (stale contents of an earlier use, or
+    /// zeros where it grew), for APIs that fill a `&mut [u8]`.
+    pub fn take_initialized(&self, bytes: usize) -> Vec<u8> {
+        let reused = self.idle.lock().expect("buffer pool lock").pop();
+        let mut buffer = reused.unwrap_or_default();
+        buffer.resize(bytes, 0);
         buffer
     }
 
@@ -88,6 +99,23 @@ mod tests {
         let again = pool.take(16);
         assert!(again.is_empty());
         assert_eq!(again.as_ptr(), address, "the same allocation is reused");
+    }
+
+    #[test]
+    fn take_initialized_gives_exactly_the_length_asked_and_reuses_the_allocation() {
+        let pool = BufferPool::new(1);
+        let first = pool.take_initialized(32);
+        assert_eq!(first, vec![0u8; 32]);
+        let address = first.as_ptr();
+        drop(pool.freeze(first));
+        let shorter = pool.take_initialized(8);
+        assert_eq!(shorter.len(), 8);
+        assert_eq!(shorter.as_ptr(), address);
+        drop(pool.freeze(shorter));
+        assert!(
+            pool.take(8).is_empty(),
+            "take still hands out an empty buffer"
+        );
     }
 
     #[test]

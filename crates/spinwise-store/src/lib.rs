@@ -12,7 +12,8 @@
 //! - [`migrate`] is the bundler and migrator ([`Store::flush`]), [`space`] the disks' used space
 //!   it places by;
 //! - [`read`] reads migrated objects: one scheduler job per GET on the blob's group, decoding
-//!   only the covering fragments, reconstructing from any k;
+//!   only the covering fragments, reconstructing from any k; [`ordered`] is the ordered
+//!   parallel pipeline that spreads a GET's reading and crc checks over the cores;
 //! - [`startup`] checks every disk at start-up, group by group under the budgets;
 //! - [`repair`] fails disks, rebuilds their stripe stacks under the rebuild share and repairs
 //!   damaged stacks in place; [`scrub`] verifies every stripe and repairs what it finds;
@@ -33,6 +34,7 @@ pub mod hashing;
 pub mod heal;
 pub mod lock;
 pub mod migrate;
+pub mod ordered;
 pub mod placement;
 pub mod rack;
 pub mod read;

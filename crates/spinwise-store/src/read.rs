@@ -1,20 +1,24 @@
 //! Reads of migrated objects (issue 4, read path): the object's bytes are a range of its blob;
-//! one driver job on the blob's group runs the decoder over the group's disks once the
-//! scheduler has the group up, fetching only the fragments that cover the range, checking each
-//! fragment's crc32c and reconstructing from any k good ones. The decoded bytes stream to the
-//! caller through a bounded channel. Before the job returns it hands its repair report to
-//! [`crate::heal`], which queues in-place repairs of the damaged stacks on the same spin-up and
-//! notes disks that answered `Failed`.
+//! one driver job on the blob's group reads it once the scheduler has the group up, fetching
+//! only the data fragments that cover the range. Reader threads ([`crate::ordered`], one per
+//! core) each fetch whole stripes straight into one buffer and check every fragment's crc32c
+//! while it is still in cache; the job hands the verified stripes on in order without copying.
+//! A stripe with an unreadable, short or corrupt fragment is redone by the
+//! [`StripeDecoder`], which reconstructs from any k good fragments and reports what it read
+//! around. The bytes stream to the caller through a bounded channel. Before the job returns it
+//! hands its repair report to [`crate::heal`], which queues in-place repairs of the damaged
+//! stacks on the same spin-up and notes disks that answered `Failed`.
 //!
 //! Invariants:
-//! - memory is bounded whatever the object size: [`READ_CHUNK_BYTES`] × [`READ_QUEUE_CHUNKS`]
-//!   queued, plus the decoder's one stripe;
+//! - memory is bounded whatever the object size: [`READ_QUEUE_CHUNKS`] stripes queued, plus
+//!   [`STRIPES_AHEAD_PER_WORKER`] + 1 per reader thread, plus the decoder's one stripe;
 //! - a reader dropped early ends the job at its next chunk (the channel is closed, the sink
 //!   fails, the decoder stops), so an abandoned GET never holds its group;
 //! - bytes reach the caller only after their crc (or a reconstruction from crc-checked
 //!   fragments) vouched for them; a stripe with fewer than k good fragments is a typed error
 //!   naming every bad fragment and its disk.
 
+use crate::buffers::BufferPool;
 use crate::clock::{Clock, SystemClock};
 use crate::driver::{Done, GroupDisks, Job, JobHandle};
 use crate::error::{StoreError, StoreResult};
@@ -23,17 +27,16 @@ use crate::store::Store;
 use bytes::Bytes;
 use spinwise_catalog::{BlobRecord, Catalog, ObjectRecord};
 use spinwise_disk::Disk;
-use spinwise_ec::{Code, DecodeError, RepairReport, StripeDecoder};
+use spinwise_ec::{Code, DecodeError, FetchError, RepairReport, StripeDecoder, verify_framed};
 use spinwise_sched::scheduler::Kind;
-use std::io::{self, Write};
-use std::ops::Range;
+use std::ops::{ControlFlow, Range};
 use std::sync::Arc;
 use tokio::sync::mpsc;
 
-/// Bytes per chunk handed to the caller.
-pub const READ_CHUNK_BYTES: usize = 1 << 20;
-/// Chunks queued between the decoder and a slow caller: 8 MiB in flight per GET.
+/// Stripes (one chunk each) queued between the job and a slow caller.
 pub const READ_QUEUE_CHUNKS: usize = 8;
+/// Stripes each reader thread fetches ahead of the job.
+pub const STRIPES_AHEAD_PER_WORKER: usize = 2;
 
 /// Where a GET's time went, in µs: waiting for the scheduler (of which spinning the group up),
 /// to the first byte, and the whole service.
@@ -45,42 +48,8 @@ pub struct ReadTiming {
     pub service_us: u64,
 }
 
-/// The decoder's output: verified byte chunks, or the error that stopped it.
+/// The job's output: verified byte chunks, or the error that stopped it.
 type Piece = Result<Bytes, StoreError>;
-
-/// An `io::Write` that cuts the decoder's output into chunks for the channel.
-struct ChunkSink {
-    sender: mpsc::Sender<Piece>,
-    buffer: Vec<u8>,
-}
-
-impl ChunkSink {
-    fn send(&mut self) -> io::Result<()> {
-        if self.buffer.is_empty() {
-            return Ok(());
-        }
-        let chunk = std::mem::replace(&mut self.buffer, Vec::with_capacity(READ_CHUNK_BYTES));
-        self.sender
-            .blocking_send(Ok(Bytes::from(chunk)))
-            .map_err(|_| io::Error::new(io::ErrorKind::BrokenPipe, "the reader went away"))
-    }
-}
-
-impl Write for ChunkSink {
-    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
-        let room = READ_CHUNK_BYTES - self.buffer.len();
-        let taken = room.min(bytes.len());
-        self.buffer.extend_from_slice(&bytes[..taken]);
-        if self.buffer.len() == READ_CHUNK_BYTES {
-            self.send()?;
-        }
-        Ok(taken)
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        self.send()
-    }
-}
 
 /// A GET of a migrated object in progress.
 pub struct MigratedReader {
@@ -171,13 +140,9 @@ fn decode_failure(key: &str, blob: &BlobRecord, error: DecodeError) -> StoreErro
     }
 }
 
-/// The job's work: decode `range` of the blob into the channel.
-fn decode_range(
-    group: &GroupDisks,
-    context: &ReadContext,
-    sender: mpsc::Sender<Piece>,
-) -> RepairReport {
-    let columns: Vec<Arc<dyn Disk>> = context
+/// The disks of the blob's columns, as the group's job sees them.
+fn column_disks(group: &GroupDisks, context: &ReadContext) -> Vec<Arc<dyn Disk>> {
+    context
         .blob
         .disks
         .iter()
@@ -187,19 +152,18 @@ fn decode_range(
                 .cloned()
                 .unwrap_or_else(|| context.disks[*disk as usize].clone())
         })
-        .collect();
-    let mut decoder = StripeDecoder::new(&context.code, context.blob.size_bytes);
-    let fetch = fetch_from_disks(&context.code, context.blob.id, &columns);
-    let mut sink = ChunkSink {
-        sender: sender.clone(),
-        buffer: Vec::with_capacity(READ_CHUNK_BYTES),
-    };
-    let decoded = decoder
-        .read_range(context.range.clone(), fetch, &mut sink)
-        .and_then(|report| sink.flush().map(|()| report).map_err(DecodeError::from));
-    let report = match decoded {
+        .collect()
+}
+
+/// The job's work: read `range` of the blob into the channel.
+fn decode_range(
+    group: &GroupDisks,
+    context: &ReadContext,
+    sender: mpsc::Sender<Piece>,
+) -> RepairReport {
+    let columns = column_disks(group, context);
+    let report = match stream_range(context, &columns, &sender) {
         Ok(report) => report,
-        Err(DecodeError::Sink(_)) => RepairReport::default(),
         Err(error) => {
             let _ = sender.blocking_send(Err(decode_failure(&context.key, &context.blob, error)));
             RepairReport::default()
@@ -208,6 +172,122 @@ fn decode_range(
     // Still inside the job, so the group is up: queue repairs of damaged stacks (crate::heal).
     context.heal.after_read(&context.blob, &columns, &report);
     report
+}
+
+/// Streams the range stripe by stripe; stops quietly (Ok) when the caller has gone.
+fn stream_range(
+    context: &ReadContext,
+    columns: &[Arc<dyn Disk>],
+    sender: &mpsc::Sender<Piece>,
+) -> Result<RepairReport, DecodeError> {
+    let mut report = RepairReport::default();
+    let range = context.range.clone();
+    if range.is_empty() {
+        return Ok(report);
+    }
+    let code = context.code.as_ref();
+    let location = code.locate(context.blob.size_bytes, range.clone())?;
+    let stripes = location.last_stripe - location.first_stripe + 1;
+    let workers = crate::ordered::read_workers(stripes);
+    let buffers = BufferPool::new(workers * (STRIPES_AHEAD_PER_WORKER + 1) + READ_QUEUE_CHUNKS + 1);
+    let mut decoder = StripeDecoder::new(code, context.blob.size_bytes);
+    let mut fetch = fetch_from_disks(code, context.blob.id, columns);
+    let mut failure = None;
+    crate::ordered::run_ordered(
+        stripes,
+        workers,
+        STRIPES_AHEAD_PER_WORKER,
+        || {
+            let mut fetch = fetch_from_disks(code, context.blob.id, columns);
+            let buffers = buffers.clone();
+            let range = range.clone();
+            move |item: u64| {
+                let span = StripeSpan::new(code, &range, location.first_stripe + item);
+                let fetched = fetch_stripe(code, &span, &mut fetch, &buffers);
+                (span, fetched)
+            }
+        },
+        |(span, fetched)| {
+            let bytes = match fetched {
+                Some(bytes) => bytes,
+                None => match redo_stripe(&mut decoder, &span, &mut fetch) {
+                    Ok((bytes, repaired)) => {
+                        report.merge(repaired);
+                        bytes
+                    }
+                    Err(error) => {
+                        failure = Some(error);
+                        return ControlFlow::Break(());
+                    }
+                },
+            };
+            match sender.blocking_send(Ok(bytes)) {
+                Ok(()) => ControlFlow::Continue(()),
+                Err(_) => ControlFlow::Break(()), // the caller went away
+            }
+        },
+    );
+    failure.map_or(Ok(report), Err)
+}
+
+/// The part of one stripe a range covers: blob bytes `blob_range`, in data columns `columns`.
+struct StripeSpan {
+    stripe: u64,
+    blob_range: Range<u64>,
+    columns: Range<usize>,
+    /// Where `blob_range` starts and ends relative to the first covered column's start.
+    within: Range<usize>,
+}
+
+impl StripeSpan {
+    fn new(code: &Code, range: &Range<u64>, stripe: u64) -> StripeSpan {
+        let stripe_start = stripe * code.stripe_data_bytes();
+        let start = range.start.max(stripe_start);
+        let end = range.end.min(stripe_start + code.stripe_data_bytes());
+        let fragment_bytes = code.fragment_bytes() as u64;
+        let first_column = (start - stripe_start) / fragment_bytes;
+        let last_column = (end - 1 - stripe_start) / fragment_bytes;
+        let columns_start = stripe_start + first_column * fragment_bytes;
+        StripeSpan {
+            stripe,
+            blob_range: start..end,
+            columns: first_column as usize..last_column as usize + 1,
+            within: (start - columns_start) as usize..(end - columns_start) as usize,
+        }
+    }
+}
+
+/// Fetches the span's fragments into one buffer, fragment after fragment (each read with its
+/// crc, which the next fragment then overwrites), checking each crc while the bytes are hot.
+/// `None` when a fragment is unreadable, short or corrupt: the decoder redoes the stripe.
+fn fetch_stripe(
+    code: &Code,
+    span: &StripeSpan,
+    fetch: &mut impl FnMut(usize, u64, &mut [u8]) -> Result<usize, FetchError>,
+    buffers: &BufferPool,
+) -> Option<Bytes> {
+    let fragment_bytes = code.fragment_bytes();
+    let framed_bytes = code.framed_fragment_bytes();
+    let mut buffer = buffers.take_initialized(span.columns.len() * fragment_bytes + 4);
+    for (slot, column) in span.columns.clone().enumerate() {
+        let framed = &mut buffer[slot * fragment_bytes..][..framed_bytes];
+        let whole = fetch(column, span.stripe, framed).is_ok_and(|got| got == framed_bytes);
+        if !whole || verify_framed(framed).is_err() {
+            return None;
+        }
+    }
+    Some(buffers.freeze(buffer).slice(span.within.clone()))
+}
+
+/// Decodes one stripe's span with the [`StripeDecoder`] (reconstructing around bad fragments).
+fn redo_stripe(
+    decoder: &mut StripeDecoder<'_>,
+    span: &StripeSpan,
+    fetch: &mut impl FnMut(usize, u64, &mut [u8]) -> Result<usize, FetchError>,
+) -> Result<(Bytes, RepairReport), DecodeError> {
+    let mut bytes = Vec::with_capacity((span.blob_range.end - span.blob_range.start) as usize);
+    let repaired = decoder.read_range(span.blob_range.clone(), fetch, &mut bytes)?;
+    Ok((Bytes::from(bytes), repaired))
 }
 
 /// What a read job needs, moved onto its blocking thread.

@@ -888,8 +888,12 @@ impl StagingLog {
             size_bytes,
             range,
             whole,
-            // Enough for the queue, the hasher's queue, the consumer's chunk and one in hand.
-            buffers: BufferPool::new(2 * READ_AHEAD_CHUNKS + 2),
+            // Enough for the queue, the hasher's queue, the consumer's chunk and the readers'.
+            buffers: BufferPool::new(
+                2 * READ_AHEAD_CHUNKS
+                    + 1
+                    + crate::ordered::MAX_READ_WORKERS * (READ_AHEAD_PER_WORKER + 1),
+            ),
         };
         let (sender, chunks) = tokio::sync::mpsc::channel(READ_AHEAD_CHUNKS);
         tokio::task::spawn_blocking(move || producer.run(sender));
@@ -1001,8 +1005,9 @@ pub enum ContentCheck {
 const READ_AHEAD_CHUNKS: usize = 4;
 
 /// Yields a staged record's bytes in a range as verified chunks (see [`StagingLog::read`]).
-/// A blocking thread reads, checks and hashes up to [`READ_AHEAD_CHUNKS`] chunks ahead; it
-/// stops when the reader is dropped.
+/// Reader threads read and check frames a few ahead each ([`crate::ordered`]), a blocking
+/// thread hashes them in order and queues up to [`READ_AHEAD_CHUNKS`] chunks; all stop when
+/// the reader is dropped.
 pub struct StagedReader {
     chunks: tokio::sync::mpsc::Receiver<Result<Bytes>>,
 }
@@ -1015,8 +1020,16 @@ impl StagedReader {
     }
 }
 
-/// The blocking half of a staged read: reads frames in order, checks each frame's length and
-/// crc32c, and on a whole-object read the size and BLAKE3 in the trailer.
+/// Frames each reader thread of a staged read verifies ahead of its consumer.
+const READ_AHEAD_PER_WORKER: usize = 2;
+
+/// Bytes read and crc-checked at a time by a [`FrameReader`]: small enough to stay in a
+/// core's L2 cache between the read and the crc.
+const VERIFY_PIECE_BYTES: usize = 128 * 1024;
+
+/// The blocking half of a staged read: reader threads ([`crate::ordered`]) each read and
+/// check frames (length and crc32c), the producer hands them on in order and, on a
+/// whole-object read, checks the size and BLAKE3 in the trailer.
 struct ChunkProducer {
     path: PathBuf,
     file: std::fs::File,
@@ -1049,52 +1062,71 @@ impl ChunkProducer {
 
     /// Sends every chunk of the range; returns early (Ok) when the consumer has gone.
     fn produce(&mut self, sender: &tokio::sync::mpsc::Sender<Result<Bytes>>) -> Result<()> {
-        crate::writeback::advise_sequential(&self.file);
         let first_chunk = self.range.start / self.chunk_bytes;
-        let position = self.payload_start + first_chunk * (FRAME_HEADER_BYTES + self.chunk_bytes);
-        self.file
-            .seek(SeekFrom::Start(position))
-            .map_err(io_error(&self.path))?;
-        let mut chunk = first_chunk;
-        while chunk * self.chunk_bytes < self.range.end {
-            let bytes = self.read_chunk(chunk)?;
-            if sender.blocking_send(Ok(bytes)).is_err() {
-                return Ok(());
-            }
-            chunk += 1;
+        let end_chunk = self.range.end.div_ceil(self.chunk_bytes).max(first_chunk);
+        let chunks = end_chunk - first_chunk;
+        let workers = crate::ordered::read_workers(chunks);
+        let readers = Mutex::new(self.frame_readers(workers)?);
+        let mut outcome = Ok(true);
+        crate::ordered::run_ordered(
+            chunks,
+            workers,
+            READ_AHEAD_PER_WORKER,
+            || {
+                let mut reader = readers.lock().expect("frame readers").pop();
+                move |item: u64| {
+                    let reader = reader.as_mut().expect("one frame reader per worker");
+                    reader.read_frame(first_chunk + item)
+                }
+            },
+            |frame| match frame.and_then(|frame| self.hand_on(frame, sender)) {
+                Ok(true) => std::ops::ControlFlow::Continue(()),
+                other => {
+                    outcome = other;
+                    std::ops::ControlFlow::Break(())
+                }
+            },
+        );
+        if outcome? {
+            self.finish()?;
         }
-        self.finish()
+        Ok(())
     }
 
-    /// Reads and verifies frame `chunk` (the file is positioned at it); returns the part of
-    /// its data inside the range, without copying.
-    fn read_chunk(&mut self, chunk: u64) -> Result<Bytes> {
-        let chunk_start = chunk * self.chunk_bytes;
-        let expected = (self.size_bytes - chunk_start).min(self.chunk_bytes) as usize;
-        let frame_bytes = FRAME_HEADER_BYTES as usize + expected;
-        let mut buffer = self.buffers.take(frame_bytes);
-        let read = (&mut self.file)
-            .take(frame_bytes as u64)
-            .read_to_end(&mut buffer);
-        match read {
-            Ok(count) if count == frame_bytes => {}
-            Ok(count) => return Err(self.corrupt(format!("chunk {chunk}: short, {count} bytes"))),
-            Err(e) => return Err(self.corrupt(format!("chunk {chunk}: {e}"))),
-        }
-        let length = le_u32(&buffer[0..4]);
-        let data = &buffer[FRAME_HEADER_BYTES as usize..];
-        if length as usize != expected || frame_crc(length, data) != le_u32(&buffer[4..8]) {
-            return Err(self.corrupt(format!("chunk {chunk} fails its length or crc32c check")));
-        }
-        let frame = self.buffers.freeze(buffer);
+    /// One reader per worker, each with its own file handle (and so its own offset).
+    fn frame_readers(&self, workers: usize) -> Result<Vec<FrameReader>> {
+        (0..workers)
+            .map(|_| {
+                let file = std::fs::File::open(&self.path).map_err(io_error(&self.path))?;
+                crate::writeback::advise_sequential(&file);
+                Ok(FrameReader {
+                    file,
+                    segment: self.segment,
+                    offset: self.offset,
+                    payload_start: self.payload_start,
+                    chunk_bytes: self.chunk_bytes,
+                    size_bytes: self.size_bytes,
+                    buffers: self.buffers.clone(),
+                })
+            })
+            .collect()
+    }
+
+    /// Hashes a verified frame (whole-object reads) and sends the part of its data inside the
+    /// range, without copying; `Ok(false)` when the consumer has gone.
+    fn hand_on(
+        &self,
+        (chunk, frame): (u64, Bytes),
+        sender: &tokio::sync::mpsc::Sender<Result<Bytes>>,
+    ) -> Result<bool> {
+        let header = FRAME_HEADER_BYTES as usize;
         if let Some(hasher) = &self.whole {
-            hasher.update(frame.slice(FRAME_HEADER_BYTES as usize..));
+            hasher.update(frame.slice(header..));
         }
-        let from =
-            FRAME_HEADER_BYTES as usize + self.range.start.saturating_sub(chunk_start) as usize;
-        let to =
-            FRAME_HEADER_BYTES as usize + ((self.range.end - chunk_start) as usize).min(expected);
-        Ok(frame.slice(from..to))
+        let chunk_start = chunk * self.chunk_bytes;
+        let from = header + self.range.start.saturating_sub(chunk_start) as usize;
+        let to = header + ((self.range.end - chunk_start) as usize).min(frame.len() - header);
+        Ok(sender.blocking_send(Ok(frame.slice(from..to))).is_ok())
     }
 
     /// On a whole-object read, checks the trailer's size and BLAKE3 against what was read.
@@ -1114,5 +1146,66 @@ impl ChunkProducer {
             return Err(self.corrupt("size or BLAKE3 differs from the trailer".into()));
         }
         Ok(())
+    }
+}
+
+/// One reader thread's view of a staged record: reads and verifies whole frames.
+struct FrameReader {
+    file: std::fs::File,
+    segment: SegmentId,
+    offset: u64,
+    payload_start: u64,
+    chunk_bytes: u64,
+    size_bytes: u64,
+    buffers: BufferPool,
+}
+
+impl FrameReader {
+    fn corrupt(&self, detail: String) -> StagingError {
+        StagingError::Corrupt {
+            segment: self.segment,
+            offset: self.offset,
+            detail,
+        }
+    }
+
+    /// Reads frame `chunk` and checks its length and crc32c; returns it (header included).
+    fn read_frame(&mut self, chunk: u64) -> Result<(u64, Bytes)> {
+        let chunk_start = chunk * self.chunk_bytes;
+        let expected = (self.size_bytes - chunk_start).min(self.chunk_bytes) as usize;
+        let frame_bytes = FRAME_HEADER_BYTES as usize + expected;
+        let position = self.payload_start + chunk * (FRAME_HEADER_BYTES + self.chunk_bytes);
+        let mut buffer = self.buffers.take(frame_bytes);
+        self.file
+            .seek(SeekFrom::Start(position))
+            .map_err(|e| self.corrupt(format!("chunk {chunk}: {e}")))?;
+        self.read_more(&mut buffer, FRAME_HEADER_BYTES as usize, chunk)?;
+        let length = le_u32(&buffer[0..4]);
+        if length as usize != expected {
+            return Err(self.corrupt(format!("chunk {chunk}: length {length}, not {expected}")));
+        }
+        // The crc is computed piece by piece right after each piece is read, while it is still
+        // in the core's cache; over a whole 1 MiB chunk it would stream from memory again.
+        let mut crc = crc32c::crc32c(&buffer[0..4]);
+        while buffer.len() < frame_bytes {
+            let start = buffer.len();
+            let piece = (frame_bytes - start).min(VERIFY_PIECE_BYTES);
+            self.read_more(&mut buffer, piece, chunk)?;
+            crc = crc32c::crc32c_append(crc, &buffer[start..]);
+        }
+        if crc != le_u32(&buffer[4..8]) {
+            return Err(self.corrupt(format!("chunk {chunk} fails its crc32c check")));
+        }
+        Ok((chunk, self.buffers.freeze(buffer)))
+    }
+
+    /// Appends exactly `bytes` more bytes of the file to `buffer` (into its spare capacity,
+    /// without zeroing it first).
+    fn read_more(&mut self, buffer: &mut Vec<u8>, bytes: usize, chunk: u64) -> Result<()> {
+        match (&mut self.file).take(bytes as u64).read_to_end(buffer) {
+            Ok(count) if count == bytes => Ok(()),
+            Ok(count) => Err(self.corrupt(format!("chunk {chunk}: short, {count} bytes"))),
+            Err(e) => Err(self.corrupt(format!("chunk {chunk}: {e}"))),
+        }
     }
 }

@@ -474,8 +474,8 @@ impl ObjectReader {
     pub fn range(&self) -> Range<u64> {
         self.range.clone()
     }
-    /// The next verified piece of the range (at most one staging chunk or one
-    /// [`crate::read::READ_CHUNK_BYTES`]), or `None` at the end.
+    /// The next verified piece of the range (at most one staging chunk, or the part of one
+    /// stripe of a migrated object), or `None` at the end.
     pub async fn next_chunk(&mut self) -> StoreResult<Option<Bytes>> {
         let chunk = match &mut self.source {
             Source::Staged(reader) => reader.next_chunk().await?,

@@ -180,6 +180,57 @@ async fn a_flipped_byte_and_a_lying_disk_are_detected_and_read_around() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_corrupt_stripe_inside_a_long_read_is_reconstructed_in_order_and_reported_once() {
+    // Reader threads fetch stripes in parallel; the bad one is redone by the decoder between
+    // good ones, and the stream must stay in blob order.
+    let dir = tempfile::tempdir().unwrap();
+    let store = new_store(dir.path()).await;
+    let code = store.rack_io().code.clone();
+    let stripe_bytes = code.stripe_data_bytes() as usize;
+    let bytes = pattern(40 * stripe_bytes + 12_345, 9);
+    let disks = put_and_flush(&store, &[("long", bytes.clone())]).await;
+    let spinwise_catalog::ObjectLocation::Migrated { blob, .. } =
+        store.stat("long").await.unwrap().location
+    else {
+        panic!("not migrated");
+    };
+    let bad_stripe = 17;
+    common::flip_byte(
+        &store,
+        disks[1],
+        blob,
+        1,
+        code.fragment_offset(bad_stripe) + 10,
+    );
+    let (read, repaired) = get_all(&store, "long", None).await.unwrap();
+    assert!(read == bytes, "whole read differs");
+    assert_eq!(repaired, 1);
+    // That read queued the stack's repair (crate::heal); damage another stripe for a ranged read.
+    assert_eq!(store.settle_repairs().await.unwrap().repaired.len(), 1);
+    common::flip_byte(
+        &store,
+        disks[2],
+        blob,
+        2,
+        code.fragment_offset(bad_stripe + 1) + 99,
+    );
+    let range = (16 * stripe_bytes + 5) as u64..(19 * stripe_bytes + 77) as u64;
+    let mut reader = store.get("long", Some(range.clone())).await.unwrap();
+    let mut read = Vec::new();
+    while let Some(chunk) = reader.next_chunk().await.unwrap() {
+        read.extend_from_slice(&chunk);
+    }
+    assert!(read[..] == bytes[range.start as usize..range.end as usize]);
+    let report = reader.repairs();
+    assert_eq!(report.repaired.len(), 1, "{report:?}");
+    assert_eq!(
+        (report.repaired[0].stripe, report.repaired[0].column),
+        (bad_stripe + 1, 2)
+    );
+    store.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reader_dropped_after_one_chunk_leaves_the_group_usable() {
     let dir = tempfile::tempdir().unwrap();
     let store = new_store(dir.path()).await;
