@@ -95,8 +95,10 @@ pub enum StoreCommand {
     /// Run the upkeep task for SECONDS: scrub the overdue blobs of every group that comes up
     /// (batched with spin-ups that happen anyway, within the per-spin-up byte budget), and spin a
     /// group up for scrub alone at most once per scrub_min_spin_up_interval_s ([upkeep] in
-    /// store.toml). Holds DATA/upkeep.lock: fails at once if another process runs flush,
-    /// rebuild, scrub or upkeep. Exit status 1 if a stripe is corrupt beyond repair.
+    /// store.toml); also migrate staged objects once a full bundle is staged or the oldest has
+    /// waited migrate_after_s, and rebuild the stacks of failed disks at once. Holds
+    /// DATA/upkeep.lock: fails at once if another process runs flush, rebuild, scrub or
+    /// upkeep. Exit status 1 if a stripe is corrupt beyond repair.
     Upkeep {
         /// How long to run (seconds).
         #[arg(long = "for", value_name = "SECONDS")]
@@ -782,6 +784,13 @@ async fn upkeep(store: &std::sync::Arc<SqliteStore>, duration_s: f64, json: bool
             report.scrub.blobs,
             report.scrub.bad_fragments,
             report.scrub.stacks_repaired
+        );
+        outln!(
+            "upkeep: {} migration(s) moving {} object(s), {} rebuild run(s) restoring {} stack(s)",
+            report.duties.flushes,
+            report.duties.objects_migrated,
+            report.duties.rebuilds,
+            report.duties.stacks_rebuilt
         );
     }
     let mut problems = report.scrub.unrepairable.clone();

@@ -21,7 +21,8 @@
 //!   found failed (at open, by the check, by reads), queueing their rebuild.
 //! - [`upkeep`] runs scrub piggybacked on spin-ups that happen anyway (and scrub-only spin-ups no
 //!   more often than configured); [`lock`] is the upkeep lock file that keeps two processes
-//!   from running flush, rebuild, scrub or upkeep on one data directory at once.
+//!   from running flush, rebuild, scrub or upkeep on one data directory at once; [`duties`] are
+//!   the task's other work: migrating staged objects by policy and rebuilding failed disks.
 
 pub mod audit;
 pub mod buffers;
@@ -29,6 +30,7 @@ pub mod clock;
 pub mod config;
 pub mod crash;
 pub mod driver;
+pub mod duties;
 pub mod error;
 pub mod hashing;
 pub mod heal;

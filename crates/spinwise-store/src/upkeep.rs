@@ -14,13 +14,19 @@
 //!   only if `scrub_min_spin_up_interval_s` has passed since this task's last scrub-only spin-up
 //!   of the group *and* since the last verification of any of its blobs (durable, from the
 //!   catalog: a restarted task or a recent piggyback counts). The first tick is at start; ticks
-//!   come every quarter of the minimum interval (between 50 ms and 60 s).
+//!   come every quarter of the minimum interval or of `migrate_after_s`, whichever is shorter
+//!   (between 50 ms and 60 s).
+//! - **Duties** ([`crate::duties`]), first on every tick: migrate staged objects when a full
+//!   bundle is staged or the oldest has waited `migrate_after_s`; rebuild queued stacks of
+//!   failed disks at once.
 //!
 //! Invariants: each group cycle (Up … Down) gets one batch (a group this task spun up is not
 //! batched again on its `Up`), plus one per minimum interval while it stays up; a scrub-only batch starts only after the minimum interval;
-//! stopping waits for the blob being scrubbed, then the task ends and releases the lock.
+//! stopping waits for the blob being scrubbed (or a migration or rebuild under way), then the
+//! task ends and releases the lock.
 
 use crate::driver::{GroupActivity, GroupPhase};
+use crate::duties::{DutyClock, DutyReport};
 use crate::error::StoreResult;
 use crate::lock::UpkeepGuard;
 use crate::scrub::{BatchLimits, ScrubLedger, ScrubReport};
@@ -43,6 +49,9 @@ pub struct UpkeepConfig {
     pub scrub_min_spin_up_interval_s: f64,
     /// Stripe-stack bytes scrubbed per spin-up (default 4 GiB; at least one blob).
     pub scrub_bytes_per_spin_up: u64,
+    /// Staged objects are migrated once the oldest has waited this long (seconds; default
+    /// 1 hour), or as soon as staging holds a full bundle ([`crate::duties`]).
+    pub migrate_after_s: f64,
 }
 
 impl Default for UpkeepConfig {
@@ -51,6 +60,7 @@ impl Default for UpkeepConfig {
             scrub_interval_s: 30.0 * 86_400.0,
             scrub_min_spin_up_interval_s: 86_400.0,
             scrub_bytes_per_spin_up: 4 << 30,
+            migrate_after_s: 3600.0,
         }
     }
 }
@@ -67,6 +77,9 @@ pub fn validate(config: &UpkeepConfig) -> Result<(), String> {
     if config.scrub_bytes_per_spin_up == 0 {
         return Err("upkeep.scrub_bytes_per_spin_up must be positive".into());
     }
+    if !(config.migrate_after_s.is_finite() && config.migrate_after_s >= 0.0) {
+        return Err("upkeep.migrate_after_s must be a number of seconds, 0 or more".into());
+    }
     Ok(())
 }
 
@@ -81,6 +94,8 @@ pub struct UpkeepReport {
     pub scrub_spin_up_groups: Vec<GroupIndex>,
     /// Everything scrubbed, merged.
     pub scrub: ScrubReport,
+    /// Migrations and rebuilds the task ran ([`crate::duties`]).
+    pub duties: DutyReport,
     /// Failures of single batches (the task goes on), one line each.
     pub errors: Vec<String>,
 }
@@ -124,9 +139,10 @@ fn merge(total: &mut ScrubReport, part: ScrubReport) {
     total.unrepairable.extend(part.unrepairable);
 }
 
-/// How often the task looks for groups that need a scrub-only spin-up.
+/// How often the task looks for due duties and groups that need a scrub-only spin-up.
 fn tick(config: &UpkeepConfig) -> Duration {
-    Duration::from_secs_f64((config.scrub_min_spin_up_interval_s / 4.0).clamp(0.05, 60.0))
+    let seconds = (config.scrub_min_spin_up_interval_s / 4.0).min(config.migrate_after_s / 4.0);
+    Duration::from_secs_f64(seconds.clamp(0.05, 60.0))
 }
 
 /// The task's state between events.
@@ -145,6 +161,8 @@ struct Upkeep<C: Catalog> {
     /// This task's last batch per group (a group that stays up gets one again after the
     /// minimum interval).
     last_batch: BTreeMap<GroupIndex, Instant>,
+    /// When a failed migration or rebuild may be tried again.
+    duty_clock: DutyClock,
 }
 
 impl<C: Catalog> Store<C> {
@@ -175,6 +193,7 @@ impl<C: Catalog> Store<C> {
             batched: BTreeSet::new(),
             last_spin_up: BTreeMap::new(),
             last_batch: BTreeMap::new(),
+            duty_clock: DutyClock::default(),
         };
         let task = tokio::spawn(upkeep.run(activity, guard));
         Ok(UpkeepHandle {
@@ -249,6 +268,7 @@ impl<C: Catalog> Upkeep<C> {
     /// overdue first.
     async fn on_tick(&mut self) {
         let min_interval = Duration::from_secs_f64(self.config.scrub_min_spin_up_interval_s);
+        self.run_duties(min_interval).await;
         let pending: Vec<GroupIndex> = self
             .up
             .iter()
@@ -361,6 +381,30 @@ impl<C: Catalog> Upkeep<C> {
                 .push(format!("scrubbing group {group}: {error}")),
         }
         merge(&mut report.scrub, part);
+    }
+
+    /// Migration and rebuild when due ([`crate::duties`]), before this tick's scrub work.
+    async fn run_duties(&mut self, retry_after: Duration) {
+        let mut duties = DutyReport::default();
+        let mut errors = Vec::new();
+        self.store
+            .run_duties(
+                &mut self.duty_clock,
+                self.config.migrate_after_s,
+                retry_after,
+                &mut duties,
+                &mut errors,
+            )
+            .await;
+        let mut report = self.report.lock().expect("upkeep report");
+        report.duties.flushes += duties.flushes;
+        report.duties.objects_migrated += duties.objects_migrated;
+        report.duties.rebuilds += duties.rebuilds;
+        report.duties.stacks_rebuilt += duties.stacks_rebuilt;
+        drop(report);
+        for line in errors {
+            self.error(line);
+        }
     }
 
     fn error(&self, line: String) {

@@ -171,6 +171,7 @@ async fn no_group_is_spun_up_for_scrub_alone_more_often_than_the_minimum_interva
         scrub_interval_s: 0.2,
         scrub_min_spin_up_interval_s: min_interval.as_secs_f64(),
         scrub_bytes_per_spin_up: 1,
+        ..UpkeepConfig::default()
     };
     let store = new_store(dir.path(), upkeep).await;
     for group in 0..4u32 {
@@ -278,6 +279,7 @@ async fn a_store_toml_without_an_upkeep_section_loads_with_defaults_and_bad_poli
         scrub_interval_s: 7.0,
         scrub_min_spin_up_interval_s: 3.0,
         scrub_bytes_per_spin_up: 1 << 20,
+        migrate_after_s: 120.0,
     };
     let store = new_store(dir.path(), custom.clone()).await;
     store.close().await;
@@ -310,6 +312,10 @@ async fn a_store_toml_without_an_upkeep_section_loads_with_defaults_and_bad_poli
             scrub_bytes_per_spin_up: 0,
             ..UpkeepConfig::default()
         },
+        UpkeepConfig {
+            migrate_after_s: -1.0,
+            ..UpkeepConfig::default()
+        },
     ] {
         let other = tempfile::tempdir().unwrap();
         match Store::init_sqlite(&other.path().join("data"), config(bad)).await {
@@ -320,4 +326,113 @@ async fn a_store_toml_without_an_upkeep_section_loads_with_defaults_and_bad_poli
             Ok(_) => panic!("expected a Config error, got a store"),
         }
     }
+}
+
+/// Polls `done` every 50 ms for up to 30 s.
+async fn eventually(what: &str, mut done: impl AsyncFnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !done().await {
+        assert!(Instant::now() < deadline, "timed out waiting until {what}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+async fn is_staged(store: &SqliteStore, key: &str) -> bool {
+    matches!(
+        store.stat(key).await.unwrap().location,
+        spinwise_catalog::ObjectLocation::Staged { .. }
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_upkeep_task_migrates_staged_objects_once_the_oldest_has_waited_long_enough() {
+    let dir = tempfile::tempdir().unwrap();
+    let upkeep = UpkeepConfig {
+        migrate_after_s: 1.5,
+        scrub_min_spin_up_interval_s: 3600.0,
+        ..UpkeepConfig::default()
+    };
+    let store = Arc::new(new_store(dir.path(), upkeep).await);
+    let bytes = pattern(50_000, 11);
+    store.put("young", &bytes[..]).await.unwrap();
+    let task = store.start_upkeep().await.unwrap();
+    // The first tick is at once: the object is younger than the policy, so it stays staged.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(is_staged(&store, "young").await, "migrated before its time");
+    eventually("the object is migrated", async || {
+        !is_staged(&store, "young").await
+    })
+    .await;
+    let report = task.stop().await;
+    assert!(report.errors.is_empty(), "{:?}", report.errors);
+    assert_eq!(report.duties.flushes, 1);
+    assert_eq!(report.duties.objects_migrated, 1);
+    assert_eq!(get_all(&store, "young").await, bytes);
+    Arc::try_unwrap(store).ok().unwrap().close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_upkeep_task_migrates_a_full_bundle_without_waiting() {
+    let dir = tempfile::tempdir().unwrap();
+    let upkeep = UpkeepConfig {
+        migrate_after_s: 3600.0,
+        scrub_min_spin_up_interval_s: 0.4,
+        ..UpkeepConfig::default()
+    };
+    let mut config = config(upkeep);
+    config.bundle_bytes = 64 << 10;
+    let store = Arc::new(
+        Store::init_sqlite(&dir.path().join("data"), config)
+            .await
+            .unwrap(),
+    );
+    let small = pattern(10_000, 12);
+    store.put("small", &small[..]).await.unwrap();
+    let task = store.start_upkeep().await.unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(is_staged(&store, "small").await, "less than a bundle moved");
+    let big = pattern(70_000, 13);
+    store.put("big", &big[..]).await.unwrap();
+    eventually("both objects are migrated", async || {
+        !is_staged(&store, "small").await && !is_staged(&store, "big").await
+    })
+    .await;
+    let report = task.stop().await;
+    assert!(report.errors.is_empty(), "{:?}", report.errors);
+    assert_eq!(get_all(&store, "big").await, big);
+    assert_eq!(get_all(&store, "small").await, small);
+    Arc::try_unwrap(store).ok().unwrap().close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_upkeep_task_rebuilds_a_failed_disk_without_being_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(new_store(dir.path(), UpkeepConfig::default()).await);
+    let bytes = pattern(60_000, 14);
+    store.put("kept", &bytes[..]).await.unwrap();
+    store.flush(|_| {}).await.unwrap();
+    let spinwise_catalog::ObjectLocation::Migrated { blob, .. } =
+        store.stat("kept").await.unwrap().location
+    else {
+        panic!("not migrated");
+    };
+    let failed = store.catalog().blob(blob).await.unwrap().unwrap().disks[1];
+    let queued = store.fail_disk(u64::from(failed)).await.unwrap();
+    assert_eq!(queued.tasks_queued, 1);
+    let task = store.start_upkeep().await.unwrap();
+    eventually("the rebuild queue is empty", async || {
+        store.status().await.unwrap().rebuild_pending == 0
+    })
+    .await;
+    let report = task.stop().await;
+    assert!(report.errors.is_empty(), "{:?}", report.errors);
+    assert_eq!(report.duties.rebuilds, 1);
+    assert_eq!(report.duties.stacks_rebuilt, 1);
+    let disks = store.catalog().blob(blob).await.unwrap().unwrap().disks;
+    assert!(
+        !disks.contains(&failed),
+        "{disks:?} still names disk {failed}"
+    );
+    assert_eq!(get_all(&store, "kept").await, bytes);
+    Arc::try_unwrap(store).ok().unwrap().close().await;
 }

@@ -1,0 +1,130 @@
+//! The upkeep task's duties besides scrub, so a long-running store (the S3 server) needs no
+//! operator: migrating staged objects by policy and rebuilding the stacks of failed disks.
+//!
+//! - **Migration** is due when staging holds at least a full bundle (`bundle_bytes`) or its
+//!   oldest object has been staged `migrate_after_s` seconds ([`crate::UpkeepConfig`]); the
+//!   task then runs [`Store::flush`], which spins up the groups it writes to (that is the
+//!   point: staging is the warm tier, the groups are the cold one).
+//! - **Rebuild** is due as soon as a rebuild task is queued (a disk was failed by an operator,
+//!   found failed at open, by the check or by a read): the task runs [`Store::rebuild`], whose
+//!   jobs go through the scheduler's rebuild share like any rebuild.
+//!
+//! Invariants: a duty that failed (or left tasks it could not do) is not retried before
+//! `scrub_min_spin_up_interval_s` has passed, so a rack that cannot take a blob or a rebuild
+//! target is not spun up again on every tick; the duties run on the task's ticks, one at a time,
+//! under the upkeep lock the task already holds.
+
+use crate::error::StoreResult;
+use crate::store::{Store, now_unix_ms};
+use spinwise_catalog::Catalog;
+use std::time::{Duration, Instant};
+
+/// What the duties did so far (part of [`crate::UpkeepReport`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct DutyReport {
+    /// Flushes the task started because migration was due.
+    pub flushes: u64,
+    /// Objects those flushes moved into blobs.
+    pub objects_migrated: u64,
+    /// Rebuild runs the task started because tasks were queued.
+    pub rebuilds: u64,
+    /// Stripe stacks those runs rebuilt.
+    pub stacks_rebuilt: u64,
+}
+
+/// When each duty may run again after a failure.
+#[derive(Debug, Default)]
+pub(crate) struct DutyClock {
+    migrate_not_before: Option<Instant>,
+    rebuild_not_before: Option<Instant>,
+}
+
+/// Whether `not_before` has passed (or was never set).
+fn may_run(not_before: Option<Instant>) -> bool {
+    not_before.is_none_or(|at| Instant::now() >= at)
+}
+
+impl<C: Catalog> Store<C> {
+    /// Whether staging holds a full bundle or an object older than `migrate_after_s`.
+    pub async fn migration_due(&self, migrate_after_s: f64) -> StoreResult<bool> {
+        let stats = self.catalog().stats().await?;
+        if stats.staged_objects == 0 {
+            return Ok(false);
+        }
+        if stats.staged_bytes >= self.config().bundle_bytes {
+            return Ok(true);
+        }
+        let oldest = self.catalog().staged_objects(1).await?;
+        let age_limit_ms = (migrate_after_s * 1000.0) as i64;
+        Ok(oldest.first().is_some_and(|object| {
+            now_unix_ms().saturating_sub(object.created_unix_ms) >= age_limit_ms
+        }))
+    }
+
+    /// Runs whichever duty is due (migration, then rebuild); failures become `errors` lines.
+    pub(crate) async fn run_duties(
+        &self,
+        clock: &mut DutyClock,
+        migrate_after_s: f64,
+        retry_after: Duration,
+        report: &mut DutyReport,
+        errors: &mut Vec<String>,
+    ) {
+        if may_run(clock.migrate_not_before)
+            && let Err(error) = self.migrate_if_due(migrate_after_s, report).await
+        {
+            errors.push(format!("migrating staged objects: {error}"));
+            clock.migrate_not_before = Some(Instant::now() + retry_after);
+        }
+        if may_run(clock.rebuild_not_before) {
+            match self.rebuild_if_queued(report).await {
+                Ok(0) => {}
+                Ok(left) => {
+                    errors.push(format!(
+                        "rebuild: {left} task(s) could not proceed; retried later"
+                    ));
+                    clock.rebuild_not_before = Some(Instant::now() + retry_after);
+                }
+                Err(error) => {
+                    errors.push(format!("rebuild: {error}"));
+                    clock.rebuild_not_before = Some(Instant::now() + retry_after);
+                }
+            }
+        }
+    }
+
+    async fn migrate_if_due(
+        &self,
+        migrate_after_s: f64,
+        report: &mut DutyReport,
+    ) -> StoreResult<()> {
+        if !self.migration_due(migrate_after_s).await? {
+            return Ok(());
+        }
+        let flushed = self.flush(|_| {}).await?;
+        tracing::info!(
+            objects = flushed.objects_moved,
+            blobs = flushed.blobs_written,
+            "upkeep migrated staged objects"
+        );
+        report.flushes += 1;
+        report.objects_migrated += flushed.objects_moved;
+        Ok(())
+    }
+
+    /// Rebuilds every queued task; returns how many could not proceed.
+    async fn rebuild_if_queued(&self, report: &mut DutyReport) -> StoreResult<usize> {
+        if self.catalog().rebuild_tasks(1).await?.is_empty() {
+            return Ok(0);
+        }
+        let rebuilt = self.rebuild(|_| {}).await?;
+        tracing::info!(
+            stacks = rebuilt.rebuilt.len(),
+            failed = rebuilt.failed.len(),
+            "upkeep rebuilt the stacks of failed disks"
+        );
+        report.rebuilds += 1;
+        report.stacks_rebuilt += rebuilt.rebuilt.len() as u64;
+        Ok(rebuilt.failed.len())
+    }
+}
