@@ -171,6 +171,7 @@ async fn no_group_is_spun_up_for_scrub_alone_more_often_than_the_minimum_interva
         scrub_interval_s: 0.2,
         scrub_min_spin_up_interval_s: min_interval.as_secs_f64(),
         scrub_bytes_per_spin_up: 1,
+        ..UpkeepConfig::default()
     };
     let store = new_store(dir.path(), upkeep).await;
     for group in 0..4u32 {
