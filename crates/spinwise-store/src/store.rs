@@ -10,7 +10,8 @@
 //!   pinned (checked just before freeing; see [`crate::migrate`]);
 //! - GET memory is one staging chunk at a time;
 //! - objects in blobs are read through the scheduler (crate::read): one job on the blob's
-//!   group, only while the group is up.
+//!   group, only while the group is up; a GET whose blob compaction removed after the lookup
+//!   looks the object up again (crate::compact).
 
 use crate::config::{self, STAGING_DIR, STORE_FILE, StoreConfig};
 use crate::error::{StoreError, StoreResult, io_error};
