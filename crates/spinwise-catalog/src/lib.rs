@@ -5,7 +5,10 @@
 //!
 //! Records: objects (key → staged location or bundle/blob + offset), blobs (group, the disk of
 //! each fragment column, code, sizes, content hash, state), disks (health) and rebuild
-//! work, and each blob's last scrub verification (`record_scrub`, `scrub_due`). Every method that changes more than one record does so in one transaction.
+//! work, and each blob's last scrub verification (`record_scrub`, `scrub_due`). Compaction
+//! reuses `commit_blob` with moves `from` a `Migrated` location (an object moves between blobs
+//! only if it still points at the old blob and offset) and lists a blob's objects with
+//! `objects_in_blob`. Every method that changes more than one record does so in one transaction.
 //!
 //! Backends:
 //! - [`SqliteCatalog`] (`sqlite.rs`): SQLite through sqlx in WAL mode with `synchronous = FULL`
@@ -126,6 +129,9 @@ pub struct CatalogStats {
     pub staged_bytes: u64,
     pub blobs: u64,
     pub rebuild_pending: u64,
+    /// Bytes of committed blobs no object points at any more (`size_bytes - live_bytes`,
+    /// summed): what compaction can reclaim.
+    pub dead_bytes: u64,
 }
 
 /// A committed blob and when scrub last verified every fragment of it (`None`: never; a new
@@ -194,6 +200,15 @@ pub trait Catalog: Send + Sync + 'static {
         &self,
         prefix: &str,
         after: Option<&str>,
+        limit: u32,
+    ) -> impl Future<Output = Result<Vec<ObjectRecord>, CatalogError>> + Send;
+    /// Objects migrated into `blob`, in (offset, key) order, after the position `after`
+    /// (exclusive; offsets repeat only for empty objects, so the key breaks ties). What
+    /// compaction moves.
+    fn objects_in_blob(
+        &self,
+        blob: BlobId,
+        after: Option<(u64, &str)>,
         limit: u32,
     ) -> impl Future<Output = Result<Vec<ObjectRecord>, CatalogError>> + Send;
     /// Staged objects in log order (segment, offset).

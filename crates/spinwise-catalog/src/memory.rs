@@ -159,6 +159,13 @@ impl State {
             staged_bytes: total(&mut staged().map(|object| object.size_bytes))?,
             blobs: self.blobs.len() as u64,
             rebuild_pending: self.rebuild.len() as u64,
+            dead_bytes: total(
+                &mut self
+                    .blobs
+                    .values()
+                    .filter(|blob| blob.state == BlobState::Committed)
+                    .map(|blob| blob.size_bytes.saturating_sub(blob.live_bytes)),
+            )?,
         })
     }
 
@@ -286,6 +293,30 @@ impl Catalog for MemoryCatalog {
             .filter(|(key, _)| after.is_none_or(|after| key.as_str() > after))
             .map(|(_, object)| object.clone());
         Ok(limited(matching, limit))
+    }
+
+    async fn objects_in_blob(
+        &self,
+        blob: BlobId,
+        after: Option<(u64, &str)>,
+        limit: u32,
+    ) -> Result<Vec<ObjectRecord>, CatalogError> {
+        let state = self.lock();
+        let mut inside: Vec<(u64, &ObjectRecord)> = state
+            .objects
+            .values()
+            .filter_map(|object| match object.location {
+                ObjectLocation::Migrated { blob: b, offset } if b == blob => Some((offset, object)),
+                _ => None,
+            })
+            .filter(|(offset, object)| {
+                after.is_none_or(|(after_offset, after_key)| {
+                    (*offset, object.key.as_str()) > (after_offset, after_key)
+                })
+            })
+            .collect();
+        inside.sort_by(|a, b| (a.0, &a.1.key).cmp(&(b.0, &b.1.key)));
+        Ok(limited(inside.into_iter().map(|(_, o)| o.clone()), limit))
     }
 
     async fn staged_objects(&self, limit: u32) -> Result<Vec<ObjectRecord>, CatalogError> {

@@ -795,6 +795,39 @@ impl Catalog for SqliteCatalog {
         rows.iter().map(decode_object).collect()
     }
 
+    async fn objects_in_blob(
+        &self,
+        blob: BlobId,
+        after: Option<(u64, &str)>,
+        limit: u32,
+    ) -> Result<Vec<ObjectRecord>, CatalogError> {
+        // Ids and offsets above i64::MAX are never stored: nothing is there.
+        let Ok(blob_id) = i64::try_from(blob) else {
+            return Ok(Vec::new());
+        };
+        let (after_offset, after_key) = match after {
+            None => (None, ""),
+            Some((offset, key)) => match i64::try_from(offset) {
+                Ok(offset) => (Some(offset), key),
+                Err(_) => return Ok(Vec::new()),
+            },
+        };
+        let sql = format!(
+            "SELECT {OBJECT_COLUMNS} FROM objects WHERE blob = ?1
+                 AND (?2 IS NULL OR byte_offset > ?2 OR (byte_offset = ?2 AND key > ?3))
+             ORDER BY byte_offset, key LIMIT ?4"
+        );
+        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(blob_id)
+            .bind(after_offset)
+            .bind(after_key)
+            .bind(i64::from(limit))
+            .fetch_all(&self.pool)
+            .await
+            .map_err(query_error("objects_in_blob"))?;
+        rows.iter().map(decode_object).collect()
+    }
+
     async fn staged_objects(&self, limit: u32) -> Result<Vec<ObjectRecord>, CatalogError> {
         let sql = format!(
             "SELECT {OBJECT_COLUMNS} FROM objects WHERE staged_segment IS NOT NULL
@@ -1122,7 +1155,9 @@ impl Catalog for SqliteCatalog {
                  (SELECT COALESCE(SUM(size_bytes), 0) FROM objects WHERE staged_segment IS NOT NULL)
                      AS staged_bytes,
                  (SELECT COUNT(*) FROM blobs) AS blobs,
-                 (SELECT COUNT(*) FROM rebuild_tasks) AS rebuild_pending",
+                 (SELECT COUNT(*) FROM rebuild_tasks) AS rebuild_pending,
+                 (SELECT COALESCE(SUM(size_bytes - live_bytes), 0) FROM blobs
+                     WHERE state = 'committed') AS dead_bytes",
         )
         .fetch_one(&self.pool)
         .await
@@ -1136,6 +1171,7 @@ impl Catalog for SqliteCatalog {
             staged_bytes: field("staged_bytes")?,
             blobs: field("blobs")?,
             rebuild_pending: field("rebuild_pending")?,
+            dead_bytes: field("dead_bytes")?,
         })
     }
 

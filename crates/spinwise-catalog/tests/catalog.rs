@@ -31,6 +31,7 @@ for_both!(
     stats_count_objects_bytes_blobs_and_pending_rebuilds,
     scrub_due_lists_committed_blobs_of_a_group_most_overdue_first,
     record_scrub_refuses_unknown_and_writing_blobs_and_non_positive_times,
+    compaction_moves_live_objects_between_blobs_unless_deleted_and_dead_bytes_count_the_rest,
 );
 
 fn is_invalid<T: std::fmt::Debug>(result: Result<T, CatalogError>) -> bool {
@@ -941,6 +942,7 @@ async fn stats_count_objects_bytes_blobs_and_pending_rebuilds<C: Catalog>(catalo
         staged_bytes: 10,
         blobs: 2,
         rebuild_pending: 1,
+        dead_bytes: 0,
     };
     assert_eq!(catalog.stats().await.unwrap(), expected);
 }
@@ -1028,4 +1030,72 @@ async fn record_scrub_refuses_unknown_and_writing_blobs_and_non_positive_times<C
     assert!(is_invalid(catalog.record_scrub(committed, 0).await));
     assert!(is_invalid(catalog.record_scrub(committed, -5).await));
     assert_eq!(catalog.last_scrub_in_group(0).await.unwrap(), None);
+}
+
+async fn compaction_moves_live_objects_between_blobs_unless_deleted_and_dead_bytes_count_the_rest<
+    C: Catalog,
+>(
+    catalog: &C,
+) {
+    for (offset, key) in ["a", "b", "c", "d"].iter().enumerate() {
+        catalog
+            .put_object(staged(key, 4, 1, 4 * offset as u64))
+            .await
+            .unwrap();
+    }
+    let (old, _) = migrate(catalog, &["a", "b", "c", "d"], [0, 1, 2]).await;
+    catalog.delete_object("b").await.unwrap();
+    assert_eq!(catalog.stats().await.unwrap().dead_bytes, 4);
+    // Paging by (offset, key): after "a" at 0 come "c" at 8 and "d" at 12.
+    let first = catalog.objects_in_blob(old, None, 1).await.unwrap();
+    assert_eq!(first.len(), 1);
+    assert_eq!(first[0].key, "a");
+    let rest = catalog
+        .objects_in_blob(old, Some((0, "a")), 10)
+        .await
+        .unwrap();
+    let keys: Vec<&str> = rest.iter().map(|object| object.key.as_str()).collect();
+    assert_eq!(keys, ["c", "d"]);
+    // Compaction: a new blob of the three live objects; "d" is deleted before the commit.
+    let new = catalog.next_blob_id().await.unwrap();
+    catalog
+        .begin_blob(writing_blob(new, 0, [0, 1, 2], 12))
+        .await
+        .unwrap();
+    let moves: Vec<Migration> = ["a", "c", "d"]
+        .iter()
+        .enumerate()
+        .map(|(index, key)| Migration {
+            key: key.to_string(),
+            from: ObjectLocation::Migrated {
+                blob: old,
+                offset: [0, 8, 12][index],
+            },
+            blob_offset: 4 * index as u64,
+        })
+        .collect();
+    catalog.delete_object("d").await.unwrap();
+    assert_eq!(catalog.commit_blob(new, moves).await.unwrap(), 2);
+    let old_record = catalog.blob(old).await.unwrap().unwrap();
+    assert_eq!(old_record.live_bytes, 0);
+    assert_eq!(catalog.blob(new).await.unwrap().unwrap().live_bytes, 8);
+    assert_eq!(
+        catalog.object("c").await.unwrap().unwrap().location,
+        ObjectLocation::Migrated {
+            blob: new,
+            offset: 4
+        }
+    );
+    assert!(
+        catalog
+            .objects_in_blob(old, None, 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    // The old blob is all dead (16) and the new one has 4 dead bytes (d's slot).
+    assert_eq!(catalog.stats().await.unwrap().dead_bytes, 20);
+    catalog.remove_blob(old).await.unwrap();
+    assert_eq!(catalog.stats().await.unwrap().dead_bytes, 4);
+    assert!(catalog.integrity_check().await.unwrap().problems.is_empty());
 }

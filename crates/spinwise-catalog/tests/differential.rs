@@ -107,6 +107,12 @@ enum Op {
         disk: u32,
         failed: bool,
     },
+    /// Objects in a blob (by `back`), after (offset, key) when given.
+    InBlob {
+        back: u64,
+        after: Option<(u64, usize)>,
+        limit: u32,
+    },
     Unhealthy,
     /// Each task: blob back, column, and the failed disk (None = the column's current disk).
     AddTasks {
@@ -166,6 +172,7 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (0u32..8, proptest::option::of(0u64..6), limit.clone()).prop_map(|(disk, after, limit)| Op::OnDisk { disk, after, limit }),
         2 => (0u32..8, proptest::bool::weighted(0.3)).prop_map(|(disk, failed)| Op::Health { disk, failed }),
         1 => Just(Op::Unhealthy),
+        2 => (back.clone(), proptest::option::of((0u64..8, key.clone())), limit.clone()).prop_map(|(back, after, limit)| Op::InBlob { back, after, limit }),
         2 => proptest::collection::vec((back.clone(), 0u32..4, proptest::option::weighted(0.2, 0u32..8)), 1..4).prop_map(|tasks| Op::AddTasks { tasks }),
         1 => limit.clone().prop_map(|limit| Op::Tasks { limit }),
         2 => (0usize..4, prop_oneof![3 => 8u32..12, 1 => 0u32..8]).prop_map(|(index, new_disk)| Op::Complete { index, new_disk }),
@@ -188,6 +195,7 @@ enum Call {
     AddTasks(Vec<RebuildTask>),
     Complete(RebuildTask, u32),
     RecordScrub(BlobId, i64),
+    InBlob(BlobId, Option<(u64, usize)>, u32),
 }
 
 /// The `pick`-th blob in `state`, or an id no blob has.
@@ -290,6 +298,7 @@ async fn resolve(model: &MemoryCatalog, op: Op, last_id: BlobId) -> Vec<Call> {
             Call::Remove(pick_blob(model, BlobState::Committed, pick, last_id).await)
         }
         Op::Blob { back } => Call::Blob(id(back)),
+        Op::InBlob { back, after, limit } => Call::InBlob(id(back), after, limit),
         Op::RecordScrub { back, at_unix_ms } => Call::RecordScrub(id(back), at_unix_ms),
         Op::AddTasks { tasks } => {
             let mut resolved = Vec::new();
@@ -336,6 +345,10 @@ async fn run<C: Catalog>(catalog: &C, call: &Call) -> String {
             format!("{:?}", catalog.complete_rebuild(task, new_disk).await)
         }
         Call::RecordScrub(blob, at) => format!("{:?}", catalog.record_scrub(blob, at).await),
+        Call::InBlob(blob, after, limit) => {
+            let after = after.map(|(offset, key)| (offset, KEYS[key]));
+            format!("{:?}", catalog.objects_in_blob(blob, after, limit).await)
+        }
         Call::Op(op) => run_op(catalog, op).await,
     }
 }
@@ -415,6 +428,7 @@ async fn run_op<C: Catalog>(catalog: &C, op: Op) -> String {
         | Op::Abort { .. }
         | Op::Remove { .. }
         | Op::Blob { .. }
+        | Op::InBlob { .. }
         | Op::AddTasks { .. }
         | Op::Complete { .. }
         | Op::RecordScrub { .. } => {

@@ -92,6 +92,18 @@ pub enum StoreCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Reclaim dead bytes (deleted or overwritten objects) in blobs: rewrite each blob whose
+    /// dead fraction reached the policy (upkeep.compact_dead_fraction in store.toml, or
+    /// --min-dead-fraction) as a new blob in the same group, and remove blobs nothing points
+    /// into. Spins groups up as needed; holds DATA/upkeep.lock.
+    Compact {
+        /// Compact blobs whose dead bytes are at least this fraction of their size (0 < F <= 1).
+        #[arg(long, value_name = "F")]
+        min_dead_fraction: Option<f64>,
+        /// The report as one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
     /// Run the upkeep task for SECONDS: scrub the overdue blobs of every group that comes up
     /// (batched with spin-ups that happen anyway, within the per-spin-up byte budget), and spin a
     /// group up for scrub alone at most once per scrub_min_spin_up_interval_s ([upkeep] in
@@ -193,6 +205,10 @@ async fn run_async(args: &StoreArgs) -> CliResult<()> {
         StoreCommand::FailDisk { disk } => fail_disk(&store, *disk).await,
         StoreCommand::Rebuild { json } => rebuild(&store, *json).await,
         StoreCommand::Scrub { json } => scrub(&store, *json).await,
+        StoreCommand::Compact {
+            min_dead_fraction,
+            json,
+        } => compact(&store, *min_dead_fraction, *json).await,
     };
     store.close().await;
     result
@@ -764,6 +780,38 @@ async fn scrub(store: &SqliteStore, json: bool) -> CliResult<()> {
     }
 }
 
+/// `compact`: compacts every due blob with a count bar when stderr is a terminal, then reports.
+async fn compact(store: &SqliteStore, min_dead_fraction: Option<f64>, json: bool) -> CliResult<()> {
+    let bar = count_bar("compacting blobs");
+    let started = std::time::Instant::now();
+    let report = store
+        .compact(min_dead_fraction, |so_far| {
+            if let Some(bar) = &bar {
+                bar.set_position(so_far.blobs_compacted + so_far.blobs_removed);
+            }
+        })
+        .await
+        .map_err(store_error)?;
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
+    if json {
+        let value = serde_json::to_value(&report).expect("the report serializes");
+        outln!("{value}");
+    } else {
+        outln!(
+            "compacted {} blob(s), removed {} dead blob(s): {} bytes reclaimed, {} objects moved ({} deleted meanwhile), {:.2} s",
+            report.blobs_compacted,
+            report.blobs_removed,
+            report.bytes_reclaimed,
+            report.objects_moved,
+            report.objects_dead,
+            started.elapsed().as_secs_f64()
+        );
+    }
+    Ok(())
+}
+
 async fn upkeep(store: &std::sync::Arc<SqliteStore>, duration_s: f64, json: bool) -> CliResult<()> {
     if !(duration_s.is_finite() && duration_s >= 0.0) {
         return Err(CliError::Usage(format!(
@@ -778,12 +826,15 @@ async fn upkeep(store: &std::sync::Arc<SqliteStore>, duration_s: f64, json: bool
         outln!("{value}");
     } else {
         outln!(
-            "upkeep: {} piggyback batch(es), {} scrub-only spin-up(s); scrubbed {} blob(s), {} bad fragment(s), {} stack(s) repaired",
+            "upkeep: {} piggyback batch(es), {} scrub-only spin-up(s); scrubbed {} blob(s), {} bad fragment(s), {} stack(s) repaired; compacted {} blob(s), removed {}, {} bytes reclaimed",
             report.piggyback_batches,
             report.scrub_spin_ups,
             report.scrub.blobs,
             report.scrub.bad_fragments,
-            report.scrub.stacks_repaired
+            report.scrub.stacks_repaired,
+            report.compaction.blobs_compacted,
+            report.compaction.blobs_removed,
+            report.compaction.bytes_reclaimed
         );
         outln!(
             "upkeep: {} migration(s) moving {} object(s), {} rebuild run(s) restoring {} stack(s)",

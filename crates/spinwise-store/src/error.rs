@@ -67,6 +67,8 @@ pub enum StoreError {
     /// Writing a blob's stripe stacks failed; its objects stay staged and readable.
     #[error("migrating blob {blob} failed (its objects stay staged): {reason}")]
     Migration { blob: BlobId, reason: String },
+    #[error("compacting blob {blob} failed (its objects stay where they are): {reason}")]
+    Compaction { blob: BlobId, reason: String },
     #[error("disk {disk} is not in the rack (it has {disks} disks, 0..{disks})")]
     UnknownDisk { disk: u64, disks: usize },
     #[error("blob {blob} is not in the catalog")]

@@ -19,7 +19,9 @@
 //!   damaged stacks in place; [`scrub`] verifies every stripe and repairs what it finds;
 //! - [`heal`] repairs the stacks a read found damaged (on the read's spin-up) and records disks
 //!   found failed (at open, by the check, by reads), queueing their rebuild.
-//! - [`upkeep`] runs scrub piggybacked on spin-ups that happen anyway (and scrub-only spin-ups no
+//! - [`compact`] reclaims dead bytes: a blob's live objects rewritten as a new blob in the same
+//!   group, the old blob removed ([`Store::compact`], and piggybacked by [`upkeep`]);
+//! - [`upkeep`] runs scrub (and compaction) piggybacked on spin-ups that happen anyway (and scrub-only spin-ups no
 //!   more often than configured); [`lock`] is the upkeep lock file that keeps two processes
 //!   from running flush, rebuild, scrub or upkeep on one data directory at once; [`duties`] are
 //!   the task's other work: migrating staged objects by policy and rebuilding failed disks.
@@ -27,6 +29,7 @@
 pub mod audit;
 pub mod buffers;
 pub mod clock;
+pub mod compact;
 pub mod config;
 pub mod crash;
 pub mod driver;
@@ -50,6 +53,7 @@ pub mod store;
 pub mod upkeep;
 pub mod writeback;
 
+pub use compact::CompactReport;
 pub use config::{RackSource, StoreConfig};
 pub use error::StoreError;
 pub use migrate::{FlushProgress, FlushReport};

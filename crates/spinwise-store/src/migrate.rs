@@ -114,6 +114,12 @@ impl MigrationState {
         self.pinned.lock().expect("pin lock").contains_key(&segment)
     }
 
+    /// The lock that keeps one flush (or one compaction's `Writing` blob) at a time, so
+    /// abandoning `Writing` blobs never removes one being written by this process.
+    pub(crate) fn flush_lock(&self) -> &tokio::sync::Mutex<()> {
+        &self.flush_lock
+    }
+
     /// A snapshot of the disks' used space.
     pub fn space(&self) -> DiskSpace {
         self.space.lock().expect("space lock").clone()
@@ -294,7 +300,7 @@ impl<C: Catalog> Store<C> {
     }
 
     /// [`Store::abandon_writing_blobs`] with the flush lock held by the caller.
-    async fn abandon_writing_blobs_locked(&self) -> StoreResult<Vec<BlobId>> {
+    pub(crate) async fn abandon_writing_blobs_locked(&self) -> StoreResult<Vec<BlobId>> {
         let mut abandoned = Vec::new();
         loop {
             let writing = self
@@ -421,9 +427,22 @@ impl<C: Catalog> Store<C> {
 
     /// Places the blob and records it `Writing`; its stacks' room is taken at once.
     async fn begin(&self, prepared: &Prepared) -> StoreResult<BlobRecord> {
+        self.begin_blob_in(prepared.size_bytes, prepared.content_hash, None)
+            .await
+    }
+
+    /// Places a blob of `size_bytes` (in `group` when given, as compaction needs; else the
+    /// group the placer picks) on the group's disks with the most room, and records it
+    /// `Writing`; its stacks' room is taken at once.
+    pub(crate) async fn begin_blob_in(
+        &self,
+        size_bytes: u64,
+        content_hash: ContentHash,
+        group: Option<GroupIndex>,
+    ) -> StoreResult<BlobRecord> {
         let rack_io = self.rack_io();
         let code = &rack_io.code;
-        let stack_bytes = code.stack_file_bytes(prepared.size_bytes);
+        let stack_bytes = code.stack_file_bytes(size_bytes);
         let driver_state = rack_io
             .driver
             .state()
@@ -444,7 +463,10 @@ impl<C: Catalog> Store<C> {
         }
         let room = self.migration().space().room(&unhealthy);
         let placement = &rack_io.placement;
-        let group = placement.choose_group(stack_bytes, &room, &spinning)?;
+        let group = match group {
+            Some(group) => group,
+            None => placement.choose_group(stack_bytes, &room, &spinning)?,
+        };
         let disks = placement.choose_disks(group, stack_bytes, &room)?;
         let blob = BlobRecord {
             id: self.catalog().next_blob_id().await?,
@@ -453,8 +475,8 @@ impl<C: Catalog> Store<C> {
             k: code.data_columns() as u32,
             r: code.parity_columns() as u32,
             fragment_bytes: code.fragment_bytes() as u32,
-            size_bytes: prepared.size_bytes,
-            content_hash: prepared.content_hash,
+            size_bytes,
+            content_hash,
             state: BlobState::Writing,
             live_bytes: 0,
         };
@@ -468,7 +490,7 @@ impl<C: Catalog> Store<C> {
     }
 
     /// The blob's disks in column order.
-    fn column_disks(&self, blob: &BlobRecord) -> Vec<Arc<dyn Disk>> {
+    pub(crate) fn column_disks(&self, blob: &BlobRecord) -> Vec<Arc<dyn Disk>> {
         let disks = &self.rack_io().disks;
         blob.disks
             .iter()
@@ -566,7 +588,7 @@ impl<C: Catalog> Store<C> {
     }
 
     /// Cleans up after a failed migration (best effort) and returns `error` to report.
-    async fn fail(&self, blob: &BlobRecord, error: StoreError) -> StoreError {
+    pub(crate) async fn fail(&self, blob: &BlobRecord, error: StoreError) -> StoreError {
         if let Err(cleanup) = self.discard_blob(blob).await {
             tracing::warn!(
                 blob = blob.id,
@@ -607,7 +629,8 @@ impl<C: Catalog> Store<C> {
         Ok(())
     }
 
-    fn forget_space(&self, blob: &BlobRecord) {
+    /// The blob's stacks no longer take room on its disks.
+    pub(crate) fn forget_space(&self, blob: &BlobRecord) {
         self.migration()
             .space
             .lock()

@@ -10,7 +10,8 @@
 //!   pinned (checked just before freeing; see [`crate::migrate`]);
 //! - GET memory is one staging chunk at a time;
 //! - objects in blobs are read through the scheduler (crate::read): one job on the blob's
-//!   group, only while the group is up.
+//!   group, only while the group is up; a GET whose blob compaction removed after the lookup
+//!   looks the object up again (crate::compact).
 
 use crate::config::{self, STAGING_DIR, STORE_FILE, StoreConfig};
 use crate::error::{StoreError, StoreResult, io_error};
@@ -51,6 +52,9 @@ pub struct StoreStatus {
     pub read_repairs: u64,
     /// Read repairs that could not be done (reported; scrub tries again).
     pub read_repairs_failed: u64,
+    /// Bytes of committed blobs no object points at (deleted or overwritten): what compaction
+    /// reclaims (see [`crate::compact`]).
+    pub dead_bytes: u64,
 }
 
 /// What recovery found and did when the store was opened.
@@ -261,9 +265,17 @@ impl<C: Catalog> Store<C> {
             let (segment, offset) = match record.location {
                 ObjectLocation::Staged { segment, offset } => (segment, offset),
                 ObjectLocation::Migrated { blob, offset } => {
-                    let reader = self
+                    let opened = self
                         .read_migrated(&record, blob, offset, range.clone())
-                        .await?;
+                        .await;
+                    // Compaction may have moved the object and removed its old blob between
+                    // the lookup and the read: look it up again.
+                    let reader = match opened {
+                        Err(_) if attempt < GET_ATTEMPTS && self.moved(&record).await? => {
+                            continue;
+                        }
+                        other => other?,
+                    };
                     let whole = check == ContentCheck::WholeObject
                         && range.start == 0
                         && range.end == record.size_bytes;
@@ -300,6 +312,12 @@ impl<C: Catalog> Store<C> {
                 Err(error) => return Err(error.into()),
             }
         }
+    }
+
+    /// Whether `record`'s object is no longer where `record` says (moved, replaced or gone).
+    async fn moved(&self, record: &ObjectRecord) -> StoreResult<bool> {
+        let now = self.catalog.object(&record.key).await?;
+        Ok(now.is_none_or(|now| now.location != record.location))
     }
 
     /// Removes `key` at once; returns what was removed. Staging space is freed when no object
@@ -343,6 +361,7 @@ impl<C: Catalog> Store<C> {
             staging_limit_bytes: self.config.staging.limit_bytes,
             read_repairs: self.heal.counters().stacks_repaired,
             read_repairs_failed: self.heal.counters().repairs_failed,
+            dead_bytes: stats.dead_bytes,
         })
     }
 

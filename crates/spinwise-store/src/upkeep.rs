@@ -20,11 +20,18 @@
 //!   bundle is staged or the oldest has waited `migrate_after_s`; rebuild queued stacks of
 //!   failed disks at once.
 //!
+//! - **Compaction.** After each batch's scrub, while the group is still active, blobs whose
+//!   dead fraction reached `compact_dead_fraction` (and blobs nothing points into) are
+//!   compacted ([`crate::compact`]), at most `compact_bytes_per_spin_up` of live bytes per batch
+//!   (at least one blob). Compaction never spins a group up: it runs only on a group up anyway
+//!   (for other work, or for a scrub-only spin-up) and stops when the group is no longer active.
+//!
 //! Invariants: each group cycle (Up … Down) gets one batch (a group this task spun up is not
 //! batched again on its `Up`), plus one per minimum interval while it stays up; a scrub-only batch starts only after the minimum interval;
 //! stopping waits for the blob being scrubbed (or a migration or rebuild under way), then the
 //! task ends and releases the lock.
 
+use crate::compact::{CompactLimits, CompactReport};
 use crate::driver::{GroupActivity, GroupPhase};
 use crate::duties::{DutyClock, DutyReport};
 use crate::error::StoreResult;
@@ -52,6 +59,12 @@ pub struct UpkeepConfig {
     /// Staged objects are migrated once the oldest has waited this long (seconds; default
     /// 1 hour), or as soon as staging holds a full bundle ([`crate::duties`]).
     pub migrate_after_s: f64,
+    /// A blob is compacted when its dead bytes are at least this fraction of its size
+    /// (default 0.5; in (0, 1]); a blob with nothing live is always removed.
+    pub compact_dead_fraction: f64,
+    /// Live bytes compaction copies per spin-up of a group up anyway (default 4 GiB; at least
+    /// one blob).
+    pub compact_bytes_per_spin_up: u64,
 }
 
 impl Default for UpkeepConfig {
@@ -61,6 +74,8 @@ impl Default for UpkeepConfig {
             scrub_min_spin_up_interval_s: 86_400.0,
             scrub_bytes_per_spin_up: 4 << 30,
             migrate_after_s: 3600.0,
+            compact_dead_fraction: 0.5,
+            compact_bytes_per_spin_up: 4 << 30,
         }
     }
 }
@@ -74,12 +89,17 @@ pub fn validate(config: &UpkeepConfig) -> Result<(), String> {
                 .into(),
         );
     }
-    if config.scrub_bytes_per_spin_up == 0 {
-        return Err("upkeep.scrub_bytes_per_spin_up must be positive".into());
+    if config.scrub_bytes_per_spin_up == 0 || config.compact_bytes_per_spin_up == 0 {
+        return Err(
+            "upkeep.scrub_bytes_per_spin_up and upkeep.compact_bytes_per_spin_up must be positive"
+                .into(),
+        );
     }
     if !(config.migrate_after_s.is_finite() && config.migrate_after_s >= 0.0) {
         return Err("upkeep.migrate_after_s must be a number of seconds, 0 or more".into());
     }
+    crate::compact::check_dead_fraction(config.compact_dead_fraction)
+        .map_err(|message| format!("upkeep.compact_dead_fraction: {message}"))?;
     Ok(())
 }
 
@@ -96,6 +116,10 @@ pub struct UpkeepReport {
     pub scrub: ScrubReport,
     /// Migrations and rebuilds the task ran ([`crate::duties`]).
     pub duties: DutyReport,
+    /// Compaction batches run on groups that were up (never a spin-up of its own).
+    pub compact_batches: u64,
+    /// Everything compacted, merged.
+    pub compaction: crate::compact::CompactReport,
     /// Failures of single batches (the task goes on), one line each.
     pub errors: Vec<String>,
 }
@@ -368,19 +392,54 @@ impl<C: Catalog> Upkeep<C> {
             .store
             .scrub_batch(group, limits, &self.ledger, &mut part, keep_going)
             .await;
+        {
+            let mut report = self.report.lock().expect("upkeep report");
+            match result {
+                Ok(0) => {}
+                Ok(_) if spin_up => {
+                    report.scrub_spin_ups += 1;
+                    report.scrub_spin_up_groups.push(group);
+                }
+                Ok(_) => report.piggyback_batches += 1,
+                Err(error) => report
+                    .errors
+                    .push(format!("scrubbing group {group}: {error}")),
+            }
+            merge(&mut report.scrub, part);
+        }
+        self.compact(group).await;
+    }
+
+    /// After the scrub batch: a budgeted compaction batch on `group`, only while it stays up
+    /// (the scrub batch spun it up if it was a scrub-only spin-up; compaction never does).
+    async fn compact(&mut self, group: GroupIndex) {
+        let limits = CompactLimits {
+            min_dead_fraction: self.config.compact_dead_fraction,
+            budget_bytes: self.config.compact_bytes_per_spin_up,
+            only_while_active: true,
+        };
+        let stop = self.stop.clone();
+        let keep_going = move || !*stop.borrow();
+        let mut part = CompactReport::default();
+        let result = self
+            .store
+            .compact_group(
+                group,
+                limits,
+                &mut part,
+                &mut |_: &CompactReport| {},
+                keep_going,
+            )
+            .await;
         let mut report = self.report.lock().expect("upkeep report");
         match result {
             Ok(0) => {}
-            Ok(_) if spin_up => {
-                report.scrub_spin_ups += 1;
-                report.scrub_spin_up_groups.push(group);
-            }
-            Ok(_) => report.piggyback_batches += 1,
+            Ok(_) => report.compact_batches += 1,
             Err(error) => report
                 .errors
-                .push(format!("scrubbing group {group}: {error}")),
+                .push(format!("compacting group {group}: {error}")),
         }
-        merge(&mut report.scrub, part);
+        report.compaction.merge(part);
     }
 
     /// Migration and rebuild when due ([`crate::duties`]), before this tick's scrub work.

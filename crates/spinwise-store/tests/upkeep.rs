@@ -280,6 +280,8 @@ async fn a_store_toml_without_an_upkeep_section_loads_with_defaults_and_bad_poli
         scrub_min_spin_up_interval_s: 3.0,
         scrub_bytes_per_spin_up: 1 << 20,
         migrate_after_s: 120.0,
+        compact_dead_fraction: 0.25,
+        compact_bytes_per_spin_up: 1 << 20,
     };
     let store = new_store(dir.path(), custom.clone()).await;
     store.close().await;
@@ -314,6 +316,18 @@ async fn a_store_toml_without_an_upkeep_section_loads_with_defaults_and_bad_poli
         },
         UpkeepConfig {
             migrate_after_s: -1.0,
+            ..UpkeepConfig::default()
+        },
+        UpkeepConfig {
+            compact_dead_fraction: 0.0,
+            ..UpkeepConfig::default()
+        },
+        UpkeepConfig {
+            compact_dead_fraction: 1.5,
+            ..UpkeepConfig::default()
+        },
+        UpkeepConfig {
+            compact_bytes_per_spin_up: 0,
             ..UpkeepConfig::default()
         },
     ] {
