@@ -78,6 +78,7 @@ pub fn run(args: &ServeArgs) -> CliResult<()> {
     let _ = tracing_subscriber::fmt()
         .with_max_level(tracing::Level::INFO)
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .try_init();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

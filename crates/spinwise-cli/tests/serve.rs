@@ -16,6 +16,8 @@ fn spinwise() -> Command {
 }
 
 /// Starts `serve` and reads stdout up to its "serving S3 on http://ADDR" line.
+// The child is handed to the caller, whose `terminate` waits for it.
+#[allow(clippy::zombie_processes)]
 fn start(data: &std::path::Path, extra: &[&str]) -> (Child, String, Vec<String>) {
     let mut child = spinwise()
         .args(["serve", "--data"])
@@ -29,7 +31,11 @@ fn start(data: &std::path::Path, extra: &[&str]) -> (Child, String, Vec<String>)
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     let mut printed = Vec::new();
     loop {
-        let line = lines.next().expect("serve printed its address").unwrap();
+        let Some(Ok(line)) = lines.next() else {
+            let _ = child.kill();
+            let status = child.wait().unwrap();
+            panic!("serve ended ({status}) before printing its address: {printed:?}");
+        };
         if let Some(rest) = line.strip_prefix("serving S3 on http://") {
             let addr = rest.split_whitespace().next().unwrap().to_string();
             return (child, addr, printed);

@@ -73,7 +73,7 @@ pub fn decode_token(token: &str) -> Result<String, S3Error> {
             "the continuation token is not one this server issued",
         )
     };
-    if token.len() % 2 != 0 || !token.bytes().all(|b| b.is_ascii_hexdigit()) {
+    if !token.len().is_multiple_of(2) || !token.bytes().all(|b| b.is_ascii_hexdigit()) {
         return Err(invalid());
     }
     let bytes = (0..token.len())

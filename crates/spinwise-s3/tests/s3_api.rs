@@ -215,6 +215,7 @@ async fn a_wrong_secret_is_signature_does_not_match_and_unsigned_requests_are_re
     assert_eq!(status(&refused), 403);
     let stranger = common::client(harness.server.local_addr(), "UNKNOWNKEY", "whatever");
     let refused = stranger.list_buckets().send().await.unwrap_err();
+    assert_eq!(code(&refused), "NotSignedUp");
     assert_eq!(status(&refused), 403);
 
     // A bare, unsigned request.
