@@ -13,6 +13,7 @@ mod explore;
 mod output;
 mod plan;
 mod quality;
+mod serve;
 mod sim;
 mod source;
 mod store;
@@ -58,6 +59,9 @@ enum Command {
     Presets(source::PresetsArgs),
     /// The cold blob store on a data directory: init, put, get, rm, ls, stat, status.
     Store(store::StoreArgs),
+    /// The S3-compatible server over a data directory (created on first start): buckets, objects,
+    /// ranges, storage classes STANDARD (staged) and GLACIER (migrated); docs/s3.md.
+    Serve(serve::ServeArgs),
 }
 
 fn main() -> ExitCode {
@@ -71,6 +75,7 @@ fn main() -> ExitCode {
         Command::Verify(args) => plan::run_verify(&args),
         Command::Presets(args) => source::run_presets(&args),
         Command::Store(args) => store::run(&args),
+        Command::Serve(args) => serve::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,0 +1,302 @@
+//! `spinwise serve`: the S3-compatible server over a data directory (docs/s3.md).
+//!
+//! With no arguments it creates (or reopens) `./spinwise-data` on the `dense-jbod-60` preset at
+//! time factor 1, listens on 127.0.0.1:9000, runs the upkeep task, logs every group spin-up and
+//! spin-down, and on Ctrl-C or SIGTERM stops accepting, finishes the requests in flight, stops
+//! upkeep and closes the store (catalog checkpointed). The rack, layout and time factor are fixed
+//! when the directory is created; given again for an existing directory they must be absent.
+
+use crate::error::{CliError, CliResult, io_error};
+use crate::output::outln;
+use crate::source::{PRESETS, load_preset};
+use clap::Args;
+use spinwise_model::{Layout, parse_rack};
+use spinwise_s3::{
+    CredentialSource, Credentials, META_FILE, MetaDb, RunningServer, S3Settings, SpinwiseS3,
+    build_service,
+};
+use spinwise_store::driver::{DiskEvent, GroupActivity};
+use spinwise_store::{RackSource, SqliteStore, Store, StoreConfig, StoreError};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The preset a new data directory gets: the smallest shipped rack that plans (60 disks in one
+/// enclosure, erasure 3 + 2), so it fits a laptop.
+pub const DEFAULT_PRESET: &str = "dense-jbod-60";
+
+#[derive(Args)]
+pub struct ServeArgs {
+    /// The data directory (created with a store on first start).
+    #[arg(long, value_name = "DIR", default_value = "spinwise-data")]
+    pub data: PathBuf,
+    /// Where to listen for S3 requests.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:9000")]
+    pub listen: SocketAddr,
+    /// A shipped rack for a new data directory (default dense-jbod-60).
+    #[arg(long, value_name = "NAME", conflicts_with = "rack")]
+    pub preset: Option<String>,
+    /// A rack description (TOML) for a new data directory.
+    #[arg(long, value_name = "RACK.toml")]
+    pub rack: Option<PathBuf>,
+    /// A layout written by `spinwise plan --out` for a new data directory (default: plan now).
+    #[arg(long, value_name = "LAYOUT.json")]
+    pub layout: Option<PathBuf>,
+    /// Multiplies spin-up and mount latencies of a new data directory's emulated disks
+    /// (default 1: real time).
+    #[arg(long, value_name = "F")]
+    pub time_factor: Option<f64>,
+    /// The access key clients sign with (default: saved in DATA/s3-credentials.toml, generated
+    /// and printed on first start).
+    #[arg(
+        long,
+        value_name = "KEY",
+        env = "SPINWISE_ACCESS_KEY",
+        requires = "secret_key"
+    )]
+    pub access_key: Option<String>,
+    /// The secret key that goes with --access-key.
+    #[arg(
+        long,
+        value_name = "SECRET",
+        env = "SPINWISE_SECRET_KEY",
+        hide_env_values = true,
+        requires = "access_key"
+    )]
+    pub secret_key: Option<String>,
+    /// The largest single PUT body in bytes (default 5 GiB, as S3).
+    #[arg(long, value_name = "BYTES", default_value_t = 5 << 30)]
+    pub max_put_bytes: u64,
+}
+
+fn store_error(error: StoreError) -> CliError {
+    CliError::Usage(error.to_string())
+}
+
+pub fn run(args: &ServeArgs) -> CliResult<()> {
+    let _ = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::INFO)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .try_init();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::Usage(format!("starting the async runtime: {e}")))?;
+    runtime.block_on(serve(args))
+}
+
+/// Opens the data directory's store, creating it first if it holds none.
+async fn open_or_create(args: &ServeArgs) -> CliResult<SqliteStore> {
+    let creating_only = args.preset.is_some()
+        || args.rack.is_some()
+        || args.layout.is_some()
+        || args.time_factor.is_some();
+    if args.data.join(spinwise_store::config::STORE_FILE).exists() {
+        if creating_only {
+            return Err(CliError::Usage(format!(
+                "{} already holds a store: its rack, layout and time factor were fixed when it was created (drop --preset/--rack/--layout/--time-factor)",
+                args.data.display()
+            )));
+        }
+        return Store::open_sqlite(&args.data).await.map_err(store_error);
+    }
+    let (source, rack_toml) = match (&args.preset, &args.rack) {
+        (_, Some(path)) => {
+            let text = std::fs::read_to_string(path).map_err(io_error(path))?;
+            (RackSource::File(path.clone()), text)
+        }
+        (preset, None) => {
+            let name = preset.as_deref().unwrap_or(DEFAULT_PRESET);
+            load_preset(name)?;
+            let (_, text) = PRESETS
+                .iter()
+                .find(|(preset, _)| *preset == name)
+                .expect("load_preset found it");
+            (RackSource::Preset(name.to_string()), text.to_string())
+        }
+    };
+    let rack = parse_rack(&format!("{source:?}"), &rack_toml)?;
+    let layout = match &args.layout {
+        Some(path) => {
+            let text = std::fs::read_to_string(path).map_err(io_error(path))?;
+            Layout::from_json(&path.display().to_string(), &text)?
+        }
+        None => {
+            spinwise_plan::plan(&rack)
+                .map_err(|source| CliError::Plan {
+                    rack: rack.name.clone(),
+                    source,
+                })?
+                .layout
+        }
+    };
+    let mut config = StoreConfig::new(source, rack_toml, layout);
+    config.time_factor = args.time_factor.unwrap_or(1.0);
+    let store = Store::init_sqlite(&args.data, config)
+        .await
+        .map_err(store_error)?;
+    tracing::info!(
+        data = %args.data.display(),
+        rack = store.rack().name,
+        disks = store.rack().disk_count(),
+        groups = store.layout().groups.len(),
+        "created a store"
+    );
+    Ok(store)
+}
+
+/// Logs every group power change (with the jobs that wait for it) and every disk failure.
+fn log_activity(store: &Arc<SqliteStore>) -> tokio::task::JoinHandle<()> {
+    let driver = store.rack_io().driver.clone();
+    let mut activity = driver.subscribe_activity();
+    let mut disk_events = driver.subscribe_disk_events();
+    tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                event = activity.recv() => match event {
+                    Ok(GroupActivity::Up { group, .. }) => {
+                        let queued = match driver.state().await {
+                            Ok(state) => state
+                                .groups
+                                .iter()
+                                .find(|g| g.group == group)
+                                .map_or(0, |g| g.queued_jobs + usize::from(g.serving)),
+                            Err(_) => return,
+                        };
+                        tracing::info!(group, jobs = queued, "group spun up: work queued for it (reads, migration, rebuild or scrub)");
+                    }
+                    Ok(GroupActivity::GoingDown { group, .. }) => {
+                        tracing::info!(group, "group spinning down: idle, or yielding to a group with waiting work");
+                    }
+                    Ok(GroupActivity::Down { group, .. }) => tracing::info!(group, "group spun down"),
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(missed)) => {
+                        tracing::warn!(missed, "power-change log fell behind");
+                    }
+                    Err(_) => return,
+                },
+                event = disk_events.recv() => match event {
+                    Ok(DiskEvent::SpinUpFailed { disk, group, error, .. }) => tracing::warn!(disk, group, error, "disk failed to spin up"),
+                    Ok(DiskEvent::SpinDownFailed { disk, group, error, .. }) => tracing::warn!(disk, group, error, "disk failed to spin down"),
+                    Ok(DiskEvent::Withheld { disk, group, .. }) => tracing::warn!(disk, group, "disk withheld from a spin-up by the budget audit"),
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                    Err(_) => return,
+                },
+            }
+        }
+    })
+}
+
+fn credentials(args: &ServeArgs, data: &Path) -> CliResult<Credentials> {
+    let usage = |e: spinwise_s3::CredentialsError| CliError::Usage(e.to_string());
+    if let (Some(access_key), Some(secret_key)) = (&args.access_key, &args.secret_key) {
+        return Credentials::given(access_key, secret_key).map_err(usage);
+    }
+    let (credentials, source) = Credentials::load_or_generate(data).map_err(usage)?;
+    if source == CredentialSource::Generated {
+        outln!(
+            "generated S3 credentials (saved in {}, shown once):\n  access key: {}\n  secret key: {}",
+            data.join(spinwise_s3::credentials::CREDENTIALS_FILE)
+                .display(),
+            credentials.access_key,
+            credentials.secret_key
+        );
+    }
+    Ok(credentials)
+}
+
+/// Resolves on Ctrl-C or SIGTERM.
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut terminate) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = terminate.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+async fn serve(args: &ServeArgs) -> CliResult<()> {
+    let store = Arc::new(open_or_create(args).await?);
+    for problem in &store.recovery().problems {
+        tracing::warn!(problem, "recovery");
+    }
+    let credentials = credentials(args, &args.data)?;
+    let meta_path = args.data.join(META_FILE);
+    let meta = MetaDb::open(&meta_path)
+        .await
+        .map_err(|e| CliError::Usage(e.to_string()))?;
+    let settings = S3Settings {
+        max_put_bytes: args.max_put_bytes,
+        ..S3Settings::default()
+    };
+    let s3 = SpinwiseS3::new(Arc::clone(&store), meta.clone(), settings)
+        .await
+        .map_err(|e| CliError::Usage(e.to_string()))?;
+    let upkeep = store.start_upkeep().await.map_err(store_error)?;
+    let activity = log_activity(&store);
+    let listener = tokio::net::TcpListener::bind(args.listen)
+        .await
+        .map_err(|source| CliError::Io {
+            path: args.listen.to_string(),
+            source,
+        })?;
+    let server =
+        RunningServer::start(listener, build_service(s3, &credentials)).map_err(|source| {
+            CliError::Io {
+                path: args.listen.to_string(),
+                source,
+            }
+        })?;
+    outln!(
+        "serving S3 on http://{} (data {}); Ctrl-C stops",
+        server.local_addr(),
+        args.data.display()
+    );
+    shutdown_signal().await;
+    tracing::info!("stopping: finishing requests in flight");
+    server.stop().await;
+    let report = upkeep.stop().await;
+    tracing::info!(
+        scrub_spin_ups = report.scrub_spin_ups,
+        piggyback_batches = report.piggyback_batches,
+        "upkeep stopped"
+    );
+    activity.abort();
+    meta.close().await;
+    close_store(store).await;
+    tracing::info!("stopped");
+    Ok(())
+}
+
+/// Closes the store once the last request's reader has let go of it.
+async fn close_store(mut store: Arc<SqliteStore>) {
+    for _ in 0..100 {
+        match Arc::try_unwrap(store) {
+            Ok(store) => {
+                store.close().await;
+                return;
+            }
+            Err(shared) => {
+                store = shared;
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    }
+    tracing::warn!(
+        "the store is still in use after 5 s; exiting without closing it (acknowledged writes are durable)"
+    );
+}

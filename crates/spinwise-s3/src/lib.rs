@@ -1,0 +1,28 @@
+//! spinwise-s3: the S3-compatible HTTP API over the cold blob store (issue 5, first slice),
+//! built on s3s 0.14.1 and served by hyper 1. docs/s3.md has the coverage table, the error
+//! codes, the key mapping and the metadata database layout.
+//! - [`service`] holds [`SpinwiseS3`], the s3s `S3` trait over a [`spinwise_store::SqliteStore`]:
+//!   buckets, PUT/GET (ranges)/HEAD/DELETE/DeleteObjects/Copy, ListObjectsV2, storage classes
+//!   (`STANDARD` staged, `GLACIER` migrated), 503 SlowDown when the scheduler queue or staging
+//!   is full;
+//! - [`meta`] holds [`MetaDb`], the S3 layer's SQLite database (`DATA/s3.sqlite`): buckets and
+//!   per-object ETag, Content-Type and user metadata, written before the store commits;
+//! - [`body`] streams a request body into the store, hashing (MD5, BLAKE3, `x-amz-checksum-*`)
+//!   and refusing bad digests and bodies over the limit before anything is committed;
+//! - [`names`] maps bucket and key to the store key `"<bucket>/<key>"` (keys never become paths);
+//! - [`credentials`] holds the server's key pair (given, saved, or generated once);
+//! - [`server`] serves the s3s service with SigV4 authentication and stops gracefully.
+//!
+//! Dependencies point one way: spinwise-cli → spinwise-s3 → spinwise-store.
+
+pub mod body;
+pub mod credentials;
+pub mod meta;
+pub mod names;
+pub mod server;
+pub mod service;
+
+pub use credentials::{CredentialSource, Credentials, CredentialsError};
+pub use meta::{META_FILE, MetaDb, MetaError};
+pub use server::{RunningServer, build_service};
+pub use service::{S3Settings, SpinwiseS3};

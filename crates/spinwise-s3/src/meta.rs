@@ -1,0 +1,317 @@
+//! [`MetaDb`]: the S3 layer's own SQLite database (`DATA/s3.sqlite`, WAL, `synchronous = FULL`),
+//! holding what the store does not know: buckets, and each object's S3 metadata (ETag,
+//! Content-Type, user metadata). The byte/row layout is documented in docs/s3.md.
+//!
+//! Invariants:
+//! - the store's catalog decides whether an object exists; a metadata row only describes an
+//!   object whose store record has the same key *and* content hash (BLAKE3), so a row left by a
+//!   PUT that never committed (crash, refused body) describes nothing and is harmless;
+//! - a PUT writes its row (fsynced) before the store commits the object, so a committed object
+//!   always has its row (see [`crate::body`]);
+//! - rows that describe nothing are removed after the next PUT or DELETE of their key and at
+//!   start-up ([`MetaDb::orphans`]).
+
+use sqlx::Row;
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
+};
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::str::FromStr;
+use std::time::Duration;
+
+/// The metadata database's file in the data directory.
+pub const META_FILE: &str = "s3.sqlite";
+const SCHEMA_VERSION: i64 = 1;
+const MAX_CONNECTIONS: u32 = 4;
+const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
+
+const SCHEMA_V1: &str = r#"
+CREATE TABLE schema_version (
+    singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
+    version INTEGER NOT NULL
+) STRICT;
+CREATE TABLE buckets (
+    name TEXT PRIMARY KEY NOT NULL,
+    created_unix_ms INTEGER NOT NULL
+) STRICT, WITHOUT ROWID;
+CREATE TABLE object_meta (
+    store_key TEXT NOT NULL,
+    content_hash BLOB NOT NULL CHECK (length(content_hash) = 32),
+    size_bytes INTEGER NOT NULL CHECK (size_bytes >= 0),
+    etag TEXT NOT NULL,
+    content_type TEXT,
+    user_metadata TEXT NOT NULL,
+    written_unix_ms INTEGER NOT NULL,
+    PRIMARY KEY (store_key, content_hash)
+) STRICT, WITHOUT ROWID;
+"#;
+
+#[derive(Debug, thiserror::Error)]
+pub enum MetaError {
+    #[error("the S3 metadata database {path}: {message}")]
+    Open { path: String, message: String },
+    #[error("the S3 metadata database: {0}")]
+    Sql(#[from] sqlx::Error),
+    #[error("the S3 metadata database holds a bad row for `{key}`: {message}")]
+    Corrupt { key: String, message: String },
+}
+
+/// One object's S3 metadata, valid for the store object with this key and content hash.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ObjectMeta {
+    pub store_key: String,
+    pub content_hash: [u8; 32],
+    pub size_bytes: u64,
+    /// The ETag without quotes (hex MD5 of the body for a single PUT).
+    pub etag: String,
+    pub content_type: Option<String>,
+    /// `x-amz-meta-*` headers, names lower-case without the prefix.
+    pub user_metadata: BTreeMap<String, String>,
+    pub written_unix_ms: i64,
+}
+
+/// A bucket and when it was created.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BucketRow {
+    pub name: String,
+    pub created_unix_ms: i64,
+}
+
+#[derive(Clone, Debug)]
+pub struct MetaDb {
+    pool: SqlitePool,
+}
+
+impl MetaDb {
+    /// Opens (creating if missing) the database at `path`.
+    pub async fn open(path: &Path) -> Result<MetaDb, MetaError> {
+        let open_error = |message: String| MetaError::Open {
+            path: path.display().to_string(),
+            message,
+        };
+        let options = SqliteConnectOptions::from_str("sqlite:")
+            .map_err(|error| open_error(error.to_string()))?
+            .filename(path)
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Full)
+            .busy_timeout(BUSY_TIMEOUT);
+        let pool = SqlitePoolOptions::new()
+            .max_connections(MAX_CONNECTIONS)
+            .connect_with(options)
+            .await
+            .map_err(|error| open_error(error.to_string()))?;
+        let db = MetaDb { pool };
+        if let Err(error) = db.migrate().await {
+            db.pool.close().await;
+            return Err(open_error(error.to_string()));
+        }
+        Ok(db)
+    }
+
+    async fn migrate(&self) -> Result<(), MetaError> {
+        let mut transaction = self.pool.begin_with("BEGIN IMMEDIATE").await?;
+        let tables: Vec<String> = sqlx::query_scalar(
+            "SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%'",
+        )
+        .fetch_all(&mut *transaction)
+        .await?;
+        if tables.is_empty() {
+            sqlx::raw_sql(SCHEMA_V1).execute(&mut *transaction).await?;
+            sqlx::query("INSERT INTO schema_version (singleton, version) VALUES (1, ?)")
+                .bind(SCHEMA_VERSION)
+                .execute(&mut *transaction)
+                .await?;
+        } else {
+            let version: i64 = sqlx::query_scalar("SELECT version FROM schema_version")
+                .fetch_one(&mut *transaction)
+                .await?;
+            if version != SCHEMA_VERSION {
+                return Err(MetaError::Corrupt {
+                    key: "schema_version".into(),
+                    message: format!("version {version}, this build reads {SCHEMA_VERSION}"),
+                });
+            }
+        }
+        transaction.commit().await?;
+        Ok(())
+    }
+
+    /// Creates `name`; false if it already exists.
+    pub async fn create_bucket(&self, name: &str, now_unix_ms: i64) -> Result<bool, MetaError> {
+        let done = sqlx::query(
+            "INSERT INTO buckets (name, created_unix_ms) VALUES (?, ?) ON CONFLICT (name) DO NOTHING",
+        )
+        .bind(name)
+        .bind(now_unix_ms)
+        .execute(&self.pool)
+        .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    pub async fn bucket(&self, name: &str) -> Result<Option<BucketRow>, MetaError> {
+        let row = sqlx::query("SELECT name, created_unix_ms FROM buckets WHERE name = ?")
+            .bind(name)
+            .fetch_optional(&self.pool)
+            .await?;
+        Ok(row.map(|row| BucketRow {
+            name: row.get(0),
+            created_unix_ms: row.get(1),
+        }))
+    }
+
+    /// Every bucket, by name.
+    pub async fn buckets(&self) -> Result<Vec<BucketRow>, MetaError> {
+        let rows = sqlx::query("SELECT name, created_unix_ms FROM buckets ORDER BY name")
+            .fetch_all(&self.pool)
+            .await?;
+        Ok(rows
+            .into_iter()
+            .map(|row| BucketRow {
+                name: row.get(0),
+                created_unix_ms: row.get(1),
+            })
+            .collect())
+    }
+
+    /// Removes `name`; false if it did not exist.
+    pub async fn delete_bucket(&self, name: &str) -> Result<bool, MetaError> {
+        let done = sqlx::query("DELETE FROM buckets WHERE name = ?")
+            .bind(name)
+            .execute(&self.pool)
+            .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    /// Writes (or replaces) the row for `meta`'s key and content hash; durable on return.
+    pub async fn put_object_meta(&self, meta: &ObjectMeta) -> Result<(), MetaError> {
+        let user_metadata =
+            serde_json::to_string(&meta.user_metadata).expect("a string map serializes");
+        let size_bytes = i64::try_from(meta.size_bytes).map_err(|_| MetaError::Corrupt {
+            key: meta.store_key.clone(),
+            message: format!("size {} is too large", meta.size_bytes),
+        })?;
+        sqlx::query(
+            "INSERT OR REPLACE INTO object_meta \
+             (store_key, content_hash, size_bytes, etag, content_type, user_metadata, written_unix_ms) \
+             VALUES (?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(&meta.store_key)
+        .bind(&meta.content_hash[..])
+        .bind(size_bytes)
+        .bind(&meta.etag)
+        .bind(&meta.content_type)
+        .bind(user_metadata)
+        .bind(meta.written_unix_ms)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// The row describing the store object `store_key` whose content hash is `content_hash`.
+    pub async fn object_meta(
+        &self,
+        store_key: &str,
+        content_hash: &[u8; 32],
+    ) -> Result<Option<ObjectMeta>, MetaError> {
+        let row = sqlx::query(
+            "SELECT size_bytes, etag, content_type, user_metadata, written_unix_ms \
+             FROM object_meta WHERE store_key = ? AND content_hash = ?",
+        )
+        .bind(store_key)
+        .bind(&content_hash[..])
+        .fetch_optional(&self.pool)
+        .await?;
+        let Some(row) = row else { return Ok(None) };
+        let corrupt = |message: String| MetaError::Corrupt {
+            key: store_key.to_string(),
+            message,
+        };
+        let size_bytes: i64 = row.get(0);
+        let user_metadata: String = row.get(3);
+        Ok(Some(ObjectMeta {
+            store_key: store_key.to_string(),
+            content_hash: *content_hash,
+            size_bytes: u64::try_from(size_bytes).map_err(|e| corrupt(e.to_string()))?,
+            etag: row.get(1),
+            content_type: row.get(2),
+            user_metadata: serde_json::from_str(&user_metadata)
+                .map_err(|e| corrupt(e.to_string()))?,
+            written_unix_ms: row.get(4),
+        }))
+    }
+
+    /// Removes the rows of `store_key` except the one for `keep` (all of them for `None`).
+    pub async fn delete_object_meta_except(
+        &self,
+        store_key: &str,
+        keep: Option<&[u8; 32]>,
+    ) -> Result<u64, MetaError> {
+        let done = match keep {
+            Some(hash) => {
+                sqlx::query("DELETE FROM object_meta WHERE store_key = ? AND content_hash <> ?")
+                    .bind(store_key)
+                    .bind(&hash[..])
+                    .execute(&self.pool)
+                    .await?
+            }
+            None => {
+                sqlx::query("DELETE FROM object_meta WHERE store_key = ?")
+                    .bind(store_key)
+                    .execute(&self.pool)
+                    .await?
+            }
+        };
+        Ok(done.rows_affected())
+    }
+
+    /// Up to `limit` (store key, content hash) pairs after `after`, in key order: the start-up
+    /// sweep pages through them and drops the ones the store does not hold.
+    pub async fn object_meta_page(
+        &self,
+        after: Option<(&str, &[u8; 32])>,
+        limit: u32,
+    ) -> Result<Vec<(String, [u8; 32])>, MetaError> {
+        let (key, hash): (&str, &[u8]) = match after {
+            Some((key, hash)) => (key, &hash[..]),
+            None => ("", &[]),
+        };
+        let rows = sqlx::query(
+            "SELECT store_key, content_hash FROM object_meta \
+             WHERE (store_key, content_hash) > (?, ?) ORDER BY store_key, content_hash LIMIT ?",
+        )
+        .bind(key)
+        .bind(hash)
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await?;
+        rows.into_iter()
+            .map(|row| {
+                let key: String = row.get(0);
+                let hash: Vec<u8> = row.get(1);
+                let hash =
+                    <[u8; 32]>::try_from(hash.as_slice()).map_err(|_| MetaError::Corrupt {
+                        key: key.clone(),
+                        message: "content hash is not 32 bytes".into(),
+                    })?;
+                Ok((key, hash))
+            })
+            .collect()
+    }
+
+    /// Removes one (key, hash) row.
+    pub async fn delete_one(&self, store_key: &str, hash: &[u8; 32]) -> Result<(), MetaError> {
+        sqlx::query("DELETE FROM object_meta WHERE store_key = ? AND content_hash = ?")
+            .bind(store_key)
+            .bind(&hash[..])
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// Closes the connections (checkpointing the WAL).
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+}

@@ -1,0 +1,948 @@
+//! [`SpinwiseS3`]: the s3s [`S3`] trait over the store. Buckets and per-object S3 metadata live
+//! in the [`MetaDb`]; bytes and existence in the store (store key `"<bucket>/<key>"`, see
+//! [`crate::names`]).
+//!
+//! Invariants:
+//! - PUTs (and copies) of one store key run one at a time (striped key locks), so the metadata
+//!   row a PUT keeps is the one of the object it committed, and the cleanup after it never
+//!   removes the row of a PUT still in flight;
+//! - PUTs and copies hold the bucket gate shared and DeleteBucket holds it exclusively, so an
+//!   object is never committed into a bucket being deleted;
+//! - GET headers describe the bytes streamed: the record comes from the reader that streams them;
+//! - a full scheduler queue or full staging answers 503 SlowDown with Retry-After; nothing of
+//!   such a request is stored.
+
+use crate::body::{BodyStream, Digests, Expected, Upload};
+use crate::meta::{MetaDb, MetaError, ObjectMeta};
+use crate::names::{
+    after_prefix, bucket_prefix, check_bucket, decode_token, encode_token, store_key,
+};
+use base64::Engine as _;
+use bytes::Bytes;
+use futures::{Stream, TryStreamExt as _};
+use s3s::dto::*;
+use s3s::{S3, S3Error, S3ErrorCode, S3Request, S3Response, S3Result};
+use spinwise_catalog::{ObjectLocation, ObjectRecord};
+use spinwise_store::staging::StagingError;
+use spinwise_store::{ContentCheck, ObjectReader, SqliteStore, StoreError};
+use std::collections::BTreeMap;
+use std::hash::{Hash, Hasher};
+use std::io;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use tokio::sync::{Mutex, RwLock, mpsc};
+
+/// Key-lock stripes: PUTs of different keys rarely share one.
+const KEY_LOCK_STRIPES: usize = 64;
+/// The most keys one list page returns (S3's own cap).
+const MAX_LIST_KEYS: i32 = 1000;
+/// Chunks a GET reads ahead of the client.
+const GET_READ_AHEAD_CHUNKS: usize = 2;
+/// How often GET retries when the object changed between its lookup and opening its bytes.
+const OPEN_ATTEMPTS: u32 = 3;
+
+/// Limits and advice of the S3 layer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct S3Settings {
+    /// The largest single PUT body (default 5 GiB, as S3).
+    pub max_put_bytes: u64,
+    /// The `Retry-After` (seconds) sent with 503 SlowDown.
+    pub retry_after_s: u32,
+}
+
+impl Default for S3Settings {
+    fn default() -> S3Settings {
+        S3Settings {
+            max_put_bytes: 5 << 30,
+            retry_after_s: 5,
+        }
+    }
+}
+
+pub struct SpinwiseS3 {
+    store: Arc<SqliteStore>,
+    meta: MetaDb,
+    settings: S3Settings,
+    key_locks: Vec<Mutex<()>>,
+    bucket_gate: RwLock<()>,
+}
+
+impl std::fmt::Debug for SpinwiseS3 {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SpinwiseS3")
+            .field("settings", &self.settings)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What a PUT records besides the bytes.
+struct Described {
+    content_type: Option<String>,
+    user_metadata: BTreeMap<String, String>,
+}
+
+/// An object as S3 shows it: the store's record and the S3 layer's row.
+struct ObjectView {
+    record: ObjectRecord,
+    meta: Option<ObjectMeta>,
+}
+
+impl ObjectView {
+    fn etag(&self) -> Option<ETag> {
+        self.meta.as_ref().map(|m| ETag::Strong(m.etag.clone()))
+    }
+    fn content_type(&self) -> Option<String> {
+        self.meta.as_ref().and_then(|m| m.content_type.clone())
+    }
+    fn user_metadata(&self) -> Option<Metadata> {
+        self.meta
+            .as_ref()
+            .filter(|m| !m.user_metadata.is_empty())
+            .map(|m| m.user_metadata.clone().into_iter().collect())
+    }
+    fn last_modified(&self) -> Timestamp {
+        last_modified(&self.record)
+    }
+    fn storage_class(&self) -> &'static str {
+        storage_class(&self.record)
+    }
+}
+
+/// `STANDARD` while the object is staged, `GLACIER` once it is migrated to sleeping disks.
+pub fn storage_class(record: &ObjectRecord) -> &'static str {
+    match record.location {
+        ObjectLocation::Staged { .. } => StorageClass::STANDARD,
+        ObjectLocation::Migrated { .. } => StorageClass::GLACIER,
+    }
+}
+
+fn last_modified(record: &ObjectRecord) -> Timestamp {
+    let ms = u64::try_from(record.created_unix_ms).unwrap_or(0);
+    Timestamp::from(UNIX_EPOCH + Duration::from_millis(ms))
+}
+
+fn now_unix_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.as_millis() as i64)
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn internal(error: impl std::fmt::Display) -> S3Error {
+    tracing::error!(%error, "S3 request failed");
+    S3Error::with_message(S3ErrorCode::InternalError, error.to_string())
+}
+
+fn meta_error(error: MetaError) -> S3Error {
+    internal(error)
+}
+
+/// 503 SlowDown with `Retry-After`.
+fn slow_down(message: String, retry_after_s: u32) -> S3Error {
+    let mut error = S3Error::with_message(S3ErrorCode::SlowDown, message);
+    let mut headers = http::HeaderMap::new();
+    headers.insert(
+        http::header::RETRY_AFTER,
+        http::HeaderValue::from(retry_after_s),
+    );
+    error.set_headers(headers);
+    error
+}
+
+/// The S3 error for a store failure.
+pub fn store_error(error: StoreError, retry_after_s: u32) -> S3Error {
+    match error {
+        StoreError::NoSuchKey { .. } => S3Error::new(S3ErrorCode::NoSuchKey),
+        StoreError::KeyLength { .. } | StoreError::Staging(StagingError::KeyLength { .. }) => {
+            S3Error::with_message(S3ErrorCode::KeyTooLongError, error.to_string())
+        }
+        StoreError::Range { .. } | StoreError::Staging(StagingError::Range { .. }) => {
+            S3Error::with_message(S3ErrorCode::InvalidRange, error.to_string())
+        }
+        StoreError::Busy { .. } | StoreError::Staging(StagingError::Full { .. }) => {
+            slow_down(error.to_string(), retry_after_s)
+        }
+        other => internal(other),
+    }
+}
+
+fn decode_content_md5(text: &str) -> S3Result<[u8; 16]> {
+    let invalid = || {
+        S3Error::with_message(
+            S3ErrorCode::InvalidDigest,
+            "the Content-MD5 you specified is not the base64 of 16 bytes",
+        )
+    };
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(text.trim())
+        .map_err(|_| invalid())?;
+    <[u8; 16]>::try_from(bytes.as_slice()).map_err(|_| invalid())
+}
+
+/// The checksum algorithms announced as trailers (`x-amz-trailer`), lower-case.
+fn trailer_names(headers: &http::HeaderMap) -> Vec<String> {
+    headers
+        .get_all("x-amz-trailer")
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(','))
+        .map(|name| name.trim().to_ascii_lowercase())
+        .filter(|name| !name.is_empty())
+        .collect()
+}
+
+/// A store GET as a body stream: a task reads ahead a few chunks, so a client that goes away
+/// stops the read (the channel closes).
+fn reader_stream(mut reader: ObjectReader) -> BodyStream {
+    let (sender, receiver) = mpsc::channel(GET_READ_AHEAD_CHUNKS);
+    tokio::spawn(async move {
+        loop {
+            let next = reader.next_chunk().await;
+            let end = !matches!(next, Ok(Some(_)));
+            let item = match next {
+                Ok(Some(chunk)) => Ok(chunk),
+                Ok(None) => break,
+                Err(error) => {
+                    tracing::error!(%error, "reading an object for S3");
+                    Err(io::Error::other(error.to_string()))
+                }
+            };
+            if sender.send(item).await.is_err() || end {
+                break;
+            }
+        }
+    });
+    Box::pin(ChunkStream(receiver))
+}
+
+struct ChunkStream(mpsc::Receiver<Result<Bytes, io::Error>>);
+
+impl Stream for ChunkStream {
+    type Item = Result<Bytes, io::Error>;
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        self.0.poll_recv(cx)
+    }
+}
+
+impl SpinwiseS3 {
+    /// The S3 layer over `store`, its metadata database at `meta`. Sweeps metadata rows that
+    /// describe no stored object (left by PUTs a crash or a refusal interrupted).
+    pub async fn new(
+        store: Arc<SqliteStore>,
+        meta: MetaDb,
+        settings: S3Settings,
+    ) -> Result<SpinwiseS3, MetaError> {
+        let service = SpinwiseS3 {
+            store,
+            meta,
+            settings,
+            key_locks: (0..KEY_LOCK_STRIPES).map(|_| Mutex::new(())).collect(),
+            bucket_gate: RwLock::new(()),
+        };
+        let swept = service.sweep_orphans().await?;
+        if swept > 0 {
+            tracing::info!(
+                rows = swept,
+                "removed S3 metadata rows of objects not stored"
+            );
+        }
+        Ok(service)
+    }
+
+    pub fn store(&self) -> &Arc<SqliteStore> {
+        &self.store
+    }
+    pub fn meta(&self) -> &MetaDb {
+        &self.meta
+    }
+
+    /// Removes metadata rows whose (key, content hash) the store does not hold; returns how many.
+    pub async fn sweep_orphans(&self) -> Result<u64, MetaError> {
+        let mut removed = 0;
+        let mut after: Option<(String, [u8; 32])> = None;
+        loop {
+            let page = self
+                .meta
+                .object_meta_page(after.as_ref().map(|(k, h)| (k.as_str(), h)), 256)
+                .await?;
+            let Some(last) = page.last().cloned() else {
+                return Ok(removed);
+            };
+            for (key, hash) in &page {
+                let stored = match self.store.stat(key).await {
+                    Ok(record) => Some(record.content_hash),
+                    Err(StoreError::NoSuchKey { .. }) => None,
+                    Err(error) => {
+                        tracing::warn!(%error, key, "sweeping S3 metadata: leaving the row");
+                        continue;
+                    }
+                };
+                if stored.as_ref() != Some(hash) {
+                    self.meta.delete_one(key, hash).await?;
+                    removed += 1;
+                }
+            }
+            after = Some(last);
+        }
+    }
+
+    fn key_lock(&self, store_key: &str) -> &Mutex<()> {
+        let mut hasher = std::hash::DefaultHasher::new();
+        store_key.hash(&mut hasher);
+        &self.key_locks[(hasher.finish() % KEY_LOCK_STRIPES as u64) as usize]
+    }
+
+    fn store_error(&self, error: StoreError) -> S3Error {
+        store_error(error, self.settings.retry_after_s)
+    }
+
+    async fn require_bucket(&self, bucket: &str) -> S3Result<()> {
+        check_bucket(bucket)?;
+        match self.meta.bucket(bucket).await.map_err(meta_error)? {
+            Some(_) => Ok(()),
+            None => Err(S3Error::with_message(
+                S3ErrorCode::NoSuchBucket,
+                format!("no bucket `{bucket}`"),
+            )),
+        }
+    }
+
+    /// Streams `stream` into the store under `store_key` with its metadata row written before
+    /// the store commits (see [`crate::body`]).
+    async fn ingest(
+        &self,
+        bucket: &str,
+        store_key: &str,
+        stream: BodyStream,
+        expected: Expected,
+        described: Described,
+    ) -> S3Result<(ObjectRecord, Digests)> {
+        let _bucket_open = self.bucket_gate.read().await;
+        self.require_bucket(bucket).await?;
+        let _key_held = self.key_lock(store_key).lock().await;
+        let (upload, gate) = Upload::new(stream, expected, self.settings.max_put_bytes);
+        let meta = &self.meta;
+        let coordinate = async move {
+            let digests = match gate.report.await {
+                Ok(Ok(digests)) => digests,
+                Ok(Err(refusal)) => return Err(Some(refusal)),
+                Err(_) => return Err(None), // the store stopped reading first
+            };
+            let row = ObjectMeta {
+                store_key: store_key.to_string(),
+                content_hash: digests.blake3,
+                size_bytes: digests.size_bytes,
+                etag: hex(&digests.md5),
+                content_type: described.content_type,
+                user_metadata: described.user_metadata,
+                written_unix_ms: now_unix_ms(),
+            };
+            match meta.put_object_meta(&row).await {
+                Ok(()) => {
+                    let _ = gate.proceed.send(true);
+                    Ok(digests)
+                }
+                Err(error) => {
+                    let _ = gate.proceed.send(false);
+                    Err(Some(meta_error(error)))
+                }
+            }
+        };
+        let (stored, coordinated) = tokio::join!(self.store.put(store_key, upload), coordinate);
+        match (stored, coordinated) {
+            (Ok(record), Ok(digests)) => {
+                assert_eq!(
+                    record.content_hash, digests.blake3,
+                    "the store hashed other bytes than the upload streamed"
+                );
+                if let Err(error) = self
+                    .meta
+                    .delete_object_meta_except(store_key, Some(&record.content_hash))
+                    .await
+                {
+                    tracing::warn!(%error, store_key, "removing replaced S3 metadata rows");
+                }
+                Ok((record, digests))
+            }
+            (_, Err(Some(refusal))) => Err(refusal),
+            (Err(error), _) => Err(self.store_error(error)),
+            (Ok(_), Err(None)) => Err(internal("the upload ended without reporting its digests")),
+        }
+    }
+
+    /// Opens `store_key` for reading (all, or `range`): the reader and the view of the object it
+    /// streams.
+    async fn open_read(
+        &self,
+        store_key: &str,
+        range: Option<&Range>,
+    ) -> S3Result<(ObjectReader, ObjectView)> {
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let record = self
+                .store
+                .stat(store_key)
+                .await
+                .map_err(|e| self.store_error(e))?;
+            let bytes = match range {
+                Some(range) => Some(range.check(record.size_bytes).map_err(|_| {
+                    S3Error::with_message(
+                        S3ErrorCode::InvalidRange,
+                        format!(
+                            "the range is outside the object's {} bytes",
+                            record.size_bytes
+                        ),
+                    )
+                })?),
+                None => None,
+            };
+            let reader = self
+                .store
+                .get_with(store_key, bytes, ContentCheck::ChunksOnly)
+                .await
+                .map_err(|e| self.store_error(e))?;
+            if reader.record().content_hash != record.content_hash && attempt < OPEN_ATTEMPTS {
+                continue; // replaced meanwhile: the range was checked against other bytes
+            }
+            let view = self.view(reader.record().clone()).await?;
+            return Ok((reader, view));
+        }
+    }
+
+    async fn view(&self, record: ObjectRecord) -> S3Result<ObjectView> {
+        let meta = self
+            .meta
+            .object_meta(&record.key, &record.content_hash)
+            .await
+            .map_err(meta_error)?;
+        if meta.is_none() {
+            tracing::warn!(key = record.key, "a stored object has no S3 metadata row");
+        }
+        Ok(ObjectView { record, meta })
+    }
+
+    async fn stat_view(&self, store_key: &str) -> S3Result<ObjectView> {
+        let record = self
+            .store
+            .stat(store_key)
+            .await
+            .map_err(|e| self.store_error(e))?;
+        self.view(record).await
+    }
+
+    /// Deletes one object (absent is success, as in S3).
+    async fn delete_one(&self, store_key: &str) -> S3Result<()> {
+        let _key_held = self.key_lock(store_key).lock().await;
+        match self.store.delete(store_key).await {
+            Ok(_) | Err(StoreError::NoSuchKey { .. }) => {}
+            Err(error) => return Err(self.store_error(error)),
+        }
+        self.meta
+            .delete_object_meta_except(store_key, None)
+            .await
+            .map_err(meta_error)?;
+        Ok(())
+    }
+
+    /// One page of a bucket listing (ListObjectsV2 and ListObjects share it).
+    async fn list_page(&self, bucket: &str, query: ListQuery<'_>) -> S3Result<ListPage> {
+        self.require_bucket(bucket).await?;
+        let base = bucket_prefix(bucket);
+        let full_prefix = format!("{base}{}", query.prefix);
+        let delimiter = query.delimiter.filter(|d| !d.is_empty());
+        let mut position = query.after.map(|after| format!("{base}{after}"));
+        let mut page = ListPage::default();
+        let max_keys = query.max_keys.clamp(0, MAX_LIST_KEYS) as usize;
+        while page.objects.len() + page.prefixes.len() < max_keys {
+            let wanted = (max_keys - page.objects.len() - page.prefixes.len()) as u32;
+            let records = self
+                .store
+                .list(&full_prefix, position.as_deref(), wanted)
+                .await
+                .map_err(|e| self.store_error(e))?;
+            if records.is_empty() {
+                return Ok(page);
+            }
+            for record in records {
+                let key = record.key[base.len()..].to_string();
+                let rest = &key[query.prefix.len()..];
+                if let Some(delimiter) = delimiter
+                    && let Some(at) = rest.find(delimiter)
+                {
+                    let common = key[..query.prefix.len() + at + delimiter.len()].to_string();
+                    position = Some(format!("{base}{}", after_prefix(&common)));
+                    page.last = Some(after_prefix(&common));
+                    page.prefixes.push(common);
+                    break; // list again past the whole common prefix
+                }
+                position = Some(record.key.clone());
+                page.last = Some(key);
+                page.objects.push(self.view(record).await?);
+                if page.objects.len() + page.prefixes.len() == max_keys {
+                    break;
+                }
+            }
+        }
+        let more = self
+            .store
+            .list(&full_prefix, position.as_deref(), 1)
+            .await
+            .map_err(|e| self.store_error(e))?;
+        page.truncated = !more.is_empty();
+        Ok(page)
+    }
+}
+
+struct ListQuery<'a> {
+    prefix: &'a str,
+    delimiter: Option<&'a str>,
+    /// List keys strictly after this one (relative to the bucket).
+    after: Option<&'a str>,
+    max_keys: i32,
+}
+
+#[derive(Default)]
+struct ListPage {
+    objects: Vec<ObjectView>,
+    prefixes: Vec<String>,
+    truncated: bool,
+    /// The position after the last entry (relative to the bucket).
+    last: Option<String>,
+}
+
+impl ListPage {
+    fn contents(&self) -> Vec<Object> {
+        self.objects
+            .iter()
+            .map(|view| Object {
+                key: Some(
+                    view.record
+                        .key
+                        .split_once('/')
+                        .map_or("", |(_, k)| k)
+                        .into(),
+                ),
+                size: Some(view.record.size_bytes as i64),
+                e_tag: view.etag(),
+                last_modified: Some(view.last_modified()),
+                storage_class: Some(ObjectStorageClass::from_static(view.storage_class())),
+                ..Default::default()
+            })
+            .collect()
+    }
+    fn common_prefixes(&self) -> Option<Vec<CommonPrefix>> {
+        (!self.prefixes.is_empty()).then(|| {
+            self.prefixes
+                .iter()
+                .map(|prefix| CommonPrefix {
+                    prefix: Some(prefix.clone()),
+                })
+                .collect()
+        })
+    }
+}
+
+fn described_from(content_type: Option<String>, metadata: Option<Metadata>) -> Described {
+    Described {
+        content_type,
+        user_metadata: metadata
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(name, value)| (name.to_ascii_lowercase(), value))
+            .collect(),
+    }
+}
+
+#[async_trait::async_trait]
+impl S3 for SpinwiseS3 {
+    async fn create_bucket(
+        &self,
+        req: S3Request<CreateBucketInput>,
+    ) -> S3Result<S3Response<CreateBucketOutput>> {
+        let bucket = req.input.bucket;
+        check_bucket(&bucket)?;
+        if !self
+            .meta
+            .create_bucket(&bucket, now_unix_ms())
+            .await
+            .map_err(meta_error)?
+        {
+            return Err(S3Error::new(S3ErrorCode::BucketAlreadyOwnedByYou));
+        }
+        tracing::info!(bucket, "bucket created");
+        Ok(S3Response::new(CreateBucketOutput {
+            location: Some(format!("/{bucket}")),
+        }))
+    }
+
+    async fn list_buckets(
+        &self,
+        _req: S3Request<ListBucketsInput>,
+    ) -> S3Result<S3Response<ListBucketsOutput>> {
+        let buckets = self.meta.buckets().await.map_err(meta_error)?;
+        let buckets = buckets
+            .into_iter()
+            .map(|row| Bucket {
+                name: Some(row.name),
+                creation_date: Some(Timestamp::from(
+                    UNIX_EPOCH + Duration::from_millis(row.created_unix_ms.max(0) as u64),
+                )),
+                ..Default::default()
+            })
+            .collect();
+        Ok(S3Response::new(ListBucketsOutput {
+            buckets: Some(buckets),
+            ..Default::default()
+        }))
+    }
+
+    async fn head_bucket(
+        &self,
+        req: S3Request<HeadBucketInput>,
+    ) -> S3Result<S3Response<HeadBucketOutput>> {
+        self.require_bucket(&req.input.bucket).await?;
+        Ok(S3Response::new(HeadBucketOutput::default()))
+    }
+
+    async fn get_bucket_location(
+        &self,
+        req: S3Request<GetBucketLocationInput>,
+    ) -> S3Result<S3Response<GetBucketLocationOutput>> {
+        self.require_bucket(&req.input.bucket).await?;
+        Ok(S3Response::new(GetBucketLocationOutput::default()))
+    }
+
+    async fn delete_bucket(
+        &self,
+        req: S3Request<DeleteBucketInput>,
+    ) -> S3Result<S3Response<DeleteBucketOutput>> {
+        let bucket = req.input.bucket;
+        let _no_puts = self.bucket_gate.write().await;
+        self.require_bucket(&bucket).await?;
+        let held = self
+            .store
+            .list(&bucket_prefix(&bucket), None, 1)
+            .await
+            .map_err(|e| self.store_error(e))?;
+        if !held.is_empty() {
+            return Err(S3Error::with_message(
+                S3ErrorCode::BucketNotEmpty,
+                format!("bucket `{bucket}` still holds objects"),
+            ));
+        }
+        self.meta.delete_bucket(&bucket).await.map_err(meta_error)?;
+        tracing::info!(bucket, "bucket deleted");
+        Ok(S3Response::new(DeleteBucketOutput {}))
+    }
+
+    async fn put_object(
+        &self,
+        req: S3Request<PutObjectInput>,
+    ) -> S3Result<S3Response<PutObjectOutput>> {
+        let trailer_names = trailer_names(&req.headers);
+        let trailers = req.trailing_headers;
+        let input = req.input;
+        let store_key = store_key(&input.bucket, &input.key)?;
+        self.require_bucket(&input.bucket).await?;
+        if let Some(length) = input.content_length
+            && u64::try_from(length).unwrap_or(0) > self.settings.max_put_bytes
+        {
+            return Err(S3Error::with_message(
+                S3ErrorCode::EntityTooLarge,
+                format!(
+                    "{length} bytes exceed this server's single-PUT limit of {} bytes",
+                    self.settings.max_put_bytes
+                ),
+            ));
+        }
+        let expected = Expected {
+            content_md5: input
+                .content_md5
+                .as_deref()
+                .map(decode_content_md5)
+                .transpose()?,
+            checksums: Checksum {
+                checksum_crc32: input.checksum_crc32,
+                checksum_crc32c: input.checksum_crc32c,
+                checksum_crc64nvme: input.checksum_crc64nvme,
+                checksum_sha1: input.checksum_sha1,
+                checksum_sha256: input.checksum_sha256,
+                ..Default::default()
+            },
+            trailer_names,
+            trailers,
+        };
+        let stream: BodyStream = match input.body {
+            Some(body) => Box::pin(body.map_err(|error| io::Error::other(error.to_string()))),
+            None => Box::pin(futures::stream::empty()),
+        };
+        let described = described_from(input.content_type, input.metadata);
+        let (record, digests) = self
+            .ingest(&input.bucket, &store_key, stream, expected, described)
+            .await?;
+        tracing::debug!(key = record.key, size_bytes = record.size_bytes, "PUT");
+        let checksums = digests.checksums;
+        Ok(S3Response::new(PutObjectOutput {
+            e_tag: Some(ETag::Strong(hex(&digests.md5))),
+            size: Some(record.size_bytes as i64),
+            checksum_crc32: checksums.checksum_crc32,
+            checksum_crc32c: checksums.checksum_crc32c,
+            checksum_crc64nvme: checksums.checksum_crc64nvme,
+            checksum_sha1: checksums.checksum_sha1,
+            checksum_sha256: checksums.checksum_sha256,
+            ..Default::default()
+        }))
+    }
+
+    async fn get_object(
+        &self,
+        req: S3Request<GetObjectInput>,
+    ) -> S3Result<S3Response<GetObjectOutput>> {
+        let input = req.input;
+        let store_key = store_key(&input.bucket, &input.key)?;
+        self.require_bucket(&input.bucket).await?;
+        let (reader, view) = self.open_read(&store_key, input.range.as_ref()).await?;
+        let range = reader.range();
+        let content_range = input.range.as_ref().map(|_| {
+            format!(
+                "bytes {}-{}/{}",
+                range.start,
+                range.end.saturating_sub(1),
+                view.record.size_bytes
+            )
+        });
+        let output = GetObjectOutput {
+            body: Some(StreamingBlob::wrap(reader_stream(reader))),
+            content_length: Some((range.end - range.start) as i64),
+            content_range,
+            accept_ranges: Some("bytes".into()),
+            e_tag: view.etag(),
+            last_modified: Some(view.last_modified()),
+            content_type: view.content_type(),
+            metadata: view.user_metadata(),
+            storage_class: Some(StorageClass::from_static(view.storage_class())),
+            ..Default::default()
+        };
+        Ok(S3Response::new(output))
+    }
+
+    async fn head_object(
+        &self,
+        req: S3Request<HeadObjectInput>,
+    ) -> S3Result<S3Response<HeadObjectOutput>> {
+        let input = req.input;
+        let store_key = store_key(&input.bucket, &input.key)?;
+        self.require_bucket(&input.bucket).await?;
+        let view = self.stat_view(&store_key).await?;
+        Ok(S3Response::new(HeadObjectOutput {
+            content_length: Some(view.record.size_bytes as i64),
+            accept_ranges: Some("bytes".into()),
+            e_tag: view.etag(),
+            last_modified: Some(view.last_modified()),
+            content_type: view.content_type(),
+            metadata: view.user_metadata(),
+            storage_class: Some(StorageClass::from_static(view.storage_class())),
+            ..Default::default()
+        }))
+    }
+
+    async fn delete_object(
+        &self,
+        req: S3Request<DeleteObjectInput>,
+    ) -> S3Result<S3Response<DeleteObjectOutput>> {
+        let input = req.input;
+        let store_key = store_key(&input.bucket, &input.key)?;
+        self.require_bucket(&input.bucket).await?;
+        self.delete_one(&store_key).await?;
+        Ok(S3Response::new(DeleteObjectOutput::default()))
+    }
+
+    async fn delete_objects(
+        &self,
+        req: S3Request<DeleteObjectsInput>,
+    ) -> S3Result<S3Response<DeleteObjectsOutput>> {
+        let input = req.input;
+        self.require_bucket(&input.bucket).await?;
+        let quiet = input.delete.quiet.unwrap_or(false);
+        let mut deleted = Vec::new();
+        let mut errors = Vec::new();
+        for object in input.delete.objects {
+            let outcome = match store_key(&input.bucket, &object.key) {
+                Ok(store_key) => self.delete_one(&store_key).await,
+                Err(error) => Err(error),
+            };
+            match outcome {
+                Ok(()) if quiet => {}
+                Ok(()) => deleted.push(DeletedObject {
+                    key: Some(object.key),
+                    ..Default::default()
+                }),
+                Err(error) => errors.push(Error {
+                    code: Some(error.code().as_str().to_string()),
+                    key: Some(object.key),
+                    message: error.message().map(str::to_string),
+                    ..Default::default()
+                }),
+            }
+        }
+        Ok(S3Response::new(DeleteObjectsOutput {
+            deleted: Some(deleted),
+            errors: (!errors.is_empty()).then_some(errors),
+            ..Default::default()
+        }))
+    }
+
+    async fn copy_object(
+        &self,
+        req: S3Request<CopyObjectInput>,
+    ) -> S3Result<S3Response<CopyObjectOutput>> {
+        let input = req.input;
+        let (source_bucket, source_key) = match &input.copy_source {
+            CopySource::Bucket { bucket, key, .. } => (bucket.to_string(), key.to_string()),
+            _ => {
+                return Err(S3Error::with_message(
+                    S3ErrorCode::NotImplemented,
+                    "copies from access points are not supported",
+                ));
+            }
+        };
+        let source = store_key(&source_bucket, &source_key)?;
+        let target = store_key(&input.bucket, &input.key)?;
+        self.require_bucket(&source_bucket).await?;
+        self.require_bucket(&input.bucket).await?;
+        let replace = input
+            .metadata_directive
+            .as_ref()
+            .is_some_and(|d| d.as_str() == MetadataDirective::REPLACE);
+        if source == target && !replace {
+            return Err(S3Error::with_message(
+                S3ErrorCode::InvalidRequest,
+                "copying an object onto itself needs the REPLACE metadata directive",
+            ));
+        }
+        let (reader, view) = self.open_read(&source, None).await?;
+        let described = match replace {
+            true => described_from(input.content_type, input.metadata),
+            false => Described {
+                content_type: view.content_type(),
+                user_metadata: view
+                    .meta
+                    .as_ref()
+                    .map(|m| m.user_metadata.clone())
+                    .unwrap_or_default(),
+            },
+        };
+        let stream = reader_stream(reader);
+        let (record, digests) = self
+            .ingest(
+                &input.bucket,
+                &target,
+                stream,
+                Expected::default(),
+                described,
+            )
+            .await?;
+        Ok(S3Response::new(CopyObjectOutput {
+            copy_object_result: Some(CopyObjectResult {
+                e_tag: Some(ETag::Strong(hex(&digests.md5))),
+                last_modified: Some(last_modified(&record)),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }))
+    }
+
+    async fn list_objects_v2(
+        &self,
+        req: S3Request<ListObjectsV2Input>,
+    ) -> S3Result<S3Response<ListObjectsV2Output>> {
+        let input = req.input;
+        let token = input
+            .continuation_token
+            .as_deref()
+            .map(decode_token)
+            .transpose()?;
+        let prefix = input.prefix.clone().unwrap_or_default();
+        let after = token.as_deref().or(input.start_after.as_deref());
+        let max_keys = input.max_keys.unwrap_or(MAX_LIST_KEYS);
+        let query = ListQuery {
+            prefix: &prefix,
+            delimiter: input.delimiter.as_deref(),
+            after,
+            max_keys,
+        };
+        let page = self.list_page(&input.bucket, query).await?;
+        let contents = page.contents();
+        let common_prefixes = page.common_prefixes();
+        Ok(S3Response::new(ListObjectsV2Output {
+            name: Some(input.bucket),
+            prefix: input.prefix,
+            delimiter: input.delimiter,
+            max_keys: Some(max_keys.clamp(0, MAX_LIST_KEYS)),
+            key_count: Some((page.objects.len() + page.prefixes.len()) as i32),
+            continuation_token: input.continuation_token,
+            start_after: input.start_after,
+            is_truncated: Some(page.truncated),
+            next_continuation_token: page
+                .truncated
+                .then(|| page.last.as_deref().map(encode_token))
+                .flatten(),
+            contents: Some(contents),
+            common_prefixes,
+            encoding_type: input.encoding_type,
+            ..Default::default()
+        }))
+    }
+
+    async fn list_objects(
+        &self,
+        req: S3Request<ListObjectsInput>,
+    ) -> S3Result<S3Response<ListObjectsOutput>> {
+        let input = req.input;
+        let prefix = input.prefix.clone().unwrap_or_default();
+        let max_keys = input.max_keys.unwrap_or(MAX_LIST_KEYS);
+        // A marker that is a common prefix we returned resumes past all of that prefix.
+        let after = input.marker.as_deref().map(|marker| {
+            match input.delimiter.as_deref().filter(|d| !d.is_empty()) {
+                Some(delimiter) if marker.starts_with(&prefix) && marker.ends_with(delimiter) => {
+                    after_prefix(marker)
+                }
+                _ => marker.to_string(),
+            }
+        });
+        let query = ListQuery {
+            prefix: &prefix,
+            delimiter: input.delimiter.as_deref(),
+            after: after.as_deref(),
+            max_keys,
+        };
+        let page = self.list_page(&input.bucket, query).await?;
+        // S3's NextMarker is the last key or common prefix returned (not its successor).
+        let next_marker = match (page.objects.last(), page.prefixes.last()) {
+            (_, Some(prefix)) if page.last.as_deref() == Some(&after_prefix(prefix)) => {
+                Some(prefix.clone())
+            }
+            (Some(view), _) => view.record.key.split_once('/').map(|(_, k)| k.to_string()),
+            _ => None,
+        };
+        Ok(S3Response::new(ListObjectsOutput {
+            name: Some(input.bucket),
+            prefix: input.prefix,
+            delimiter: input.delimiter,
+            marker: input.marker,
+            max_keys: Some(max_keys.clamp(0, MAX_LIST_KEYS)),
+            is_truncated: Some(page.truncated),
+            next_marker: page.truncated.then_some(next_marker).flatten(),
+            contents: Some(page.contents()),
+            common_prefixes: page.common_prefixes(),
+            encoding_type: input.encoding_type,
+            ..Default::default()
+        }))
+    }
+}

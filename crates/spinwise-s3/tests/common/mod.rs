@@ -1,0 +1,141 @@
+//! A real server on an ephemeral port over a temporary dense-jbod-60 store (time factor 0.001,
+//! 1 MiB bundles), and an aws-sdk-s3 client for it (path style, fixed region, static keys,
+//! no retries so errors reach the test as sent).
+
+#![allow(dead_code)]
+
+use aws_sdk_s3::Client;
+use aws_sdk_s3::config::{BehaviorVersion, Credentials as SdkCredentials, Region};
+use spinwise_s3::{Credentials, MetaDb, RunningServer, S3Settings, SpinwiseS3, build_service};
+use spinwise_store::staging::StagingConfig;
+use spinwise_store::{RackSource, SqliteStore, Store, StoreConfig};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+pub const ACCESS_KEY: &str = "SPINWISETESTACCESS01";
+pub const SECRET_KEY: &str = "spinwise-test-secret-key-0123456789";
+pub const RACK: &str = include_str!("../../../../presets/dense-jbod-60.toml");
+
+pub struct Harness {
+    pub dir: tempfile::TempDir,
+    pub data_dir: PathBuf,
+    pub store: Arc<SqliteStore>,
+    pub server: RunningServer,
+    pub client: Client,
+}
+
+pub fn config(max_queue_depth: Option<u32>) -> StoreConfig {
+    let rack = spinwise_model::parse_rack("dense-jbod-60", RACK).unwrap();
+    let mut layout = spinwise_plan::plan(&rack).unwrap().layout;
+    if let Some(depth) = max_queue_depth {
+        layout.scheduler.max_queue_depth = depth;
+    }
+    let mut config = StoreConfig::new(
+        RackSource::Preset("dense-jbod-60".into()),
+        RACK.to_string(),
+        layout,
+    );
+    config.time_factor = 0.001;
+    config.bundle_bytes = 1 << 20;
+    config.staging = StagingConfig {
+        segment_bytes: 8 << 20,
+        chunk_bytes: 1 << 20,
+        limit_bytes: 1 << 30,
+    };
+    config
+}
+
+pub async fn start() -> Harness {
+    start_with(config(None), S3Settings::default()).await
+}
+
+pub async fn start_with(config: StoreConfig, settings: S3Settings) -> Harness {
+    let dir = tempfile::tempdir().unwrap();
+    let data_dir = dir.path().join("data");
+    let store = Arc::new(Store::init_sqlite(&data_dir, config).await.unwrap());
+    let meta = MetaDb::open(&data_dir.join(spinwise_s3::META_FILE))
+        .await
+        .unwrap();
+    let s3 = SpinwiseS3::new(Arc::clone(&store), meta, settings)
+        .await
+        .unwrap();
+    let credentials = Credentials::given(ACCESS_KEY, SECRET_KEY).unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let server = RunningServer::start(listener, build_service(s3, &credentials)).unwrap();
+    let client = client(server.local_addr(), ACCESS_KEY, SECRET_KEY);
+    Harness {
+        dir,
+        data_dir,
+        store,
+        server,
+        client,
+    }
+}
+
+pub fn client(addr: SocketAddr, access_key: &str, secret_key: &str) -> Client {
+    let http = aws_smithy_http_client::Builder::new().build_http();
+    let config = aws_sdk_s3::Config::builder()
+        .behavior_version(BehaviorVersion::latest())
+        .region(Region::new("us-east-1"))
+        .endpoint_url(format!("http://{addr}"))
+        .force_path_style(true)
+        .credentials_provider(SdkCredentials::new(
+            access_key, secret_key, None, None, "test",
+        ))
+        .retry_config(aws_sdk_s3::config::retry::RetryConfig::disabled())
+        .http_client(http)
+        .build();
+    Client::from_conf(config)
+}
+
+/// Deterministic test bytes (xorshift).
+pub fn pattern(size_bytes: usize, seed: u64) -> Vec<u8> {
+    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let mut bytes = Vec::with_capacity(size_bytes + 8);
+    while bytes.len() < size_bytes {
+        state ^= state >> 12;
+        state ^= state << 25;
+        state ^= state >> 27;
+        bytes.extend_from_slice(&state.wrapping_mul(0x2545_F491_4F6C_DD1D).to_le_bytes());
+    }
+    bytes.truncate(size_bytes);
+    bytes
+}
+
+pub fn md5_hex(bytes: &[u8]) -> String {
+    use s3s::crypto::Checksum as _;
+    let digest = s3s::crypto::Md5::checksum(bytes);
+    digest.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The S3 error code of a failed SDK call.
+pub fn code<E, R>(error: &aws_sdk_s3::error::SdkError<E, R>) -> String
+where
+    E: aws_sdk_s3::error::ProvideErrorMetadata,
+{
+    error
+        .as_service_error()
+        .and_then(|e| e.code())
+        .unwrap_or("<not a service error>")
+        .to_string()
+}
+
+/// The HTTP status of a failed SDK call.
+pub fn status<E>(
+    error: &aws_sdk_s3::error::SdkError<E, aws_sdk_s3::config::http::HttpResponse>,
+) -> u16 {
+    error
+        .raw_response()
+        .map(|r| r.status().as_u16())
+        .unwrap_or(0)
+}
+
+pub async fn get_bytes(client: &Client, bucket: &str, key: &str, range: Option<&str>) -> Vec<u8> {
+    let mut request = client.get_object().bucket(bucket).key(key);
+    if let Some(range) = range {
+        request = request.range(range);
+    }
+    let output = request.send().await.unwrap();
+    output.body.collect().await.unwrap().into_bytes().to_vec()
+}
