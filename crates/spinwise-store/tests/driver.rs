@@ -803,6 +803,14 @@ async fn a_policy_that_would_break_the_budgets_is_stopped_by_the_audit_before_th
     assert_eq!(u64::from(spun) + withheld, rack.disk_count() as u64);
 }
 
+/// `future`'s output, or a panic naming `stage` after 60 s: this test hung once (2026-11-23,
+/// under load, cause not found); a hang must fail with where it stuck, not stall the suite.
+async fn within<T>(stage: &str, future: impl std::future::Future<Output = T>) -> T {
+    tokio::time::timeout(std::time::Duration::from_secs(60), future)
+        .await
+        .unwrap_or_else(|_| panic!("stuck for 60 s at {stage}"))
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shutdown_serves_what_was_accepted_then_spins_every_group_down() {
     let (rack, layout) = jbod();
@@ -815,10 +823,14 @@ async fn shutdown_serves_what_was_accepted_then_spins_every_group_down() {
         });
         handles.push(bench.driver.submit(job).await.unwrap());
     }
-    let report = bench.driver.shutdown().await.unwrap();
+    let report = within("shutdown", bench.driver.shutdown()).await.unwrap();
     assert_eq!(report.jobs_served, layout.groups.len() as u64);
     for handle in handles {
-        handle.wait().await.unwrap().output.unwrap();
+        within("a job's result", handle.wait())
+            .await
+            .unwrap()
+            .output
+            .unwrap();
     }
     assert!(
         bench
@@ -839,14 +851,21 @@ async fn shutdown_serves_what_was_accepted_then_spins_every_group_down() {
         assert!(up < down, "group {group}: {events:?}");
     }
     assert_eq!(
-        bench
-            .driver
-            .submit(Job::new(0, 1, Kind::Client, |_: &GroupDisks| ()))
-            .await
-            .unwrap_err(),
+        within(
+            "a submit after shutdown",
+            bench
+                .driver
+                .submit(Job::new(0, 1, Kind::Client, |_: &GroupDisks| ()))
+        )
+        .await
+        .unwrap_err(),
         Rejected::Stopped
     );
-    assert!(bench.driver.state().await.is_err());
+    assert!(
+        within("state after shutdown", bench.driver.state())
+            .await
+            .is_err()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
