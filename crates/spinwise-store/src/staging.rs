@@ -1020,6 +1020,13 @@ impl StagedReader {
     }
 }
 
+/// Reader threads of a staged read. One: a staging segment is one sequential stream, and on
+/// the 2-core VM of docs/BENCHMARKS.md two threads taking alternate frames made cold reads
+/// slower (the kernel's read-ahead stops keeping up: 0.78-1.04 s per GiB with one reader,
+/// 0.93-1.62 s with two, caches dropped), although they were faster from the page cache
+/// (0.25 against 0.33 s). Migrated reads, spread over k stack files, use one thread per core.
+const STAGED_READ_WORKERS: usize = 1;
+
 /// Frames each reader thread of a staged read verifies ahead of its consumer.
 const READ_AHEAD_PER_WORKER: usize = 2;
 
@@ -1061,7 +1068,7 @@ impl ChunkProducer {
         let first_chunk = self.range.start / self.chunk_bytes;
         let end_chunk = self.range.end.div_ceil(self.chunk_bytes).max(first_chunk);
         let chunks = end_chunk - first_chunk;
-        let workers = crate::ordered::read_workers(chunks);
+        let workers = STAGED_READ_WORKERS.min(crate::ordered::read_workers(chunks));
         let readers = Mutex::new(self.frame_readers(workers)?);
         let mut outcome = Ok(true);
         crate::ordered::run_ordered(

@@ -20,26 +20,18 @@ use spinwise_store::driver::{GroupActivity, GroupDisks, GroupPhase, Job};
 use spinwise_store::rack::disk_directory;
 use spinwise_store::scrub::{ScrubLedger, ScrubMode};
 use spinwise_store::stacks::stack_name;
-use spinwise_store::{RackSource, SqliteStore, Store, StoreConfig};
+use spinwise_store::{SqliteStore, Store, StoreConfig};
 use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-const RACK: &str = include_str!("../../../presets/dense-jbod-60.toml");
 /// Small fragments so a few KiB make several stripes.
 const FRAGMENT_BYTES: u32 = 4096;
 
 fn config() -> StoreConfig {
-    let rack = spinwise_model::parse_rack("dense-jbod-60", RACK).unwrap();
-    let layout = spinwise_plan::plan(&rack).unwrap().layout;
-    let mut config = StoreConfig::new(
-        RackSource::Preset("dense-jbod-60".into()),
-        RACK.to_string(),
-        layout,
-    );
-    config.time_factor = 0.001;
+    let mut config = common::jbod_config();
     config.fragment_bytes = FRAGMENT_BYTES;
     config
 }

@@ -3,23 +3,15 @@
 //! books every disk power change before the disk obeys) must never refuse a change, and no
 //! resource's peak may pass its budget. Every byte read is checked.
 
+mod common;
+
 use spinwise_catalog::{Catalog, ObjectLocation};
-use spinwise_store::{RackSource, SqliteStore, Store, StoreConfig};
+use spinwise_store::{SqliteStore, Store, StoreConfig};
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-const RACK: &str = include_str!("../../../presets/dense-jbod-60.toml");
-
 fn config() -> StoreConfig {
-    let rack = spinwise_model::parse_rack("dense-jbod-60", RACK).unwrap();
-    let layout = spinwise_plan::plan(&rack).unwrap().layout;
-    let mut config = StoreConfig::new(
-        RackSource::Preset("dense-jbod-60".into()),
-        RACK.to_string(),
-        layout,
-    );
-    config.time_factor = 0.001;
-    config
+    common::jbod_config()
 }
 
 fn bytes_of(index: usize) -> Vec<u8> {

@@ -3,24 +3,17 @@
 //! the per-fragment checksums cannot see; here one is made on purpose (a fragment changed *and*
 //! its crc32c recomputed, as a bug writing wrong bytes with a fresh checksum would).
 
+mod common;
+
 use spinwise_catalog::{Catalog, ObjectLocation};
 use spinwise_store::stacks::stack_name;
-use spinwise_store::{ContentCheck, RackSource, SqliteStore, Store, StoreConfig, StoreError};
+use spinwise_store::{ContentCheck, SqliteStore, Store, StoreConfig, StoreError};
 
-const RACK: &str = include_str!("../../../presets/dense-jbod-60.toml");
 /// Bytes before stripe 0's fragment in a stripe-stack file (docs/stripe-format.md).
 const STACK_HEADER_BYTES: usize = 84;
 
 fn config() -> StoreConfig {
-    let rack = spinwise_model::parse_rack("dense-jbod-60", RACK).unwrap();
-    let layout = spinwise_plan::plan(&rack).unwrap().layout;
-    let mut config = StoreConfig::new(
-        RackSource::Preset("dense-jbod-60".into()),
-        RACK.to_string(),
-        layout,
-    );
-    config.time_factor = 0.001;
-    config
+    common::jbod_config()
 }
 
 fn pattern(size_bytes: usize) -> Vec<u8> {

@@ -12,7 +12,7 @@ use spinwise_store::driver::{GroupDisks, Job};
 use spinwise_store::migrate::pack;
 use spinwise_store::stacks::{fetch_from_disks, stack_name};
 use spinwise_store::staging::{StagingConfig, segment_path};
-use spinwise_store::{FlushProgress, RackSource, SqliteStore, Store, StoreConfig, StoreError};
+use spinwise_store::{FlushProgress, SqliteStore, Store, StoreConfig, StoreError};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
@@ -20,14 +20,7 @@ const RACK: &str = include_str!("../../../presets/dense-jbod-60.toml");
 const BUNDLE_BYTES: u64 = 1 << 20;
 
 fn config() -> StoreConfig {
-    let rack = spinwise_model::parse_rack("dense-jbod-60", RACK).unwrap();
-    let layout = spinwise_plan::plan(&rack).unwrap().layout;
-    let mut config = StoreConfig::new(
-        RackSource::Preset("dense-jbod-60".into()),
-        RACK.to_string(),
-        layout,
-    );
-    config.time_factor = 0.001;
+    let mut config = common::jbod_config();
     config.bundle_bytes = BUNDLE_BYTES;
     // Tiny segments: every object of 4 KiB or more seals its own, so freed space is observable.
     config.staging = StagingConfig {

@@ -7,20 +7,11 @@ mod common;
 
 use common::pattern;
 use spinwise_disk::Disk;
-use spinwise_store::{RackSource, SqliteStore, Store, StoreConfig, StoreError};
+use spinwise_store::{SqliteStore, Store, StoreConfig, StoreError};
 use std::path::Path;
 
-const RACK: &str = include_str!("../../../presets/dense-jbod-60.toml");
-
 fn config() -> StoreConfig {
-    let rack = spinwise_model::parse_rack("dense-jbod-60", RACK).unwrap();
-    let layout = spinwise_plan::plan(&rack).unwrap().layout;
-    let mut config = StoreConfig::new(
-        RackSource::Preset("dense-jbod-60".into()),
-        RACK.to_string(),
-        layout,
-    );
-    config.time_factor = 0.001;
+    let mut config = common::jbod_config();
     config.bundle_bytes = 4 << 20;
     config
 }

@@ -12,22 +12,14 @@ use common::{flip_byte, migrate, pattern, read_blob};
 use spinwise_catalog::{BlobRecord, Catalog};
 use spinwise_store::repair::RepairFailure;
 use spinwise_store::scrub::{ScrubLedger, ScrubMode};
-use spinwise_store::{RackSource, SqliteStore, Store, StoreConfig, StoreError};
+use spinwise_store::{SqliteStore, Store, StoreConfig, StoreError};
 use std::path::Path;
 
-const RACK: &str = include_str!("../../../presets/dense-jbod-60.toml");
 /// Small fragments so a few KiB make several stripes.
 const FRAGMENT_BYTES: u32 = 4096;
 
 fn config() -> StoreConfig {
-    let rack = spinwise_model::parse_rack("dense-jbod-60", RACK).unwrap();
-    let layout = spinwise_plan::plan(&rack).unwrap().layout;
-    let mut config = StoreConfig::new(
-        RackSource::Preset("dense-jbod-60".into()),
-        RACK.to_string(),
-        layout,
-    );
-    config.time_factor = 0.001;
+    let mut config = common::jbod_config();
     config.fragment_bytes = FRAGMENT_BYTES;
     config
 }

@@ -1,21 +1,12 @@
 //! The start-up check: every disk of the rack is spun up group by group under the budgets,
 //! checked and spun down; a removed disk is reported, and the audit never refuses a change.
 
+mod common;
 use spinwise_disk::PowerState;
-use spinwise_store::{RackSource, Store, StoreConfig};
-
-const RACK: &str = include_str!("../../../presets/dense-jbod-60.toml");
+use spinwise_store::{Store, StoreConfig};
 
 fn config() -> StoreConfig {
-    let rack = spinwise_model::parse_rack("dense-jbod-60", RACK).unwrap();
-    let layout = spinwise_plan::plan(&rack).unwrap().layout;
-    let mut config = StoreConfig::new(
-        RackSource::Preset("dense-jbod-60".into()),
-        RACK.to_string(),
-        layout,
-    );
-    config.time_factor = 0.001;
-    config
+    common::jbod_config()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

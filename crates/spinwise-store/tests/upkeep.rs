@@ -14,25 +14,17 @@ use spinwise_catalog::Catalog;
 use spinwise_sched::scheduler::Kind;
 use spinwise_store::driver::{GroupActivity, GroupDisks, GroupPhase, Job};
 use spinwise_store::scrub::{ScrubLedger, ScrubMode};
-use spinwise_store::{RackSource, SqliteStore, Store, StoreConfig, StoreError, UpkeepConfig};
+use spinwise_store::{SqliteStore, Store, StoreConfig, StoreError, UpkeepConfig};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-const RACK: &str = include_str!("../../../presets/dense-jbod-60.toml");
 /// Small fragments so a few KiB make several stripes.
 const FRAGMENT_BYTES: u32 = 4096;
 
 fn config(upkeep: UpkeepConfig) -> StoreConfig {
-    let rack = spinwise_model::parse_rack("dense-jbod-60", RACK).unwrap();
-    let layout = spinwise_plan::plan(&rack).unwrap().layout;
-    let mut config = StoreConfig::new(
-        RackSource::Preset("dense-jbod-60".into()),
-        RACK.to_string(),
-        layout,
-    );
-    config.time_factor = 0.001;
+    let mut config = common::jbod_config();
     config.fragment_bytes = FRAGMENT_BYTES;
     config.upkeep = upkeep;
     config

@@ -1,6 +1,6 @@
-//! Fixtures shared by the store's failure and upkeep tests: deterministic bytes, a blob placed
-//! by hand in a chosen group (as the migrator would, step by step), a whole-blob decode through
-//! the driver, and a byte flipped in a stack file.
+//! Fixtures shared by the store's tests: the dense-jbod-60 test configuration, deterministic
+//! bytes, a blob placed by hand in a chosen group (as the migrator would, step by step), a
+//! whole-blob decode through the driver, and a byte flipped in a stack file.
 
 // Each test binary uses a different subset of these helpers.
 #![allow(dead_code)]
@@ -9,13 +9,29 @@ use spinwise_catalog::{BlobId, BlobRecord, BlobState, Catalog, Migration};
 use spinwise_disk::Disk;
 use spinwise_ec::{Code, RepairReport, content_hash, decode_blob};
 use spinwise_sched::scheduler::Kind;
-use spinwise_store::SqliteStore;
 use spinwise_store::driver::{GroupDisks, Job};
 use spinwise_store::placement::DiskRoom;
 use spinwise_store::rack::disk_directory;
 use spinwise_store::stacks::{fetch_from_disks, stack_name, write_stacks};
+use spinwise_store::{RackSource, SqliteStore, StoreConfig};
 use std::collections::BTreeMap;
 use std::sync::Arc;
+
+const JBOD_RACK: &str = include_str!("../../../../presets/dense-jbod-60.toml");
+
+/// The test store: the dense-jbod-60 rack (60 disks, k = 3, r = 2) with its planned layout and
+/// the emulated latencies at a thousandth; each test sets what else it needs.
+pub fn jbod_config() -> StoreConfig {
+    let rack = spinwise_model::parse_rack("dense-jbod-60", JBOD_RACK).unwrap();
+    let layout = spinwise_plan::plan(&rack).unwrap().layout;
+    let mut config = StoreConfig::new(
+        RackSource::Preset("dense-jbod-60".into()),
+        JBOD_RACK.to_string(),
+        layout,
+    );
+    config.time_factor = 0.001;
+    config
+}
 
 /// Deterministic test bytes: xorshift seeded from `seed` (any seed, 0 included).
 pub fn pattern(size_bytes: usize, seed: u64) -> Vec<u8> {
