@@ -8,28 +8,10 @@
 
 mod common;
 
-use common::{TempDir, init_jbod_store, integer, pattern, spinwise};
+use common::{TempDir, init_jbod_store, integer, pattern, spinwise, stack_files};
 use spinwise_catalog::Catalog;
 use std::path::Path;
 use std::process::Command;
-
-/// Every `.stack` file under the data directory's emulated disks.
-fn stack_files(data: &Path) -> Vec<String> {
-    let mut found = Vec::new();
-    let mut pending = vec![data.join("disks")];
-    while let Some(dir) = pending.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                pending.push(path);
-            } else if path.to_string_lossy().ends_with(".stack") {
-                found.push(path.display().to_string());
-            }
-        }
-    }
-    found.sort();
-    found
-}
 
 /// Object sizes: keys `k0`..`k5`; k1, k3 and k5 (the big ones) are deleted before compaction.
 const SIZES: [usize; 6] = [1, 200_000, 131_073, 300_000, 0, 150_000];

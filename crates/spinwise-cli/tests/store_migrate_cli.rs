@@ -7,27 +7,9 @@
 
 mod common;
 
-use common::{TempDir, init_jbod_store, pattern, spinwise};
+use common::{TempDir, init_jbod_store, pattern, spinwise, stack_files};
 use std::path::Path;
 use std::process::Command;
-
-/// Every `.stack` file under the data directory's emulated disks.
-fn stack_files(data: &Path) -> Vec<String> {
-    let mut found = Vec::new();
-    let mut pending = vec![data.join("disks")];
-    while let Some(dir) = pending.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                pending.push(path);
-            } else if path.to_string_lossy().ends_with(".stack") {
-                found.push(path.display().to_string());
-            }
-        }
-    }
-    found.sort();
-    found
-}
 
 fn stat_json(data: &str, key: &str) -> serde_json::Value {
     let run = spinwise(["store", "--data", data, "stat", key, "--json"]).success();

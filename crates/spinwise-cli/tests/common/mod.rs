@@ -270,3 +270,21 @@ pub fn init_jbod_store(data: &str) {
     ])
     .success();
 }
+
+/// Every `.stack` file under the data directory's emulated disks.
+pub fn stack_files(data: &Path) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut pending = vec![data.join("disks")];
+    while let Some(dir) = pending.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                pending.push(path);
+            } else if path.to_string_lossy().ends_with(".stack") {
+                found.push(path.display().to_string());
+            }
+        }
+    }
+    found.sort();
+    found
+}
