@@ -22,9 +22,12 @@ use std::time::Duration;
 
 /// The metadata database's file in the data directory.
 pub const META_FILE: &str = "s3.sqlite";
-const SCHEMA_VERSION: i64 = 1;
 const MAX_CONNECTIONS: u32 = 4;
 const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The schema, one step per version: step `i` brings a database at version `i` to `i + 1`. A new
+/// version appends a step; a released step never changes, so every older database upgrades.
+const MIGRATIONS: &[&str] = &[SCHEMA_V1];
 
 const SCHEMA_V1: &str = r#"
 CREATE TABLE schema_version (
@@ -117,23 +120,30 @@ impl MetaDb {
         )
         .fetch_all(&mut *transaction)
         .await?;
-        if tables.is_empty() {
-            sqlx::raw_sql(SCHEMA_V1).execute(&mut *transaction).await?;
-            sqlx::query("INSERT INTO schema_version (singleton, version) VALUES (1, ?)")
-                .bind(SCHEMA_VERSION)
-                .execute(&mut *transaction)
-                .await?;
+        let version: i64 = if tables.is_empty() {
+            0
         } else {
-            let version: i64 = sqlx::query_scalar("SELECT version FROM schema_version")
+            sqlx::query_scalar("SELECT version FROM schema_version")
                 .fetch_one(&mut *transaction)
-                .await?;
-            if version != SCHEMA_VERSION {
-                return Err(MetaError::Corrupt {
-                    key: "schema_version".into(),
-                    message: format!("version {version}, this build reads {SCHEMA_VERSION}"),
-                });
-            }
+                .await?
+        };
+        let newest = MIGRATIONS.len() as i64;
+        if !(0..=newest).contains(&version) {
+            return Err(MetaError::Corrupt {
+                key: "schema_version".into(),
+                message: format!("version {version}, this build reads up to {newest}"),
+            });
         }
+        for step in &MIGRATIONS[version as usize..] {
+            sqlx::raw_sql(step).execute(&mut *transaction).await?;
+        }
+        sqlx::query(
+            "INSERT INTO schema_version (singleton, version) VALUES (1, ?) \
+             ON CONFLICT (singleton) DO UPDATE SET version = excluded.version",
+        )
+        .bind(newest)
+        .execute(&mut *transaction)
+        .await?;
         transaction.commit().await?;
         Ok(())
     }
