@@ -134,7 +134,7 @@ impl MetaDb {
                 message: format!("version {version}, this build reads up to {newest}"),
             });
         }
-        for step in &MIGRATIONS[version as usize..] {
+        for &step in &MIGRATIONS[version as usize..] {
             sqlx::raw_sql(step).execute(&mut *transaction).await?;
         }
         sqlx::query(

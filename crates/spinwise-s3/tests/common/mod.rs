@@ -4,6 +4,9 @@
 
 #![allow(dead_code)]
 
+pub mod raw;
+pub mod wire;
+
 use aws_sdk_s3::Client;
 use aws_sdk_s3::config::{BehaviorVersion, Credentials as SdkCredentials, Region};
 use spinwise_s3::{Credentials, MetaDb, RunningServer, S3Settings, SpinwiseS3, build_service};
