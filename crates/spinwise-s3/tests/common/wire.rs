@@ -1,0 +1,151 @@
+//! Hand-made HTTP/1.1 exchanges with the server: requests signed with SigV4 (aws-sigv4, payload
+//! unsigned) or deliberately broken, written byte for byte on a TCP socket, so tests can send what
+//! no SDK would (bad XML, lying Content-Length, huge headers, NUL in keys).
+
+#![allow(dead_code)]
+
+use aws_sigv4::http_request::{
+    PercentEncodingMode, SignableBody, SignableRequest, SigningSettings, UriPathNormalizationMode,
+    sign,
+};
+use aws_sigv4::sign::v4;
+use std::net::SocketAddr;
+use std::time::{Duration, SystemTime};
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use tokio::net::TcpStream;
+
+/// The longest a test waits for one answer.
+const ANSWER_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// An answer: status and the body as text.
+#[derive(Debug)]
+pub struct Answer {
+    pub status: u16,
+    pub body: String,
+}
+
+impl Answer {
+    /// The `<Code>` of an S3 error document, if the body is one.
+    pub fn code(&self) -> Option<&str> {
+        let start = self.body.find("<Code>")? + "<Code>".len();
+        let end = self.body[start..].find("</Code>")? + start;
+        Some(&self.body[start..end])
+    }
+}
+
+/// The headers SigV4 adds for `method target` with `headers` (name, value), signed with the keys.
+pub fn signed_headers(
+    addr: SocketAddr,
+    method: &str,
+    target: &str,
+    headers: &[(&str, &str)],
+    access_key: &str,
+    secret_key: &str,
+) -> Vec<(String, String)> {
+    let host = addr.to_string();
+    let mut all: Vec<(&str, &str)> = vec![
+        ("host", host.as_str()),
+        ("x-amz-content-sha256", "UNSIGNED-PAYLOAD"),
+    ];
+    all.extend_from_slice(headers);
+    let identity =
+        aws_credential_types::Credentials::new(access_key, secret_key, None, None, "wire").into();
+    let params: aws_sigv4::http_request::SigningParams<'_> = v4::SigningParams::builder()
+        .identity(&identity)
+        .region("us-east-1")
+        .name("s3")
+        .time(SystemTime::now())
+        .settings(s3_settings())
+        .build()
+        .expect("complete signing parameters")
+        .into();
+    let url = format!("http://{host}{target}");
+    let signable = SignableRequest::new(
+        method,
+        url.as_str(),
+        all.iter().copied(),
+        SignableBody::UnsignedPayload,
+    )
+    .expect("a signable request");
+    let (instructions, _signature) = sign(signable, &params).expect("signing").into_parts();
+    let (added, _query) = instructions.into_parts();
+    let mut out: Vec<(String, String)> = all
+        .iter()
+        .map(|(name, value)| (name.to_string(), value.to_string()))
+        .collect();
+    out.extend(
+        added
+            .into_iter()
+            .map(|header| (header.name().to_string(), header.value().to_string())),
+    );
+    out
+}
+
+/// S3's way: the path signed as sent (no second percent-encoding, no `..` normalization).
+fn s3_settings() -> SigningSettings {
+    let mut settings = SigningSettings::default();
+    settings.percent_encoding_mode = PercentEncodingMode::Single;
+    settings.uri_path_normalization_mode = UriPathNormalizationMode::Disabled;
+    settings
+}
+
+/// Writes `head` lines and `body` as one HTTP/1.1 request (`Connection: close`) and reads the
+/// whole answer. `content_length` overrides the real length when a test wants to lie.
+pub async fn exchange(
+    addr: SocketAddr,
+    method: &str,
+    target: &str,
+    headers: &[(String, String)],
+    body: &[u8],
+    content_length: Option<&str>,
+) -> Answer {
+    let mut request = format!("{method} {target} HTTP/1.1\r\n").into_bytes();
+    for (name, value) in headers {
+        request.extend_from_slice(format!("{name}: {value}\r\n").as_bytes());
+    }
+    let length = content_length
+        .map(str::to_string)
+        .unwrap_or_else(|| body.len().to_string());
+    request.extend_from_slice(
+        format!("content-length: {length}\r\nconnection: close\r\n\r\n").as_bytes(),
+    );
+    request.extend_from_slice(body);
+    tokio::time::timeout(ANSWER_TIMEOUT, send(addr, &request, false))
+        .await
+        .unwrap_or_else(|_| panic!("no answer within {ANSWER_TIMEOUT:?} to {method} {target}"))
+}
+
+/// Writes `request` (raw bytes, maybe cut short) and closes the sending side, as a client that
+/// dies mid-request; returns whatever the server answered.
+pub async fn send_and_hang_up(addr: SocketAddr, request: &[u8]) -> Answer {
+    tokio::time::timeout(ANSWER_TIMEOUT, send(addr, request, true))
+        .await
+        .unwrap_or_else(|_| panic!("the server kept a hung-up connection over {ANSWER_TIMEOUT:?}"))
+}
+
+async fn send(addr: SocketAddr, request: &[u8], hang_up: bool) -> Answer {
+    let mut socket = TcpStream::connect(addr).await.expect("connecting");
+    // The server may answer and close before reading everything (a refused body): a failed
+    // write is then expected, and the answer is still read.
+    let _ = socket.write_all(request).await;
+    if hang_up {
+        let _ = socket.shutdown().await;
+    }
+    let mut raw = Vec::new();
+    let _ = socket.read_to_end(&mut raw).await;
+    parse_answer(&raw)
+}
+
+fn parse_answer(raw: &[u8]) -> Answer {
+    let text = String::from_utf8_lossy(raw);
+    let status = text
+        .split_whitespace()
+        .nth(1)
+        .and_then(|code| code.parse().ok())
+        .unwrap_or(0);
+    let body = text
+        .split_once("\r\n\r\n")
+        .map(|(_, body)| body.to_string())
+        .unwrap_or_default();
+    Answer { status, body }
+}
