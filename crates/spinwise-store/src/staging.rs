@@ -219,6 +219,9 @@ pub struct StagingLog {
     dir: PathBuf,
     config: StagingConfig,
     idle: Mutex<Vec<OpenSegment>>,
+    /// Held by whoever chooses and frees segments ([`StagingLog::reclaim_guard`]): two
+    /// concurrent reclaims would otherwise both pick a segment and the second fail to delete it.
+    reclaiming: tokio::sync::Mutex<()>,
     /// Sealed segments and their lengths.
     sealed: Mutex<BTreeMap<SegmentId, u64>>,
     next_segment: Mutex<SegmentId>,
@@ -489,6 +492,7 @@ impl StagingLog {
             dir,
             config,
             idle: Mutex::new(Vec::new()),
+            reclaiming: tokio::sync::Mutex::new(()),
             sealed: Mutex::new(sealed),
             next_segment: Mutex::new(next_segment),
             pins: Arc::new(Mutex::new(BTreeMap::new())),
@@ -609,6 +613,12 @@ impl StagingLog {
             .keys()
             .copied()
             .collect()
+    }
+
+    /// Serializes reclaims: hold it from [`StagingLog::freeable_segments`] through the last
+    /// [`StagingLog::free_segment`] of one pass.
+    pub async fn reclaim_guard(&self) -> tokio::sync::MutexGuard<'_, ()> {
+        self.reclaiming.lock().await
     }
 
     /// Sealed segments with no append awaiting its catalog commit. Callers ask the catalog which

@@ -367,6 +367,8 @@ impl<C: Catalog> Store<C> {
 
     /// Frees sealed staging segments no staged object references any more; returns how many.
     pub async fn reclaim_staging(&self) -> StoreResult<usize> {
+        // One pass at a time (concurrent PUTs that replace keys each reclaim).
+        let _reclaiming = self.staging.reclaim_guard().await;
         // Candidates first, the catalog second: see the module invariants.
         let candidates = self.staging.freeable_segments();
         if candidates.is_empty() {
