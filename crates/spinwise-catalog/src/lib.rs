@@ -134,8 +134,9 @@ pub struct CatalogStats {
     pub dead_bytes: u64,
 }
 
-/// A committed blob and when scrub last verified every fragment of it (`None`: never; a new
-/// blob starts unverified), from [`Catalog::scrub_due`].
+/// A committed blob and when scrub last verified every fragment of it (`None`: never; the
+/// store records a blob it has just written as verified at its commit), from
+/// [`Catalog::scrub_due`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ScrubEntry {
     pub blob: BlobRecord,

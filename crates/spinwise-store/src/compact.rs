@@ -435,6 +435,9 @@ impl<C: Catalog> Store<C> {
             Err(error) => return Err(self.fail(&new, error.into()).await),
         };
         crash::point("compact:after-commit");
+        // Every fragment was just written with its crc and fsynced: the blob's scrub clock starts
+        // now, so the next start-up does not spin its group up to verify what is minutes old.
+        self.mark_verified_now(new.id).await;
         report.blobs_compacted += 1;
         report.objects_moved += moved;
         report.objects_dead += plan.objects.len() as u64 - moved;

@@ -354,6 +354,9 @@ impl<C: Catalog> Store<C> {
             Err(error) => return Err(self.fail(&blob, error.into()).await),
         };
         crash::point("migrate:after-commit");
+        // Every fragment was just written with its crc and fsynced: the blob's scrub clock starts
+        // now, so the next start-up does not spin its group up to verify what is minutes old.
+        self.mark_verified_now(blob.id).await;
         drop(pins);
         self.reclaim_staging().await?;
         Ok(Some(BlobOutcome {
@@ -363,6 +366,17 @@ impl<C: Catalog> Store<C> {
             moved,
             size_bytes: prepared.size_bytes,
         }))
+    }
+
+    /// Records `blob` as verified now; a failure only costs an early scrub, so it is logged.
+    pub(crate) async fn mark_verified_now(&self, blob: BlobId) {
+        if let Err(error) = self
+            .catalog()
+            .record_scrub(blob, crate::store::now_unix_ms())
+            .await
+        {
+            tracing::warn!(%error, blob, "recording a new blob as verified");
+        }
     }
 
     /// Pass one: drops objects whose records are gone (deleted and reclaimed before the pins

@@ -442,3 +442,39 @@ async fn the_upkeep_task_rebuilds_a_failed_disk_without_being_asked() {
     assert_eq!(get_all(&store, "kept").await, bytes);
     Arc::try_unwrap(store).ok().unwrap().close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_blob_just_migrated_counts_as_verified_and_a_restart_does_not_spin_up_to_scrub_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = new_store(dir.path(), UpkeepConfig::default()).await;
+    let before_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    store.put("fresh", &pattern(300_000, 3)[..]).await.unwrap();
+    let flushed = store.flush(|_| {}).await.unwrap();
+    let blob = *flushed.blobs.first().expect("the flush wrote a blob");
+    let group = store.catalog().blob(blob).await.unwrap().unwrap().group;
+    let entries = store
+        .catalog()
+        .scrub_due(group, i64::MAX, 100)
+        .await
+        .unwrap();
+    let entry = entries.iter().find(|entry| entry.blob.id == blob).unwrap();
+    assert!(
+        entry.verified_unix_ms.is_some_and(|at| at >= before_ms),
+        "a committed blob starts its scrub clock: {entry:?}"
+    );
+    store.close().await;
+
+    let store = Arc::new(
+        SqliteStore::open_sqlite(&dir.path().join("data"))
+            .await
+            .unwrap(),
+    );
+    let upkeep = store.start_upkeep().await.unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let report = upkeep.stop().await;
+    assert_eq!(report.scrub_spin_ups, 0, "{report:?}");
+    assert_eq!(report.scrub.blobs, 0, "{report:?}");
+}
