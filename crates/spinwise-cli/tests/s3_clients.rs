@@ -114,6 +114,7 @@ fn boto3_and_the_aws_cli_pass_every_check_against_spinwise_serve() {
         "s3_clients_check.py failed ({}):\n{stdout}\n{stderr}\nserver log:\n{server_log}",
         checked.status
     );
+    println!("{stdout}");
     for check in [
         "check_buckets",
         "check_objects_byte_exact",

@@ -267,7 +267,7 @@ async fn aborted_finished_foreign_and_malformed_upload_ids_are_no_such_upload() 
     let upload_id = create(&harness, "abort", "k").await;
     let part = pattern(100, 1);
     let etag = upload_part(&harness, "abort", "k", &upload_id, 1, &part).await;
-    assert_eq!(entries(&multipart_root(&harness)), [upload_id.clone()]);
+    assert_eq!(entries(&multipart_root(&harness)), vec![upload_id.clone()]);
     // The id belongs to "k": another key of the bucket does not see it.
     let foreign = complete(&harness, "abort", "other", &upload_id, &[(1, &etag)]).await;
     assert_eq!(foreign, Err("NoSuchUpload".to_string()));
@@ -638,7 +638,7 @@ async fn start_up_sweeps_stray_part_files_and_rows_without_files_but_keeps_open_
     let restarted = SpinwiseS3::new(Arc::clone(&harness.store), meta, S3Settings::default())
         .await
         .unwrap();
-    assert_eq!(entries(&root), [upload_id.clone()]);
+    assert_eq!(entries(&root), vec![upload_id.clone()]);
     assert_eq!(entries(&dir).len(), 1);
     assert!(entries(&dir)[0].starts_with("1-"));
     drop(restarted);
