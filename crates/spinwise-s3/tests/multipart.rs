@@ -659,3 +659,42 @@ async fn start_up_sweeps_stray_part_files_and_rows_without_files_but_keeps_open_
     assert!(get_bytes(&harness.client, "sweep", "k", None).await == kept);
     harness.server.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_damaged_part_file_fails_complete_before_the_commit_and_leaves_the_upload_open() {
+    let settings = S3Settings {
+        min_part_bytes: 1,
+        ..S3Settings::default()
+    };
+    let harness = start_with(common::config(None), settings).await;
+    bucket(&harness, "damage").await;
+    let upload_id = create(&harness, "damage", "k").await;
+    let first = pattern(4000, 1);
+    let second = pattern(3000, 2);
+    let e1 = upload_part(&harness, "damage", "k", &upload_id, 1, &first).await;
+    let e2 = upload_part(&harness, "damage", "k", &upload_id, 2, &second).await;
+    let dir = multipart_root(&harness).join(&upload_id);
+    let part_one = entries(&dir)
+        .into_iter()
+        .find(|name| name.starts_with("1-"))
+        .unwrap();
+    std::fs::write(dir.join(part_one), &first[..100]).unwrap();
+
+    let refused = complete(&harness, "damage", "k", &upload_id, &[(1, &e1), (2, &e2)]).await;
+    assert_eq!(refused, Err("InternalError".to_string()));
+    assert!(
+        matches!(
+            harness.store.stat("damage/k").await,
+            Err(spinwise_store::StoreError::NoSuchKey { .. })
+        ),
+        "no partial object is stored"
+    );
+    // Still open: re-upload the damaged part and complete.
+    let e1 = upload_part(&harness, "damage", "k", &upload_id, 1, &first).await;
+    complete(&harness, "damage", "k", &upload_id, &[(1, &e1), (2, &e2)])
+        .await
+        .unwrap();
+    let whole = [first, second].concat();
+    assert!(get_bytes(&harness.client, "damage", "k", None).await == whole);
+    harness.server.stop().await;
+}

@@ -449,7 +449,16 @@ impl SpinwiseS3 {
                 described,
                 self.settings.max_object_bytes,
             )
-            .await?;
+            .await
+            .map_err(|error| match error.code() {
+                // The body is our own part files: a short read is the server's fault.
+                S3ErrorCode::IncompleteBody => internal(format!(
+                    "reading the parts of upload {}: {}",
+                    upload.upload_id,
+                    error.message().unwrap_or("failed")
+                )),
+                _ => error,
+            })?;
         // Committed: the upload is finished. A crash before these lines leaves it open.
         self.meta
             .delete_upload(&upload.upload_id)
