@@ -1,4 +1,4 @@
-//! spinwise-s3: the S3-compatible HTTP API over the cold blob store (issue 5, first slice),
+//! spinwise-s3: the S3-compatible HTTP API over the cold blob store (issue 5),
 //! built on s3s 0.14.1 and served by hyper 1. docs/s3.md has the coverage table, the error
 //! codes, the key mapping and the metadata database layout.
 //! - [`service`] holds [`SpinwiseS3`], the s3s `S3` trait over a [`spinwise_store::SqliteStore`]:
@@ -7,6 +7,9 @@
 //!   is full;
 //! - [`meta`] holds [`MetaDb`], the S3 layer's SQLite database (`DATA/s3.sqlite`): buckets and
 //!   per-object ETag, Content-Type and user metadata, written before the store commits;
+//! - [`multipart`] holds multipart upload (create, parts, copy parts, complete, abort, list):
+//!   open uploads and parts as rows of the [`MetaDb`], part bytes as files in
+//!   `DATA/s3-multipart/`, completion as one store PUT through the PutObject path;
 //! - [`body`] streams a request body into the store, hashing (MD5, BLAKE3, `x-amz-checksum-*`)
 //!   and refusing bad digests and bodies over the limit before anything is committed;
 //! - [`names`] maps bucket and key to the store key `"<bucket>/<key>"` (keys never become paths);
@@ -18,6 +21,7 @@
 pub mod body;
 pub mod credentials;
 pub mod meta;
+pub mod multipart;
 pub mod names;
 pub mod server;
 pub mod service;

@@ -27,7 +27,7 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The schema, one step per version: step `i` brings a database at version `i` to `i + 1`. A new
 /// version appends a step; a released step never changes, so every older database upgrades.
-const MIGRATIONS: &[&str] = &[SCHEMA_V1];
+const MIGRATIONS: &[&str] = &[SCHEMA_V1, crate::multipart::rows::SCHEMA_STEP];
 
 const SCHEMA_V1: &str = r#"
 CREATE TABLE schema_version (
@@ -318,6 +318,11 @@ impl MetaDb {
             .execute(&self.pool)
             .await?;
         Ok(())
+    }
+
+    /// The connection pool, for the tables other modules own (multipart uploads).
+    pub(crate) fn pool(&self) -> &SqlitePool {
+        &self.pool
     }
 
     /// Closes the connections (checkpointing the WAL).

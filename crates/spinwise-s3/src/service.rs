@@ -1,6 +1,6 @@
 //! [`SpinwiseS3`]: the s3s [`S3`] trait over the store. Buckets and per-object S3 metadata live
 //! in the [`MetaDb`]; bytes and existence in the store (store key `"<bucket>/<key>"`, see
-//! [`crate::names`]).
+//! [`crate::names`]). Multipart calls delegate to [`crate::multipart`].
 //!
 //! Invariants:
 //! - PUTs (and copies) of one store key run one at a time (striped key locks), so the metadata
@@ -14,6 +14,7 @@
 
 use crate::body::{BodyStream, Digests, Expected, Upload};
 use crate::meta::{MetaDb, MetaError, ObjectMeta};
+use crate::multipart::Multipart;
 use crate::names::{
     after_prefix, bucket_prefix, check_bucket, decode_token, encode_token, store_key,
 };
@@ -50,6 +51,15 @@ pub struct S3Settings {
     pub max_put_bytes: u64,
     /// The `Retry-After` (seconds) sent with 503 SlowDown.
     pub retry_after_s: u32,
+    /// Multipart: the smallest part other than the last (default 5 MiB, as S3).
+    pub min_part_bytes: u64,
+    /// Multipart: the largest part (default 5 GiB, as S3).
+    pub max_part_bytes: u64,
+    /// The largest object a multipart upload may complete (default 5 TiB, as S3; the store's
+    /// staging limit caps it in practice).
+    pub max_object_bytes: u64,
+    /// Multipart uploads open at once, over all buckets (default 1000).
+    pub max_open_uploads: u64,
 }
 
 impl Default for S3Settings {
@@ -57,16 +67,21 @@ impl Default for S3Settings {
         S3Settings {
             max_put_bytes: 5 << 30,
             retry_after_s: 5,
+            min_part_bytes: 5 << 20,
+            max_part_bytes: 5 << 30,
+            max_object_bytes: 5 << 40,
+            max_open_uploads: 1000,
         }
     }
 }
 
 pub struct SpinwiseS3 {
-    store: Arc<SqliteStore>,
-    meta: MetaDb,
-    settings: S3Settings,
+    pub(crate) store: Arc<SqliteStore>,
+    pub(crate) meta: MetaDb,
+    pub(crate) settings: S3Settings,
     key_locks: Vec<Mutex<()>>,
-    bucket_gate: RwLock<()>,
+    pub(crate) bucket_gate: RwLock<()>,
+    pub(crate) multipart: Multipart,
 }
 
 impl std::fmt::Debug for SpinwiseS3 {
@@ -78,14 +93,16 @@ impl std::fmt::Debug for SpinwiseS3 {
 }
 
 /// What a PUT records besides the bytes.
-struct Described {
-    content_type: Option<String>,
-    user_metadata: BTreeMap<String, String>,
+pub(crate) struct Described {
+    pub(crate) content_type: Option<String>,
+    pub(crate) user_metadata: BTreeMap<String, String>,
+    /// The ETag to record instead of the body's MD5 (a completed multipart upload's).
+    pub(crate) etag: Option<String>,
 }
 
 /// An object as S3 shows it: the store's record and the S3 layer's row.
-struct ObjectView {
-    record: ObjectRecord,
+pub(crate) struct ObjectView {
+    pub(crate) record: ObjectRecord,
     meta: Option<ObjectMeta>,
 }
 
@@ -123,27 +140,27 @@ fn last_modified(record: &ObjectRecord) -> Timestamp {
     Timestamp::from(UNIX_EPOCH + Duration::from_millis(ms))
 }
 
-fn now_unix_ms() -> i64 {
+pub(crate) fn now_unix_ms() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |elapsed| elapsed.as_millis() as i64)
 }
 
-fn hex(bytes: &[u8]) -> String {
+pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-fn internal(error: impl std::fmt::Display) -> S3Error {
+pub(crate) fn internal(error: impl std::fmt::Display) -> S3Error {
     tracing::error!(%error, "S3 request failed");
     S3Error::with_message(S3ErrorCode::InternalError, error.to_string())
 }
 
-fn meta_error(error: MetaError) -> S3Error {
+pub(crate) fn meta_error(error: MetaError) -> S3Error {
     internal(error)
 }
 
 /// 503 SlowDown with `Retry-After`.
-fn slow_down(message: String, retry_after_s: u32) -> S3Error {
+pub(crate) fn slow_down(message: String, retry_after_s: u32) -> S3Error {
     let mut error = S3Error::with_message(S3ErrorCode::SlowDown, message);
     let mut headers = http::HeaderMap::new();
     headers.insert(
@@ -171,7 +188,7 @@ pub fn store_error(error: StoreError, retry_after_s: u32) -> S3Error {
     }
 }
 
-fn decode_content_md5(text: &str) -> S3Result<[u8; 16]> {
+pub(crate) fn decode_content_md5(text: &str) -> S3Result<[u8; 16]> {
     let invalid = || {
         S3Error::with_message(
             S3ErrorCode::InvalidDigest,
@@ -185,7 +202,7 @@ fn decode_content_md5(text: &str) -> S3Result<[u8; 16]> {
 }
 
 /// The checksum algorithms announced as trailers (`x-amz-trailer`), lower-case.
-fn trailer_names(headers: &http::HeaderMap) -> Vec<String> {
+pub(crate) fn trailer_names(headers: &http::HeaderMap) -> Vec<String> {
     headers
         .get_all("x-amz-trailer")
         .iter()
@@ -198,7 +215,7 @@ fn trailer_names(headers: &http::HeaderMap) -> Vec<String> {
 
 /// A store GET as a body stream: a task reads ahead a few chunks, so a client that goes away
 /// stops the read (the channel closes).
-fn reader_stream(mut reader: ObjectReader) -> BodyStream {
+pub(crate) fn reader_stream(mut reader: ObjectReader) -> BodyStream {
     let (sender, receiver) = mpsc::channel(GET_READ_AHEAD_CHUNKS);
     tokio::spawn(async move {
         loop {
@@ -220,7 +237,7 @@ fn reader_stream(mut reader: ObjectReader) -> BodyStream {
     Box::pin(ChunkStream(receiver))
 }
 
-struct ChunkStream(mpsc::Receiver<Result<Bytes, io::Error>>);
+pub(crate) struct ChunkStream(pub(crate) mpsc::Receiver<Result<Bytes, io::Error>>);
 
 impl Stream for ChunkStream {
     type Item = Result<Bytes, io::Error>;
@@ -237,12 +254,14 @@ impl SpinwiseS3 {
         meta: MetaDb,
         settings: S3Settings,
     ) -> Result<SpinwiseS3, MetaError> {
+        let store_dir = store.data_dir().to_path_buf();
         let service = SpinwiseS3 {
             store,
             meta,
             settings,
             key_locks: (0..KEY_LOCK_STRIPES).map(|_| Mutex::new(())).collect(),
             bucket_gate: RwLock::new(()),
+            multipart: Multipart::new(&store_dir),
         };
         let swept = service.sweep_orphans().await?;
         if swept > 0 {
@@ -251,6 +270,7 @@ impl SpinwiseS3 {
                 "removed S3 metadata rows of objects not stored"
             );
         }
+        service.sweep_multipart().await?;
         Ok(service)
     }
 
@@ -297,11 +317,11 @@ impl SpinwiseS3 {
         &self.key_locks[(hasher.finish() % KEY_LOCK_STRIPES as u64) as usize]
     }
 
-    fn store_error(&self, error: StoreError) -> S3Error {
+    pub(crate) fn store_error(&self, error: StoreError) -> S3Error {
         store_error(error, self.settings.retry_after_s)
     }
 
-    async fn require_bucket(&self, bucket: &str) -> S3Result<()> {
+    pub(crate) async fn require_bucket(&self, bucket: &str) -> S3Result<()> {
         check_bucket(bucket)?;
         match self.meta.bucket(bucket).await.map_err(meta_error)? {
             Some(_) => Ok(()),
@@ -314,18 +334,19 @@ impl SpinwiseS3 {
 
     /// Streams `stream` into the store under `store_key` with its metadata row written before
     /// the store commits (see [`crate::body`]).
-    async fn ingest(
+    pub(crate) async fn ingest(
         &self,
         bucket: &str,
         store_key: &str,
         stream: BodyStream,
         expected: Expected,
         described: Described,
+        limit_bytes: u64,
     ) -> S3Result<(ObjectRecord, Digests)> {
         let _bucket_open = self.bucket_gate.read().await;
         self.require_bucket(bucket).await?;
         let _key_held = self.key_lock(store_key).lock().await;
-        let (upload, gate) = Upload::new(stream, expected, self.settings.max_put_bytes);
+        let (upload, gate) = Upload::new(stream, expected, limit_bytes);
         let meta = &self.meta;
         let coordinate = async move {
             let digests = match gate.report.await {
@@ -337,7 +358,7 @@ impl SpinwiseS3 {
                 store_key: store_key.to_string(),
                 content_hash: digests.blake3,
                 size_bytes: digests.size_bytes,
-                etag: hex(&digests.md5),
+                etag: described.etag.unwrap_or_else(|| hex(&digests.md5)),
                 content_type: described.content_type,
                 user_metadata: described.user_metadata,
                 written_unix_ms: now_unix_ms(),
@@ -377,7 +398,7 @@ impl SpinwiseS3 {
 
     /// Opens `store_key` for reading (all, or `range`): the reader and the view of the object it
     /// streams.
-    async fn open_read(
+    pub(crate) async fn open_read(
         &self,
         store_key: &str,
         range: Option<&Range>,
@@ -548,8 +569,12 @@ impl ListPage {
     }
 }
 
-fn described_from(content_type: Option<String>, metadata: Option<Metadata>) -> Described {
+pub(crate) fn described_from(
+    content_type: Option<String>,
+    metadata: Option<Metadata>,
+) -> Described {
     Described {
+        etag: None,
         content_type,
         user_metadata: metadata
             .unwrap_or_default()
@@ -636,6 +661,17 @@ impl S3 for SpinwiseS3 {
                 format!("bucket `{bucket}` still holds objects"),
             ));
         }
+        if self
+            .meta
+            .bucket_has_uploads(&bucket)
+            .await
+            .map_err(meta_error)?
+        {
+            return Err(S3Error::with_message(
+                S3ErrorCode::BucketNotEmpty,
+                format!("bucket `{bucket}` has open multipart uploads: complete or abort them"),
+            ));
+        }
         self.meta.delete_bucket(&bucket).await.map_err(meta_error)?;
         tracing::info!(bucket, "bucket deleted");
         Ok(S3Response::new(DeleteBucketOutput {}))
@@ -684,7 +720,14 @@ impl S3 for SpinwiseS3 {
         };
         let described = described_from(input.content_type, input.metadata);
         let (record, digests) = self
-            .ingest(&input.bucket, &store_key, stream, expected, described)
+            .ingest(
+                &input.bucket,
+                &store_key,
+                stream,
+                expected,
+                described,
+                self.settings.max_put_bytes,
+            )
             .await?;
         tracing::debug!(key = record.key, size_bytes = record.size_bytes, "PUT");
         let checksums = digests.checksums;
@@ -830,6 +873,7 @@ impl S3 for SpinwiseS3 {
         let described = match replace {
             true => described_from(input.content_type, input.metadata),
             false => Described {
+                etag: None,
                 content_type: view.content_type(),
                 user_metadata: view
                     .meta
@@ -846,6 +890,7 @@ impl S3 for SpinwiseS3 {
                 stream,
                 Expected::default(),
                 described,
+                self.settings.max_put_bytes,
             )
             .await?;
         Ok(S3Response::new(CopyObjectOutput {
@@ -944,5 +989,54 @@ impl S3 for SpinwiseS3 {
             encoding_type: input.encoding_type,
             ..Default::default()
         }))
+    }
+
+    async fn create_multipart_upload(
+        &self,
+        req: S3Request<CreateMultipartUploadInput>,
+    ) -> S3Result<S3Response<CreateMultipartUploadOutput>> {
+        self.multipart_create(req).await
+    }
+
+    async fn upload_part(
+        &self,
+        req: S3Request<UploadPartInput>,
+    ) -> S3Result<S3Response<UploadPartOutput>> {
+        self.multipart_upload_part(req).await
+    }
+
+    async fn upload_part_copy(
+        &self,
+        req: S3Request<UploadPartCopyInput>,
+    ) -> S3Result<S3Response<UploadPartCopyOutput>> {
+        self.multipart_upload_part_copy(req).await
+    }
+
+    async fn complete_multipart_upload(
+        &self,
+        req: S3Request<CompleteMultipartUploadInput>,
+    ) -> S3Result<S3Response<CompleteMultipartUploadOutput>> {
+        self.multipart_complete(req).await
+    }
+
+    async fn abort_multipart_upload(
+        &self,
+        req: S3Request<AbortMultipartUploadInput>,
+    ) -> S3Result<S3Response<AbortMultipartUploadOutput>> {
+        self.multipart_abort(req).await
+    }
+
+    async fn list_parts(
+        &self,
+        req: S3Request<ListPartsInput>,
+    ) -> S3Result<S3Response<ListPartsOutput>> {
+        self.multipart_list_parts(req).await
+    }
+
+    async fn list_multipart_uploads(
+        &self,
+        req: S3Request<ListMultipartUploadsInput>,
+    ) -> S3Result<S3Response<ListMultipartUploadsOutput>> {
+        self.multipart_list_uploads(req).await
     }
 }

@@ -1,0 +1,416 @@
+#!/usr/bin/env python3
+"""Drives a running `spinwise serve` with real S3 clients (boto3 and the aws CLI) and checks every
+supported call byte-exact: buckets, PUT/GET/HEAD of 0 B, 1 B, 5 MiB and 100 MiB objects (whole
+and ranged), metadata and copies, listings, deletes, multipart upload (low level, boto3's
+upload_file, and `aws s3 cp` of a 20 MiB file, which the CLI uploads in parts) and the error
+codes (SignatureDoesNotMatch, NoSuchBucket, NoSuchKey, ...).
+
+Usage:
+    scripts/s3_clients_check.py --endpoint http://127.0.0.1:9000 \
+        --access-key KEY --secret-key SECRET [--bucket-prefix check] [--only NAME,...]
+
+Keys default to SPINWISE_ACCESS_KEY / SPINWISE_SECRET_KEY. Exits 0 when every check passed,
+1 with a message naming the check and the mismatch otherwise, 2 when boto3 or aws is missing.
+`crates/spinwise-cli/tests/s3_clients.rs` runs it against the real binary.
+
+Adding a feature: write `def check_<feature>(ctx)` (raise `Mismatch` on a difference, use the
+helpers below) and decorate it with `@check`; checks run in the order they are defined, each in
+its own buckets named from `ctx.bucket(...)`. The async restore flow goes here as
+`check_restore_async` once the server has RestoreObject.
+"""
+
+import argparse
+import hashlib
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+INSTALL_HINT = "install with: pip install awscli boto3"
+
+try:
+    import boto3
+    import botocore.config
+    import botocore.exceptions
+    from boto3.s3.transfer import TransferConfig
+except ImportError as missing:  # pragma: no cover - the message is the point
+    print(f"s3_clients_check: boto3 is missing ({missing}); {INSTALL_HINT}", file=sys.stderr)
+    sys.exit(2)
+
+MIB = 1 << 20
+CHECKS = []
+
+
+class Mismatch(Exception):
+    """A client saw something other than what the check expected."""
+
+
+def check(function):
+    CHECKS.append(function)
+    return function
+
+
+def expect(condition, message):
+    if not condition:
+        raise Mismatch(message)
+
+
+def expect_bytes(got, want, what):
+    if got != want:
+        first = next((i for i, (a, b) in enumerate(zip(got, want)) if a != b), min(len(got), len(want)))
+        raise Mismatch(f"{what}: {len(got)} bytes read, {len(want)} expected, first difference at byte {first}")
+
+
+def expect_error(call, code, status=None, what=""):
+    """Runs `call`, which must fail with S3 error `code` (and HTTP `status` if given)."""
+    try:
+        call()
+    except botocore.exceptions.ClientError as error:
+        got_code = error.response.get("Error", {}).get("Code")
+        got_status = error.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+        expect(got_code == code, f"{what}: error code {got_code!r}, expected {code!r}")
+        if status is not None:
+            expect(got_status == status, f"{what}: HTTP status {got_status}, expected {status}")
+        return
+    raise Mismatch(f"{what}: succeeded, expected the error {code}")
+
+
+def md5_hex(data):
+    return hashlib.md5(data).hexdigest()
+
+
+def multipart_etag(parts):
+    joined = b"".join(hashlib.md5(part).digest() for part in parts)
+    return f'"{hashlib.md5(joined).hexdigest()}-{len(parts)}"'
+
+
+def pattern(size, seed):
+    return random.Random(seed).randbytes(size)
+
+
+class Context:
+    def __init__(self, args, workdir):
+        self.endpoint = args.endpoint
+        self.access_key = args.access_key
+        self.secret_key = args.secret_key
+        self.prefix = args.bucket_prefix
+        self.workdir = workdir
+        self.s3 = self.client(self.secret_key)
+        self.buckets = []
+
+    def client(self, secret_key, read_timeout=300):
+        config = botocore.config.Config(
+            s3={"addressing_style": "path"},
+            retries={"max_attempts": 3, "mode": "standard"},
+            read_timeout=read_timeout,
+            connect_timeout=10,
+        )
+        return boto3.client(
+            "s3",
+            endpoint_url=self.endpoint,
+            aws_access_key_id=self.access_key,
+            aws_secret_access_key=secret_key,
+            region_name="us-east-1",
+            config=config,
+        )
+
+    def bucket(self, name):
+        """Creates the bucket `<prefix>-<name>` (emptied and deleted at the end)."""
+        full = f"{self.prefix}-{name}"
+        self.s3.create_bucket(Bucket=full)
+        self.buckets.append(full)
+        return full
+
+    def get(self, bucket, key, byte_range=None):
+        arguments = {"Bucket": bucket, "Key": key}
+        if byte_range:
+            arguments["Range"] = byte_range
+        return self.s3.get_object(**arguments)["Body"].read()
+
+    def aws(self, *arguments):
+        """Runs the aws CLI against the server; returns stdout, raises Mismatch on failure."""
+        config = os.path.join(self.workdir, "aws-config")
+        if not os.path.exists(config):
+            with open(config, "w") as file:
+                file.write("[default]\nregion = us-east-1\ns3 =\n    addressing_style = path\n")
+        environment = dict(os.environ)
+        environment.update(
+            AWS_ACCESS_KEY_ID=self.access_key,
+            AWS_SECRET_ACCESS_KEY=self.secret_key,
+            AWS_CONFIG_FILE=config,
+            AWS_SHARED_CREDENTIALS_FILE=os.path.join(self.workdir, "no-credentials"),
+            AWS_DEFAULT_REGION="us-east-1",
+        )
+        environment.pop("AWS_PROFILE", None)
+        command = ["aws", "--endpoint-url", self.endpoint, *arguments]
+        done = subprocess.run(command, env=environment, capture_output=True, text=True, timeout=600)
+        if done.returncode != 0:
+            raise Mismatch(f"`{' '.join(command)}` failed ({done.returncode}): {done.stderr.strip()}")
+        return done.stdout
+
+    def clean_up(self):
+        for bucket in self.buckets:
+            try:
+                for upload in self.s3.list_multipart_uploads(Bucket=bucket).get("Uploads", []):
+                    self.s3.abort_multipart_upload(Bucket=bucket, Key=upload["Key"], UploadId=upload["UploadId"])
+                while True:
+                    listed = self.s3.list_objects_v2(Bucket=bucket)
+                    keys = [{"Key": item["Key"]} for item in listed.get("Contents", [])]
+                    if not keys:
+                        break
+                    self.s3.delete_objects(Bucket=bucket, Delete={"Objects": keys, "Quiet": True})
+                self.s3.delete_bucket(Bucket=bucket)
+            except botocore.exceptions.ClientError as error:
+                print(f"s3_clients_check: cleaning up {bucket}: {error}", file=sys.stderr)
+
+
+@check
+def check_buckets(ctx):
+    name = ctx.bucket("buckets")
+    listed = [b["Name"] for b in ctx.s3.list_buckets()["Buckets"]]
+    expect(name in listed, f"ListBuckets {listed} lacks {name}")
+    ctx.s3.head_bucket(Bucket=name)
+    ctx.s3.get_bucket_location(Bucket=name)
+    expect_error(lambda: ctx.s3.create_bucket(Bucket=name), "BucketAlreadyOwnedByYou", 409, "CreateBucket twice")
+    temporary = f"{ctx.prefix}-temporary"
+    ctx.s3.create_bucket(Bucket=temporary)
+    ctx.s3.put_object(Bucket=temporary, Key="k", Body=b"x")
+    expect_error(lambda: ctx.s3.delete_bucket(Bucket=temporary), "BucketNotEmpty", 409, "DeleteBucket non-empty")
+    ctx.s3.delete_object(Bucket=temporary, Key="k")
+    ctx.s3.delete_bucket(Bucket=temporary)
+    expect_error(lambda: ctx.s3.head_bucket(Bucket=temporary), "404", 404, "HeadBucket after delete")
+
+
+@check
+def check_objects_byte_exact(ctx):
+    bucket = ctx.bucket("sizes")
+    for seed, size in enumerate([0, 1, 5 * MIB, 100 * MIB]):
+        key = f"object-{size}"
+        data = pattern(size, seed)
+        put = ctx.s3.put_object(Bucket=bucket, Key=key, Body=data)
+        expect(put["ETag"] == f'"{md5_hex(data)}"', f"PUT {size} B: ETag {put['ETag']}")
+        expect_bytes(ctx.get(bucket, key), data, f"GET {size} B")
+        head = ctx.s3.head_object(Bucket=bucket, Key=key)
+        expect(head["ContentLength"] == size, f"HEAD {size} B: length {head['ContentLength']}")
+        expect(head["ETag"] == put["ETag"], f"HEAD {size} B: ETag {head['ETag']}")
+        expect(head.get("StorageClass", "STANDARD") in ("STANDARD", "GLACIER"), f"HEAD storage class {head}")
+        if size > 1:
+            first, last = size // 3, size - 1
+            got = ctx.get(bucket, key, f"bytes={first}-{last}")
+            expect_bytes(got, data[first:last + 1], f"GET {size} B bytes={first}-{last}")
+            expect_bytes(ctx.get(bucket, key, "bytes=-7"), data[-7:], f"GET {size} B suffix range")
+    expect_error(lambda: ctx.get(bucket, "object-1", "bytes=5-9"), "InvalidRange", 416, "range past the end")
+
+
+@check
+def check_metadata_and_copies(ctx):
+    bucket = ctx.bucket("meta")
+    data = pattern(4096, 11)
+    ctx.s3.put_object(Bucket=bucket, Key="source", Body=data, ContentType="text/x-check", Metadata={"colour": "blue"})
+    head = ctx.s3.head_object(Bucket=bucket, Key="source")
+    expect(head["ContentType"] == "text/x-check", f"Content-Type {head.get('ContentType')}")
+    expect(head["Metadata"] == {"colour": "blue"}, f"metadata {head.get('Metadata')}")
+    ctx.s3.copy_object(Bucket=bucket, Key="copy", CopySource={"Bucket": bucket, "Key": "source"})
+    copied = ctx.s3.head_object(Bucket=bucket, Key="copy")
+    expect(copied["Metadata"] == {"colour": "blue"}, f"COPY kept {copied.get('Metadata')}")
+    expect_bytes(ctx.get(bucket, "copy"), data, "GET of a copy")
+    ctx.s3.copy_object(
+        Bucket=bucket, Key="replaced", CopySource={"Bucket": bucket, "Key": "source"},
+        MetadataDirective="REPLACE", Metadata={"colour": "red"}, ContentType="application/x-other",
+    )
+    replaced = ctx.s3.head_object(Bucket=bucket, Key="replaced")
+    expect(replaced["Metadata"] == {"colour": "red"}, f"REPLACE gave {replaced.get('Metadata')}")
+    expect(replaced["ContentType"] == "application/x-other", f"REPLACE gave {replaced.get('ContentType')}")
+
+
+@check
+def check_listing(ctx):
+    bucket = ctx.bucket("lists")
+    keys = ["a/1", "a/2", "b/1", "c", "d"]
+    for key in keys:
+        ctx.s3.put_object(Bucket=bucket, Key=key, Body=key.encode())
+    every = ctx.s3.list_objects_v2(Bucket=bucket)
+    expect([o["Key"] for o in every["Contents"]] == keys, f"ListObjectsV2 {every.get('Contents')}")
+    grouped = ctx.s3.list_objects_v2(Bucket=bucket, Delimiter="/")
+    prefixes = [p["Prefix"] for p in grouped.get("CommonPrefixes", [])]
+    expect(prefixes == ["a/", "b/"], f"CommonPrefixes {prefixes}")
+    expect([o["Key"] for o in grouped["Contents"]] == ["c", "d"], f"grouped Contents {grouped['Contents']}")
+    under = ctx.s3.list_objects_v2(Bucket=bucket, Prefix="a/")
+    expect([o["Key"] for o in under["Contents"]] == ["a/1", "a/2"], f"Prefix a/: {under['Contents']}")
+    seen, token = [], None
+    while True:
+        arguments = {"Bucket": bucket, "MaxKeys": 2}
+        if token:
+            arguments["ContinuationToken"] = token
+        page = ctx.s3.list_objects_v2(**arguments)
+        seen += [o["Key"] for o in page.get("Contents", [])]
+        if not page["IsTruncated"]:
+            break
+        token = page["NextContinuationToken"]
+    expect(seen == keys, f"paged ListObjectsV2 {seen}")
+    paginated = [o["Key"] for page in ctx.s3.get_paginator("list_objects").paginate(Bucket=bucket, PaginationConfig={"PageSize": 2}) for o in page.get("Contents", [])]
+    expect(paginated == keys, f"paged ListObjects (v1) {paginated}")
+
+
+@check
+def check_deletes(ctx):
+    bucket = ctx.bucket("deletes")
+    for key in ["x", "y", "z"]:
+        ctx.s3.put_object(Bucket=bucket, Key=key, Body=b"data")
+    ctx.s3.delete_object(Bucket=bucket, Key="x")
+    ctx.s3.delete_object(Bucket=bucket, Key="never-existed")
+    expect_error(lambda: ctx.s3.get_object(Bucket=bucket, Key="x"), "NoSuchKey", 404, "GET after DELETE")
+    done = ctx.s3.delete_objects(Bucket=bucket, Delete={"Objects": [{"Key": "y"}, {"Key": "z"}, {"Key": "absent"}]})
+    deleted = sorted(d["Key"] for d in done.get("Deleted", []))
+    expect(deleted == ["absent", "y", "z"], f"DeleteObjects reported {deleted}")
+    expect("Contents" not in ctx.s3.list_objects_v2(Bucket=bucket), "keys left after DeleteObjects")
+
+
+@check
+def check_multipart_low_level(ctx):
+    bucket = ctx.bucket("multipart")
+    key = "assembled.bin"
+    upload_id = ctx.s3.create_multipart_upload(Bucket=bucket, Key=key, ContentType="application/x-parts")["UploadId"]
+    parts = [pattern(5 * MIB, 21), pattern(5 * MIB, 22), pattern(1, 23)]
+    etags = []
+    for number, data in enumerate(parts, start=1):
+        etags.append(ctx.s3.upload_part(Bucket=bucket, Key=key, UploadId=upload_id, PartNumber=number, Body=data)["ETag"])
+    listed = ctx.s3.list_parts(Bucket=bucket, Key=key, UploadId=upload_id)
+    sizes = [(p["PartNumber"], p["Size"]) for p in listed["Parts"]]
+    expect(sizes == [(1, 5 * MIB), (2, 5 * MIB), (3, 1)], f"ListParts {sizes}")
+    uploads = ctx.s3.list_multipart_uploads(Bucket=bucket).get("Uploads", [])
+    expect([(u["Key"], u["UploadId"]) for u in uploads] == [(key, upload_id)], f"ListMultipartUploads {uploads}")
+    named = [{"PartNumber": n, "ETag": e} for n, e in enumerate(etags, start=1)]
+    expect_error(
+        lambda: ctx.s3.complete_multipart_upload(Bucket=bucket, Key=key, UploadId=upload_id, MultipartUpload={"Parts": named[::-1]}),
+        "InvalidPartOrder", 400, "Complete out of order",
+    )
+    done = ctx.s3.complete_multipart_upload(Bucket=bucket, Key=key, UploadId=upload_id, MultipartUpload={"Parts": named})
+    expect(done["ETag"] == multipart_etag(parts), f"Complete ETag {done['ETag']}, expected {multipart_etag(parts)}")
+    whole = b"".join(parts)
+    expect_bytes(ctx.get(bucket, key), whole, "GET of a completed multipart object")
+    first, last = 5 * MIB - 10, 5 * MIB + 10
+    expect_bytes(ctx.get(bucket, key, f"bytes={first}-{last}"), whole[first:last + 1], "GET across a part boundary")
+    head = ctx.s3.head_object(Bucket=bucket, Key=key)
+    expect(head["ContentType"] == "application/x-parts", f"multipart Content-Type {head.get('ContentType')}")
+    expect_error(
+        lambda: ctx.s3.complete_multipart_upload(Bucket=bucket, Key=key, UploadId=upload_id, MultipartUpload={"Parts": named}),
+        "NoSuchUpload", 404, "Complete twice",
+    )
+    aborted = ctx.s3.create_multipart_upload(Bucket=bucket, Key="aborted")["UploadId"]
+    etag = ctx.s3.upload_part(Bucket=bucket, Key="aborted", UploadId=aborted, PartNumber=1, Body=b"abc")["ETag"]
+    ctx.s3.abort_multipart_upload(Bucket=bucket, Key="aborted", UploadId=aborted)
+    expect_error(
+        lambda: ctx.s3.complete_multipart_upload(Bucket=bucket, Key="aborted", UploadId=aborted, MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": etag}]}),
+        "NoSuchUpload", 404, "Complete after Abort",
+    )
+
+
+@check
+def check_multipart_upload_file(ctx):
+    """boto3's managed transfer: upload_file in 5 MiB parts, download_file back."""
+    bucket = ctx.bucket("transfer")
+    data = pattern(12 * MIB + 3, 31)
+    source = os.path.join(ctx.workdir, "transfer-source")
+    target = os.path.join(ctx.workdir, "transfer-target")
+    with open(source, "wb") as file:
+        file.write(data)
+    config = TransferConfig(multipart_threshold=5 * MIB, multipart_chunksize=5 * MIB, max_concurrency=4)
+    ctx.s3.upload_file(source, bucket, "managed.bin", Config=config)
+    head = ctx.s3.head_object(Bucket=bucket, Key="managed.bin")
+    chunks = [data[i:i + 5 * MIB] for i in range(0, len(data), 5 * MIB)]
+    expect(head["ETag"] == multipart_etag(chunks), f"upload_file ETag {head['ETag']}, expected {multipart_etag(chunks)}")
+    ctx.s3.download_file(bucket, "managed.bin", target, Config=config)
+    with open(target, "rb") as file:
+        expect_bytes(file.read(), data, "download_file of an upload_file object")
+
+
+@check
+def check_aws_cli(ctx):
+    """`aws s3 cp` uploads 20 MiB in 8 MiB parts; ls, cp back, rm."""
+    bucket = ctx.bucket("cli")
+    data = pattern(20 * MIB, 41)
+    source = os.path.join(ctx.workdir, "cli-source")
+    target = os.path.join(ctx.workdir, "cli-target")
+    with open(source, "wb") as file:
+        file.write(data)
+    ctx.aws("s3", "cp", source, f"s3://{bucket}/dir/cli.bin")
+    listing = ctx.aws("s3", "ls", f"s3://{bucket}/dir/")
+    expect("cli.bin" in listing and str(len(data)) in listing, f"aws s3 ls printed: {listing!r}")
+    head = ctx.s3.head_object(Bucket=bucket, Key="dir/cli.bin")
+    expect(head["ETag"].endswith('-3"'), f"aws s3 cp of 20 MiB is not a 3-part upload: ETag {head['ETag']}")
+    ctx.aws("s3", "cp", f"s3://{bucket}/dir/cli.bin", target)
+    with open(target, "rb") as file:
+        expect_bytes(file.read(), data, "aws s3 cp back")
+    ctx.aws("s3", "rm", f"s3://{bucket}/dir/cli.bin")
+    expect_error(lambda: ctx.s3.head_object(Bucket=bucket, Key="dir/cli.bin"), "404", 404, "HEAD after aws s3 rm")
+
+
+@check
+def check_errors(ctx):
+    bucket = ctx.bucket("errors")
+    ctx.s3.put_object(Bucket=bucket, Key="present", Body=b"here")
+    wrong = ctx.client(ctx.secret_key + "x")
+    expect_error(lambda: wrong.list_buckets(), "SignatureDoesNotMatch", 403, "wrong secret, ListBuckets")
+    expect_error(lambda: wrong.get_object(Bucket=bucket, Key="present"), "SignatureDoesNotMatch", 403, "wrong secret, GET")
+    missing = f"{ctx.prefix}-no-such-bucket"
+    expect_error(lambda: ctx.s3.get_object(Bucket=missing, Key="k"), "NoSuchBucket", 404, "GET in an unknown bucket")
+    expect_error(lambda: ctx.s3.list_objects_v2(Bucket=missing), "NoSuchBucket", 404, "List of an unknown bucket")
+    expect_error(lambda: ctx.s3.put_object(Bucket=missing, Key="k", Body=b"x"), "NoSuchBucket", 404, "PUT into an unknown bucket")
+    expect_error(lambda: ctx.s3.get_object(Bucket=bucket, Key="absent"), "NoSuchKey", 404, "GET of an unknown key")
+    expect_error(lambda: ctx.s3.head_object(Bucket=bucket, Key="absent"), "404", 404, "HEAD of an unknown key")
+    bad_md5 = "AAAAAAAAAAAAAAAAAAAAAA=="
+    expect_error(lambda: ctx.s3.put_object(Bucket=bucket, Key="digest", Body=b"body", ContentMD5=bad_md5), "BadDigest", 400, "wrong Content-MD5")
+    expect_error(lambda: ctx.s3.get_object(Bucket=bucket, Key="digest"), "NoSuchKey", 404, "a refused PUT stored something")
+
+
+def parse_arguments():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--endpoint", required=True, help="http://HOST:PORT of spinwise serve")
+    parser.add_argument("--access-key", default=os.environ.get("SPINWISE_ACCESS_KEY"))
+    parser.add_argument("--secret-key", default=os.environ.get("SPINWISE_SECRET_KEY"))
+    parser.add_argument("--bucket-prefix", default="s3-clients-check", help="buckets are <prefix>-<check>")
+    parser.add_argument("--only", default="", help="comma-separated check names (default: all)")
+    arguments = parser.parse_args()
+    if not arguments.access_key or not arguments.secret_key:
+        parser.error("--access-key and --secret-key (or SPINWISE_ACCESS_KEY / SPINWISE_SECRET_KEY) are needed")
+    return arguments
+
+
+def main():
+    arguments = parse_arguments()
+    if shutil.which("aws") is None:
+        print(f"s3_clients_check: the aws CLI is not on PATH; {INSTALL_HINT}", file=sys.stderr)
+        return 2
+    wanted = [name for name in arguments.only.split(",") if name]
+    known = {function.__name__ for function in CHECKS}
+    unknown = [name for name in wanted if name not in known]
+    if unknown:
+        print(f"s3_clients_check: unknown checks {unknown}; known: {sorted(known)}", file=sys.stderr)
+        return 2
+    failures = []
+    with tempfile.TemporaryDirectory(prefix="s3-clients-check-") as workdir:
+        ctx = Context(arguments, workdir)
+        for function in CHECKS:
+            if wanted and function.__name__ not in wanted:
+                continue
+            started = time.monotonic()
+            try:
+                function(ctx)
+                print(f"ok   {function.__name__} ({time.monotonic() - started:.1f} s)", flush=True)
+            except (Mismatch, botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError) as error:
+                failures.append(function.__name__)
+                print(f"FAIL {function.__name__}: {type(error).__name__}: {error}", flush=True)
+        ctx.clean_up()
+    if failures:
+        print(f"s3_clients_check: {len(failures)} check(s) failed: {', '.join(failures)}", file=sys.stderr)
+        return 1
+    print("s3_clients_check: every check passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
