@@ -55,6 +55,9 @@ const MAX_TAGS: usize = 50;
 const MAX_TAG_KEY_CHARS: usize = 128;
 const MAX_TAG_VALUE_CHARS: usize = 256;
 
+/// A bucket's tags other than [`RESTORE_MODE_TAG`], as (key, value) in the order given.
+pub type Tags = Vec<(String, String)>;
+
 /// What a GET of a migrated object does in a bucket.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum RestoreMode {
@@ -304,10 +307,7 @@ impl Restorer {
     }
 
     /// The bucket's mode and its other tags (a bucket without a row has the default mode).
-    pub async fn bucket_config(
-        &self,
-        bucket: &str,
-    ) -> Result<(RestoreMode, Vec<(String, String)>), RestoreError> {
+    pub async fn bucket_config(&self, bucket: &str) -> Result<(RestoreMode, Tags), RestoreError> {
         let row = sqlx::query("SELECT restore_mode, tags FROM bucket_config WHERE bucket = ?")
             .bind(bucket)
             .fetch_optional(&self.pool)
@@ -752,13 +752,13 @@ fn internal(error: impl std::fmt::Display) -> S3Error {
 }
 
 /// Checks a tag set: S3's limits, unique keys, and a valid `spinwise-restore-mode`.
-fn check_tags(tagging: Tagging) -> S3Result<(Option<RestoreMode>, Vec<(String, String)>)> {
+fn check_tags(tagging: Tagging) -> S3Result<(Option<RestoreMode>, Tags)> {
     let invalid = |message: String| S3Error::with_message(S3ErrorCode::InvalidTag, message);
     if tagging.tag_set.len() > MAX_TAGS {
         return Err(invalid(format!("more than {MAX_TAGS} tags")));
     }
     let mut mode = None;
-    let mut tags: Vec<(String, String)> = Vec::new();
+    let mut tags: Tags = Vec::new();
     for Tag { key, value } in tagging.tag_set {
         let key = key.unwrap_or_default();
         let value = value.unwrap_or_default();
