@@ -12,8 +12,8 @@ use crate::source::{PRESETS, load_preset};
 use clap::Args;
 use spinwise_model::{Layout, parse_rack};
 use spinwise_s3::{
-    CredentialSource, Credentials, META_FILE, MetaDb, RunningServer, S3Settings, SpinwiseS3,
-    build_service,
+    CredentialSource, Credentials, META_FILE, MetaDb, RestoreMode, RunningServer, S3Settings,
+    SpinwiseS3, build_service,
 };
 use spinwise_store::driver::{DiskEvent, GroupActivity};
 use spinwise_store::{RackSource, SqliteStore, Store, StoreConfig, StoreError};
@@ -68,6 +68,20 @@ pub struct ServeArgs {
     /// The largest single PUT body in bytes (default 5 GiB, as S3).
     #[arg(long, value_name = "BYTES", default_value_t = 5 << 30)]
     pub max_put_bytes: u64,
+    /// The restore mode new buckets get: `sync` (a GET of a migrated object waits for the
+    /// spin-up) or `async` (403 InvalidObjectState until RestoreObject); a bucket's tag
+    /// `spinwise-restore-mode` changes it (docs/s3.md "Restore").
+    #[arg(long, value_name = "MODE", default_value = "sync", value_parser = parse_restore_mode)]
+    pub restore_mode: RestoreMode,
+    /// The most bytes restored copies may hold in DATA/s3-restored (default 16 GiB); a
+    /// RestoreObject over it answers 503 SlowDown.
+    #[arg(long, value_name = "BYTES", default_value_t = 16 << 30)]
+    pub restore_capacity_bytes: u64,
+}
+
+fn parse_restore_mode(text: &str) -> Result<RestoreMode, String> {
+    text.parse()
+        .map_err(|e: spinwise_s3::restore::BadRestoreMode| e.to_string())
 }
 
 fn store_error(error: StoreError) -> CliError {
@@ -241,6 +255,8 @@ async fn serve(args: &ServeArgs) -> CliResult<()> {
         .map_err(|e| CliError::Usage(e.to_string()))?;
     let settings = S3Settings {
         max_put_bytes: args.max_put_bytes,
+        default_restore_mode: args.restore_mode,
+        restore_capacity_bytes: args.restore_capacity_bytes,
         ..S3Settings::default()
     };
     let s3 = SpinwiseS3::new(Arc::clone(&store), meta.clone(), settings)

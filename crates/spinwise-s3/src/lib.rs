@@ -13,6 +13,8 @@
 //! - [`body`] streams a request body into the store, hashing (MD5, BLAKE3, `x-amz-checksum-*`)
 //!   and refusing bad digests and bodies over the limit before anything is committed;
 //! - [`names`] maps bucket and key to the store key `"<bucket>/<key>"` (keys never become paths);
+//! - [`restore`] holds the per-bucket restore mode (`sync`/`async`, set by bucket tagging) and
+//!   [`Restorer`]: RestoreObject, restored copies in `DATA/s3-restored`, their expiry;
 //! - [`credentials`] holds the server's key pair (given, saved, or generated once);
 //! - [`server`] serves the s3s service with SigV4 authentication and stops gracefully.
 //!
@@ -23,10 +25,12 @@ pub mod credentials;
 pub mod meta;
 pub mod multipart;
 pub mod names;
+pub mod restore;
 pub mod server;
 pub mod service;
 
 pub use credentials::{CredentialSource, Credentials, CredentialsError};
 pub use meta::{META_FILE, MetaDb, MetaError};
+pub use restore::{RestoreMode, Restorer};
 pub use server::{RunningServer, build_service};
 pub use service::{S3Settings, SpinwiseS3};

@@ -27,7 +27,11 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The schema, one step per version: step `i` brings a database at version `i` to `i + 1`. A new
 /// version appends a step; a released step never changes, so every older database upgrades.
-const MIGRATIONS: &[&str] = &[SCHEMA_V1, crate::multipart::rows::SCHEMA_STEP];
+const MIGRATIONS: &[&str] = &[
+    SCHEMA_V1,
+    crate::multipart::rows::SCHEMA_STEP,
+    SCHEMA_RESTORE,
+];
 
 const SCHEMA_V1: &str = r#"
 CREATE TABLE schema_version (
@@ -50,6 +54,29 @@ CREATE TABLE object_meta (
 ) STRICT, WITHOUT ROWID;
 "#;
 
+/// Restores (see [`crate::restore`]): each bucket's restore mode and tags, and one row per
+/// restored copy. Buckets that predate this step get mode `sync`, the behaviour they had.
+const SCHEMA_RESTORE: &str = r#"
+CREATE TABLE bucket_config (
+    bucket TEXT PRIMARY KEY NOT NULL,
+    restore_mode TEXT NOT NULL CHECK (restore_mode IN ('sync', 'async')),
+    tags TEXT NOT NULL
+) STRICT, WITHOUT ROWID;
+INSERT INTO bucket_config (bucket, restore_mode, tags) SELECT name, 'sync', '[]' FROM buckets;
+CREATE TABLE restores (
+    store_key TEXT PRIMARY KEY NOT NULL,
+    content_hash BLOB NOT NULL CHECK (length(content_hash) = 32),
+    file_name TEXT NOT NULL UNIQUE,
+    size_bytes INTEGER NOT NULL CHECK (size_bytes >= 0),
+    days INTEGER NOT NULL CHECK (days >= 1),
+    state TEXT NOT NULL CHECK (state IN ('ongoing', 'done', 'failed')),
+    error TEXT,
+    requested_unix_ms INTEGER NOT NULL,
+    completed_unix_ms INTEGER,
+    expiry_unix_ms INTEGER
+) STRICT, WITHOUT ROWID;
+"#;
+
 #[derive(Debug, thiserror::Error)]
 pub enum MetaError {
     #[error("the S3 metadata database {path}: {message}")]
@@ -58,6 +85,8 @@ pub enum MetaError {
     Sql(#[from] sqlx::Error),
     #[error("the S3 metadata database holds a bad row for `{key}`: {message}")]
     Corrupt { key: String, message: String },
+    #[error("the S3 restores: {0}")]
+    Restore(#[from] crate::restore::RestoreError),
 }
 
 /// One object's S3 metadata, valid for the store object with this key and content hash.
@@ -320,7 +349,7 @@ impl MetaDb {
         Ok(())
     }
 
-    /// The connection pool, for the tables other modules own (multipart uploads).
+    /// The connection pool, for the tables other modules own (multipart uploads, restores).
     pub(crate) fn pool(&self) -> &SqlitePool {
         &self.pool
     }

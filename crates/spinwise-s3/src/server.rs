@@ -4,7 +4,9 @@
 //! Invariants:
 //! - every request is authenticated by s3s before it reaches [`crate::SpinwiseS3`]; a request
 //!   without a signature is refused (AccessDenied), a wrong secret is SignatureDoesNotMatch;
-//! - stopping closes the listener first, then waits for the requests in flight to finish.
+//! - stopping closes the listener first, then waits for the requests in flight to finish;
+//! - a response carrying a [`StatusOverride`] extension gets that status (s3s fixes each
+//!   operation's status otherwise).
 
 use crate::credentials::Credentials;
 use crate::service::SpinwiseS3;
@@ -22,6 +24,11 @@ use tokio::task::JoinHandle;
 /// How long a client may take to send a request's headers (a slow-header guard; bodies and
 /// responses, such as a cold GET waiting for a spin-up, are not limited).
 const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A status a handler sets that s3s's generated serializers cannot (RestoreObject's `202
+/// Accepted`): the handler puts it in its response's extensions, the connection applies it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct StatusOverride(pub(crate) http::StatusCode);
 
 /// The s3s service over `s3`, accepting only requests signed with `credentials`.
 pub fn build_service(s3: SpinwiseS3, credentials: &Credentials) -> S3Service {
@@ -84,7 +91,18 @@ async fn accept_loop(listener: TcpListener, service: S3Service, mut stop: onesho
                         continue;
                     }
                 };
-                let connection = http.serve_connection(TokioIo::new(socket), service.clone());
+                let service = service.clone();
+                let with_status = hyper::service::service_fn(move |request| {
+                    let call = hyper::service::Service::call(&service, request);
+                    async move {
+                        let mut response = call.await?;
+                        if let Some(StatusOverride(status)) = response.extensions_mut().remove() {
+                            *response.status_mut() = status;
+                        }
+                        Ok::<_, s3s::HttpError>(response)
+                    }
+                });
+                let connection = http.serve_connection(TokioIo::new(socket), with_status);
                 let connection = graceful.watch(connection);
                 tokio::spawn(async move {
                     if let Err(error) = connection.await {

@@ -11,6 +11,9 @@
 //! - GET headers describe the bytes streamed: the record comes from the reader that streams them;
 //! - a full scheduler queue or full staging answers 503 SlowDown with Retry-After; nothing of
 //!   such a request is stored.
+//! - a GET of a migrated object is served from its restored copy when one is usable, refused
+//!   (403 InvalidObjectState) in an async bucket when none is, and read through the scheduler
+//!   otherwise; a PUT or DELETE drops the key's restored copy ([`crate::restore`]).
 
 use crate::body::{BodyStream, Digests, Expected, Upload};
 use crate::meta::{MetaDb, MetaError, ObjectMeta};
@@ -18,6 +21,7 @@ use crate::multipart::Multipart;
 use crate::names::{
     after_prefix, bucket_prefix, check_bucket, decode_token, encode_token, store_key,
 };
+use crate::restore::{RestoreMode, RestoreSettings, Restorer};
 use base64::Engine as _;
 use bytes::Bytes;
 use futures::{Stream, TryStreamExt as _};
@@ -60,6 +64,26 @@ pub struct S3Settings {
     pub max_object_bytes: u64,
     /// Multipart uploads open at once, over all buckets (default 1000).
     pub max_open_uploads: u64,
+    /// The restore mode a new bucket gets (`sync`; see [`crate::restore`]).
+    pub default_restore_mode: RestoreMode,
+    /// The length of a RestoreObject "day" in seconds (86400; tests use less).
+    pub restore_day_s: u64,
+    /// The most `Days` a RestoreObject may ask for.
+    pub restore_max_days: i32,
+    /// The most bytes restored copies may hold (`DATA/s3-restored`); a restore over it is
+    /// refused with 503 SlowDown.
+    pub restore_capacity_bytes: u64,
+}
+
+impl S3Settings {
+    fn restore_settings(&self) -> RestoreSettings {
+        RestoreSettings {
+            default_mode: self.default_restore_mode,
+            day_s: self.restore_day_s,
+            max_days: self.restore_max_days,
+            capacity_bytes: self.restore_capacity_bytes,
+        }
+    }
 }
 
 impl Default for S3Settings {
@@ -71,6 +95,10 @@ impl Default for S3Settings {
             max_part_bytes: 5 << 30,
             max_object_bytes: 5 << 40,
             max_open_uploads: 1000,
+            default_restore_mode: RestoreMode::Sync,
+            restore_day_s: 86_400,
+            restore_max_days: 30_000,
+            restore_capacity_bytes: 16 << 30,
         }
     }
 }
@@ -82,6 +110,7 @@ pub struct SpinwiseS3 {
     key_locks: Vec<Mutex<()>>,
     pub(crate) bucket_gate: RwLock<()>,
     pub(crate) multipart: Multipart,
+    restorer: Arc<Restorer>,
 }
 
 impl std::fmt::Debug for SpinwiseS3 {
@@ -103,26 +132,26 @@ pub(crate) struct Described {
 /// An object as S3 shows it: the store's record and the S3 layer's row.
 pub(crate) struct ObjectView {
     pub(crate) record: ObjectRecord,
-    meta: Option<ObjectMeta>,
+    pub(crate) meta: Option<ObjectMeta>,
 }
 
 impl ObjectView {
-    fn etag(&self) -> Option<ETag> {
+    pub(crate) fn etag(&self) -> Option<ETag> {
         self.meta.as_ref().map(|m| ETag::Strong(m.etag.clone()))
     }
-    fn content_type(&self) -> Option<String> {
+    pub(crate) fn content_type(&self) -> Option<String> {
         self.meta.as_ref().and_then(|m| m.content_type.clone())
     }
-    fn user_metadata(&self) -> Option<Metadata> {
+    pub(crate) fn user_metadata(&self) -> Option<Metadata> {
         self.meta
             .as_ref()
             .filter(|m| !m.user_metadata.is_empty())
             .map(|m| m.user_metadata.clone().into_iter().collect())
     }
-    fn last_modified(&self) -> Timestamp {
+    pub(crate) fn last_modified(&self) -> Timestamp {
         last_modified(&self.record)
     }
-    fn storage_class(&self) -> &'static str {
+    pub(crate) fn storage_class(&self) -> &'static str {
         storage_class(&self.record)
     }
 }
@@ -255,10 +284,18 @@ impl SpinwiseS3 {
         settings: S3Settings,
     ) -> Result<SpinwiseS3, MetaError> {
         let store_dir = store.data_dir().to_path_buf();
+        let restorer = Restorer::start(
+            Arc::clone(&store),
+            &meta,
+            settings.restore_settings(),
+            settings.retry_after_s,
+        )
+        .await?;
         let service = SpinwiseS3 {
             store,
             meta,
             settings,
+            restorer,
             key_locks: (0..KEY_LOCK_STRIPES).map(|_| Mutex::new(())).collect(),
             bucket_gate: RwLock::new(()),
             multipart: Multipart::new(&store_dir),
@@ -279,6 +316,10 @@ impl SpinwiseS3 {
     }
     pub fn meta(&self) -> &MetaDb {
         &self.meta
+    }
+    /// The restores (RestoreObject, restored copies, bucket restore modes).
+    pub fn restorer(&self) -> &Arc<Restorer> {
+        &self.restorer
     }
 
     /// Removes metadata rows whose (key, content hash) the store does not hold; returns how many.
@@ -388,6 +429,9 @@ impl SpinwiseS3 {
                 {
                     tracing::warn!(%error, store_key, "removing replaced S3 metadata rows");
                 }
+                self.restorer
+                    .forget(store_key, Some(&record.content_hash))
+                    .await;
                 Ok((record, digests))
             }
             (_, Err(Some(refusal))) => Err(refusal),
@@ -436,7 +480,7 @@ impl SpinwiseS3 {
         }
     }
 
-    async fn view(&self, record: ObjectRecord) -> S3Result<ObjectView> {
+    pub(crate) async fn view(&self, record: ObjectRecord) -> S3Result<ObjectView> {
         let meta = self
             .meta
             .object_meta(&record.key, &record.content_hash)
@@ -468,6 +512,7 @@ impl SpinwiseS3 {
             .delete_object_meta_except(store_key, None)
             .await
             .map_err(meta_error)?;
+        self.restorer.forget(store_key, None).await;
         Ok(())
     }
 
@@ -600,6 +645,7 @@ impl S3 for SpinwiseS3 {
         {
             return Err(S3Error::new(S3ErrorCode::BucketAlreadyOwnedByYou));
         }
+        self.restorer.init_bucket(&bucket).await.map_err(internal)?;
         tracing::info!(bucket, "bucket created");
         Ok(S3Response::new(CreateBucketOutput {
             location: Some(format!("/{bucket}")),
@@ -673,6 +719,10 @@ impl S3 for SpinwiseS3 {
             ));
         }
         self.meta.delete_bucket(&bucket).await.map_err(meta_error)?;
+        self.restorer
+            .forget_bucket(&bucket)
+            .await
+            .map_err(internal)?;
         tracing::info!(bucket, "bucket deleted");
         Ok(S3Response::new(DeleteBucketOutput {}))
     }
@@ -750,6 +800,12 @@ impl S3 for SpinwiseS3 {
         let input = req.input;
         let store_key = store_key(&input.bucket, &input.key)?;
         self.require_bucket(&input.bucket).await?;
+        if let Some(restored) = self
+            .get_restored(&input.bucket, &store_key, input.range.as_ref())
+            .await?
+        {
+            return Ok(S3Response::new(restored));
+        }
         let (reader, view) = self.open_read(&store_key, input.range.as_ref()).await?;
         let range = reader.range();
         let content_range = input.range.as_ref().map(|_| {
@@ -783,7 +839,9 @@ impl S3 for SpinwiseS3 {
         let store_key = store_key(&input.bucket, &input.key)?;
         self.require_bucket(&input.bucket).await?;
         let view = self.stat_view(&store_key).await?;
+        let restore = self.restorer.restore_header(&view.record).await?;
         Ok(S3Response::new(HeadObjectOutput {
+            restore,
             content_length: Some(view.record.size_bytes as i64),
             accept_ranges: Some("bytes".into()),
             e_tag: view.etag(),
@@ -1038,5 +1096,36 @@ impl S3 for SpinwiseS3 {
         req: S3Request<ListMultipartUploadsInput>,
     ) -> S3Result<S3Response<ListMultipartUploadsOutput>> {
         self.multipart_list_uploads(req).await
+    }
+
+    async fn restore_object(
+        &self,
+        req: S3Request<RestoreObjectInput>,
+    ) -> S3Result<S3Response<RestoreObjectOutput>> {
+        self.restore(req.input).await
+    }
+
+    async fn put_bucket_tagging(
+        &self,
+        req: S3Request<PutBucketTaggingInput>,
+    ) -> S3Result<S3Response<PutBucketTaggingOutput>> {
+        let input = req.input;
+        self.put_tagging(&input.bucket, input.tagging).await?;
+        Ok(S3Response::new(PutBucketTaggingOutput::default()))
+    }
+
+    async fn get_bucket_tagging(
+        &self,
+        req: S3Request<GetBucketTaggingInput>,
+    ) -> S3Result<S3Response<GetBucketTaggingOutput>> {
+        Ok(S3Response::new(self.get_tagging(&req.input.bucket).await?))
+    }
+
+    async fn delete_bucket_tagging(
+        &self,
+        req: S3Request<DeleteBucketTaggingInput>,
+    ) -> S3Result<S3Response<DeleteBucketTaggingOutput>> {
+        self.delete_tagging(&req.input.bucket).await?;
+        Ok(S3Response::new(DeleteBucketTaggingOutput::default()))
     }
 }

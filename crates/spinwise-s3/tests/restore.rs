@@ -1,0 +1,555 @@
+//! Glacier-style restores through aws-sdk-s3, with an emulated spin-up: async buckets refuse
+//! GETs of migrated objects until RestoreObject brought a verified copy back (HEAD shows the
+//! restore ongoing, then its expiry), the copy serves whole and ranged GETs and expires; sync
+//! buckets wait for the spin-up; bucket tagging switches the mode; concurrent restores of one
+//! group share a spin-up; RestoreObject's errors; a finished restore survives a restart.
+
+mod common;
+
+use aws_sdk_s3::Client;
+use aws_sdk_s3::config::interceptors::BeforeDeserializationInterceptorContextRef;
+use aws_sdk_s3::config::{ConfigBag, Intercept, RuntimeComponents};
+use aws_sdk_s3::error::BoxError;
+use aws_sdk_s3::primitives::ByteStream;
+use aws_sdk_s3::types::{RestoreRequest, StorageClass, Tag, Tagging};
+use common::{Harness, code, get_bytes, pattern, start_with, status};
+use spinwise_catalog::{Catalog, ObjectLocation};
+use spinwise_s3::{
+    Credentials, MetaDb, RestoreMode, RunningServer, S3Settings, SpinwiseS3, build_service,
+};
+use spinwise_sched::scheduler::Kind;
+use spinwise_store::driver::{GroupActivity, GroupDisks, GroupPhase, Job};
+use spinwise_store::{SqliteStore, Store, StoreConfig};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Spin-ups of about 0.4 s: long enough to see a restore ongoing, short enough for CI.
+const TIME_FACTOR: f64 = 0.02;
+const WAIT: Duration = Duration::from_secs(60);
+
+fn config() -> StoreConfig {
+    let mut config = common::config(None);
+    config.time_factor = TIME_FACTOR;
+    config
+}
+
+fn settings(mode: RestoreMode, day_s: u64) -> S3Settings {
+    S3Settings {
+        default_restore_mode: mode,
+        restore_day_s: day_s,
+        ..S3Settings::default()
+    }
+}
+
+/// Records the HTTP status of every response of the operation it is attached to.
+#[derive(Clone, Debug, Default)]
+struct Statuses(Arc<Mutex<Vec<u16>>>);
+
+impl Intercept for Statuses {
+    fn name(&self) -> &'static str {
+        "Statuses"
+    }
+    fn read_after_transmit(
+        &self,
+        context: &BeforeDeserializationInterceptorContextRef<'_>,
+        _components: &RuntimeComponents,
+        _cfg: &mut ConfigBag,
+    ) -> Result<(), BoxError> {
+        let status = context.response().status().as_u16();
+        self.0.lock().unwrap().push(status);
+        Ok(())
+    }
+}
+
+/// RestoreObject with `days`; the HTTP status on success, the error code otherwise.
+async fn restore(client: &Client, bucket: &str, key: &str, days: i32) -> Result<u16, String> {
+    let statuses = Statuses::default();
+    let result = client
+        .restore_object()
+        .bucket(bucket)
+        .key(key)
+        .restore_request(RestoreRequest::builder().days(days).build())
+        .customize()
+        .interceptor(statuses.clone())
+        .send()
+        .await;
+    match result {
+        Ok(_) => Ok(*statuses.0.lock().unwrap().last().unwrap()),
+        Err(error) => Err(format!("{} {}", status(&error), code(&error))),
+    }
+}
+
+async fn put(client: &Client, bucket: &str, key: &str, bytes: &[u8]) {
+    client
+        .put_object()
+        .bucket(bucket)
+        .key(key)
+        .body(ByteStream::from(bytes.to_vec()))
+        .send()
+        .await
+        .unwrap();
+}
+
+/// The status and code of a GET that must fail.
+async fn get_error(client: &Client, bucket: &str, key: &str) -> String {
+    let error = client
+        .get_object()
+        .bucket(bucket)
+        .key(key)
+        .send()
+        .await
+        .expect_err("the GET should fail");
+    format!("{} {}", status(&error), code(&error))
+}
+
+async fn restore_header(client: &Client, bucket: &str, key: &str) -> Option<String> {
+    let head = client
+        .head_object()
+        .bucket(bucket)
+        .key(key)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(head.storage_class, Some(StorageClass::Glacier));
+    head.restore
+}
+
+/// Polls HEAD until the restore is no longer ongoing; returns the final header.
+async fn wait_restored(client: &Client, bucket: &str, key: &str) -> String {
+    let started = Instant::now();
+    loop {
+        let header = restore_header(client, bucket, key).await;
+        match header.as_deref() {
+            Some(h) if h.contains("ongoing-request=\"false\"") => return h.to_string(),
+            Some(h) => assert!(h.contains("ongoing-request=\"true\""), "{h}"),
+            None => panic!("the restore of {key} vanished"),
+        }
+        assert!(
+            started.elapsed() < WAIT,
+            "the restore of {key} never finished"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+async fn migrated_group(store: &SqliteStore, store_key: &str) -> u32 {
+    let record = store.stat(store_key).await.unwrap();
+    let ObjectLocation::Migrated { blob, .. } = record.location else {
+        panic!("{store_key} is still staged");
+    };
+    store.catalog().blob(blob).await.unwrap().unwrap().group
+}
+
+/// Brings other groups up until `group` is down (the budgets keep only a few up), so the next
+/// read of `group` needs a spin-up.
+async fn rest_group(store: &SqliteStore, group: u32) {
+    let driver = &store.rack_io().driver;
+    for _ in 0..10 {
+        let state = driver.state().await.unwrap();
+        if state.groups[group as usize].phase == GroupPhase::Resting {
+            return;
+        }
+        for other in state.groups.iter().map(|g| g.group).filter(|g| *g != group) {
+            let job = Job::new(other, 0, Kind::Client, |_: &GroupDisks| ());
+            driver.submit(job).await.unwrap().wait().await.unwrap();
+        }
+    }
+    panic!("group {group} never went down");
+}
+
+fn restored_files(data_dir: &Path) -> usize {
+    std::fs::read_dir(data_dir.join(spinwise_s3::restore::RESTORED_DIR))
+        .unwrap()
+        .count()
+}
+
+async fn cold_object(harness: &Harness, bucket: &str, key: &str, bytes: &[u8]) {
+    let client = &harness.client;
+    client.create_bucket().bucket(bucket).send().await.unwrap();
+    put(client, bucket, key, bytes).await;
+    harness.store.flush(|_| {}).await.unwrap();
+    let group = migrated_group(&harness.store, &format!("{bucket}/{key}")).await;
+    rest_group(&harness.store, group).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn async_bucket_refuses_cold_gets_until_a_restore_then_serves_the_copy_until_it_expires() {
+    // A restore "day" of 3 s.
+    let harness = start_with(config(), settings(RestoreMode::Async, 3)).await;
+    let client = &harness.client;
+    let bytes = pattern(3 << 20, 11);
+    cold_object(&harness, "vault", "tape.bin", &bytes).await;
+
+    assert_eq!(
+        get_error(client, "vault", "tape.bin").await,
+        "403 InvalidObjectState"
+    );
+    assert_eq!(restore_header(client, "vault", "tape.bin").await, None);
+
+    assert_eq!(restore(client, "vault", "tape.bin", 1).await, Ok(202));
+    let ongoing = restore_header(client, "vault", "tape.bin").await;
+    assert_eq!(ongoing.as_deref(), Some("ongoing-request=\"true\""));
+    assert_eq!(
+        restore(client, "vault", "tape.bin", 1).await,
+        Err("409 RestoreAlreadyInProgress".into())
+    );
+    assert_eq!(
+        get_error(client, "vault", "tape.bin").await,
+        "403 InvalidObjectState"
+    );
+
+    let done = wait_restored(client, "vault", "tape.bin").await;
+    assert!(
+        done.starts_with("ongoing-request=\"false\", expiry-date=\""),
+        "{done}"
+    );
+    assert!(done.ends_with(" GMT\""), "{done}");
+    assert!(get_bytes(client, "vault", "tape.bin", None).await == bytes);
+    let middle = get_bytes(client, "vault", "tape.bin", Some("bytes=1000000-2099999")).await;
+    assert!(middle[..] == bytes[1_000_000..2_100_000]);
+    let tail = get_bytes(client, "vault", "tape.bin", Some("bytes=-10")).await;
+    assert!(tail[..] == bytes[bytes.len() - 10..]);
+    let get = client
+        .get_object()
+        .bucket("vault")
+        .key("tape.bin")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(get.storage_class, Some(StorageClass::Glacier));
+    assert_eq!(restored_files(&harness.data_dir), 1);
+
+    // Asked again once finished: 200 and the expiry moves out (never in).
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    assert_eq!(restore(client, "vault", "tape.bin", 1).await, Ok(200));
+    let extended = restore_header(client, "vault", "tape.bin").await.unwrap();
+    assert_ne!(extended, done, "the expiry was not extended");
+
+    // After the expiry the copy is gone: GET refuses again and the file is removed.
+    let started = Instant::now();
+    while get_error_or_bytes(client).await.is_ok() {
+        assert!(started.elapsed() < WAIT, "the restored copy never expired");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        get_error(client, "vault", "tape.bin").await,
+        "403 InvalidObjectState"
+    );
+    assert_eq!(restore_header(client, "vault", "tape.bin").await, None);
+    let started = Instant::now();
+    while restored_files(&harness.data_dir) > 0 {
+        assert!(
+            started.elapsed() < WAIT,
+            "the sweeper never removed the copy"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    harness.server.stop().await;
+}
+
+async fn get_error_or_bytes(client: &Client) -> Result<(), ()> {
+    match client
+        .get_object()
+        .bucket("vault")
+        .key("tape.bin")
+        .send()
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(_) => Err(()),
+    }
+}
+
+fn tagging(tags: &[(&str, &str)]) -> Tagging {
+    let tags = tags
+        .iter()
+        .map(|(k, v)| Tag::builder().key(*k).value(*v).build().unwrap())
+        .collect();
+    Tagging::builder().set_tag_set(Some(tags)).build().unwrap()
+}
+
+async fn tags_of(client: &Client, bucket: &str) -> Vec<(String, String)> {
+    let output = client
+        .get_bucket_tagging()
+        .bucket(bucket)
+        .send()
+        .await
+        .unwrap();
+    let mut tags: Vec<(String, String)> = output
+        .tag_set()
+        .iter()
+        .map(|t| (t.key().to_string(), t.value().to_string()))
+        .collect();
+    tags.sort();
+    tags
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sync_bucket_gets_wait_for_the_spin_up_and_tagging_switches_the_mode() {
+    let harness = start_with(config(), settings(RestoreMode::Sync, 86_400)).await;
+    let client = &harness.client;
+    let bytes = pattern(1 << 20, 12);
+    cold_object(&harness, "mixed", "a.bin", &bytes).await;
+    let ups = count_ups_during(&harness.store, async {
+        assert!(get_bytes(client, "mixed", "a.bin", None).await == bytes);
+    })
+    .await;
+    assert_eq!(ups, 1, "the sync GET did not wait for a spin-up");
+    assert_eq!(
+        tags_of(client, "mixed").await,
+        vec![("spinwise-restore-mode".into(), "sync".into())]
+    );
+
+    client
+        .put_bucket_tagging()
+        .bucket("mixed")
+        .tagging(tagging(&[
+            ("team", "archive"),
+            ("spinwise-restore-mode", "async"),
+        ]))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        tags_of(client, "mixed").await,
+        vec![
+            ("spinwise-restore-mode".into(), "async".into()),
+            ("team".into(), "archive".into())
+        ]
+    );
+    assert_eq!(
+        get_error(client, "mixed", "a.bin").await,
+        "403 InvalidObjectState"
+    );
+    // A staged object is served in either mode.
+    put(client, "mixed", "fresh.bin", b"staged bytes").await;
+    assert_eq!(
+        get_bytes(client, "mixed", "fresh.bin", None).await,
+        b"staged bytes"
+    );
+
+    let bad = client
+        .put_bucket_tagging()
+        .bucket("mixed")
+        .tagging(tagging(&[("spinwise-restore-mode", "sometimes")]))
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!((status(&bad), code(&bad).as_str()), (400, "InvalidTag"));
+
+    // Deleting the tags keeps the mode; tagging `sync` brings cold GETs back.
+    client
+        .delete_bucket_tagging()
+        .bucket("mixed")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        tags_of(client, "mixed").await,
+        vec![("spinwise-restore-mode".into(), "async".into())]
+    );
+    client
+        .put_bucket_tagging()
+        .bucket("mixed")
+        .tagging(tagging(&[("spinwise-restore-mode", "sync")]))
+        .send()
+        .await
+        .unwrap();
+    assert!(get_bytes(client, "mixed", "a.bin", None).await == bytes);
+    harness.server.stop().await;
+}
+
+/// How many spin-ups happen while `work` runs.
+async fn count_ups_during(store: &SqliteStore, work: impl Future<Output = ()>) -> usize {
+    let mut activity = store.rack_io().driver.subscribe_activity();
+    work.await;
+    let mut ups = 0;
+    while let Ok(event) = activity.try_recv() {
+        ups += usize::from(matches!(event, GroupActivity::Up { .. }));
+    }
+    ups
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_restores_of_objects_in_one_group_share_one_spin_up() {
+    let harness = start_with(config(), settings(RestoreMode::Async, 86_400)).await;
+    let client = &harness.client;
+    client.create_bucket().bucket("pair").send().await.unwrap();
+    let first = pattern(300_000, 21);
+    let second = pattern(400_000, 22);
+    put(client, "pair", "first", &first).await;
+    put(client, "pair", "second", &second).await;
+    harness.store.flush(|_| {}).await.unwrap();
+    let group = migrated_group(&harness.store, "pair/first").await;
+    assert_eq!(
+        migrated_group(&harness.store, "pair/second").await,
+        group,
+        "one bundle, one group"
+    );
+    rest_group(&harness.store, group).await;
+
+    let ups = count_ups_during(&harness.store, async {
+        let (a, b) = tokio::join!(
+            restore(client, "pair", "first", 1),
+            restore(client, "pair", "second", 1)
+        );
+        assert_eq!((a, b), (Ok(202), Ok(202)));
+        wait_restored(client, "pair", "first").await;
+        wait_restored(client, "pair", "second").await;
+    })
+    .await;
+    assert_eq!(ups, 1, "two restores in one group took {ups} spin-ups");
+    assert!(get_bytes(client, "pair", "first", None).await == first);
+    assert!(get_bytes(client, "pair", "second", None).await == second);
+    harness.server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn restore_object_refuses_standard_objects_unknown_keys_bad_days_and_overflowing_capacity() {
+    let mut settings = settings(RestoreMode::Async, 86_400);
+    settings.restore_capacity_bytes = 1 << 20;
+    settings.restore_max_days = 10;
+    let harness = start_with(config(), settings).await;
+    let client = &harness.client;
+    let big = pattern(2 << 20, 31);
+    cold_object(&harness, "rules", "big.bin", &big).await;
+    put(client, "rules", "staged.txt", b"still warm").await;
+
+    assert_eq!(
+        restore(client, "rules", "staged.txt", 1).await,
+        Err("403 InvalidObjectState".into())
+    );
+    assert_eq!(
+        restore(client, "rules", "missing", 1).await,
+        Err("404 NoSuchKey".into())
+    );
+    assert_eq!(
+        restore(client, "rules", "big.bin", 0).await,
+        Err("400 InvalidArgument".into())
+    );
+    assert_eq!(
+        restore(client, "rules", "big.bin", 11).await,
+        Err("400 InvalidArgument".into())
+    );
+    // 2 MiB does not fit the 1 MiB of restored copies.
+    assert_eq!(
+        restore(client, "rules", "big.bin", 1).await,
+        Err("503 SlowDown".into())
+    );
+    assert_eq!(restore_header(client, "rules", "big.bin").await, None);
+    assert_eq!(restored_files(&harness.data_dir), 0);
+    harness.server.stop().await;
+}
+
+/// Stops the server, closes the store and serves the same data directory again.
+async fn restart(harness: Harness, settings: S3Settings) -> Harness {
+    let Harness {
+        dir,
+        data_dir,
+        mut store,
+        server,
+        ..
+    } = harness;
+    server.stop().await;
+    let started = Instant::now();
+    let closed = loop {
+        match Arc::try_unwrap(store) {
+            Ok(closed) => break closed,
+            Err(shared) => store = shared,
+        }
+        assert!(started.elapsed() < WAIT, "the store is still in use");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    closed.close().await;
+    let store = Arc::new(Store::open_sqlite(&data_dir).await.unwrap());
+    let meta = MetaDb::open(&data_dir.join(spinwise_s3::META_FILE))
+        .await
+        .unwrap();
+    let s3 = SpinwiseS3::new(Arc::clone(&store), meta, settings)
+        .await
+        .unwrap();
+    let credentials = Credentials::given(common::ACCESS_KEY, common::SECRET_KEY).unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let server = RunningServer::start(listener, build_service(s3, &credentials)).unwrap();
+    let client = common::client(server.local_addr(), common::ACCESS_KEY, common::SECRET_KEY);
+    Harness {
+        dir,
+        data_dir,
+        store,
+        server,
+        client,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_finished_restore_survives_a_restart_and_deleting_the_object_drops_its_copy() {
+    let settings = settings(RestoreMode::Async, 86_400);
+    let harness = start_with(config(), settings.clone()).await;
+    let bytes = pattern(1_500_000, 41);
+    cold_object(&harness, "keep", "doc.bin", &bytes).await;
+    assert_eq!(
+        restore(&harness.client, "keep", "doc.bin", 2).await,
+        Ok(202)
+    );
+    let done = wait_restored(&harness.client, "keep", "doc.bin").await;
+
+    let harness = restart(harness, settings).await;
+    let client = &harness.client;
+    assert_eq!(restore_header(client, "keep", "doc.bin").await, Some(done));
+    assert_eq!(
+        tags_of(client, "keep").await,
+        vec![("spinwise-restore-mode".into(), "async".into())]
+    );
+    let ups = count_ups_during(&harness.store, async {
+        assert!(get_bytes(client, "keep", "doc.bin", None).await == bytes);
+    })
+    .await;
+    assert_eq!(ups, 0, "the restored copy was not what served the GET");
+
+    client
+        .delete_object()
+        .bucket("keep")
+        .key("doc.bin")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(restored_files(&harness.data_dir), 0);
+    harness.server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restore_that_cannot_read_the_object_fails_shows_no_expiry_and_can_be_retried() {
+    let harness = start_with(config(), settings(RestoreMode::Async, 86_400)).await;
+    let client = &harness.client;
+    let bytes = pattern(500_000, 51);
+    cold_object(&harness, "lost", "gone.bin", &bytes).await;
+    // Three of the blob's five stacks removed: more than erasure 3 + 2 can rebuild.
+    let record = harness.store.stat("lost/gone.bin").await.unwrap();
+    let ObjectLocation::Migrated { blob, .. } = record.location else {
+        panic!("staged");
+    };
+    let blob = harness.store.catalog().blob(blob).await.unwrap().unwrap();
+    for (column, &disk) in blob.disks.iter().enumerate().take(3) {
+        let path = spinwise_store::rack::disk_directory(&harness.data_dir, disk as usize)
+            .join(spinwise_store::stacks::stack_name(blob.id, column));
+        std::fs::remove_file(path).unwrap();
+    }
+
+    assert_eq!(restore(client, "lost", "gone.bin", 1).await, Ok(202));
+    let failed = wait_restored(client, "lost", "gone.bin").await;
+    assert_eq!(
+        failed, "ongoing-request=\"false\"",
+        "a failure shows no expiry"
+    );
+    assert_eq!(
+        get_error(client, "lost", "gone.bin").await,
+        "403 InvalidObjectState"
+    );
+    assert_eq!(restored_files(&harness.data_dir), 0);
+    // A new request retries (and, the bytes still being lost, fails again).
+    assert_eq!(restore(client, "lost", "gone.bin", 1).await, Ok(202));
+    let again = wait_restored(client, "lost", "gone.bin").await;
+    assert_eq!(again, "ongoing-request=\"false\"");
+    harness.server.stop().await;
+}
