@@ -230,6 +230,45 @@ pub(crate) fn decode_content_md5(text: &str) -> S3Result<[u8; 16]> {
     <[u8; 16]>::try_from(bytes.as_slice()).map_err(|_| invalid())
 }
 
+/// The `x-amz-checksum-*` headers of a PutObject or UploadPart input (the same fields in both).
+macro_rules! checksum_headers {
+    ($input:expr) => {
+        s3s::dto::Checksum {
+            checksum_crc32: $input.checksum_crc32,
+            checksum_crc32c: $input.checksum_crc32c,
+            checksum_crc64nvme: $input.checksum_crc64nvme,
+            checksum_sha1: $input.checksum_sha1,
+            checksum_sha256: $input.checksum_sha256,
+            ..Default::default()
+        }
+    };
+}
+pub(crate) use checksum_headers;
+
+/// What a body's sender promised: its Content-MD5, checksum headers, and the trailers it
+/// announced (checked by [`crate::body`] once the body has been read).
+pub(crate) fn expected_of(
+    content_md5: Option<&str>,
+    checksums: Checksum,
+    trailer_names: Vec<String>,
+    trailers: Option<s3s::TrailingHeaders>,
+) -> S3Result<Expected> {
+    Ok(Expected {
+        content_md5: content_md5.map(decode_content_md5).transpose()?,
+        checksums,
+        trailer_names,
+        trailers,
+    })
+}
+
+/// A request body as the byte stream the store reads (no body: empty).
+pub(crate) fn body_stream(body: Option<StreamingBlob>) -> BodyStream {
+    match body {
+        Some(body) => Box::pin(body.map_err(|error| io::Error::other(error.to_string()))),
+        None => Box::pin(futures::stream::empty()),
+    }
+}
+
 /// The checksum algorithms announced as trailers (`x-amz-trailer`), lower-case.
 pub(crate) fn trailer_names(headers: &http::HeaderMap) -> Vec<String> {
     headers
@@ -747,27 +786,13 @@ impl S3 for SpinwiseS3 {
                 ),
             ));
         }
-        let expected = Expected {
-            content_md5: input
-                .content_md5
-                .as_deref()
-                .map(decode_content_md5)
-                .transpose()?,
-            checksums: Checksum {
-                checksum_crc32: input.checksum_crc32,
-                checksum_crc32c: input.checksum_crc32c,
-                checksum_crc64nvme: input.checksum_crc64nvme,
-                checksum_sha1: input.checksum_sha1,
-                checksum_sha256: input.checksum_sha256,
-                ..Default::default()
-            },
+        let expected = expected_of(
+            input.content_md5.as_deref(),
+            checksum_headers!(input),
             trailer_names,
             trailers,
-        };
-        let stream: BodyStream = match input.body {
-            Some(body) => Box::pin(body.map_err(|error| io::Error::other(error.to_string()))),
-            None => Box::pin(futures::stream::empty()),
-        };
+        )?;
+        let stream = body_stream(input.body);
         let described = described_from(input.content_type, input.metadata);
         let (record, digests) = self
             .ingest(

@@ -7,9 +7,8 @@ mod common;
 
 use aws_sdk_s3::primitives::ByteStream;
 use aws_sdk_s3::types::{Delete, ObjectIdentifier, StorageClass};
-use common::{Harness, code, get_bytes, md5_hex, pattern, start, status};
+use common::{Harness, code, files_under, get_bytes, md5_hex, pattern, start, status};
 use std::collections::BTreeSet;
-use std::path::Path;
 
 async fn bucket(harness: &Harness, name: &str) {
     harness
@@ -628,22 +627,6 @@ async fn delete_object_and_delete_objects_remove_keys_and_absent_keys_are_not_er
     assert_eq!(keys, ["d"]);
     assert_eq!(harness.store.status().await.unwrap().objects, 1);
     harness.server.stop().await;
-}
-
-/// Every path under `root`, relative to it.
-fn files_under(root: &Path) -> Vec<String> {
-    let mut found = Vec::new();
-    let mut pending = vec![root.to_path_buf()];
-    while let Some(dir) = pending.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let path = entry.unwrap().path();
-            found.push(path.strip_prefix(root).unwrap().display().to_string());
-            if path.is_dir() {
-                pending.push(path);
-            }
-        }
-    }
-    found
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

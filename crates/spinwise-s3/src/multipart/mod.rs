@@ -23,16 +23,14 @@ use crate::body::{BodyStream, Expected, Upload};
 use crate::meta::MetaError;
 use crate::names::store_key;
 use crate::service::{
-    Described, SpinwiseS3, decode_content_md5, described_from, hex, internal, meta_error,
-    now_unix_ms, reader_stream, slow_down, trailer_names,
+    Described, SpinwiseS3, body_stream, checksum_headers, described_from, expected_of, hex,
+    internal, meta_error, now_unix_ms, reader_stream, slow_down, trailer_names,
 };
 use files::{UploadId, parse_part_file_name, parts_stream, random_generation, write_part_file};
-use futures::TryStreamExt as _;
 use rows::{PartRow, UploadRow};
 use s3s::dto::*;
 use s3s::{S3Error, S3ErrorCode, S3Request, S3Response, S3Result};
 use std::collections::BTreeSet;
-use std::io;
 use std::time::{Duration, UNIX_EPOCH};
 
 pub use files::{MULTIPART_DIR, Multipart};
@@ -231,27 +229,13 @@ impl SpinwiseS3 {
             return Err(self.part_too_large(length));
         }
         self.require_bucket(&input.bucket).await?;
-        let expected = Expected {
-            content_md5: input
-                .content_md5
-                .as_deref()
-                .map(decode_content_md5)
-                .transpose()?,
-            checksums: Checksum {
-                checksum_crc32: input.checksum_crc32,
-                checksum_crc32c: input.checksum_crc32c,
-                checksum_crc64nvme: input.checksum_crc64nvme,
-                checksum_sha1: input.checksum_sha1,
-                checksum_sha256: input.checksum_sha256,
-                ..Default::default()
-            },
+        let expected = expected_of(
+            input.content_md5.as_deref(),
+            checksum_headers!(input),
             trailer_names,
             trailers,
-        };
-        let stream: BodyStream = match input.body {
-            Some(body) => Box::pin(body.map_err(|error| io::Error::other(error.to_string()))),
-            None => Box::pin(futures::stream::empty()),
-        };
+        )?;
+        let stream = body_stream(input.body);
         let (part, checksums) = self
             .write_part(
                 &input.bucket,

@@ -142,3 +142,19 @@ pub async fn get_bytes(client: &Client, bucket: &str, key: &str, range: Option<&
     let output = request.send().await.unwrap();
     output.body.collect().await.unwrap().into_bytes().to_vec()
 }
+
+/// Every path under `root`, relative to it.
+pub fn files_under(root: &std::path::Path) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut pending = vec![root.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            found.push(path.strip_prefix(root).unwrap().display().to_string());
+            if path.is_dir() {
+                pending.push(path);
+            }
+        }
+    }
+    found
+}
