@@ -1,7 +1,8 @@
 //! Real S3 clients against the real binary: starts `spinwise serve` on an ephemeral port over a
-//! new data directory (time factor 0.001) and runs scripts/s3_clients_check.py, which drives it
-//! with boto3 and the aws CLI (every supported call byte-exact, multipart through `aws s3 cp`
-//! and boto3's upload_file, error codes). Missing python3, boto3 or aws fails the test with the
+//! new data directory (time factor 0.001, upkeep migrating what has been staged for 2 s) and runs
+//! scripts/s3_clients_check.py, which drives it with boto3 and the aws CLI (every supported call
+//! byte-exact, multipart through `aws s3 cp` and boto3's upload_file, the async restore flow,
+//! error codes). Missing python3, boto3 or aws fails the test with the
 //! install line: CI must provide them, a skipped check would prove nothing.
 
 use std::io::{BufRead as _, BufReader};
@@ -39,6 +40,46 @@ fn require_clients() {
     }
 }
 
+/// A new data directory at time factor 0.001 whose upkeep migrates staged objects after 2 s, so
+/// the restore check sees its object turn GLACIER while the server runs.
+fn prepare_data_dir(data: &Path) {
+    let init = Command::new(env!("CARGO_BIN_EXE_spinwise"))
+        .args(["store", "--data"])
+        .arg(data)
+        .args([
+            "init",
+            "--preset",
+            "dense-jbod-60",
+            "--time-factor",
+            "0.001",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        init.status.success(),
+        "store init failed: {}",
+        String::from_utf8_lossy(&init.stderr)
+    );
+    let path = data.join("store.toml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(
+        text.lines()
+            .any(|line| line.starts_with("migrate_after_s = ")),
+        "store.toml has no migrate_after_s line:\n{text}"
+    );
+    let edited: Vec<&str> = text
+        .lines()
+        .map(|line| {
+            if line.starts_with("migrate_after_s = ") {
+                "migrate_after_s = 2.0"
+            } else {
+                line
+            }
+        })
+        .collect();
+    std::fs::write(&path, edited.join("\n") + "\n").unwrap();
+}
+
 /// Starts `serve` and reads stdout up to its "serving S3 on http://ADDR" line.
 // The child is handed to the caller, who stops it.
 #[allow(clippy::zombie_processes)]
@@ -46,7 +87,7 @@ fn start(data: &Path, log: &Path) -> (Child, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_spinwise"))
         .args(["serve", "--data"])
         .arg(data)
-        .args(["--listen", "127.0.0.1:0", "--time-factor", "0.001"])
+        .args(["--listen", "127.0.0.1:0"])
         .args(["--access-key", ACCESS_KEY, "--secret-key", SECRET_KEY])
         .env_remove("SPINWISE_ACCESS_KEY")
         .env_remove("SPINWISE_SECRET_KEY")
@@ -97,6 +138,7 @@ fn boto3_and_the_aws_cli_pass_every_check_against_spinwise_serve() {
     require_clients();
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("serve.log");
+    prepare_data_dir(&dir.path().join("data"));
     let (child, addr) = start(&dir.path().join("data"), &log);
     let checked = Command::new("python3")
         .arg(script())
@@ -122,6 +164,7 @@ fn boto3_and_the_aws_cli_pass_every_check_against_spinwise_serve() {
         "check_multipart_upload_file",
         "check_aws_cli",
         "check_errors",
+        "check_restore_async",
     ] {
         assert!(
             stdout.contains(&format!("ok   {check}")),
