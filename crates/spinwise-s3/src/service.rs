@@ -261,6 +261,17 @@ pub(crate) fn expected_of(
     })
 }
 
+/// The bucket and key a CopyObject or UploadPartCopy reads from (access points: not supported).
+pub(crate) fn copy_source(source: &CopySource) -> S3Result<(String, String)> {
+    match source {
+        CopySource::Bucket { bucket, key, .. } => Ok((bucket.to_string(), key.to_string())),
+        _ => Err(S3Error::with_message(
+            S3ErrorCode::NotImplemented,
+            "copies from access points are not supported",
+        )),
+    }
+}
+
 /// A request body as the byte stream the store reads (no body: empty).
 pub(crate) fn body_stream(body: Option<StreamingBlob>) -> BodyStream {
     match body {
@@ -929,15 +940,7 @@ impl S3 for SpinwiseS3 {
         req: S3Request<CopyObjectInput>,
     ) -> S3Result<S3Response<CopyObjectOutput>> {
         let input = req.input;
-        let (source_bucket, source_key) = match &input.copy_source {
-            CopySource::Bucket { bucket, key, .. } => (bucket.to_string(), key.to_string()),
-            _ => {
-                return Err(S3Error::with_message(
-                    S3ErrorCode::NotImplemented,
-                    "copies from access points are not supported",
-                ));
-            }
-        };
+        let (source_bucket, source_key) = copy_source(&input.copy_source)?;
         let source = store_key(&source_bucket, &source_key)?;
         let target = store_key(&input.bucket, &input.key)?;
         self.require_bucket(&source_bucket).await?;

@@ -23,8 +23,8 @@ use crate::body::{BodyStream, Expected, Upload};
 use crate::meta::MetaError;
 use crate::names::store_key;
 use crate::service::{
-    Described, SpinwiseS3, body_stream, checksum_headers, described_from, expected_of, hex,
-    internal, meta_error, now_unix_ms, reader_stream, slow_down, trailer_names,
+    Described, SpinwiseS3, body_stream, checksum_headers, copy_source, described_from, expected_of,
+    hex, internal, meta_error, now_unix_ms, reader_stream, slow_down, trailer_names,
 };
 use files::{UploadId, parse_part_file_name, parts_stream, random_generation, write_part_file};
 use rows::{PartRow, UploadRow};
@@ -274,15 +274,7 @@ impl SpinwiseS3 {
         let input = req.input;
         store_key(&input.bucket, &input.key)?;
         let part_number = check_part_number(input.part_number)?;
-        let (source_bucket, source_key) = match &input.copy_source {
-            CopySource::Bucket { bucket, key, .. } => (bucket.to_string(), key.to_string()),
-            _ => {
-                return Err(S3Error::with_message(
-                    S3ErrorCode::NotImplemented,
-                    "copies from access points are not supported",
-                ));
-            }
-        };
+        let (source_bucket, source_key) = copy_source(&input.copy_source)?;
         let source = store_key(&source_bucket, &source_key)?;
         self.require_bucket(&source_bucket).await?;
         self.require_bucket(&input.bucket).await?;
