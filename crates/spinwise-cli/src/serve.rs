@@ -12,8 +12,8 @@ use crate::source::{PRESETS, load_preset};
 use clap::Args;
 use spinwise_model::{Layout, parse_rack};
 use spinwise_s3::{
-    CredentialSource, Credentials, META_FILE, MetaDb, RestoreMode, RunningServer, S3Settings,
-    SpinwiseS3, build_service,
+    CredentialSource, Credentials, EtagMode, META_FILE, MetaDb, RestoreMode, RunningServer,
+    S3Settings, SpinwiseS3, build_service,
 };
 use spinwise_store::driver::{DiskEvent, GroupActivity};
 use spinwise_store::{RackSource, SqliteStore, Store, StoreConfig, StoreError};
@@ -77,6 +77,11 @@ pub struct ServeArgs {
     /// RestoreObject over it answers 503 SlowDown.
     #[arg(long, value_name = "BYTES", default_value_t = 16 << 30)]
     pub restore_capacity_bytes: u64,
+    /// What a PUT's ETag is: `md5` (S3's; clients such as rclone check it) or `blake3` (the
+    /// store's content hash, 64 hex digits: no MD5 pass over the body, the costliest step of a
+    /// large PUT on a small machine; docs/s3.md "ETags").
+    #[arg(long, value_name = "MODE", default_value = "md5")]
+    pub etag: EtagMode,
 }
 
 fn parse_restore_mode(text: &str) -> Result<RestoreMode, String> {
@@ -257,6 +262,7 @@ async fn serve(args: &ServeArgs) -> CliResult<()> {
         max_put_bytes: args.max_put_bytes,
         default_restore_mode: args.restore_mode,
         restore_capacity_bytes: args.restore_capacity_bytes,
+        etag_mode: args.etag,
         ..S3Settings::default()
     };
     let s3 = SpinwiseS3::new(Arc::clone(&store), meta.clone(), settings)

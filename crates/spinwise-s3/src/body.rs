@@ -1,14 +1,20 @@
-//! [`Upload`]: a request body as the `AsyncRead` the store's PUT consumes, hashing as it streams
-//! (MD5 for the ETag, BLAKE3 to name the metadata row, and the `x-amz-checksum-*` algorithms the
-//! client sent) and enforcing the body limit.
+//! [`Upload`]: a request body as the `AsyncRead` the store's PUT (or a part file's writer)
+//! consumes, hashing as it streams — the MD5 of the ETag and BLAKE3 when [`Wanted`], and the
+//! `x-amz-checksum-*` algorithms the client sent — and enforcing the body limit.
+//!
+//! Hashing runs inline for the first [`INLINE_HASH_BYTES`] of a body; a longer body moves its
+//! hash state to a blocking thread fed through a bounded channel, so MD5 (~400 MB/s, the slowest
+//! step of a PUT) runs beside the store's own writer and hasher instead of before them on the
+//! task that feeds the store.
 //!
 //! Invariants:
-//! - the store sees end-of-body only after every digest the client sent (Content-MD5, checksum
-//!   headers, checksum trailers) matched and the metadata row was written: at the end of the
-//!   stream the reader reports the digests to the PUT's coordinator and waits for its go-ahead.
-//!   A mismatch, a body over the limit or a failed metadata write makes the read fail instead,
-//!   so the store's PUT fails before its catalog commit and nothing becomes visible;
-//! - memory is one body chunk at a time.
+//! - the consumer sees end-of-body only after every digest the client sent (Content-MD5,
+//!   checksum headers, checksum trailers) matched: a mismatch, a body over the limit or a broken
+//!   stream makes the read fail instead, so the store's PUT fails before its staging trailer and
+//!   nothing becomes visible. The [`Outcome`] holds the digests (or the refusal) from then on;
+//! - every chunk is hashed exactly once, in order, whether inline or on the thread;
+//! - memory is the chunk being handed over plus at most [`HASH_QUEUE_CHUNKS`] waiting to be
+//!   hashed.
 
 use bytes::Bytes;
 use futures::Stream;
@@ -19,9 +25,16 @@ use s3s::{S3Error, S3ErrorCode, TrailingHeaders};
 use std::future::Future as _;
 use std::io;
 use std::pin::Pin;
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, ready};
 use tokio::io::{AsyncRead, ReadBuf};
-use tokio::sync::oneshot;
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::PollSender;
+
+/// Bodies up to this size hash inline (a thread hand-off would cost more than it saves).
+pub const INLINE_HASH_BYTES: u64 = 1 << 20;
+/// Chunks that may wait for the hashing thread before the body stops being read.
+pub const HASH_QUEUE_CHUNKS: usize = 16;
 
 /// A body stream of any origin (a request body, or a stored object being copied).
 pub type BodyStream = Pin<Box<dyn Stream<Item = Result<Bytes, io::Error>> + Send + Sync>>;
@@ -39,20 +52,125 @@ pub struct Expected {
     pub trailers: Option<TrailingHeaders>,
 }
 
+/// The digests a consumer needs besides the client's checksums.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Wanted {
+    /// For the ETag (computed anyway when the client sent Content-MD5).
+    pub md5: bool,
+    /// For a part file's row (a store PUT gets BLAKE3 from the store instead).
+    pub blake3: bool,
+}
+
 /// What the body turned out to be.
 #[derive(Clone, Debug)]
 pub struct Digests {
-    pub md5: [u8; 16],
-    pub blake3: [u8; 32],
+    /// Present when wanted or when the client sent Content-MD5.
+    pub md5: Option<[u8; 16]>,
+    /// Present when wanted.
+    pub blake3: Option<[u8; 32]>,
     pub size_bytes: u64,
     /// The checksums the client asked for, as computed (base64).
     pub checksums: Checksum,
 }
 
+/// Where an [`Upload`] leaves its result for whoever drives the consumer: the digests once the
+/// body ended well, or the refusal that failed the read. A coordinator may also record its own
+/// later refusal here; the first refusal recorded is kept.
+#[derive(Clone, Default)]
+pub struct Outcome(Arc<Mutex<Option<Result<Digests, S3Error>>>>);
+
+impl Outcome {
+    fn set(&self, result: Result<Digests, S3Error>) {
+        let mut slot = self.0.lock().expect("the outcome lock is never poisoned");
+        if !matches!(*slot, Some(Err(_))) {
+            *slot = Some(result);
+        }
+    }
+
+    /// Records a refusal decided after the body ended (a failed metadata write).
+    pub fn refuse(&self, error: S3Error) {
+        self.set(Err(error));
+    }
+
+    /// The digests, if the body ended well and nothing was refused since.
+    pub fn digests(&self) -> Option<Digests> {
+        match &*self.0.lock().expect("the outcome lock is never poisoned") {
+            Some(Ok(digests)) => Some(digests.clone()),
+            _ => None,
+        }
+    }
+
+    /// The refusal, if there was one.
+    pub fn refusal(&self) -> Option<S3Error> {
+        match self
+            .0
+            .lock()
+            .expect("the outcome lock is never poisoned")
+            .take()
+        {
+            Some(Err(error)) => Some(error),
+            _ => None,
+        }
+    }
+}
+
+/// The running hash states.
+struct Hashers {
+    md5: Option<Md5>,
+    blake3: Option<blake3::Hasher>,
+    checksums: ChecksumHasher,
+}
+
+impl Hashers {
+    fn update(&mut self, chunk: &[u8]) {
+        if let Some(md5) = &mut self.md5 {
+            md5.update(chunk);
+        }
+        if let Some(blake3) = &mut self.blake3 {
+            blake3.update(chunk);
+        }
+        self.checksums.update(chunk);
+    }
+}
+
+enum Hashing {
+    /// Boxed: the states are kilobytes (BLAKE3's chunk stack), moved once to the thread.
+    Inline(Box<Hashers>),
+    /// The states moved to a blocking thread; they come back through `done` when `chunks`
+    /// closes.
+    Thread {
+        chunks: PollSender<Bytes>,
+        done: oneshot::Receiver<Box<Hashers>>,
+    },
+    Finished,
+}
+
+impl Hashing {
+    /// Moves inline states to a blocking thread of the runtime.
+    fn offload(&mut self) {
+        let Hashing::Inline(_) = self else { return };
+        let Hashing::Inline(mut hashers) = std::mem::replace(self, Hashing::Finished) else {
+            unreachable!("matched Inline just above")
+        };
+        let (sender, mut receiver) = mpsc::channel::<Bytes>(HASH_QUEUE_CHUNKS);
+        let (finished, done) = oneshot::channel();
+        tokio::task::spawn_blocking(move || {
+            while let Some(chunk) = receiver.blocking_recv() {
+                hashers.update(&chunk);
+            }
+            let _ = finished.send(hashers);
+        });
+        *self = Hashing::Thread {
+            chunks: PollSender::new(sender),
+            done,
+        };
+    }
+}
+
 enum State {
     Streaming,
-    /// Digests reported; waiting for the metadata row.
-    Waiting(oneshot::Receiver<bool>),
+    /// The body ended; waiting for the hashing thread to return the states.
+    Finishing(oneshot::Receiver<Box<Hashers>>),
     Done,
     Failed,
 }
@@ -60,22 +178,12 @@ enum State {
 pub struct Upload {
     stream: BodyStream,
     pending: Bytes,
-    md5: Md5,
-    blake3: blake3::Hasher,
-    checksums: ChecksumHasher,
+    hashing: Hashing,
     expected: Expected,
     size_bytes: u64,
     limit_bytes: u64,
-    report: Option<oneshot::Sender<Result<Digests, S3Error>>>,
-    proceed: Option<oneshot::Receiver<bool>>,
+    outcome: Outcome,
     state: State,
-}
-
-/// The coordinator's side of an [`Upload`]: the digests (or the refusal) at the end of the body,
-/// and the go-ahead to send once the metadata row is durable.
-pub struct UploadGate {
-    pub report: oneshot::Receiver<Result<Digests, S3Error>>,
-    pub proceed: oneshot::Sender<bool>,
 }
 
 const TRAILER_ALGORITHMS: [&str; 5] = [
@@ -87,9 +195,13 @@ const TRAILER_ALGORITHMS: [&str; 5] = [
 ];
 
 impl Upload {
-    pub fn new(stream: BodyStream, expected: Expected, limit_bytes: u64) -> (Upload, UploadGate) {
-        let (report_sender, report) = oneshot::channel();
-        let (proceed, proceed_receiver) = oneshot::channel();
+    /// The upload of `stream` and the [`Outcome`] it fills at its end.
+    pub fn new(
+        stream: BodyStream,
+        expected: Expected,
+        wanted: Wanted,
+        limit_bytes: u64,
+    ) -> (Upload, Outcome) {
         let wants = |name: &str, header: &Option<String>| {
             header.is_some() || expected.trailer_names.iter().any(|n| n == name)
         };
@@ -107,44 +219,45 @@ impl Upload {
             sha256: wants(TRAILER_ALGORITHMS[4], &expected.checksums.checksum_sha256)
                 .then(Sha256::new),
         };
+        let hashers = Hashers {
+            md5: (wanted.md5 || expected.content_md5.is_some()).then(Md5::new),
+            blake3: wanted.blake3.then(blake3::Hasher::new),
+            checksums,
+        };
+        let outcome = Outcome::default();
         let upload = Upload {
             stream,
             pending: Bytes::new(),
-            md5: Md5::new(),
-            blake3: blake3::Hasher::new(),
-            checksums,
+            hashing: Hashing::Inline(Box::new(hashers)),
             expected,
             size_bytes: 0,
             limit_bytes,
-            report: Some(report_sender),
-            proceed: Some(proceed_receiver),
+            outcome: outcome.clone(),
             state: State::Streaming,
         };
-        (upload, UploadGate { report, proceed })
+        (upload, outcome)
     }
 
-    /// Reports a refusal to the coordinator and fails the read.
+    /// Records a refusal and fails the read.
     fn refuse(&mut self, error: S3Error) -> io::Error {
         let message = error.message().unwrap_or("upload refused").to_string();
-        if let Some(report) = self.report.take() {
-            let _ = report.send(Err(error));
-        }
+        self.outcome.set(Err(error));
         self.state = State::Failed;
         io::Error::other(message)
     }
 
     /// At the end of the body: the digests, or the first promise the body broke.
-    fn finish(&mut self) -> Result<Digests, S3Error> {
-        let md5 = std::mem::take(&mut self.md5).finalize();
+    fn finish(&mut self, hashers: Box<Hashers>) -> Result<Digests, S3Error> {
+        let md5 = hashers.md5.map(Md5::finalize);
         if let Some(expected) = self.expected.content_md5
-            && expected != md5
+            && Some(expected) != md5
         {
             return Err(S3Error::with_message(
                 S3ErrorCode::BadDigest,
                 "the Content-MD5 you specified did not match what was received",
             ));
         }
-        let computed = std::mem::take(&mut self.checksums).finalize();
+        let computed = hashers.checksums.finalize();
         let mut promised = self.expected.checksums.clone();
         if let Some(trailers) = self.expected.trailers.as_ref().and_then(|t| t.take()) {
             let value = |name: &str| {
@@ -191,7 +304,7 @@ impl Upload {
         }
         Ok(Digests {
             md5,
-            blake3: *self.blake3.finalize().as_bytes(),
+            blake3: hashers.blake3.map(|hasher| *hasher.finalize().as_bytes()),
             size_bytes: self.size_bytes,
             checksums: computed,
         })
@@ -201,6 +314,84 @@ impl Upload {
         let count = self.pending.len().min(buf.remaining());
         buf.put_slice(&self.pending.split_to(count));
     }
+}
+
+impl Upload {
+    /// Hashes `chunk` (inline, or queued on the slot [`Upload::poll_room`] reserved), moving
+    /// the hashing to a thread once the body outgrows [`INLINE_HASH_BYTES`].
+    fn hash(&mut self, chunk: &Bytes) -> Result<(), S3Error> {
+        if let Hashing::Inline(hashers) = &mut self.hashing {
+            hashers.update(chunk);
+            if self.size_bytes > INLINE_HASH_BYTES {
+                self.hashing.offload();
+            }
+            return Ok(());
+        }
+        let Hashing::Thread { chunks, .. } = &mut self.hashing else {
+            unreachable!("no chunk is hashed after the end of the body")
+        };
+        chunks
+            .send_item(chunk.clone())
+            .map_err(|_| internal_refusal("the hashing thread stopped"))
+    }
+
+    /// Ready when the next chunk can be hashed without waiting (always, inline).
+    fn poll_room(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S3Error>> {
+        match &mut self.hashing {
+            Hashing::Thread { chunks, .. } => chunks
+                .poll_reserve(cx)
+                .map_err(|_| internal_refusal("the hashing thread stopped")),
+            _ => Poll::Ready(Ok(())),
+        }
+    }
+
+    /// The body ended: the hash states, now or once the thread has hashed what it was given.
+    fn end_of_body(&mut self) -> Result<(), S3Error> {
+        match std::mem::replace(&mut self.hashing, Hashing::Finished) {
+            Hashing::Inline(hashers) => {
+                let digests = self.finish(hashers)?;
+                self.outcome.set(Ok(digests));
+                self.state = State::Done;
+            }
+            Hashing::Thread { mut chunks, done } => {
+                chunks.close();
+                self.state = State::Finishing(done);
+            }
+            Hashing::Finished => unreachable!("the body ends once"),
+        }
+        Ok(())
+    }
+
+    /// The next chunk from the client, hashed and counted against the limit; `None` at the end.
+    fn poll_chunk(&mut self, cx: &mut Context<'_>) -> Poll<Result<Option<Bytes>, S3Error>> {
+        ready!(self.poll_room(cx))?;
+        let chunk = match ready!(self.stream.as_mut().poll_next(cx)) {
+            Some(Ok(chunk)) => chunk,
+            Some(Err(error)) => {
+                return Poll::Ready(Err(S3Error::with_message(
+                    S3ErrorCode::IncompleteBody,
+                    format!("reading the request body: {error}"),
+                )));
+            }
+            None => return Poll::Ready(Ok(None)),
+        };
+        self.size_bytes += chunk.len() as u64;
+        if self.size_bytes > self.limit_bytes {
+            return Poll::Ready(Err(S3Error::with_message(
+                S3ErrorCode::EntityTooLarge,
+                format!(
+                    "the body exceeds this server's limit of {} bytes",
+                    self.limit_bytes
+                ),
+            )));
+        }
+        self.hash(&chunk)?;
+        Poll::Ready(Ok(Some(chunk)))
+    }
+}
+
+fn internal_refusal(message: &str) -> S3Error {
+    S3Error::with_message(S3ErrorCode::InternalError, message.to_string())
 }
 
 impl AsyncRead for Upload {
@@ -214,19 +405,19 @@ impl AsyncRead for Upload {
             match &mut this.state {
                 State::Done => return Poll::Ready(Ok(())),
                 State::Failed => return Poll::Ready(Err(io::Error::other("upload refused"))),
-                State::Waiting(proceed) => {
-                    return match ready!(Pin::new(proceed).poll(cx)) {
-                        Ok(true) => {
-                            this.state = State::Done;
-                            Poll::Ready(Ok(()))
-                        }
-                        _ => {
-                            this.state = State::Failed;
-                            Poll::Ready(Err(io::Error::other(
-                                "writing the object's S3 metadata failed",
-                            )))
-                        }
+                State::Finishing(done) => {
+                    let Ok(hashers) = ready!(Pin::new(done).poll(cx)) else {
+                        let refusal = internal_refusal("the hashing thread stopped");
+                        return Poll::Ready(Err(this.refuse(refusal)));
                     };
+                    match this.finish(hashers) {
+                        Ok(digests) => {
+                            this.outcome.set(Ok(digests));
+                            this.state = State::Done;
+                        }
+                        Err(refusal) => return Poll::Ready(Err(this.refuse(refusal))),
+                    }
+                    continue;
                 }
                 State::Streaming => {}
             }
@@ -234,42 +425,132 @@ impl AsyncRead for Upload {
                 this.take_chunk(buf);
                 return Poll::Ready(Ok(()));
             }
-            match ready!(this.stream.as_mut().poll_next(cx)) {
-                Some(Ok(chunk)) => {
-                    this.size_bytes += chunk.len() as u64;
-                    if this.size_bytes > this.limit_bytes {
-                        let error = S3Error::with_message(
-                            S3ErrorCode::EntityTooLarge,
-                            format!(
-                                "the body exceeds this server's limit of {} bytes",
-                                this.limit_bytes
-                            ),
-                        );
-                        return Poll::Ready(Err(this.refuse(error)));
+            match ready!(this.poll_chunk(cx)) {
+                Ok(Some(chunk)) => this.pending = chunk,
+                Ok(None) => {
+                    if let Err(refusal) = this.end_of_body() {
+                        return Poll::Ready(Err(this.refuse(refusal)));
                     }
-                    this.md5.update(&chunk);
-                    this.blake3.update(&chunk);
-                    this.checksums.update(&chunk);
-                    this.pending = chunk;
                 }
-                Some(Err(error)) => {
-                    let refusal = S3Error::with_message(
-                        S3ErrorCode::IncompleteBody,
-                        format!("reading the request body: {error}"),
-                    );
-                    return Poll::Ready(Err(this.refuse(refusal)));
-                }
-                None => match this.finish() {
-                    Ok(digests) => {
-                        if let Some(report) = this.report.take() {
-                            let _ = report.send(Ok(digests));
-                        }
-                        let proceed = this.proceed.take().expect("the end is reached once");
-                        this.state = State::Waiting(proceed);
-                    }
-                    Err(error) => return Poll::Ready(Err(this.refuse(error))),
-                },
+                Err(refusal) => return Poll::Ready(Err(this.refuse(refusal))),
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::AsyncReadExt;
+
+    fn body(data: &[u8], chunk_bytes: usize) -> BodyStream {
+        let chunks: Vec<Result<Bytes, io::Error>> = data
+            .chunks(chunk_bytes.max(1))
+            .map(|piece| Ok(Bytes::copy_from_slice(piece)))
+            .collect();
+        Box::pin(futures::stream::iter(chunks))
+    }
+
+    fn pattern(size_bytes: usize) -> Vec<u8> {
+        (0..size_bytes as u64)
+            .map(|i| (i * 31 + i / 977) as u8)
+            .collect()
+    }
+
+    fn md5_of(data: &[u8]) -> [u8; 16] {
+        let mut md5 = Md5::new();
+        md5.update(data);
+        md5.finalize()
+    }
+
+    async fn read_all(upload: &mut Upload) -> io::Result<Vec<u8>> {
+        let mut out = Vec::new();
+        upload.read_to_end(&mut out).await?;
+        Ok(out)
+    }
+
+    const BOTH: Wanted = Wanted {
+        md5: true,
+        blake3: true,
+    };
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn digests_are_the_same_whether_hashed_inline_or_on_the_thread() {
+        // 0 B, inline, exactly at the hand-off, and well past it in odd chunk sizes.
+        for size_bytes in [0, 1, INLINE_HASH_BYTES as usize, 5 * (1 << 20) + 7] {
+            let data = pattern(size_bytes);
+            let (mut upload, outcome) =
+                Upload::new(body(&data, 65_537), Expected::default(), BOTH, u64::MAX);
+            assert!(read_all(&mut upload).await.unwrap() == data);
+            let digests = outcome
+                .digests()
+                .expect("a body that ended well has digests");
+            assert_eq!(digests.size_bytes, size_bytes as u64);
+            assert_eq!(digests.md5, Some(md5_of(&data)));
+            assert_eq!(digests.blake3, Some(*blake3::hash(&data).as_bytes()));
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn unwanted_digests_are_not_computed() {
+        let data = pattern(3 << 20);
+        let (mut upload, outcome) = Upload::new(
+            body(&data, 1 << 16),
+            Expected::default(),
+            Wanted::default(),
+            u64::MAX,
+        );
+        read_all(&mut upload).await.unwrap();
+        let digests = outcome.digests().unwrap();
+        assert_eq!((digests.md5, digests.blake3), (None, None));
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_wrong_content_md5_fails_the_read_before_its_end_even_when_hashed_on_the_thread() {
+        for size_bytes in [10, 4 << 20] {
+            let data = pattern(size_bytes);
+            let mut wrong = md5_of(&data);
+            wrong[0] ^= 1;
+            let expected = Expected {
+                content_md5: Some(wrong),
+                ..Expected::default()
+            };
+            let (mut upload, outcome) =
+                Upload::new(body(&data, 1 << 16), expected, Wanted::default(), u64::MAX);
+            assert!(read_all(&mut upload).await.is_err());
+            assert!(outcome.digests().is_none());
+            let refusal = outcome.refusal().expect("the refusal is recorded");
+            assert_eq!(*refusal.code(), S3ErrorCode::BadDigest);
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_body_over_the_limit_is_refused_as_entity_too_large() {
+        let data = pattern(3 << 20);
+        let (mut upload, outcome) =
+            Upload::new(body(&data, 1 << 16), Expected::default(), BOTH, 2 << 20);
+        assert!(read_all(&mut upload).await.is_err());
+        assert_eq!(
+            *outcome.refusal().unwrap().code(),
+            S3ErrorCode::EntityTooLarge
+        );
+    }
+
+    #[test]
+    fn a_later_refusal_replaces_digests_but_never_an_earlier_refusal() {
+        let outcome = Outcome::default();
+        outcome.set(Ok(Digests {
+            md5: None,
+            blake3: None,
+            size_bytes: 1,
+            checksums: Checksum::default(),
+        }));
+        outcome.refuse(S3Error::new(S3ErrorCode::InternalError));
+        outcome.refuse(S3Error::new(S3ErrorCode::BadDigest));
+        assert!(outcome.digests().is_none());
+        assert_eq!(
+            *outcome.refusal().unwrap().code(),
+            S3ErrorCode::InternalError
+        );
     }
 }

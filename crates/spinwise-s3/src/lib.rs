@@ -6,12 +6,14 @@
 //!   (`STANDARD` staged, `GLACIER` migrated), 503 SlowDown when the scheduler queue or staging
 //!   is full;
 //! - [`meta`] holds [`MetaDb`], the S3 layer's SQLite database (`DATA/s3.sqlite`): buckets and
-//!   per-object ETag, Content-Type and user metadata, written before the store commits;
+//!   per-object ETag, Content-Type and user metadata, written between the store's staging fsync
+//!   and its catalog commit (`Store::put_with`), keyed by the BLAKE3 the store computed;
 //! - [`multipart`] holds multipart upload (create, parts, copy parts, complete, abort, list):
 //!   open uploads and parts as rows of the [`MetaDb`], part bytes as files in
 //!   `DATA/s3-multipart/`, completion as one store PUT through the PutObject path;
-//! - [`body`] streams a request body into the store, hashing (MD5, BLAKE3, `x-amz-checksum-*`)
-//!   and refusing bad digests and bodies over the limit before anything is committed;
+//! - [`body`] streams a request body into the store, hashing what S3 needs (MD5 for the ETag
+//!   unless `EtagMode::Blake3`, `x-amz-checksum-*`; a large body on a thread of its own) and
+//!   refusing bad digests and bodies over the limit before anything is committed;
 //! - [`names`] maps bucket and key to the store key `"<bucket>/<key>"` (keys never become paths);
 //! - [`restore`] holds the per-bucket restore mode (`sync`/`async`, set by bucket tagging) and
 //!   [`Restorer`]: RestoreObject, restored copies in `DATA/s3-restored`, their expiry;
@@ -33,4 +35,4 @@ pub use credentials::{CredentialSource, Credentials, CredentialsError};
 pub use meta::{META_FILE, MetaDb, MetaError};
 pub use restore::{RestoreMode, Restorer};
 pub use server::{RunningServer, build_service};
-pub use service::{S3Settings, SpinwiseS3};
+pub use service::{EtagMode, S3Settings, SpinwiseS3};

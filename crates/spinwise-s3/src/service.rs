@@ -15,7 +15,7 @@
 //!   (403 InvalidObjectState) in an async bucket when none is, and read through the scheduler
 //!   otherwise; a PUT or DELETE drops the key's restored copy ([`crate::restore`]).
 
-use crate::body::{BodyStream, Digests, Expected, Upload};
+use crate::body::{BodyStream, Digests, Expected, Upload, Wanted};
 use crate::meta::{MetaDb, MetaError, ObjectMeta};
 use crate::multipart::Multipart;
 use crate::names::{
@@ -73,6 +73,35 @@ pub struct S3Settings {
     /// The most bytes restored copies may hold (`DATA/s3-restored`); a restore over it is
     /// refused with 503 SlowDown.
     pub restore_capacity_bytes: u64,
+    /// What a PutObject or CopyObject ETag is (multipart ETags are always S3's MD5 form).
+    pub etag_mode: EtagMode,
+}
+
+/// How single-PUT ETags are made.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum EtagMode {
+    /// The MD5 of the bytes, as S3 (clients such as rclone check it). MD5 runs at ~400 MB/s
+    /// on one core here: on a small machine it is the most expensive step of a large PUT.
+    #[default]
+    Md5,
+    /// The store's BLAKE3 content hash (64 hex digits), computed anyway: no MD5 unless the
+    /// client sends Content-MD5. Clients that treat a 32-digit ETag as an MD5 see a 64-digit
+    /// one and skip that check, as they do for multipart ETags.
+    Blake3,
+}
+
+impl std::str::FromStr for EtagMode {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<EtagMode, String> {
+        match text {
+            "md5" => Ok(EtagMode::Md5),
+            "blake3" => Ok(EtagMode::Blake3),
+            other => Err(format!(
+                "unknown ETag mode `{other}`: `md5` (S3's, the default) or `blake3`"
+            )),
+        }
+    }
 }
 
 impl S3Settings {
@@ -99,6 +128,7 @@ impl Default for S3Settings {
             restore_day_s: 86_400,
             restore_max_days: 30_000,
             restore_capacity_bytes: 16 << 30,
+            etag_mode: EtagMode::Md5,
         }
     }
 }
@@ -423,8 +453,10 @@ impl SpinwiseS3 {
         }
     }
 
-    /// Streams `stream` into the store under `store_key` with its metadata row written before
-    /// the store commits (see [`crate::body`]).
+    /// Streams `stream` into the store under `store_key`, its metadata row written between the
+    /// store's staging fsync and its catalog commit ([`Store::put_with`]), so a committed object
+    /// always has its row, keyed by the BLAKE3 the store computed. Returns the record, the ETag
+    /// and the checksums the client asked for.
     pub(crate) async fn ingest(
         &self,
         bucket: &str,
@@ -433,61 +465,68 @@ impl SpinwiseS3 {
         expected: Expected,
         described: Described,
         limit_bytes: u64,
-    ) -> S3Result<(ObjectRecord, Digests)> {
+    ) -> S3Result<Ingested> {
         let _bucket_open = self.bucket_gate.read().await;
         self.require_bucket(bucket).await?;
         let _key_held = self.key_lock(store_key).lock().await;
-        let (upload, gate) = Upload::new(stream, expected, limit_bytes);
+        let etag_mode = self.settings.etag_mode;
+        let wanted = Wanted {
+            md5: described.etag.is_none() && etag_mode == EtagMode::Md5,
+            blake3: false,
+        };
+        let given_etag = described.etag.clone();
+        let (upload, outcome) = Upload::new(stream, expected, wanted, limit_bytes);
         let meta = &self.meta;
-        let coordinate = async move {
-            let digests = match gate.report.await {
-                Ok(Ok(digests)) => digests,
-                Ok(Err(refusal)) => return Err(Some(refusal)),
-                Err(_) => return Err(None), // the store stopped reading first
-            };
-            let row = ObjectMeta {
-                store_key: store_key.to_string(),
-                content_hash: digests.blake3,
-                size_bytes: digests.size_bytes,
-                etag: described.etag.unwrap_or_else(|| hex(&digests.md5)),
-                content_type: described.content_type,
-                user_metadata: described.user_metadata,
-                written_unix_ms: now_unix_ms(),
-            };
-            match meta.put_object_meta(&row).await {
-                Ok(()) => {
-                    let _ = gate.proceed.send(true);
-                    Ok(digests)
-                }
-                Err(error) => {
-                    let _ = gate.proceed.send(false);
-                    Err(Some(meta_error(error)))
-                }
+        let write_row = |record: &ObjectRecord| {
+            let digests = outcome.digests();
+            let record = record.clone();
+            let outcome = outcome.clone();
+            async move {
+                let digests = digests.ok_or("the upload ended without its digests")?;
+                let etag = described
+                    .etag
+                    .unwrap_or_else(|| made_etag(etag_mode, &digests, &record));
+                let row = ObjectMeta {
+                    store_key: record.key,
+                    content_hash: record.content_hash,
+                    size_bytes: record.size_bytes,
+                    etag,
+                    content_type: described.content_type,
+                    user_metadata: described.user_metadata,
+                    written_unix_ms: now_unix_ms(),
+                };
+                meta.put_object_meta(&row).await.map_err(|error| {
+                    let reason = error.to_string();
+                    outcome.refuse(meta_error(error));
+                    reason
+                })
             }
         };
-        let (stored, coordinated) = tokio::join!(self.store.put(store_key, upload), coordinate);
-        match (stored, coordinated) {
-            (Ok(record), Ok(digests)) => {
-                assert_eq!(
-                    record.content_hash, digests.blake3,
-                    "the store hashed other bytes than the upload streamed"
-                );
-                if let Err(error) = self
-                    .meta
-                    .delete_object_meta_except(store_key, Some(&record.content_hash))
-                    .await
-                {
-                    tracing::warn!(%error, store_key, "removing replaced S3 metadata rows");
-                }
-                self.restorer
-                    .forget(store_key, Some(&record.content_hash))
-                    .await;
-                Ok((record, digests))
+        let record = match self.store.put_with(store_key, upload, write_row).await {
+            Ok(record) => record,
+            Err(error) => {
+                return Err(outcome.refusal().unwrap_or_else(|| self.store_error(error)));
             }
-            (_, Err(Some(refusal))) => Err(refusal),
-            (Err(error), _) => Err(self.store_error(error)),
-            (Ok(_), Err(None)) => Err(internal("the upload ended without reporting its digests")),
+        };
+        let digests = outcome
+            .digests()
+            .expect("a committed PUT wrote its row from these digests");
+        if let Err(error) = self
+            .meta
+            .delete_object_meta_except(store_key, Some(&record.content_hash))
+            .await
+        {
+            tracing::warn!(%error, store_key, "removing replaced S3 metadata rows");
         }
+        self.restorer
+            .forget(store_key, Some(&record.content_hash))
+            .await;
+        let etag = given_etag.unwrap_or_else(|| made_etag(etag_mode, &digests, &record));
+        Ok(Ingested {
+            record,
+            etag,
+            checksums: digests.checksums,
+        })
     }
 
     /// Opens `store_key` for reading (all, or `range`): the reader and the view of the object it
@@ -664,6 +703,22 @@ impl ListPage {
     }
 }
 
+/// A single PUT's ETag in `mode`.
+fn made_etag(mode: EtagMode, digests: &Digests, record: &ObjectRecord) -> String {
+    match mode {
+        EtagMode::Md5 => hex(&digests.md5.expect("wanted in MD5 mode")),
+        EtagMode::Blake3 => hex(&record.content_hash),
+    }
+}
+
+/// What an [`SpinwiseS3::ingest`] committed.
+pub(crate) struct Ingested {
+    pub record: ObjectRecord,
+    pub etag: String,
+    /// The `x-amz-checksum-*` values the client asked for, as computed.
+    pub checksums: s3s::dto::Checksum,
+}
+
 pub(crate) fn described_from(
     content_type: Option<String>,
     metadata: Option<Metadata>,
@@ -805,7 +860,11 @@ impl S3 for SpinwiseS3 {
         )?;
         let stream = body_stream(input.body);
         let described = described_from(input.content_type, input.metadata);
-        let (record, digests) = self
+        let Ingested {
+            record,
+            etag,
+            checksums,
+        } = self
             .ingest(
                 &input.bucket,
                 &store_key,
@@ -816,9 +875,8 @@ impl S3 for SpinwiseS3 {
             )
             .await?;
         tracing::debug!(key = record.key, size_bytes = record.size_bytes, "PUT");
-        let checksums = digests.checksums;
         Ok(S3Response::new(PutObjectOutput {
-            e_tag: Some(ETag::Strong(hex(&digests.md5))),
+            e_tag: Some(ETag::Strong(etag)),
             size: Some(record.size_bytes as i64),
             checksum_crc32: checksums.checksum_crc32,
             checksum_crc32c: checksums.checksum_crc32c,
@@ -969,7 +1027,7 @@ impl S3 for SpinwiseS3 {
             },
         };
         let stream = reader_stream(reader);
-        let (record, digests) = self
+        let Ingested { record, etag, .. } = self
             .ingest(
                 &input.bucket,
                 &target,
@@ -981,7 +1039,7 @@ impl S3 for SpinwiseS3 {
             .await?;
         Ok(S3Response::new(CopyObjectOutput {
             copy_object_result: Some(CopyObjectResult {
-                e_tag: Some(ETag::Strong(hex(&digests.md5))),
+                e_tag: Some(ETag::Strong(etag)),
                 last_modified: Some(last_modified(&record)),
                 ..Default::default()
             }),

@@ -7,7 +7,8 @@ mod common;
 
 use aws_sdk_s3::primitives::ByteStream;
 use aws_sdk_s3::types::{Delete, ObjectIdentifier, StorageClass};
-use common::{Harness, code, files_under, get_bytes, md5_hex, pattern, start, status};
+use common::{Harness, code, files_under, get_bytes, md5_hex, pattern, start, start_with, status};
+use spinwise_s3::{EtagMode, S3Settings};
 use std::collections::BTreeSet;
 
 async fn bucket(harness: &Harness, name: &str) {
@@ -295,6 +296,59 @@ async fn content_md5_and_checksum_mismatches_are_refused_and_store_nothing() {
         .await
         .unwrap();
     assert_eq!(get_bytes(client, "digests", "md5", None).await, body);
+    harness.server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn blake3_etag_mode_names_objects_by_content_hash_and_still_checks_content_md5() {
+    let settings = S3Settings {
+        etag_mode: EtagMode::Blake3,
+        ..S3Settings::default()
+    };
+    let harness = start_with(common::config(None), settings).await;
+    let client = &harness.client;
+    bucket(&harness, "fast").await;
+    // Inline-hashed and thread-hashed bodies alike.
+    for (key, size_bytes) in [("small", 10), ("large", 3 << 20)] {
+        let body = pattern(size_bytes, 7);
+        let blake3_hex: String = blake3::hash(&body).to_hex().to_string();
+        let etag = put(&harness, "fast", key, &body).await;
+        assert_eq!(etag, format!("\"{blake3_hex}\""), "{key}");
+        let head = client.head_object().bucket("fast").key(key).send().await;
+        assert_eq!(head.unwrap().e_tag.unwrap(), etag);
+        assert_eq!(get_bytes(client, "fast", key, None).await, body);
+    }
+    let copied = client
+        .copy_object()
+        .bucket("fast")
+        .key("copy")
+        .copy_source("fast/large")
+        .send()
+        .await
+        .unwrap();
+    let large_etag = format!("\"{}\"", blake3::hash(&pattern(3 << 20, 7)).to_hex());
+    assert_eq!(
+        copied.copy_object_result.unwrap().e_tag.unwrap(),
+        large_etag
+    );
+    // A client's Content-MD5 is still verified (MD5 computed for it alone).
+    let refused = client
+        .put_object()
+        .bucket("fast")
+        .key("checked")
+        .content_md5(base64_of(&[0u8; 16]))
+        .body(ByteStream::from(pattern(2 << 20, 8)))
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!(code(&refused), "BadDigest");
+    let absent = client
+        .head_object()
+        .bucket("fast")
+        .key("checked")
+        .send()
+        .await;
+    assert_eq!(status(&absent.unwrap_err()), 404);
     harness.server.stop().await;
 }
 

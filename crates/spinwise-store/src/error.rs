@@ -61,6 +61,10 @@ pub enum StoreError {
     ContentHashMismatch { key: String },
     #[error("the scheduler refused to queue `{key}`: {reason}; retry later")]
     Busy { key: String, reason: String },
+    /// The caller's `before_commit` step of [`crate::Store::put_with`] failed: nothing was
+    /// committed.
+    #[error("the PUT of `{key}` was abandoned before its commit: {reason}")]
+    CommitRefused { key: String, reason: String },
     /// No group has k + r healthy disks with room for the blob (or its group cannot spread it).
     #[error(transparent)]
     Placement(#[from] crate::placement::PlacementError),

@@ -204,6 +204,26 @@ impl<C: Catalog> Store<C> {
         key: &str,
         reader: impl AsyncRead + Unpin,
     ) -> StoreResult<ObjectRecord> {
+        self.put_with(key, reader, |_| std::future::ready(Ok(())))
+            .await
+    }
+
+    /// [`Store::put`] with `before_commit` run between the staging fsync and the catalog
+    /// commit, given the record about to be committed (its size and BLAKE3 are known only
+    /// then). A layer above that keeps its own rows about objects (the S3 layer's metadata)
+    /// writes them here, so a committed object always has its row and the content hash is
+    /// computed once. An `Err(reason)` abandons the PUT: nothing becomes visible (the staged
+    /// record is reclaimed like one a crash left before its commit) and the PUT fails with
+    /// [`StoreError::CommitRefused`].
+    pub async fn put_with<Fut>(
+        &self,
+        key: &str,
+        reader: impl AsyncRead + Unpin,
+        before_commit: impl FnOnce(&ObjectRecord) -> Fut,
+    ) -> StoreResult<ObjectRecord>
+    where
+        Fut: std::future::Future<Output = Result<(), String>>,
+    {
         check_key(key)?;
         let staged = self.staging.append(key, reader).await?;
         let record = ObjectRecord {
@@ -216,6 +236,12 @@ impl<C: Catalog> Store<C> {
                 offset: staged.offset,
             },
         };
+        if let Err(reason) = before_commit(&record).await {
+            return Err(StoreError::CommitRefused {
+                key: key.to_string(),
+                reason,
+            });
+        }
         let replaced = self.catalog.put_object(record.clone()).await?;
         // The record is committed: its segment may be unpinned now.
         drop(staged);

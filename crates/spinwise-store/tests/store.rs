@@ -255,3 +255,53 @@ async fn a_migrated_object_whose_stacks_are_gone_is_corrupt_beyond_repair_naming
         ),
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn put_with_shows_the_record_before_commit_and_a_refusal_commits_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = new_store(dir.path(), 1 << 20).await;
+    let old = pattern(3000, 1);
+    store.put("k", &old[..]).await.unwrap();
+
+    // The hook sees the size and BLAKE3 of the bytes being committed.
+    let new = pattern(70_000, 2);
+    let seen = std::sync::Mutex::new(None);
+    let record = store
+        .put_with("k", &new[..], |record| {
+            *seen.lock().unwrap() = Some(record.clone());
+            std::future::ready(Ok(()))
+        })
+        .await
+        .unwrap();
+    assert_eq!(seen.into_inner().unwrap(), Some(record.clone()));
+    assert_eq!(record.size_bytes, 70_000);
+    assert_eq!(record.content_hash, *blake3::hash(&new).as_bytes());
+
+    // A refusal: the PUT fails typed and the key still holds the previous object.
+    let refused = store
+        .put_with("k", &pattern(5000, 3)[..], |_| {
+            std::future::ready(Err("metadata disk full".to_string()))
+        })
+        .await;
+    match refused {
+        Err(StoreError::CommitRefused { key, reason }) => {
+            assert_eq!(key, "k");
+            assert_eq!(reason, "metadata disk full");
+        }
+        other => panic!("expected CommitRefused, got {other:?}"),
+    }
+    assert!(get_all(&store, "k", None).await.unwrap() == new);
+    let refused_new_key = store
+        .put_with("fresh", &pattern(10, 4)[..], |_| {
+            std::future::ready(Err("no".to_string()))
+        })
+        .await;
+    assert!(matches!(
+        refused_new_key,
+        Err(StoreError::CommitRefused { .. })
+    ));
+    assert!(matches!(
+        store.stat("fresh").await,
+        Err(StoreError::NoSuchKey { .. })
+    ));
+}

@@ -9,7 +9,7 @@
 //! - a completing upload streams its part files in order and checks each file's length against
 //!   its row, so a damaged file fails the completion instead of storing a different object.
 
-use crate::body::{BodyStream, Digests, Upload};
+use crate::body::{BodyStream, Digests, Outcome, Upload};
 use crate::service::ChunkStream;
 use bytes::BytesMut;
 use std::io::{self, Read as _};
@@ -150,8 +150,8 @@ pub async fn sync_dir(dir: &Path) -> io::Result<()> {
 pub async fn write_part_file(
     path: &Path,
     mut upload: Upload,
-    gate: crate::body::UploadGate,
-) -> Result<Digests, Option<s3s::S3Error>> {
+    outcome: Outcome,
+) -> Result<Digests, s3s::S3Error> {
     let write = async move {
         let mut file = tokio::fs::File::create(path).await?;
         let mut buffer = Vec::with_capacity(FILE_CHUNK_BYTES);
@@ -168,27 +168,20 @@ pub async fn write_part_file(
         file.flush().await?;
         file.sync_all().await
     };
-    let coordinate = async move {
-        match gate.report.await {
-            Ok(Ok(digests)) => {
-                let _ = gate.proceed.send(true);
-                Ok(digests)
-            }
-            Ok(Err(refusal)) => Err(Some(refusal)),
-            Err(_) => Err(None), // the write stopped reading first
-        }
+    let written = write.await;
+    let result = match (written, outcome.digests()) {
+        (Ok(()), Some(digests)) => Ok(digests),
+        (Ok(()), None) => Err(crate::service::internal(
+            "the part ended without its digests",
+        )),
+        (Err(error), _) => Err(outcome
+            .refusal()
+            .unwrap_or_else(|| crate::service::internal(error))),
     };
-    let (written, coordinated) = tokio::join!(write, coordinate);
-    let outcome = match (written, coordinated) {
-        (Ok(()), Ok(digests)) => Ok(digests),
-        (_, Err(Some(refusal))) => Err(Some(refusal)),
-        (Err(error), _) => Err(Some(crate::service::internal(error))),
-        (Ok(()), Err(None)) => Err(None),
-    };
-    if outcome.is_err() {
+    if result.is_err() {
         let _ = tokio::fs::remove_file(path).await;
     }
-    outcome
+    result
 }
 
 /// The concatenation of `files` (path, expected length) as a body stream, read ahead by a task;

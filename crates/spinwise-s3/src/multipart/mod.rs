@@ -19,7 +19,7 @@
 pub mod files;
 pub mod rows;
 
-use crate::body::{BodyStream, Expected, Upload};
+use crate::body::{BodyStream, Expected, Upload, Wanted};
 use crate::meta::MetaError;
 use crate::names::store_key;
 use crate::service::{
@@ -329,19 +329,19 @@ impl SpinwiseS3 {
             .map_err(internal)?;
         let generation = random_generation().map_err(internal)?;
         let path = self.multipart.part_path(&id, part_number, generation);
-        let (upload, gate) = Upload::new(stream, expected, self.settings.max_part_bytes);
-        let digests = write_part_file(&path, upload, gate)
-            .await
-            .map_err(|refusal| {
-                refusal.unwrap_or_else(|| internal("the part ended without reporting its digests"))
-            })?;
+        let wanted = Wanted {
+            md5: true,
+            blake3: true,
+        };
+        let (upload, outcome) = Upload::new(stream, expected, wanted, self.settings.max_part_bytes);
+        let digests = write_part_file(&path, upload, outcome).await?;
         let durable = files::sync_dir(&self.multipart.upload_dir(&id)).await;
         let part = PartRow {
             part_number,
             generation,
             size_bytes: digests.size_bytes,
-            etag: hex(&digests.md5),
-            content_hash: digests.blake3,
+            etag: hex(&digests.md5.expect("wanted")),
+            content_hash: digests.blake3.expect("wanted"),
             written_unix_ms: now_unix_ms(),
         };
         let recorded = match durable {
@@ -416,7 +416,7 @@ impl SpinwiseS3 {
             user_metadata: upload.user_metadata,
             etag: Some(etag.clone()),
         };
-        let (record, _) = self
+        let record = self
             .ingest(
                 &input.bucket,
                 &store_key,
@@ -434,7 +434,8 @@ impl SpinwiseS3 {
                     error.message().unwrap_or("failed")
                 )),
                 _ => error,
-            })?;
+            })?
+            .record;
         // Committed: the upload is finished. A crash before these lines leaves it open.
         self.meta
             .delete_upload(&upload.upload_id)
