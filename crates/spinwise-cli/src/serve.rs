@@ -5,6 +5,8 @@
 //! spin-down, and on Ctrl-C or SIGTERM stops accepting, finishes the requests in flight, stops
 //! upkeep and closes the store (catalog checkpointed). The rack, layout and time factor are fixed
 //! when the directory is created; given again for an existing directory they must be absent.
+//! With `--tls-cert` and `--tls-key` it serves HTTPS (rustls); the PEM files are checked before
+//! anything else, so a bad one fails the start and creates nothing.
 
 use crate::error::{CliError, CliResult, io_error};
 use crate::output::outln;
@@ -13,7 +15,7 @@ use clap::Args;
 use spinwise_model::{Layout, parse_rack};
 use spinwise_s3::{
     CredentialSource, Credentials, EtagMode, META_FILE, MetaDb, RestoreMode, RunningServer,
-    S3Settings, SpinwiseS3, build_service,
+    S3Settings, SpinwiseS3, TlsConfig, build_service,
 };
 use spinwise_store::driver::{DiskEvent, GroupActivity};
 use spinwise_store::{RackSource, SqliteStore, Store, StoreConfig, StoreError};
@@ -82,6 +84,12 @@ pub struct ServeArgs {
     /// large PUT on a small machine; docs/s3.md "ETags").
     #[arg(long, value_name = "MODE", default_value = "md5")]
     pub etag: EtagMode,
+    /// A PEM certificate chain (leaf first): serve HTTPS instead of plain HTTP (with --tls-key).
+    #[arg(long, value_name = "CERT.pem", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The PEM private key (PKCS#8, PKCS#1 or SEC1) that goes with --tls-cert.
+    #[arg(long, value_name = "KEY.pem", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
 }
 
 fn parse_restore_mode(text: &str) -> Result<RestoreMode, String> {
@@ -248,7 +256,22 @@ async fn shutdown_signal() {
     }
 }
 
+/// The TLS configuration from --tls-cert/--tls-key (clap makes them come together), read before
+/// anything is created so a bad file leaves no new data directory behind.
+fn tls_config(args: &ServeArgs) -> CliResult<Option<TlsConfig>> {
+    match (&args.tls_cert, &args.tls_key) {
+        (Some(certificate), Some(key)) => TlsConfig::from_pem_files(certificate, key)
+            .map(Some)
+            .map_err(|e| CliError::Usage(e.to_string())),
+        (None, None) => Ok(None),
+        _ => Err(CliError::Usage(
+            "--tls-cert and --tls-key go together: give both or neither".to_string(),
+        )),
+    }
+}
+
 async fn serve(args: &ServeArgs) -> CliResult<()> {
+    let tls = tls_config(args)?;
     let store = Arc::new(open_or_create(args).await?);
     for problem in &store.recovery().problems {
         tracing::warn!(problem, "recovery");
@@ -276,15 +299,14 @@ async fn serve(args: &ServeArgs) -> CliResult<()> {
             path: args.listen.to_string(),
             source,
         })?;
-    let server =
-        RunningServer::start(listener, build_service(s3, &credentials)).map_err(|source| {
-            CliError::Io {
-                path: args.listen.to_string(),
-                source,
-            }
+    let server = RunningServer::start_with(listener, build_service(s3, &credentials), tls)
+        .map_err(|source| CliError::Io {
+            path: args.listen.to_string(),
+            source,
         })?;
     outln!(
-        "serving S3 on http://{} (data {}); Ctrl-C stops",
+        "serving S3 on {}://{} (data {}); Ctrl-C stops",
+        server.scheme(),
         server.local_addr(),
         args.data.display()
     );

@@ -1,6 +1,8 @@
 //! `spinwise serve` as a process: first start creates the data directory and prints generated
 //! credentials once, unsigned requests are refused, SIGTERM stops it cleanly, a restart reuses
-//! the saved credentials, and rack flags for an existing store are refused.
+//! the saved credentials, and rack flags for an existing store are refused. With --tls-cert and
+//! --tls-key it serves https:// (plaintext gets no HTTP answer) and stops cleanly; a lone, missing
+//! or invalid PEM file fails the start with an error naming it and creates nothing.
 
 use std::io::{BufRead as _, BufReader, Read as _, Write as _};
 use std::net::TcpStream;
@@ -16,9 +18,18 @@ fn spinwise() -> Command {
 }
 
 /// Starts `serve` and reads stdout up to its "serving S3 on http://ADDR" line.
+fn start(data: &std::path::Path, extra: &[&str]) -> (Child, String, Vec<String>) {
+    let (child, url, printed) = start_serving(data, extra);
+    let addr = url
+        .strip_prefix("http://")
+        .unwrap_or_else(|| panic!("not plain HTTP: {url}"));
+    (child, addr.to_string(), printed)
+}
+
+/// Starts `serve` and reads stdout up to its "serving S3 on URL" line; returns the URL.
 // The child is handed to the caller, whose `terminate` waits for it.
 #[allow(clippy::zombie_processes)]
-fn start(data: &std::path::Path, extra: &[&str]) -> (Child, String, Vec<String>) {
+fn start_serving(data: &std::path::Path, extra: &[&str]) -> (Child, String, Vec<String>) {
     let mut child = spinwise()
         .args(["serve", "--data"])
         .arg(data)
@@ -36,9 +47,9 @@ fn start(data: &std::path::Path, extra: &[&str]) -> (Child, String, Vec<String>)
             let status = child.wait().unwrap();
             panic!("serve ended ({status}) before printing its address: {printed:?}");
         };
-        if let Some(rest) = line.strip_prefix("serving S3 on http://") {
-            let addr = rest.split_whitespace().next().unwrap().to_string();
-            return (child, addr, printed);
+        if let Some(rest) = line.strip_prefix("serving S3 on ") {
+            let url = rest.split_whitespace().next().unwrap().to_string();
+            return (child, url, printed);
         }
         printed.push(line);
     }
@@ -103,4 +114,111 @@ fn serve_creates_its_store_refuses_unsigned_requests_and_stops_cleanly_on_sigter
     assert!(!refused.status.success());
     let stderr = String::from_utf8_lossy(&refused.stderr);
     assert!(stderr.contains("already holds a store"), "{stderr}");
+}
+
+/// Runs `serve` with `extra` flags that must make it fail at once; returns its stderr.
+fn refused_start(data: &std::path::Path, extra: &[&str]) -> String {
+    let output = spinwise()
+        .args(["serve", "--data"])
+        .arg(data)
+        .args(["--listen", "127.0.0.1:0", "--time-factor", "0.001"])
+        .args(extra)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr).to_string();
+    assert!(!output.status.success(), "serve started: {stderr}");
+    assert!(
+        !String::from_utf8_lossy(&output.stdout).contains("serving S3"),
+        "{stderr}"
+    );
+    stderr
+}
+
+#[test]
+fn serve_refuses_a_lone_missing_or_invalid_tls_file_naming_it_and_creates_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("spinwise-data");
+    let garbage = dir.path().join("garbage.pem");
+    std::fs::write(&garbage, "this is not PEM\n").unwrap();
+    let garbage = garbage.to_str().unwrap();
+    let missing = dir.path().join("missing-cert.pem");
+    let missing = missing.to_str().unwrap();
+
+    let stderr = refused_start(&data, &["--tls-cert", garbage]);
+    assert!(stderr.contains("--tls-key"), "{stderr}");
+    let stderr = refused_start(&data, &["--tls-key", garbage]);
+    assert!(stderr.contains("--tls-cert"), "{stderr}");
+
+    let stderr = refused_start(&data, &["--tls-cert", missing, "--tls-key", garbage]);
+    assert!(stderr.contains("missing-cert.pem"), "{stderr}");
+    assert!(stderr.contains("certificate"), "{stderr}");
+
+    let stderr = refused_start(&data, &["--tls-cert", garbage, "--tls-key", garbage]);
+    assert!(stderr.contains("garbage.pem"), "{stderr}");
+    assert!(stderr.contains("no PEM certificate"), "{stderr}");
+
+    let made = rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_string()]).unwrap();
+    let certificate = dir.path().join("cert.pem");
+    std::fs::write(&certificate, made.cert.pem()).unwrap();
+    let stderr = refused_start(
+        &data,
+        &[
+            "--tls-cert",
+            certificate.to_str().unwrap(),
+            "--tls-key",
+            garbage,
+        ],
+    );
+    assert!(stderr.contains("private key"), "{stderr}");
+    assert!(stderr.contains("garbage.pem"), "{stderr}");
+
+    assert!(
+        !data.exists(),
+        "a refused start must not create the data directory"
+    );
+}
+
+#[test]
+fn serve_with_a_certificate_serves_https_refuses_plaintext_and_stops_cleanly() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("spinwise-data");
+    let made = rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_string()]).unwrap();
+    let certificate = dir.path().join("cert.pem");
+    let key = dir.path().join("key.pem");
+    std::fs::write(&certificate, made.cert.pem()).unwrap();
+    std::fs::write(&key, made.signing_key.serialize_pem()).unwrap();
+    let (child, url, _) = start_serving(
+        &data,
+        &[
+            "--time-factor",
+            "0.001",
+            "--tls-cert",
+            certificate.to_str().unwrap(),
+            "--tls-key",
+            key.to_str().unwrap(),
+        ],
+    );
+    let addr = url
+        .strip_prefix("https://")
+        .unwrap_or_else(|| panic!("not HTTPS: {url}"));
+
+    // Plaintext HTTP on the TLS port: the connection is closed without an HTTP answer.
+    let mut socket = TcpStream::connect(addr).unwrap();
+    socket
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    socket
+        .write_all(b"GET / HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let mut answer = Vec::new();
+    let _ = socket.read_to_end(&mut answer);
+    assert!(
+        !answer.starts_with(b"HTTP/"),
+        "{}",
+        String::from_utf8_lossy(&answer)
+    );
+
+    let (clean, stderr) = terminate(child);
+    assert!(clean, "{stderr}");
+    assert!(stderr.contains("stopped"), "{stderr}");
 }

@@ -18,7 +18,10 @@
 //! - [`restore`] holds the per-bucket restore mode (`sync`/`async`, set by bucket tagging) and
 //!   [`Restorer`]: RestoreObject, restored copies in `DATA/s3-restored`, their expiry;
 //! - [`credentials`] holds the server's key pair (given, saved, or generated once);
-//! - [`server`] serves the s3s service with SigV4 authentication and stops gracefully.
+//! - [`server`] serves the s3s service with SigV4 authentication, over plain HTTP or TLS, and
+//!   stops gracefully;
+//! - [`tls`] holds [`TlsConfig`]: the optional rustls (ring) configuration from PEM files and the
+//!   handshake timeout.
 //!
 //! Dependencies point one way: spinwise-cli → spinwise-s3 → spinwise-store.
 
@@ -30,9 +33,11 @@ pub mod names;
 pub mod restore;
 pub mod server;
 pub mod service;
+pub mod tls;
 
 pub use credentials::{CredentialSource, Credentials, CredentialsError};
 pub use meta::{META_FILE, MetaDb, MetaError};
 pub use restore::{RestoreMode, Restorer};
 pub use server::{RunningServer, build_service};
 pub use service::{EtagMode, S3Settings, SpinwiseS3};
+pub use tls::{TlsConfig, TlsError};

@@ -1,24 +1,30 @@
 //! The HTTP side: the s3s service with SigV4 authentication (header and presigned query, one key
-//! pair, no anonymous access) served by hyper 1 over HTTP/1.1 on tokio, and its graceful stop.
+//! pair, no anonymous access) served by hyper 1 over HTTP/1.1 on tokio, plain or over TLS
+//! ([`crate::tls`]), and its graceful stop.
 //!
 //! Invariants:
+//! - the accept loop only accepts: each connection's TLS handshake runs on that connection's own
+//!   task under the handshake timeout, so a slow, silent or non-TLS client delays no one else;
+//!   a failed handshake is logged (debug) and the connection dropped;
 //! - every request is authenticated by s3s before it reaches [`crate::SpinwiseS3`]; a request
 //!   without a signature is refused (AccessDenied), a wrong secret is SignatureDoesNotMatch;
-//! - stopping closes the listener first, then waits for the requests in flight to finish;
+//! - stopping closes the listener first, abandons handshakes still running, then waits for the
+//!   requests in flight to finish;
 //! - a response carrying a [`StatusOverride`] extension gets that status (s3s fixes each
 //!   operation's status otherwise).
 
 use crate::credentials::Credentials;
 use crate::service::SpinwiseS3;
+use crate::tls::TlsConfig;
 use hyper_util::rt::{TokioIo, TokioTimer};
-use hyper_util::server::graceful::GracefulShutdown;
+use hyper_util::server::graceful::{GracefulShutdown, Watcher};
 use s3s::auth::SimpleAuth;
 use s3s::service::{S3Service, S3ServiceBuilder};
 use std::io;
 use std::net::SocketAddr;
 use std::time::Duration;
-use tokio::net::TcpListener;
-use tokio::sync::oneshot;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{oneshot, watch};
 use tokio::task::JoinHandle;
 
 /// How long a client may take to send a request's headers (a slow-header guard; bodies and
@@ -43,18 +49,30 @@ pub fn build_service(s3: SpinwiseS3, credentials: &Credentials) -> S3Service {
 /// A server accepting connections on a task of its own.
 pub struct RunningServer {
     local_addr: SocketAddr,
+    tls: bool,
     stop: oneshot::Sender<()>,
     task: JoinHandle<()>,
 }
 
 impl RunningServer {
-    /// Starts serving `service` on `listener`.
+    /// Starts serving `service` over plain HTTP on `listener`.
     pub fn start(listener: TcpListener, service: S3Service) -> io::Result<RunningServer> {
+        RunningServer::start_with(listener, service, None)
+    }
+
+    /// Starts serving `service` on `listener`, over TLS when `tls` is given.
+    pub fn start_with(
+        listener: TcpListener,
+        service: S3Service,
+        tls: Option<TlsConfig>,
+    ) -> io::Result<RunningServer> {
         let local_addr = listener.local_addr()?;
         let (stop, stopped) = oneshot::channel();
-        let task = tokio::spawn(accept_loop(listener, service, stopped));
+        let secure = tls.is_some();
+        let task = tokio::spawn(accept_loop(listener, service, tls, stopped));
         Ok(RunningServer {
             local_addr,
+            tls: secure,
             stop,
             task,
         })
@@ -63,6 +81,11 @@ impl RunningServer {
     /// Where it listens (the port chosen when it bound port 0).
     pub fn local_addr(&self) -> SocketAddr {
         self.local_addr
+    }
+
+    /// `https` when it serves TLS, `http` otherwise.
+    pub fn scheme(&self) -> &'static str {
+        if self.tls { "https" } else { "http" }
     }
 
     /// Stops accepting connections and waits for the requests in flight.
@@ -74,16 +97,56 @@ impl RunningServer {
     }
 }
 
-async fn accept_loop(listener: TcpListener, service: S3Service, mut stop: oneshot::Receiver<()>) {
+/// What every connection task shares: the HTTP settings and the service.
+#[derive(Clone)]
+struct Connections {
+    http: hyper::server::conn::http1::Builder,
+    service: S3Service,
+}
+
+impl Connections {
+    /// Serves one connection (plain or TLS) until it ends or the server stops.
+    async fn serve<IO>(self, io: IO, watcher: Watcher)
+    where
+        IO: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+    {
+        let service = self.service;
+        let with_status = hyper::service::service_fn(move |request| {
+            let call = hyper::service::Service::call(&service, request);
+            async move {
+                let mut response = call.await?;
+                if let Some(StatusOverride(status)) = response.extensions_mut().remove() {
+                    *response.status_mut() = status;
+                }
+                Ok::<_, s3s::HttpError>(response)
+            }
+        });
+        let connection = self.http.serve_connection(TokioIo::new(io), with_status);
+        if let Err(error) = watcher.watch(connection).await {
+            tracing::debug!(%error, "an S3 connection ended with an error");
+        }
+    }
+}
+
+async fn accept_loop(
+    listener: TcpListener,
+    service: S3Service,
+    tls: Option<TlsConfig>,
+    mut stop: oneshot::Receiver<()>,
+) {
     let graceful = GracefulShutdown::new();
+    // Tells handshakes still running that the server stops (they hold no HTTP connection yet
+    // for `graceful` to close).
+    let (stopping, _) = watch::channel(false);
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(TokioTimer::new())
         .header_read_timeout(HEADER_READ_TIMEOUT);
+    let connections = Connections { http, service };
     loop {
         tokio::select! {
             accepted = listener.accept() => {
-                let socket = match accepted {
-                    Ok((socket, _peer)) => socket,
+                let (socket, peer) = match accepted {
+                    Ok(accepted) => accepted,
                     Err(error) => {
                         // Out of file descriptors and the like: wait instead of spinning.
                         tracing::warn!(%error, "accepting a connection");
@@ -91,28 +154,54 @@ async fn accept_loop(listener: TcpListener, service: S3Service, mut stop: onesho
                         continue;
                     }
                 };
-                let service = service.clone();
-                let with_status = hyper::service::service_fn(move |request| {
-                    let call = hyper::service::Service::call(&service, request);
-                    async move {
-                        let mut response = call.await?;
-                        if let Some(StatusOverride(status)) = response.extensions_mut().remove() {
-                            *response.status_mut() = status;
-                        }
-                        Ok::<_, s3s::HttpError>(response)
-                    }
-                });
-                let connection = http.serve_connection(TokioIo::new(socket), with_status);
-                let connection = graceful.watch(connection);
-                tokio::spawn(async move {
-                    if let Err(error) = connection.await {
-                        tracing::debug!(%error, "an S3 connection ended with an error");
-                    }
-                });
+                // Taken now, before any stop: shutdown then waits for this task too.
+                let watcher = graceful.watcher();
+                let connections = connections.clone();
+                match &tls {
+                    None => tokio::spawn(connections.serve(socket, watcher)),
+                    Some(tls) => tokio::spawn(handshake_then_serve(
+                        tls.clone(),
+                        socket,
+                        peer,
+                        connections,
+                        watcher,
+                        stopping.subscribe(),
+                    )),
+                };
             }
             _ = &mut stop => break,
         }
     }
     drop(listener);
+    stopping.send_replace(true);
     graceful.shutdown().await;
+}
+
+/// Runs a client's TLS handshake on the connection's own task (a slow or silent client never
+/// holds up the accept loop), within the handshake timeout, then serves it. A failed, timed-out
+/// or interrupted handshake drops the connection.
+async fn handshake_then_serve(
+    tls: TlsConfig,
+    socket: TcpStream,
+    peer: SocketAddr,
+    connections: Connections,
+    watcher: Watcher,
+    mut stopping: watch::Receiver<bool>,
+) {
+    let handshake = tokio::time::timeout(tls.handshake_timeout(), tls.acceptor().accept(socket));
+    let stream = tokio::select! {
+        finished = handshake => match finished {
+            Ok(Ok(stream)) => stream,
+            Ok(Err(error)) => {
+                tracing::debug!(%peer, %error, "TLS handshake failed; connection dropped");
+                return;
+            }
+            Err(_) => {
+                tracing::debug!(%peer, timeout_ms = tls.handshake_timeout().as_millis(), "TLS handshake timed out; connection dropped");
+                return;
+            }
+        },
+        _ = stopping.wait_for(|stopping| *stopping) => return,
+    };
+    connections.serve(stream, watcher).await;
 }

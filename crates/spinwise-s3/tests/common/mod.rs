@@ -1,6 +1,6 @@
 //! A real server on an ephemeral port over a temporary dense-jbod-60 store (time factor 0.001,
 //! 1 MiB bundles), and an aws-sdk-s3 client for it (path style, fixed region, static keys,
-//! no retries so errors reach the test as sent).
+//! no retries so errors reach the test as sent), plain HTTP or over TLS with the test's own root.
 
 #![allow(dead_code)]
 
@@ -9,7 +9,9 @@ pub mod wire;
 
 use aws_sdk_s3::Client;
 use aws_sdk_s3::config::{BehaviorVersion, Credentials as SdkCredentials, Region};
-use spinwise_s3::{Credentials, MetaDb, RunningServer, S3Settings, SpinwiseS3, build_service};
+use spinwise_s3::{
+    Credentials, MetaDb, RunningServer, S3Settings, SpinwiseS3, TlsConfig, build_service,
+};
 use spinwise_store::staging::StagingConfig;
 use spinwise_store::{RackSource, SqliteStore, Store, StoreConfig};
 use std::net::SocketAddr;
@@ -54,6 +56,20 @@ pub async fn start() -> Harness {
 }
 
 pub async fn start_with(config: StoreConfig, settings: S3Settings) -> Harness {
+    start_serving(config, settings, None).await
+}
+
+/// The harness over TLS: the server uses `tls`, the client trusts `root_pem` only and reaches
+/// the server as `https://127.0.0.1:PORT` (the certificate must name that address).
+pub async fn start_tls(tls: TlsConfig, root_pem: &str) -> Harness {
+    start_serving(config(None), S3Settings::default(), Some((tls, root_pem))).await
+}
+
+async fn start_serving(
+    config: StoreConfig,
+    settings: S3Settings,
+    tls: Option<(TlsConfig, &str)>,
+) -> Harness {
     let dir = tempfile::tempdir().unwrap();
     let data_dir = dir.path().join("data");
     let store = Arc::new(Store::init_sqlite(&data_dir, config).await.unwrap());
@@ -65,8 +81,19 @@ pub async fn start_with(config: StoreConfig, settings: S3Settings) -> Harness {
         .unwrap();
     let credentials = Credentials::given(ACCESS_KEY, SECRET_KEY).unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let server = RunningServer::start(listener, build_service(s3, &credentials)).unwrap();
-    let client = client(server.local_addr(), ACCESS_KEY, SECRET_KEY);
+    let service = build_service(s3, &credentials);
+    let (server, client) = match tls {
+        None => {
+            let server = RunningServer::start(listener, service).unwrap();
+            let client = client(server.local_addr(), ACCESS_KEY, SECRET_KEY);
+            (server, client)
+        }
+        Some((tls, root_pem)) => {
+            let server = RunningServer::start_with(listener, service, Some(tls)).unwrap();
+            let client = tls_client(server.local_addr(), root_pem);
+            (server, client)
+        }
+    };
     Harness {
         dir,
         data_dir,
@@ -78,10 +105,37 @@ pub async fn start_with(config: StoreConfig, settings: S3Settings) -> Harness {
 
 pub fn client(addr: SocketAddr, access_key: &str, secret_key: &str) -> Client {
     let http = aws_smithy_http_client::Builder::new().build_http();
+    sdk_client(format!("http://{addr}"), http, access_key, secret_key)
+}
+
+/// An aws-sdk-s3 client over rustls (ring) whose only trusted root is `root_pem`.
+pub fn tls_client(addr: SocketAddr, root_pem: &str) -> Client {
+    use aws_smithy_http_client::tls::{self, TlsContext, TrustStore, rustls_provider::CryptoMode};
+    let trust = TrustStore::empty()
+        .with_native_roots(false)
+        .with_pem_certificate(root_pem.as_bytes());
+    let http = aws_smithy_http_client::Builder::new()
+        .tls_provider(tls::Provider::Rustls(CryptoMode::Ring))
+        .tls_context(
+            TlsContext::builder()
+                .with_trust_store(trust)
+                .build()
+                .unwrap(),
+        )
+        .build_https();
+    sdk_client(format!("https://{addr}"), http, ACCESS_KEY, SECRET_KEY)
+}
+
+fn sdk_client(
+    endpoint: String,
+    http: aws_sdk_s3::config::SharedHttpClient,
+    access_key: &str,
+    secret_key: &str,
+) -> Client {
     let config = aws_sdk_s3::Config::builder()
         .behavior_version(BehaviorVersion::latest())
         .region(Region::new("us-east-1"))
-        .endpoint_url(format!("http://{addr}"))
+        .endpoint_url(endpoint)
         .force_path_style(true)
         .credentials_provider(SdkCredentials::new(
             access_key, secret_key, None, None, "test",
