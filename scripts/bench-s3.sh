@@ -54,7 +54,7 @@ init_store() {
 serve_pid=
 serve_start() {
   "$BIN" serve --data "$1" --listen "127.0.0.1:$PORT" --access-key "$ACCESS" --secret-key "$SECRET" \
-    2>> "$WORK/serve.log" &
+    --etag "${2:-md5}" 2>> "$WORK/serve.log" &
   serve_pid=$!
   for _ in $(seq 100); do s3 -o /dev/null "$URL/" 2> /dev/null && return 0; sleep 0.1; done
   echo "bench-s3: the server did not answer; its log: $WORK/serve.log" >&2; exit 1
@@ -62,7 +62,7 @@ serve_start() {
 serve_stop() { kill -TERM "$serve_pid"; wait "$serve_pid"; serve_pid=; }
 trap 'if [ -n "$serve_pid" ]; then kill "$serve_pid" 2> /dev/null || true; fi' EXIT
 
-declare -a put get_staged flush get_migrated s3_put s3_get_staged s3_get_migrated
+declare -a put get_staged flush get_migrated s3_put s3_get_staged s3_get_migrated s3_put_blake3
 cache=cached
 for rep in $(seq "$REPS"); do
   init_store "$WORK/store"
@@ -86,6 +86,14 @@ for rep in $(seq "$REPS"); do
   rm -f "$WORK/back.bin"
   serve_stop
   rm -rf "$WORK/s3"
+
+  # The same PUT with `serve --etag blake3`: no MD5 pass (docs/s3.md "ETags").
+  init_store "$WORK/s3"
+  serve_start "$WORK/s3" blake3
+  s3 -X PUT "$URL/bench" > /dev/null
+  cache=$(drop_cache); s3_put_blake3+=("$(seconds s3 -T "$SRC" "$URL/bench/big")")
+  serve_stop
+  rm -rf "$WORK/s3"
 done
 rm -f "$SRC"
 
@@ -102,6 +110,7 @@ row() {
   echo "| $name | $(mbps "$m") | $(mbps "$s") | ${cost}% | $store_runs | $s3_runs |"
 }
 row "PUT (acknowledged: staged + fsynced)" "${put[*]}" "${s3_put[*]}"
+row "PUT, \`serve --etag blake3\` (no MD5)" "${put[*]}" "${s3_put_blake3[*]}"
 row "GET (staged)" "${get_staged[*]}" "${s3_get_staged[*]}"
 row "GET (migrated: k data stacks)" "${get_migrated[*]}" "${s3_get_migrated[*]}"
 echo
