@@ -150,6 +150,7 @@ impl StagingConfig {
 }
 
 /// A durable record, as `append` returns it. Holding it keeps its segment pinned (never freed)
+/// and its writer's lock held (other processes' recovery and reclaim leave the segment alone)
 /// until the caller has committed it to the catalog and drops it.
 #[derive(Debug)]
 pub struct StagedRecord {
