@@ -1,6 +1,8 @@
 //! spinwise-store: the cold blob store (issue 4).
 //! - [`staging`] is the staging log (docs/staging-format.md), where a PUT is durable before it is
-//!   acknowledged;
+//!   acknowledged; many processes may append to one staging directory at once, each to the
+//!   segments it created and holds `flock`ed, and recovery and reclaim change only segments
+//!   they claimed (locked) themselves;
 //! - [`store`] holds [`Store`], the object API over a [`spinwise_catalog::Catalog`] (put, get with
 //!   ranges, delete, list, stat, status) and recovery on open;
 //! - [`config`] holds the data directory's `store.toml` and `layout.json`;

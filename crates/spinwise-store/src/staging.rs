@@ -3,12 +3,33 @@
 //! the PUT durability sequence and recovery are specified in docs/staging-format.md; this file
 //! implements exactly that.
 //!
+//! Several processes may open one staging directory at once (many `spinwise store put`s, a
+//! server). Who may change a segment file is decided by an exclusive advisory lock on the file
+//! itself (`flock`, through std's `File::try_lock`, on the descriptor that created it):
+//! - **the writer's lock**: a segment is created with `O_CREAT|O_EXCL` and locked before its
+//!   header is written; the creating process keeps the lock for as long as it may still append
+//!   to the segment (open or idle in its pool) or holds a record in it whose catalog commit is
+//!   pending (a [`StagedRecord`] not yet dropped). It is released when the segment is sealed
+//!   *and* its last such record is committed, or when the process dies (the kernel drops
+//!   `flock`s with the last descriptor, kill -9 included);
+//! - **claims**: recovery and reclaim never truncate or delete a segment without first taking
+//!   that lock themselves ([`StagingLog::claim_segment`], on a fresh descriptor, then checking
+//!   the path still names the locked file). A segment whose lock is held is *in use*: left
+//!   alone, and counted in [`RecoveryReport::segments_in_use`]. The catalog is asked what is
+//!   referenced only *after* the claim, so a record committed before the claim is seen, and
+//!   none can be committed into a claimed segment;
+//! - a segment id is taken by `create_new`: an id another process created first
+//!   (`AlreadyExists`), or a new file someone else's claim got to before our lock, is skipped
+//!   for the next id, so two processes never append to one file.
+//!
 //! Invariants:
 //! - appends within one segment are sequential, and an append fsyncs before the next append to
 //!   that segment starts, so only a segment's last record can be torn;
 //! - segments that existed when the log was opened are sealed: new records go to new segments;
-//! - a segment is deleted only when it is sealed, unpinned (no append in flight whose catalog
-//!   commit is pending) and the caller says nothing references it;
+//! - a segment is truncated or deleted only under a claim (its lock taken by the claimer); it is
+//!   deleted only when it is sealed, unpinned (no append in flight whose catalog commit is
+//!   pending) and the caller, having asked the catalog after claiming, says nothing references
+//!   it;
 //! - memory per append or read is one chunk (`chunk_bytes`, 1 MiB by default);
 //! - the bytes of all segments plus in-flight reservations never exceed `limit_bytes`.
 
@@ -20,7 +41,7 @@ use std::io::{Read, Seek, SeekFrom};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncSeekExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncSeekExt};
 
 pub use spinwise_catalog::{ContentHash, SegmentId};
 
@@ -129,6 +150,7 @@ impl StagingConfig {
 }
 
 /// A durable record, as `append` returns it. Holding it keeps its segment pinned (never freed)
+/// and its writer's lock held (other processes' recovery and reclaim leave the segment alone)
 /// until the caller has committed it to the catalog and drops it.
 #[derive(Debug)]
 pub struct StagedRecord {
@@ -154,20 +176,39 @@ pub struct ScannedRecord {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RecoveryReport {
     pub segments_deleted: Vec<SegmentId>,
+    /// Segments another live process held locked at open (appending to them, or committing a
+    /// record in them): not scanned, not changed.
+    pub segments_in_use: Vec<SegmentId>,
     /// Bytes cut from torn or corrupt tails of kept segments.
     pub bytes_truncated: u64,
     /// Referenced (segment, offset) pairs with no valid record: a broken invariant, reported.
     pub missing: Vec<(SegmentId, u64)>,
 }
 
+/// The writer's exclusive `flock` on a segment it created: held while this process may append
+/// to the segment or has an uncommitted record in it (see the module docs). Shared by the open
+/// segment and every pin of a record in it. The lock belongs to the open file description,
+/// which the segment's write descriptors (`dup`s) share; those close with the open segment or
+/// before its append returns, so the last of these `Arc`s dropped releases the lock.
+#[derive(Debug)]
+struct WriterLock {
+    _file: std::fs::File,
+}
+
 #[derive(Debug)]
 struct SegmentPin {
     segment: SegmentId,
     pins: Arc<Mutex<BTreeMap<SegmentId, usize>>>,
+    /// Keeps other processes' recovery and reclaim off the segment until the commit.
+    _lock: Arc<WriterLock>,
 }
 
 impl SegmentPin {
-    fn new(segment: SegmentId, pins: &Arc<Mutex<BTreeMap<SegmentId, usize>>>) -> SegmentPin {
+    fn new(
+        segment: SegmentId,
+        pins: &Arc<Mutex<BTreeMap<SegmentId, usize>>>,
+        lock: &Arc<WriterLock>,
+    ) -> SegmentPin {
         *pins
             .lock()
             .expect("pin map lock")
@@ -176,6 +217,7 @@ impl SegmentPin {
         SegmentPin {
             segment,
             pins: Arc::clone(pins),
+            _lock: Arc::clone(lock),
         }
     }
 }
@@ -198,7 +240,39 @@ struct OpenSegment {
     id: SegmentId,
     file: tokio::fs::File,
     length_bytes: u64,
+    lock: Arc<WriterLock>,
 }
+
+/// A segment file locked by this log's claimer (recovery or reclaim): while it is held, no
+/// other process appends to it or commits a record into it, so it may be cut or deleted.
+/// Dropping it releases the lock.
+#[derive(Debug)]
+pub struct ClaimedSegment {
+    segment: SegmentId,
+    path: PathBuf,
+    /// The locked descriptor (read-write: truncation goes through it).
+    file: std::fs::File,
+}
+
+impl ClaimedSegment {
+    pub fn segment(&self) -> SegmentId {
+        self.segment
+    }
+}
+
+/// What [`StagingLog::claim_segment`] found.
+#[derive(Debug)]
+pub enum Claim {
+    Claimed(ClaimedSegment),
+    /// A live process holds the segment's lock: it may still append to it or commit into it.
+    InUse,
+    /// The file is gone (or was replaced while claiming): another claimer deleted it.
+    Gone,
+}
+
+/// Attempts at a fresh segment id before `append` gives up (each failure means another
+/// process took that id first).
+const SEGMENT_ID_ATTEMPTS: u32 = 1024;
 
 /// What the open-time scan found in one segment.
 #[derive(Debug)]
@@ -228,6 +302,10 @@ pub struct StagingLog {
     pins: Arc<Mutex<BTreeMap<SegmentId, usize>>>,
     space: Mutex<Space>,
     scans: Mutex<BTreeMap<SegmentId, SegmentScan>>,
+    /// Segments claimed at open, scanned, and held until [`StagingLog::recover`] is done.
+    open_claims: Mutex<BTreeMap<SegmentId, ClaimedSegment>>,
+    /// Segments another process held locked at open (neither scanned nor recovered).
+    in_use_at_open: Vec<SegmentId>,
 }
 
 pub fn segment_path(dir: &Path, segment: SegmentId) -> PathBuf {
@@ -358,7 +436,7 @@ fn parse_trailer(trailer: &[u8; 48]) -> std::result::Result<(u64, ContentHash), 
 /// Walks one record's structure from `offset` without reading chunk data (frame headers and
 /// the trailer only). Returns the record and its end offset, or why it is not valid.
 fn scan_record(
-    file: &mut std::fs::File,
+    file: &mut (impl Read + Seek),
     segment: SegmentId,
     offset: u64,
     file_length: u64,
@@ -413,9 +491,11 @@ fn scan_record(
     }
 }
 
-/// Scans one segment file: header, then records until the first invalid one.
-fn scan_segment(path: &Path, segment: SegmentId) -> Result<SegmentScan> {
-    let mut file = std::fs::File::open(path).map_err(io_error(path))?;
+/// Scans one (claimed) segment file: header, then records until the first invalid one.
+fn scan_segment(claimed: &ClaimedSegment) -> Result<SegmentScan> {
+    let (path, segment) = (&claimed.path, claimed.segment);
+    let mut file = &claimed.file;
+    file.seek(SeekFrom::Start(0)).map_err(io_error(path))?;
     let file_length = file.metadata().map_err(io_error(path))?.len();
     let mut header = [0u8; 32];
     let header_ok = file.read_exact(&mut header).is_ok()
@@ -447,6 +527,79 @@ fn scan_segment(path: &Path, segment: SegmentId) -> Result<SegmentScan> {
     Ok(scan)
 }
 
+/// Whether `path` still names the file open as `file` (same device and inode).
+fn names_file(path: &Path, file: &std::fs::File) -> std::io::Result<bool> {
+    use std::os::unix::fs::MetadataExt;
+    let open = file.metadata()?;
+    match std::fs::metadata(path) {
+        Ok(named) => Ok(named.dev() == open.dev() && named.ino() == open.ino()),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(error) => Err(error),
+    }
+}
+
+/// Takes the lock of segment `segment` at `path` (blocking IO; see [`StagingLog::claim_segment`]).
+fn claim_file(path: &Path, segment: SegmentId) -> Result<Claim> {
+    let file = match std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(path)
+    {
+        Ok(file) => file,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(Claim::Gone),
+        Err(error) => return Err(io_error(path)(error)),
+    };
+    match file.try_lock() {
+        Ok(()) => {}
+        Err(std::fs::TryLockError::WouldBlock) => return Ok(Claim::InUse),
+        Err(std::fs::TryLockError::Error(error)) => return Err(io_error(path)(error)),
+    }
+    // Deleted (and perhaps its id taken again) between our open and our lock: not ours to judge.
+    if !names_file(path, &file).map_err(io_error(path))? {
+        return Ok(Claim::Gone);
+    }
+    Ok(Claim::Claimed(ClaimedSegment {
+        segment,
+        path: path.to_path_buf(),
+        file,
+    }))
+}
+
+/// Creates segment `segment` (`create_new`), locks it and writes its durable header; `None`
+/// when the id is taken (the file exists) or someone else's claim reached the new, still
+/// empty file before our lock (it is theirs to delete: never write into it).
+fn create_locked_segment(
+    dir: &Path,
+    segment: SegmentId,
+    chunk_bytes: u32,
+) -> Result<Option<std::fs::File>> {
+    use std::os::unix::fs::FileExt;
+    let path = segment_path(dir, segment);
+    let file = match std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .open(&path)
+    {
+        Ok(file) => file,
+        Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => return Ok(None),
+        Err(error) => return Err(io_error(&path)(error)),
+    };
+    match file.try_lock() {
+        Ok(()) => {}
+        Err(std::fs::TryLockError::WouldBlock) => return Ok(None),
+        Err(std::fs::TryLockError::Error(error)) => return Err(io_error(&path)(error)),
+    }
+    if !names_file(&path, &file).map_err(io_error(&path))? {
+        return Ok(None);
+    }
+    file.write_all_at(&segment_header(segment, chunk_bytes), 0)
+        .map_err(io_error(&path))?;
+    file.sync_all().map_err(io_error(&path))?;
+    sync_dir(dir)?;
+    Ok(Some(file))
+}
+
 fn sync_dir(dir: &Path) -> Result<()> {
     std::fs::File::open(dir)
         .and_then(|d| d.sync_all())
@@ -461,33 +614,65 @@ async fn blocking<T: Send + 'static>(
         .expect("staging IO task does not panic")
 }
 
+/// What opening found in the directory.
+struct OpenScan {
+    scans: BTreeMap<SegmentId, SegmentScan>,
+    claims: BTreeMap<SegmentId, ClaimedSegment>,
+    /// Segments held by a live process, with their current length.
+    in_use: BTreeMap<SegmentId, u64>,
+}
+
+/// Lists the segments of `dir` (creating it if needed), claims and scans each one that no live
+/// process holds, and notes the others as in use.
+fn claim_and_scan(dir: &Path) -> Result<OpenScan> {
+    std::fs::create_dir_all(dir).map_err(io_error(dir))?;
+    let mut found = OpenScan {
+        scans: BTreeMap::new(),
+        claims: BTreeMap::new(),
+        in_use: BTreeMap::new(),
+    };
+    for entry in std::fs::read_dir(dir).map_err(io_error(dir))? {
+        let entry = entry.map_err(io_error(dir))?;
+        let name = entry.file_name();
+        let Some(segment) = name.to_str().and_then(parse_segment_name) else {
+            continue;
+        };
+        let path = entry.path();
+        match claim_file(&path, segment)? {
+            Claim::Claimed(claimed) => {
+                found.scans.insert(segment, scan_segment(&claimed)?);
+                found.claims.insert(segment, claimed);
+            }
+            Claim::InUse => match std::fs::metadata(&path) {
+                Ok(metadata) => {
+                    found.in_use.insert(segment, metadata.len());
+                }
+                Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+                Err(error) => return Err(io_error(&path)(error)),
+            },
+            Claim::Gone => {}
+        }
+    }
+    Ok(found)
+}
+
 impl StagingLog {
-    /// Opens (creating if needed) the log in `dir` and scans every segment; all existing
-    /// segments are sealed. Nothing is changed on disk until [`StagingLog::recover`].
+    /// Opens (creating if needed) the log in `dir`, claims every segment no live process holds
+    /// and scans it; all existing segments are sealed. Nothing is changed on disk until
+    /// [`StagingLog::recover`], which releases the claims (so does dropping the log).
     pub async fn open(dir: &Path, config: StagingConfig) -> Result<StagingLog> {
         config.check()?;
         let dir = dir.to_path_buf();
         let scan_dir = dir.clone();
-        let scans = blocking(move || {
-            std::fs::create_dir_all(&scan_dir).map_err(io_error(&scan_dir))?;
-            let mut scans = BTreeMap::new();
-            for entry in std::fs::read_dir(&scan_dir).map_err(io_error(&scan_dir))? {
-                let entry = entry.map_err(io_error(&scan_dir))?;
-                let name = entry.file_name();
-                let Some(segment) = name.to_str().and_then(parse_segment_name) else {
-                    continue;
-                };
-                scans.insert(segment, scan_segment(&entry.path(), segment)?);
-            }
-            Ok(scans)
-        })
-        .await?;
-        let sealed: BTreeMap<SegmentId, u64> = scans
+        let found = blocking(move || claim_and_scan(&scan_dir)).await?;
+        let mut sealed: BTreeMap<SegmentId, u64> = found
+            .scans
             .iter()
             .map(|(id, scan)| (*id, scan.file_length))
             .collect();
+        sealed.extend(found.in_use.iter().map(|(id, length)| (*id, *length)));
         let used_bytes = sealed.values().sum();
-        let next_segment = scans.keys().next_back().map_or(1, |last| last + 1);
+        let next_segment = sealed.keys().next_back().map_or(1, |last| last + 1);
         Ok(StagingLog {
             dir,
             config,
@@ -497,8 +682,16 @@ impl StagingLog {
             next_segment: Mutex::new(next_segment),
             pins: Arc::new(Mutex::new(BTreeMap::new())),
             space: Mutex::new(Space { used_bytes }),
-            scans: Mutex::new(scans),
+            scans: Mutex::new(found.scans),
+            open_claims: Mutex::new(found.claims),
+            in_use_at_open: found.in_use.keys().copied().collect(),
         })
+    }
+
+    /// Segments another live process held locked when this log was opened: their records were
+    /// not scanned, and recovery leaves them alone.
+    pub fn segments_in_use_at_open(&self) -> &[SegmentId] {
+        &self.in_use_at_open
     }
 
     pub fn config(&self) -> StagingConfig {
@@ -518,21 +711,30 @@ impl StagingLog {
             .collect()
     }
 
-    /// Reconciles the scanned segments with what the catalog references (`referenced`:
-    /// the (segment, offset) of every staged object): segments with no referenced record are
-    /// deleted; a kept segment is truncated after its last referenced record (torn tails and
-    /// unacknowledged records go). A reference with no valid record is reported missing, and
-    /// then only the invalid tail is cut, never bytes at or after such a reference.
+    /// Reconciles the scanned (claimed) segments with what the catalog references
+    /// (`referenced`: the (segment, offset) of every staged object, read *after* this log was
+    /// opened, so after the claims): segments with no referenced record are deleted; a kept
+    /// segment is truncated after its last referenced record (torn tails and unacknowledged
+    /// records go). A reference with no valid record is reported missing, and then only the
+    /// invalid tail is cut, never bytes at or after such a reference. Segments in use by a live
+    /// process at open are only reported. The claims are released on return.
     pub async fn recover(&self, referenced: &BTreeSet<(SegmentId, u64)>) -> Result<RecoveryReport> {
         let scans = std::mem::take(&mut *self.scans.lock().expect("scan lock"));
-        let mut report = RecoveryReport::default();
+        let mut claims = std::mem::take(&mut *self.open_claims.lock().expect("claims lock"));
+        let mut report = RecoveryReport {
+            segments_in_use: self.in_use_at_open.clone(),
+            ..RecoveryReport::default()
+        };
         for (segment, scan) in scans {
+            let claimed = claims
+                .remove(&segment)
+                .expect("every scanned segment is claimed until recovery");
             let references: Vec<u64> = referenced
                 .range((segment, 0)..=(segment, u64::MAX))
                 .map(|(_, offset)| *offset)
                 .collect();
             if references.is_empty() {
-                self.delete_segment_file(segment).await?;
+                self.delete_claimed(claimed).await?;
                 report.segments_deleted.push(segment);
                 continue;
             }
@@ -561,48 +763,53 @@ impl StagingLog {
                 None
             };
             if let Some(cut_at) = cut_at.filter(|cut| *cut < scan.file_length) {
-                self.truncate_segment(segment, cut_at).await?;
+                self.truncate_claimed(claimed, cut_at).await?;
                 report.bytes_truncated += scan.file_length - cut_at;
             }
         }
         Ok(report)
     }
 
-    async fn truncate_segment(&self, segment: SegmentId, length_bytes: u64) -> Result<()> {
-        let path = segment_path(&self.dir, segment);
+    /// Cuts a claimed segment to `length_bytes` (through the locked descriptor, then fsync)
+    /// and releases the claim.
+    async fn truncate_claimed(&self, claimed: ClaimedSegment, length_bytes: u64) -> Result<()> {
+        let segment = claimed.segment;
         blocking(move || {
-            let file = std::fs::OpenOptions::new()
-                .write(true)
-                .open(&path)
-                .map_err(io_error(&path))?;
-            file.set_len(length_bytes).map_err(io_error(&path))?;
-            file.sync_all().map_err(io_error(&path))
+            claimed
+                .file
+                .set_len(length_bytes)
+                .and_then(|()| claimed.file.sync_all())
+                .map_err(io_error(&claimed.path))
         })
         .await?;
         let mut sealed = self.sealed.lock().expect("sealed lock");
         let old = sealed
             .insert(segment, length_bytes)
             .expect("a scanned segment is sealed");
-        self.space.lock().expect("space lock").used_bytes -= old - length_bytes;
+        let mut space = self.space.lock().expect("space lock");
+        space.used_bytes = space.used_bytes + length_bytes - old;
         Ok(())
     }
 
-    async fn delete_segment_file(&self, segment: SegmentId) -> Result<()> {
-        let path = segment_path(&self.dir, segment);
+    /// Deletes a claimed segment's file while its lock is held (nobody else can delete or
+    /// recreate that name meanwhile), fsyncs the directory and releases the claim.
+    async fn delete_claimed(&self, claimed: ClaimedSegment) -> Result<()> {
+        let segment = claimed.segment;
         let dir = self.dir.clone();
         blocking(move || {
-            std::fs::remove_file(&path).map_err(io_error(&path))?;
+            std::fs::remove_file(&claimed.path).map_err(io_error(&claimed.path))?;
             sync_dir(&dir)
         })
         .await?;
-        let length = self
-            .sealed
-            .lock()
-            .expect("sealed lock")
-            .remove(&segment)
-            .expect("only sealed segments are deleted");
-        self.space.lock().expect("space lock").used_bytes -= length;
+        self.forget_segment(segment);
         Ok(())
+    }
+
+    /// Drops a segment that no longer exists from the sealed set and the used space.
+    fn forget_segment(&self, segment: SegmentId) {
+        if let Some(length) = self.sealed.lock().expect("sealed lock").remove(&segment) {
+            self.space.lock().expect("space lock").used_bytes -= length;
+        }
     }
 
     /// Sealed segments (the candidates for freeing) in id order.
@@ -616,14 +823,15 @@ impl StagingLog {
     }
 
     /// Serializes reclaims: hold it from [`StagingLog::freeable_segments`] through the last
-    /// [`StagingLog::free_segment`] of one pass.
+    /// [`StagingLog::free_claimed`] of one pass.
     pub async fn reclaim_guard(&self) -> tokio::sync::MutexGuard<'_, ()> {
         self.reclaiming.lock().await
     }
 
-    /// Sealed segments with no append awaiting its catalog commit. Callers ask the catalog which
-    /// segments are in use *after* this: a pin is dropped only after its commit, so a segment
-    /// unpinned here has its records in the catalog already.
+    /// Sealed segments with no append of this process awaiting its catalog commit: the
+    /// candidates for freeing. Other processes' appends are not known here; callers
+    /// [`StagingLog::claim_segment`] each candidate and ask the catalog which segments are in
+    /// use *after* claiming (a writer commits before it releases its lock).
     pub fn freeable_segments(&self) -> Vec<SegmentId> {
         let pins = self.pins.lock().expect("pin map lock");
         let sealed = self.sealed.lock().expect("sealed lock");
@@ -634,7 +842,38 @@ impl StagingLog {
             .collect()
     }
 
-    /// Deletes a sealed, unpinned segment. The caller guarantees nothing references it.
+    /// Takes the lock of a segment so it may be cut or deleted (see the module docs): in use
+    /// when a live process (this one included) holds it; gone (and forgotten here) when the
+    /// file no longer exists.
+    pub async fn claim_segment(&self, segment: SegmentId) -> Result<Claim> {
+        let path = segment_path(&self.dir, segment);
+        let claim = blocking(move || claim_file(&path, segment)).await?;
+        if let Claim::Gone = claim {
+            self.forget_segment(segment);
+        }
+        Ok(claim)
+    }
+
+    /// Deletes a claimed, sealed segment. The caller guarantees nothing references it, having
+    /// asked the catalog after claiming.
+    pub async fn free_claimed(&self, claimed: ClaimedSegment) -> Result<()> {
+        if !self
+            .sealed
+            .lock()
+            .expect("sealed lock")
+            .contains_key(&claimed.segment)
+        {
+            return Err(StagingError::NotFreeable {
+                segment: claimed.segment,
+                reason: "it is open for appends or does not exist",
+            });
+        }
+        self.delete_claimed(claimed).await
+    }
+
+    /// Claims and deletes a sealed, unpinned segment, for a caller that knows nothing
+    /// references it (a single-process caller: across processes, ask the catalog after
+    /// [`StagingLog::claim_segment`] instead). A segment gone already counts as freed.
     pub async fn free_segment(&self, segment: SegmentId) -> Result<()> {
         if self
             .pins
@@ -647,18 +886,14 @@ impl StagingLog {
                 reason: "an append into it awaits its catalog commit",
             });
         }
-        if !self
-            .sealed
-            .lock()
-            .expect("sealed lock")
-            .contains_key(&segment)
-        {
-            return Err(StagingError::NotFreeable {
+        match self.claim_segment(segment).await? {
+            Claim::Claimed(claimed) => self.free_claimed(claimed).await,
+            Claim::InUse => Err(StagingError::NotFreeable {
                 segment,
-                reason: "it is open for appends or does not exist",
-            });
+                reason: "a live process holds its lock (appending, or committing into it)",
+            }),
+            Claim::Gone => Ok(()),
         }
-        self.delete_segment_file(segment).await
     }
 
     /// Bytes of all segments plus in-flight reservations.
@@ -689,38 +924,51 @@ impl StagingLog {
             return Ok(open);
         }
         self.reserve(SEGMENT_HEADER_BYTES)?;
-        let id = {
-            let mut next = self.next_segment.lock().expect("segment id lock");
-            let id = *next;
-            *next += 1;
-            id
-        };
-        let created = self.create_segment(id).await;
+        let created = self.create_segment().await;
         if created.is_err() {
             self.release(SEGMENT_HEADER_BYTES);
         }
         created
     }
 
-    async fn create_segment(&self, id: SegmentId) -> Result<OpenSegment> {
-        let path = segment_path(&self.dir, id);
-        let mut file = tokio::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .open(&path)
-            .await
-            .map_err(io_error(&path))?;
-        file.write_all(&segment_header(id, self.config.chunk_bytes))
-            .await
-            .map_err(io_error(&path))?;
-        file.sync_all().await.map_err(io_error(&path))?;
-        let dir = self.dir.clone();
-        blocking(move || sync_dir(&dir)).await?;
-        Ok(OpenSegment {
-            id,
-            file,
-            length_bytes: SEGMENT_HEADER_BYTES,
+    fn next_segment_id(&self) -> SegmentId {
+        let mut next = self.next_segment.lock().expect("segment id lock");
+        let id = *next;
+        *next += 1;
+        id
+    }
+
+    /// Creates a segment under a fresh id, locked by this process (the writer's lock), trying
+    /// the next id whenever another process took one first.
+    async fn create_segment(&self) -> Result<OpenSegment> {
+        for _ in 0..SEGMENT_ID_ATTEMPTS {
+            let id = self.next_segment_id();
+            let dir = self.dir.clone();
+            let chunk_bytes = self.config.chunk_bytes;
+            let Some(file) = blocking(move || create_locked_segment(&dir, id, chunk_bytes)).await?
+            else {
+                continue;
+            };
+            let path = segment_path(&self.dir, id);
+            let lock = Arc::new(WriterLock {
+                _file: file.try_clone().map_err(io_error(&path))?,
+            });
+            let mut file = tokio::fs::File::from_std(file);
+            file.seek(SeekFrom::Start(SEGMENT_HEADER_BYTES))
+                .await
+                .map_err(io_error(&path))?;
+            return Ok(OpenSegment {
+                id,
+                file,
+                length_bytes: SEGMENT_HEADER_BYTES,
+                lock,
+            });
+        }
+        Err(StagingError::Io {
+            path: self.dir.display().to_string(),
+            source: std::io::Error::other(format!(
+                "no free segment id in {SEGMENT_ID_ATTEMPTS} attempts (other processes took them)"
+            )),
         })
     }
 
@@ -742,7 +990,7 @@ impl StagingLog {
     pub async fn append(&self, key: &str, reader: impl AsyncRead + Unpin) -> Result<StagedRecord> {
         check_key(key)?;
         let mut open = self.take_segment().await?;
-        let pin = SegmentPin::new(open.id, &self.pins);
+        let pin = SegmentPin::new(open.id, &self.pins, &open.lock);
         let offset = open.length_bytes;
         let mut reserved_bytes = 0u64;
         let result = self

@@ -4,10 +4,14 @@
 //! sequence"). Opening a store reconciles the staging log with the catalog (recovery).
 //!
 //! Invariants:
-//! - a staging segment is freed only when it is sealed, unpinned, and the catalog references
-//!   nothing in it — candidates are taken *before* the catalog is asked, so an append whose
-//!   commit lands meanwhile is still pinned and never freed, nor is a segment a migration has
-//!   pinned (checked just before freeing; see [`crate::migrate`]);
+//! - a staging segment is freed only when it is sealed, unpinned, claimed (its `flock` taken:
+//!   no live process, this one or another, may still append to it or commit into it; see
+//!   [`crate::staging`]) and the catalog, asked *after* the claim, references nothing in it —
+//!   so an append whose commit lands meanwhile is never freed, nor is a segment a migration
+//!   has pinned (checked just before freeing; see [`crate::migrate`]);
+//! - recovery at open touches only segments it claimed; the catalog is read after the claims,
+//!   and catalog rows in segments another live process holds are not checked (their writer may
+//!   be committing them right now).
 //! - GET memory is one staging chunk at a time;
 //! - objects in blobs are read through the scheduler (crate::read): one job on the blob's
 //!   group, only while the group is up; a GET whose blob compaction removed after the lookup
@@ -18,7 +22,7 @@ use crate::error::{StoreError, StoreResult, io_error};
 use crate::rack::{StoreRack, create_disks, open_rack};
 use crate::read::{MigratedReader, ReadTiming};
 use crate::staging::{
-    ContentCheck, MAX_KEY_BYTES, RecoveryReport, StagedReader, StagingError, StagingLog,
+    Claim, ContentCheck, MAX_KEY_BYTES, RecoveryReport, StagedReader, StagingError, StagingLog,
 };
 use bytes::Bytes;
 use serde::Serialize;
@@ -163,8 +167,10 @@ impl<C: Catalog> Store<C> {
 
     /// Reconciles the scanned staging log with the catalog's staged objects.
     async fn recover(&self) -> StoreResult<StoreRecovery> {
+        // Read after the staging log claimed its segments (in `StagingLog::open`).
         let staged = self.catalog.staged_objects(u32::MAX).await?;
         let scanned = self.staging.scanned_records();
+        let in_use = self.staging.segments_in_use_at_open();
         let mut referenced = BTreeSet::new();
         let mut problems = Vec::new();
         for object in &staged {
@@ -172,6 +178,9 @@ impl<C: Catalog> Store<C> {
                 continue;
             };
             referenced.insert((segment, offset));
+            if in_use.contains(&segment) {
+                continue; // another live process's segment: not scanned, not ours to judge
+            }
             let found = scanned
                 .iter()
                 .find(|r| r.segment == segment && r.offset == offset);
@@ -392,22 +401,36 @@ impl<C: Catalog> Store<C> {
     }
 
     /// Frees sealed staging segments no staged object references any more; returns how many.
+    /// Segments another live process still holds (appending, or committing into them) are left
+    /// for a later pass.
     pub async fn reclaim_staging(&self) -> StoreResult<usize> {
         // One pass at a time (concurrent PUTs that replace keys each reclaim).
         let _reclaiming = self.staging.reclaim_guard().await;
-        // Candidates first, the catalog second: see the module invariants.
         let candidates = self.staging.freeable_segments();
         if candidates.is_empty() {
             return Ok(0);
         }
-        let in_use = self.catalog.segments_in_use().await?;
-        let mut freed = 0;
-        for segment in candidates.into_iter().filter(|s| !in_use.contains(s)) {
-            // Checked at free time: a migration pins a segment before reading it.
-            if self.migration.is_pinned(segment) {
-                continue;
+        // A first look at the catalog only narrows what to claim; the decision is the second.
+        let referenced = self.catalog.segments_in_use().await?;
+        let mut claimed = Vec::new();
+        for segment in candidates.into_iter().filter(|s| !referenced.contains(s)) {
+            if let Claim::Claimed(claim) = self.staging.claim_segment(segment).await? {
+                claimed.push(claim);
             }
-            self.staging.free_segment(segment).await?;
+        }
+        if claimed.is_empty() {
+            return Ok(0);
+        }
+        // Claims first, the catalog second: see the module invariants.
+        let referenced = self.catalog.segments_in_use().await?;
+        let mut freed = 0;
+        for claim in claimed {
+            // Checked at free time: a migration pins a segment before reading it.
+            let segment = claim.segment();
+            if referenced.contains(&segment) || self.migration.is_pinned(segment) {
+                continue; // dropping the claim releases it
+            }
+            self.staging.free_claimed(claim).await?;
             freed += 1;
         }
         Ok(freed)

@@ -275,3 +275,54 @@ async fn keys_outside_one_to_1024_bytes_are_refused() {
     }
     log.append(&"x".repeat(1024), &b"v"[..]).await.unwrap();
 }
+
+#[tokio::test]
+async fn two_logs_on_one_directory_never_append_to_the_same_segment() {
+    let dir = tempfile::tempdir().unwrap();
+    // Both open an empty directory, so both would pick segment 1 first.
+    let first = StagingLog::open(dir.path(), small_chunks()).await.unwrap();
+    let second = StagingLog::open(dir.path(), small_chunks()).await.unwrap();
+    let a = first.append("a", &pattern(5000, 1)[..]).await.unwrap();
+    let b = second.append("b", &pattern(7000, 2)[..]).await.unwrap();
+    assert_ne!(
+        a.segment, b.segment,
+        "the second log skipped the id the first took"
+    );
+    let a = (a.segment, a.offset, a.size_bytes);
+    let b = (b.segment, b.offset, b.size_bytes);
+    assert_eq!(
+        read_all(&second, a, "a", 0..a.2).await.unwrap(),
+        pattern(5000, 1)
+    );
+    assert_eq!(
+        read_all(&first, b, "b", 0..b.2).await.unwrap(),
+        pattern(7000, 2)
+    );
+}
+
+#[tokio::test]
+async fn a_segment_another_log_writes_is_in_use_until_that_log_lets_go() {
+    let dir = tempfile::tempdir().unwrap();
+    let writer = StagingLog::open(dir.path(), small_chunks()).await.unwrap();
+    let record = writer.append("a", &pattern(5000, 1)[..]).await.unwrap();
+    let segment = record.segment;
+    drop(record); // committed; the segment stays open for appends, so still locked
+    let other = StagingLog::open(dir.path(), small_chunks()).await.unwrap();
+    assert!(
+        other.scanned_records().is_empty(),
+        "a locked segment is not scanned"
+    );
+    let report = other.recover(&BTreeSet::new()).await.unwrap();
+    assert_eq!(report.segments_in_use, [segment]);
+    assert!(report.segments_deleted.is_empty() && report.bytes_truncated == 0);
+    assert!(matches!(
+        other.free_segment(segment).await,
+        Err(StagingError::NotFreeable { .. })
+    ));
+    assert!(segment_path(dir.path(), segment).exists());
+    drop(writer);
+    // The writer gone (as a process dies), the segment can be claimed and freed.
+    other.free_segment(segment).await.unwrap();
+    assert!(!segment_path(dir.path(), segment).exists());
+    assert_eq!(other.used_bytes(), 0);
+}
