@@ -396,6 +396,10 @@ pub struct Driver {
     commands: mpsc::Sender<Command>,
     activity: broadcast::Sender<GroupActivity>,
     disk_events: broadcast::Sender<DiskEvent>,
+    /// Subscribed before the loop started and handed to the first [`Driver::subscribe_disk_events`]
+    /// caller: a refusal or failure in the loop's first moments (a policy that spins groups up
+    /// at once) is not lost to a subscriber that attaches right after `start`.
+    first_disk_events: Arc<Mutex<Option<broadcast::Receiver<DiskEvent>>>>,
     audit: Arc<Mutex<BudgetAudit>>,
 }
 
@@ -436,7 +440,7 @@ impl Driver {
         // completion channel never makes a finished task wait.
         let (completions, completion_receiver) = mpsc::channel(disks.len() + groups.len() + 1);
         let (activity, _) = broadcast::channel(config.event_capacity);
-        let (disk_events, _) = broadcast::channel(config.event_capacity);
+        let (disk_events, first_disk_events) = broadcast::channel(config.event_capacity);
         let group_count = groups.len();
         let engine = Engine {
             policy,
@@ -465,6 +469,7 @@ impl Driver {
             commands,
             activity,
             disk_events,
+            first_disk_events: Arc::new(Mutex::new(Some(first_disk_events))),
             audit,
         })
     }
@@ -518,9 +523,15 @@ impl Driver {
         self.activity.subscribe()
     }
 
-    /// Disk failures and audit refusals from now on.
+    /// Disk failures and audit refusals from now on; the first caller gets them from the
+    /// driver's start (at most `event_capacity` of them are kept until then).
     pub fn subscribe_disk_events(&self) -> broadcast::Receiver<DiskEvent> {
-        self.disk_events.subscribe()
+        let first = self
+            .first_disk_events
+            .lock()
+            .expect("the first-subscriber slot is never poisoned")
+            .take();
+        first.unwrap_or_else(|| self.disk_events.subscribe())
     }
 
     /// Marks `disk` failed (operator action, or the store found it unreadable): the disk is told
