@@ -13,6 +13,11 @@
 #   each fsynced, catalog committed); MB/s counts object bytes, not the k + r expansion;
 # - dd read, store GET while staged, store GET after the flush (reads k data stacks), each GET
 #   also with --verify (whole-object BLAKE3 on top of the per-chunk crc32c).
+# - The same bytes read by dd right before each GET: the staging segment the staged GET reads,
+#   and the k data stack files the migrated GET reads (one dd per file, all at once, as the GET
+#   reads them on one thread per core). On a virtual disk the host caches files unevenly, so a
+#   dd of another file (dd.out) can read at a different speed from the store's own files; these
+#   rows are the like-for-like peers, and each GET row gives its ratio to both.
 set -euo pipefail
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-target}
 cargo build --release --locked -q -p spinwise-cli
@@ -34,7 +39,17 @@ seconds() { local start; start=$(now); "$@" > /dev/null; echo "$(now) - $start" 
 mbps() { echo "scale=0; $SIZE_MIB * 1.048576 / $1" | bc -l; }
 median() { printf '%s\n' "$@" | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 
-declare -a dd_w dd_r put get_staged get_staged_verify flush get_migrated get_migrated_verify
+# The k data stack files of the only blob: columns 0..k-1 (k from the layout), on whichever disks.
+data_stacks() {
+  local k
+  k=$(python3 -c "import json, sys; print(json.load(open(sys.argv[1]))['erasure']['k'])" "$1/layout.json")
+  for column in $(seq 0 $((k - 1))); do
+    find "$1/disks" -name "blob-*-c$(printf '%03d' "$column").stack"
+  done
+}
+dd_all() { local f; for f in "$@"; do dd if="$f" of=/dev/null bs=1M status=none & done; wait; }
+
+declare -a dd_w dd_r dd_segment dd_stacks put get_staged get_staged_verify flush get_migrated get_migrated_verify
 cache=cached
 for rep in $(seq "$REPS"); do
   rm -rf "$WORK/data" "$WORK/dd.out"
@@ -42,9 +57,13 @@ for rep in $(seq "$REPS"); do
   cache=$(drop_cache); dd_w+=("$(seconds dd if="$SRC" of="$WORK/dd.out" bs=1M conv=fsync status=none)")
   cache=$(drop_cache); put+=("$(seconds "$BIN" store --data "$WORK/data" put big "$SRC")")
   cache=$(drop_cache); dd_r+=("$(seconds dd if="$WORK/dd.out" of=/dev/null bs=1M status=none)")
+  segment=$(ls -S "$WORK/data/staging"/seg-*.log | head -1)
+  cache=$(drop_cache); dd_segment+=("$(seconds dd if="$segment" of=/dev/null bs=1M status=none)")
   cache=$(drop_cache); get_staged+=("$(seconds "$BIN" store --data "$WORK/data" get big /dev/null)")
   cache=$(drop_cache); get_staged_verify+=("$(seconds "$BIN" store --data "$WORK/data" get --verify big /dev/null)")
   cache=$(drop_cache); flush+=("$(seconds "$BIN" store --data "$WORK/data" flush)")
+  mapfile -t stacks < <(data_stacks "$WORK/data")
+  cache=$(drop_cache); dd_stacks+=("$(seconds dd_all "${stacks[@]}")")
   cache=$(drop_cache); get_migrated+=("$(seconds "$BIN" store --data "$WORK/data" get big /dev/null)")
   cache=$(drop_cache); get_migrated_verify+=("$(seconds "$BIN" store --data "$WORK/data" get --verify big /dev/null)")
 done
@@ -54,21 +73,24 @@ echo "Machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores, $(uname 
 echo "Filesystem: $(df -T "$WORK" | awk 'NR==2 {print $2 " (" $1 ")"}'); page cache before each step: $cache"
 echo "Load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
-echo "| operation ($SIZE_MIB MiB, median of $REPS) | MB/s | vs dd | seconds (every run) | command |"
-echo "|---|---|---|---|---|"
+echo "| operation ($SIZE_MIB MiB, median of $REPS) | MB/s | vs dd | vs dd of the same file(s) | seconds (every run) | command |"
+echo "|---|---|---|---|---|---|"
+ratio() { echo "scale=0; 100 * $(median "${!1}") / $2" | bc -l; }
+# row NAME COMMAND PEER_ARRAY SAME_FILE_PEER_ARRAY|- RUNS...
 row() {
-  local name=$1 command=$2 peer=$3; shift 3
-  local m p; m=$(median "$@"); p=$(median "${peer_runs[@]}")
-  local ratio; ratio=$(echo "scale=0; 100 * $p / $m" | bc -l)
-  echo "| $name | $(mbps "$m") | ${ratio}% | $* | \`$command\` |"
+  local name=$1 command=$2 peer=$3 same=$4; shift 4
+  local m; m=$(median "$@")
+  local same_ratio=—
+  if [ "$same" != - ]; then same_ratio="$(ratio "$same" "$m")%"; fi
+  echo "| $name | $(mbps "$m") | $(ratio "$peer" "$m")% | $same_ratio | $* | \`$command\` |"
 }
-peer_runs=("${dd_w[@]}")
-row "dd write + fsync" "dd if=SRC of=OUT bs=1M conv=fsync" dd "${dd_w[@]}"
-row "store PUT (acknowledged: staged + fsynced)" "spinwise store --data D put big SRC" dd "${put[@]}"
-row "store flush (erasure-coded onto the emulated disks)" "spinwise store --data D flush" dd "${flush[@]}"
-peer_runs=("${dd_r[@]}")
-row "dd read" "dd if=OUT of=/dev/null bs=1M" dd "${dd_r[@]}"
-row "store GET (staged)" "spinwise store --data D get big /dev/null" dd "${get_staged[@]}"
-row "store GET (staged) --verify (+ whole-object BLAKE3)" "spinwise store --data D get --verify big /dev/null" dd "${get_staged_verify[@]}"
-row "store GET (migrated: k data stacks)" "spinwise store --data D get big /dev/null" dd "${get_migrated[@]}"
-row "store GET (migrated) --verify" "spinwise store --data D get --verify big /dev/null" dd "${get_migrated_verify[@]}"
+row "dd write + fsync" "dd if=SRC of=OUT bs=1M conv=fsync" "dd_w[@]" - "${dd_w[@]}"
+row "store PUT (acknowledged: staged + fsynced)" "spinwise store --data D put big SRC" "dd_w[@]" - "${put[@]}"
+row "store flush (erasure-coded onto the emulated disks)" "spinwise store --data D flush" "dd_w[@]" - "${flush[@]}"
+row "dd read" "dd if=OUT of=/dev/null bs=1M" "dd_r[@]" - "${dd_r[@]}"
+row "dd read of the staging segment" "dd if=D/staging/seg-N.log of=/dev/null bs=1M" "dd_r[@]" "dd_segment[@]" "${dd_segment[@]}"
+row "store GET (staged)" "spinwise store --data D get big /dev/null" "dd_r[@]" "dd_segment[@]" "${get_staged[@]}"
+row "store GET (staged) --verify (+ whole-object BLAKE3)" "spinwise store --data D get --verify big /dev/null" "dd_r[@]" "dd_segment[@]" "${get_staged_verify[@]}"
+row "dd read of the k data stacks (k dd at once)" "dd if=D/disks/…/blob-…-cNNN.stack of=/dev/null bs=1M &, N < k" "dd_r[@]" "dd_stacks[@]" "${dd_stacks[@]}"
+row "store GET (migrated: k data stacks)" "spinwise store --data D get big /dev/null" "dd_r[@]" "dd_stacks[@]" "${get_migrated[@]}"
+row "store GET (migrated) --verify" "spinwise store --data D get --verify big /dev/null" "dd_r[@]" "dd_stacks[@]" "${get_migrated_verify[@]}"

@@ -276,7 +276,15 @@ fn pelican_fig9_quick_reports_wear_and_power_beside_all_active() {
         "pelican-fig9",
         3,
         &["spin_ups_per_disk_year", "tb_per_disk_year", "power"],
-        &["Pelican §4.5", "3.7 kW", "99 TB", "10.9 kW", "0.5 req/s"],
+        &[
+            "Pelican §4.5",
+            "3.7 kW",
+            "99 TB",
+            "10.9 kW",
+            "0.5 req/s",
+            "28.9 Gbps",
+            "31.8 Gbps if its TB are TiB",
+        ],
     );
     // Per-disk-year metrics are consistent with the raw counts they scale.
     let year_s = 365.0 * 24.0 * 3600.0; // the simulator's year

@@ -55,7 +55,7 @@ impl Pool {
         let mut crcs = Vec::new();
         for stripe in 0..stripes {
             for column in 0..code.columns() {
-                crcs.push(crc32c::crc32c(fragment_of(
+                crcs.push(spinwise_ec::checksum::crc32c(fragment_of(
                     &code, &data, &parity, stripe, column,
                 )));
             }
@@ -332,7 +332,7 @@ fn crc_rate(pool: &Pool) -> Rate {
     measure((repeats * pool.data.len()) as u64, || {
         for _ in 0..repeats {
             for chunk in pool.data.chunks_exact(fragment) {
-                black_box(crc32c::crc32c(chunk));
+                black_box(spinwise_ec::checksum::crc32c(chunk));
             }
         }
     })

@@ -191,7 +191,7 @@ impl<'c> StripeDecoder<'c> {
         self.reconstruct(stripe, column >= self.code.data_columns())?;
         self.record_faults(stripe, Some(column), &mut report);
         let fragment = self.fragment(column);
-        let crc = crc32c::crc32c(fragment);
+        let crc = crate::checksum::crc32c(fragment);
         framed_out[..fragment.len()].copy_from_slice(fragment);
         framed_out[fragment.len()..].copy_from_slice(&crc.to_le_bytes());
         Ok(report)
@@ -376,7 +376,7 @@ pub fn verify_framed(framed: &[u8]) -> Result<(), FragmentFault> {
     );
     let (fragment, crc) = framed.split_at(framed.len() - 4);
     let stored = u32::from_le_bytes(crc.try_into().expect("4 bytes"));
-    let computed = crc32c::crc32c(fragment);
+    let computed = crate::checksum::crc32c(fragment);
     if stored == computed {
         Ok(())
     } else {

@@ -131,7 +131,7 @@ impl<'c, R: Read> BlobEncoder<'c, R> {
             .chunks_exact(fragment_bytes)
             .chain(self.parity.chunks_exact(fragment_bytes));
         for (crc, fragment) in self.crcs.iter_mut().zip(fragments) {
-            *crc = crc32c::crc32c(fragment);
+            *crc = crate::checksum::crc32c(fragment);
         }
         Ok(Some(EncodedStripe {
             stripe,

@@ -88,7 +88,7 @@ impl StackHeader {
         bytes[32..40].copy_from_slice(&self.blob_bytes.to_le_bytes());
         bytes[40..48].copy_from_slice(&self.stripe_count.to_le_bytes());
         bytes[48..80].copy_from_slice(&self.content_hash);
-        let crc = crc32c::crc32c(&bytes[..CHECKED_BYTES]);
+        let crc = crate::checksum::crc32c(&bytes[..CHECKED_BYTES]);
         bytes[80..84].copy_from_slice(&crc.to_le_bytes());
         bytes
     }
@@ -117,7 +117,7 @@ impl StackHeader {
             });
         }
         let stored = read_u32(bytes, 80);
-        let computed = crc32c::crc32c(&bytes[..CHECKED_BYTES]);
+        let computed = crate::checksum::crc32c(&bytes[..CHECKED_BYTES]);
         if stored != computed {
             return Err(FormatError::HeaderChecksum { stored, computed });
         }

@@ -7,6 +7,7 @@
 //! and column `c` of every stripe forms one stripe-stack file: an 84-byte header (with the
 //! blob's BLAKE3) then, per stripe, the fragment and its crc32c.
 //!
+//! - [`checksum`]: CRC-32C for every checksum of the formats.
 //! - [`Code`]: a validated `k + r` shape with its layout arithmetic and [`Code::encode_stripe`].
 //! - [`StackHeader`] / [`FormatError`]: the header, encoded and strictly decoded.
 //! - [`BlobEncoder`]: an `io::Read` in, framed fragments out, one stripe of memory.
@@ -22,6 +23,7 @@
 //! decoder, whatever the blob size); bytes reach a reader only after their crc (or a
 //! reconstruction from crc-checked fragments) vouches for them; bad input is a typed error.
 
+pub mod checksum;
 mod code;
 mod decoder;
 mod encoder;

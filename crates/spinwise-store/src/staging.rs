@@ -36,6 +36,7 @@
 use crate::buffers::BufferPool;
 use crate::hashing::BackgroundHasher;
 use bytes::Bytes;
+use spinwise_ec::checksum::{crc32c, crc32c_of_parts};
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{Read, Seek, SeekFrom};
 use std::ops::Range;
@@ -335,7 +336,7 @@ fn segment_header(segment: SegmentId, chunk_bytes: u32) -> [u8; 32] {
     header[8..12].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
     header[12..16].copy_from_slice(&chunk_bytes.to_le_bytes());
     header[16..24].copy_from_slice(&segment.to_le_bytes());
-    let crc = crc32c::crc32c(&header[0..28]);
+    let crc = crc32c(&header[0..28]);
     header[28..32].copy_from_slice(&crc.to_le_bytes());
     header
 }
@@ -348,7 +349,7 @@ fn record_header(key: &str, chunk_bytes: u32) -> Vec<u8> {
     header.extend_from_slice(&chunk_bytes.to_le_bytes());
     header.extend_from_slice(&(key.len() as u32).to_le_bytes());
     header.extend_from_slice(key.as_bytes());
-    let crc = crc32c::crc32c(&header);
+    let crc = crc32c(&header);
     header.extend_from_slice(&crc.to_le_bytes());
     header
 }
@@ -357,13 +358,13 @@ fn trailer(size_bytes: u64, hash: &ContentHash) -> [u8; 48] {
     let mut trailer = [0u8; 48];
     trailer[4..12].copy_from_slice(&size_bytes.to_le_bytes());
     trailer[12..44].copy_from_slice(hash);
-    let crc = crc32c::crc32c(&trailer[0..44]);
+    let crc = crc32c(&trailer[0..44]);
     trailer[44..48].copy_from_slice(&crc.to_le_bytes());
     trailer
 }
 
 fn frame_crc(length_bytes: u32, data: &[u8]) -> u32 {
-    crc32c::crc32c_append(crc32c::crc32c(&length_bytes.to_le_bytes()), data)
+    crc32c_of_parts(&[&length_bytes.to_le_bytes(), data])
 }
 
 fn le_u16(bytes: &[u8]) -> u16 {
@@ -406,7 +407,7 @@ fn read_record_header(reader: &mut impl Read) -> std::result::Result<RecordHeade
     reader
         .read_exact(&mut rest)
         .map_err(|e| format!("record key: {e}"))?;
-    let crc = crc32c::crc32c_append(crc32c::crc32c(&fixed), &rest[..key_bytes]);
+    let crc = crc32c_of_parts(&[&fixed, &rest[..key_bytes]]);
     if crc != le_u32(&rest[key_bytes..]) {
         return Err("record header crc mismatch".into());
     }
@@ -426,7 +427,7 @@ fn parse_trailer(trailer: &[u8; 48]) -> std::result::Result<(u64, ContentHash), 
     if le_u32(&trailer[0..4]) != 0 {
         return Err("trailer end marker is not 0".into());
     }
-    if crc32c::crc32c(&trailer[0..44]) != le_u32(&trailer[44..48]) {
+    if crc32c(&trailer[0..44]) != le_u32(&trailer[44..48]) {
         return Err("trailer crc mismatch".into());
     }
     let hash: ContentHash = trailer[12..44].try_into().expect("32 bytes");
@@ -502,7 +503,7 @@ fn scan_segment(claimed: &ClaimedSegment) -> Result<SegmentScan> {
         && &header[0..8] == SEGMENT_MAGIC
         && le_u32(&header[8..12]) == FORMAT_VERSION
         && le_u64(&header[16..24]) == segment
-        && crc32c::crc32c(&header[0..28]) == le_u32(&header[28..32]);
+        && crc32c(&header[0..28]) == le_u32(&header[28..32]);
     let mut scan = SegmentScan {
         valid_end: 0,
         file_length,

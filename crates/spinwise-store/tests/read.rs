@@ -89,6 +89,23 @@ async fn migrated_objects_of_every_size_and_any_range_read_back_byte_exact() {
         let (read, _) = get_all(&store, key, Some(range.clone())).await.unwrap();
         assert_eq!(read, &bytes[range.start as usize..range.end as usize]);
     }
+    // Ranges of the 5 MiB object crossing and ending on the edges of the runs of stripes that
+    // reader threads fetch together (crate::read::RUN_TARGET_BYTES).
+    let (key, bytes) = &objects[6];
+    let stripe = store.rack_io().code.stripe_data_bytes();
+    let run = spinwise_store::read::RUN_TARGET_BYTES.div_ceil(stripe) * stripe;
+    for range in [
+        run - 1..run + 1,
+        run..2 * run,
+        stripe + 3..3 * run + stripe - 3,
+        2 * run - stripe..bytes.len() as u64,
+    ] {
+        let (read, _) = get_all(&store, key, Some(range.clone())).await.unwrap();
+        assert!(
+            read == bytes[range.start as usize..range.end as usize],
+            "{range:?}"
+        );
+    }
     // The read waited for its group through the scheduler, and no budget was broken.
     let mut reader = store.get(&objects[6].0, None).await.unwrap();
     while reader.next_chunk().await.unwrap().is_some() {}
