@@ -48,6 +48,10 @@ use tokio::sync::{Mutex, mpsc};
 pub const RESTORE_MODE_TAG: &str = "spinwise-restore-mode";
 /// The directory (in the data directory) holding restored copies.
 pub const RESTORED_DIR: &str = "s3-restored";
+/// The first wait before a restore refused by the scheduler's full queue tries again.
+const BUSY_RETRY_FIRST: Duration = Duration::from_millis(500);
+/// The longest wait between such tries.
+const BUSY_RETRY_MAX: Duration = Duration::from_secs(60);
 /// Bytes per chunk when a restored copy is served.
 const SERVE_CHUNK_BYTES: usize = 1 << 20;
 /// S3's limits on a bucket's tags.
@@ -521,9 +525,56 @@ impl Restorer {
         days.saturating_mul(day_ms)
     }
 
-    /// Copies the object, then publishes the copy (or records the failure).
+    /// Copies the object, then publishes the copy (or records the failure). A read the
+    /// scheduler's full queue refuses is tried again after [`BUSY_RETRY_FIRST`], doubling up to
+    /// [`BUSY_RETRY_MAX`], with the row still ongoing: a restore is a background job the client
+    /// polls with HEAD, so a busy rack delays it rather than failing it. While it waits the task
+    /// holds the restorer only weakly, so a stopping server is not kept alive by it (start-up
+    /// resumes the ongoing row).
     async fn run(self: Arc<Self>, row: RestoreRow) {
-        let outcome = self.copy(&row).await;
+        let mut restorer = self;
+        let mut wait = BUSY_RETRY_FIRST;
+        loop {
+            match restorer.copy(&row).await {
+                Err(RestoreError::Store(StoreError::Busy { reason, .. })) => {
+                    tracing::info!(
+                        key = row.store_key,
+                        %reason,
+                        retry_in_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
+                        "restore waits: the scheduler's queue is full"
+                    );
+                    let weak = Arc::downgrade(&restorer);
+                    drop(restorer);
+                    tokio::time::sleep(wait).await;
+                    let Some(again) = weak.upgrade() else {
+                        return;
+                    };
+                    restorer = again;
+                    if !restorer.still_ongoing(&row).await {
+                        return; // the object was replaced or deleted: its row is gone
+                    }
+                    wait = (wait * 2).min(BUSY_RETRY_MAX);
+                }
+                outcome => return restorer.record(&row, outcome).await,
+            }
+        }
+    }
+
+    /// True unless `row` is provably no longer this restore's ongoing row (a failed lookup
+    /// keeps it going: the outcome is recorded with a conditional update anyway).
+    async fn still_ongoing(&self, row: &RestoreRow) -> bool {
+        match self.row(&row.store_key).await {
+            Ok(Some(current)) => {
+                current.file_name == row.file_name && current.state == State::Ongoing
+            }
+            Ok(None) => false,
+            Err(_) => true,
+        }
+    }
+
+    /// Marks the row done (with its expiry) or failed; removes the files of a failed restore or
+    /// of one whose row went away meanwhile.
+    async fn record(&self, row: &RestoreRow, outcome: Result<(), RestoreError>) {
         let now = now_unix_ms();
         let recorded =
             match &outcome {

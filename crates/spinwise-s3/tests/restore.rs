@@ -2,7 +2,8 @@
 //! GETs of migrated objects until RestoreObject brought a verified copy back (HEAD shows the
 //! restore ongoing, then its expiry), the copy serves whole and ranged GETs and expires; sync
 //! buckets wait for the spin-up; bucket tagging switches the mode; concurrent restores of one
-//! group share a spin-up; RestoreObject's errors; a finished restore survives a restart.
+//! group share a spin-up; RestoreObject's errors; a finished restore survives a restart; a
+//! restore the scheduler's full queue refuses waits and finishes later.
 
 mod common;
 
@@ -21,7 +22,7 @@ use spinwise_sched::scheduler::Kind;
 use spinwise_store::driver::{GroupActivity, GroupDisks, GroupPhase, Job};
 use spinwise_store::{SqliteStore, Store, StoreConfig};
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 /// Spin-ups of about 0.4 s: long enough to see a restore ongoing, short enough for CI.
@@ -551,5 +552,71 @@ async fn a_restore_that_cannot_read_the_object_fails_shows_no_expiry_and_can_be_
     assert_eq!(restore(client, "lost", "gone.bin", 1).await, Ok(202));
     let again = wait_restored(client, "lost", "gone.bin").await;
     assert_eq!(again, "ongoing-request=\"false\"");
+    harness.server.stop().await;
+}
+
+/// A gate the test opens once; jobs wait on it.
+#[derive(Default)]
+struct Gate {
+    open: Mutex<bool>,
+    opened: Condvar,
+}
+
+impl Gate {
+    fn wait(&self) {
+        let mut open = self.open.lock().unwrap();
+        while !*open {
+            open = self.opened.wait(open).unwrap();
+        }
+    }
+    fn open(&self) {
+        *self.open.lock().unwrap() = true;
+        self.opened.notify_all();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restore_refused_by_a_full_scheduler_queue_waits_and_finishes_once_there_is_room() {
+    let mut config = common::config(Some(1));
+    config.time_factor = TIME_FACTOR;
+    let harness = start_with(config, settings(RestoreMode::Async, 86_400)).await;
+    let client = &harness.client;
+    let bytes = pattern(300_000, 61);
+    cold_object(&harness, "busy", "later.bin", &bytes).await;
+    let group = migrated_group(&harness.store, "busy/later.bin").await;
+    // Jobs on the object's group that hold it until the gate opens, submitted until the
+    // one-deep queue refuses one.
+    let gate = Arc::new(Gate::default());
+    let driver = &harness.store.rack_io().driver;
+    let mut held = Vec::new();
+    loop {
+        let gate = gate.clone();
+        let job = Job::new(group, 0, Kind::Client, move |_: &GroupDisks| gate.wait());
+        match driver.submit(job).await {
+            Ok(handle) => held.push(handle),
+            Err(_) => break,
+        }
+        assert!(held.len() < 100, "the scheduler's queue never filled");
+    }
+
+    assert_eq!(restore(client, "busy", "later.bin", 1).await, Ok(202));
+    // The restore's read is refused (the queue is full) and tried again later; it stays
+    // ongoing instead of failing.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(
+        restore_header(client, "busy", "later.bin").await.as_deref(),
+        Some("ongoing-request=\"true\"")
+    );
+    assert_eq!(
+        get_error(client, "busy", "later.bin").await,
+        "403 InvalidObjectState"
+    );
+    gate.open();
+    for handle in held {
+        handle.wait().await.unwrap();
+    }
+    let header = wait_restored(client, "busy", "later.bin").await;
+    assert!(header.contains("expiry-date"), "{header}");
+    assert!(get_bytes(client, "busy", "later.bin", None).await == bytes);
     harness.server.stop().await;
 }
