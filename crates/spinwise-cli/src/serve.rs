@@ -84,6 +84,10 @@ pub struct ServeArgs {
     /// large PUT on a small machine; docs/s3.md "ETags").
     #[arg(long, value_name = "MODE", default_value = "md5")]
     pub etag: EtagMode,
+    /// Abort multipart uploads still open this many days after they started, freeing their
+    /// part files and open-upload slots (0: never; S3's AbortIncompleteMultipartUpload).
+    #[arg(long, value_name = "DAYS", default_value_t = 7)]
+    pub abandon_uploads_after_days: u64,
     /// A PEM certificate chain (leaf first): serve HTTPS instead of plain HTTP (with --tls-key).
     #[arg(long, value_name = "CERT.pem", requires = "tls_key")]
     pub tls_cert: Option<PathBuf>,
@@ -286,6 +290,7 @@ async fn serve(args: &ServeArgs) -> CliResult<()> {
         default_restore_mode: args.restore_mode,
         restore_capacity_bytes: args.restore_capacity_bytes,
         etag_mode: args.etag,
+        abandon_uploads_after_s: args.abandon_uploads_after_days.saturating_mul(86_400),
         ..S3Settings::default()
     };
     let s3 = SpinwiseS3::new(Arc::clone(&store), meta.clone(), settings)

@@ -2,7 +2,8 @@
 //! credentials once, unsigned requests are refused, SIGTERM stops it cleanly, a restart reuses
 //! the saved credentials, and rack flags for an existing store are refused. With --tls-cert and
 //! --tls-key it serves https:// (plaintext gets no HTTP answer) and stops cleanly; a lone, missing
-//! or invalid PEM file fails the start with an error naming it and creates nothing.
+//! or invalid PEM file fails the start with an error naming it and creates nothing. `--help`
+//! explains --abandon-uploads-after-days, which takes whole days (0: never).
 
 use std::io::{BufRead as _, BufReader, Read as _, Write as _};
 use std::net::TcpStream;
@@ -221,4 +222,35 @@ fn serve_with_a_certificate_serves_https_refuses_plaintext_and_stops_cleanly() {
     let (clean, stderr) = terminate(child);
     assert!(clean, "{stderr}");
     assert!(stderr.contains("stopped"), "{stderr}");
+}
+
+#[test]
+fn serve_help_explains_abandon_uploads_after_days_and_the_flag_takes_whole_days() {
+    let help = spinwise().args(["serve", "--help"]).output().unwrap();
+    assert!(help.status.success());
+    let text = String::from_utf8_lossy(&help.stdout);
+    assert!(
+        text.contains("--abandon-uploads-after-days <DAYS>"),
+        "{text}"
+    );
+    assert!(text.contains("multipart uploads still open"), "{text}");
+    assert!(text.contains("[default: 7]"), "{text}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("spinwise-data");
+    let stderr = refused_start(&data, &["--abandon-uploads-after-days", "a week"]);
+    assert!(stderr.contains("--abandon-uploads-after-days"), "{stderr}");
+    assert!(!data.exists(), "a refused flag creates nothing");
+
+    let (child, _, _) = start(
+        &data,
+        &[
+            "--time-factor",
+            "0.001",
+            "--abandon-uploads-after-days",
+            "0",
+        ],
+    );
+    let (clean, stderr) = terminate(child);
+    assert!(clean, "{stderr}");
 }

@@ -10,7 +10,9 @@
 //!   and its catalog commit (`Store::put_with`), keyed by the BLAKE3 the store computed;
 //! - [`multipart`] holds multipart upload (create, parts, copy parts, complete, abort, list):
 //!   open uploads and parts as rows of the [`MetaDb`], part bytes as files in
-//!   `DATA/s3-multipart/`, completion as one store PUT through the PutObject path;
+//!   `DATA/s3-multipart/`, completion as one store PUT through the PutObject path; uploads
+//!   older than `S3Settings::abandon_uploads_after_s` are aborted by a sweeper
+//!   ([`multipart::expiry`]);
 //! - [`body`] streams a request body into the store, hashing what S3 needs (MD5 for the ETag
 //!   unless `EtagMode::Blake3`, `x-amz-checksum-*`; a large body on a thread of its own) and
 //!   refusing bad digests and bodies over the limit before anything is committed;

@@ -18,6 +18,7 @@
 use crate::body::{BodyStream, Digests, Expected, Upload, Wanted};
 use crate::meta::{MetaDb, MetaError, ObjectMeta};
 use crate::multipart::Multipart;
+use crate::multipart::expiry::UploadExpiry;
 use crate::names::{
     after_prefix, bucket_prefix, check_bucket, decode_token, encode_token, store_key,
 };
@@ -64,6 +65,10 @@ pub struct S3Settings {
     pub max_object_bytes: u64,
     /// Multipart uploads open at once, over all buckets (default 1000).
     pub max_open_uploads: u64,
+    /// Multipart: an upload started more than this many seconds ago is aborted (default 7 days,
+    /// 604,800; 0: never), freeing its part files and its open-upload slot
+    /// ([`crate::multipart::expiry`]).
+    pub abandon_uploads_after_s: u64,
     /// The restore mode a new bucket gets (`sync`; see [`crate::restore`]).
     pub default_restore_mode: RestoreMode,
     /// The length of a RestoreObject "day" in seconds (86400; tests use less).
@@ -124,6 +129,7 @@ impl Default for S3Settings {
             max_part_bytes: 5 << 30,
             max_object_bytes: 5 << 40,
             max_open_uploads: 1000,
+            abandon_uploads_after_s: 7 * 86_400,
             default_restore_mode: RestoreMode::Sync,
             restore_day_s: 86_400,
             restore_max_days: 30_000,
@@ -139,8 +145,10 @@ pub struct SpinwiseS3 {
     pub(crate) settings: S3Settings,
     key_locks: Vec<Mutex<()>>,
     pub(crate) bucket_gate: RwLock<()>,
-    pub(crate) multipart: Multipart,
+    pub(crate) multipart: Arc<Multipart>,
     restorer: Arc<Restorer>,
+    /// The sweeper of abandoned multipart uploads holds a weak handle to this (`None`: never).
+    pub(crate) upload_expiry: Option<Arc<UploadExpiry>>,
 }
 
 impl std::fmt::Debug for SpinwiseS3 {
@@ -357,7 +365,8 @@ impl Stream for ChunkStream {
 
 impl SpinwiseS3 {
     /// The S3 layer over `store`, its metadata database at `meta`. Sweeps metadata rows that
-    /// describe no stored object (left by PUTs a crash or a refusal interrupted).
+    /// describe no stored object (left by PUTs a crash or a refusal interrupted), aborts
+    /// multipart uploads older than `settings.abandon_uploads_after_s` and starts their sweeper.
     pub async fn new(
         store: Arc<SqliteStore>,
         meta: MetaDb,
@@ -371,14 +380,15 @@ impl SpinwiseS3 {
             settings.retry_after_s,
         )
         .await?;
-        let service = SpinwiseS3 {
+        let mut service = SpinwiseS3 {
             store,
             meta,
             settings,
             restorer,
             key_locks: (0..KEY_LOCK_STRIPES).map(|_| Mutex::new(())).collect(),
             bucket_gate: RwLock::new(()),
-            multipart: Multipart::new(&store_dir),
+            multipart: Arc::new(Multipart::new(&store_dir)),
+            upload_expiry: None,
         };
         let swept = service.sweep_orphans().await?;
         if swept > 0 {
@@ -388,6 +398,7 @@ impl SpinwiseS3 {
             );
         }
         service.sweep_multipart().await?;
+        service.start_upload_expiry().await?;
         Ok(service)
     }
 
@@ -400,6 +411,10 @@ impl SpinwiseS3 {
     /// The restores (RestoreObject, restored copies, bucket restore modes).
     pub fn restorer(&self) -> &Arc<Restorer> {
         &self.restorer
+    }
+    /// The expiry of abandoned multipart uploads (`None` when they never expire).
+    pub fn upload_expiry(&self) -> Option<&Arc<UploadExpiry>> {
+        self.upload_expiry.as_ref()
     }
 
     /// Removes metadata rows whose (key, content hash) the store does not hold; returns how many.

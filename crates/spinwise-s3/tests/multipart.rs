@@ -1,7 +1,8 @@
 //! Multipart upload end to end through aws-sdk-s3: objects assembled from parts byte-exact
 //! (whole and across part boundaries) with S3's `-N` ETag, Complete's part checks, abort,
 //! ListParts / ListMultipartUploads, part replacement, UploadPartCopy, limits, DeleteBucket
-//! with open uploads, and the start-up sweep of part files and rows.
+//! with open uploads, the start-up sweep of part files and rows, and the expiry of abandoned
+//! uploads by age (`S3Settings::abandon_uploads_after_s`).
 
 mod common;
 
@@ -11,6 +12,7 @@ use common::{Harness, code, get_bytes, pattern, start, start_with, status};
 use spinwise_s3::{MetaDb, S3Settings, SpinwiseS3};
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 const MIB: usize = 1 << 20;
 
@@ -696,5 +698,152 @@ async fn a_damaged_part_file_fails_complete_before_the_commit_and_leaves_the_upl
         .unwrap();
     let whole = [first, second].concat();
     assert!(get_bytes(&harness.client, "damage", "k", None).await == whole);
+    harness.server.stop().await;
+}
+
+/// The ids of the open uploads of `bucket`, as ListMultipartUploads shows them.
+async fn open_upload_ids(harness: &Harness, bucket: &str) -> Vec<String> {
+    let open = harness
+        .client
+        .list_multipart_uploads()
+        .bucket(bucket)
+        .send()
+        .await
+        .unwrap();
+    open.uploads()
+        .iter()
+        .filter_map(|upload| upload.upload_id.clone())
+        .collect()
+}
+
+/// How UploadPart, ListParts and Complete answer for `upload_id` of `bucket`/`key`.
+async fn upload_calls(harness: &Harness, bucket: &str, key: &str, upload_id: &str) -> [String; 3] {
+    let client = &harness.client;
+    let part = client
+        .upload_part()
+        .bucket(bucket)
+        .key(key)
+        .upload_id(upload_id)
+        .part_number(2)
+        .body(ByteStream::from(b"late".to_vec()))
+        .send()
+        .await
+        .map(|_| "ok".to_string())
+        .unwrap_or_else(|error| format!("{} {}", status(&error), code(&error)));
+    let parts = client
+        .list_parts()
+        .bucket(bucket)
+        .key(key)
+        .upload_id(upload_id)
+        .send()
+        .await
+        .map(|_| "ok".to_string())
+        .unwrap_or_else(|error| format!("{} {}", status(&error), code(&error)));
+    let completed = complete(harness, bucket, key, upload_id, &[(1, "\"00\"")])
+        .await
+        .map(|_| "ok".to_string())
+        .unwrap_or_else(|code| code);
+    [part, parts, completed]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn abandoned_uploads_are_aborted_once_their_age_passes_the_limit_and_free_their_slot() {
+    const LIMIT: Duration = Duration::from_secs(2);
+    let settings = S3Settings {
+        abandon_uploads_after_s: LIMIT.as_secs(),
+        max_open_uploads: 1,
+        ..S3Settings::default()
+    };
+    let harness = start_with(common::config(None), settings).await;
+    bucket(&harness, "expire").await;
+    let before_create = Instant::now();
+    let old = create(&harness, "expire", "old").await;
+    upload_part(&harness, "expire", "old", &old, 1, &pattern(1000, 1)).await;
+    assert_eq!(open_upload_ids(&harness, "expire").await, [old.as_str()]);
+    let old_dir = multipart_root(&harness).join(&old);
+    assert_eq!(entries(&old_dir).len(), 1, "the part's file");
+    let no_slot = harness
+        .client
+        .create_multipart_upload()
+        .bucket("expire")
+        .key("young")
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!(code(&no_slot), "SlowDown", "the one slot is taken");
+
+    // The sweeper runs every LIMIT/8; the upload goes once it is LIMIT old, not before.
+    let deadline = before_create + LIMIT + Duration::from_secs(10);
+    while open_upload_ids(&harness, "expire").await.contains(&old) {
+        assert!(
+            Instant::now() < deadline,
+            "the abandoned upload was not aborted"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // Less 10 ms: the server's start time is in whole milliseconds.
+    let aborted_after = before_create.elapsed();
+    assert!(
+        aborted_after + Duration::from_millis(10) >= LIMIT,
+        "aborted after only {aborted_after:?}"
+    );
+    assert!(!old_dir.exists(), "its part files are removed");
+    assert_eq!(
+        upload_calls(&harness, "expire", "old", &old).await,
+        ["404 NoSuchUpload", "404 NoSuchUpload", "NoSuchUpload"].map(String::from)
+    );
+
+    // The slot is free; a fresh upload lives through several sweeps and completes.
+    let young = create(&harness, "expire", "young").await;
+    let bytes = pattern(3000, 2);
+    let etag = upload_part(&harness, "expire", "young", &young, 1, &bytes).await;
+    tokio::time::sleep(LIMIT / 2).await;
+    assert_eq!(open_upload_ids(&harness, "expire").await, [young.as_str()]);
+    complete(&harness, "expire", "young", &young, &[(1, &etag)])
+        .await
+        .unwrap();
+    assert!(get_bytes(&harness.client, "expire", "young", None).await == bytes);
+    harness.server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_zero_limit_never_expires_uploads_and_a_restart_with_a_limit_aborts_old_ones_at_once() {
+    let settings = S3Settings {
+        abandon_uploads_after_s: 0,
+        ..S3Settings::default()
+    };
+    let harness = start_with(common::config(None), settings).await;
+    bucket(&harness, "keep").await;
+    let upload_id = create(&harness, "keep", "k").await;
+    upload_part(&harness, "keep", "k", &upload_id, 1, &pattern(500, 3)).await;
+    // Older than a 1 s limit would allow, yet still open with its part.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(
+        open_upload_ids(&harness, "keep").await,
+        [upload_id.as_str()]
+    );
+    let dir = multipart_root(&harness).join(&upload_id);
+    assert_eq!(entries(&dir).len(), 1);
+
+    // A service over the same store and database with a 1 s limit aborts it while starting.
+    let meta = MetaDb::open(&harness.data_dir.join(spinwise_s3::META_FILE))
+        .await
+        .unwrap();
+    let limited = S3Settings {
+        abandon_uploads_after_s: 1,
+        ..S3Settings::default()
+    };
+    let restarted = SpinwiseS3::new(Arc::clone(&harness.store), meta, limited)
+        .await
+        .unwrap();
+    assert!(restarted.upload_expiry().is_some());
+    assert_eq!(
+        restarted.meta().upload(&upload_id).await.unwrap(),
+        None,
+        "aborted by the start-up sweep"
+    );
+    assert!(!dir.exists());
+    drop(restarted);
+    assert!(open_upload_ids(&harness, "keep").await.is_empty());
     harness.server.stop().await;
 }

@@ -14,13 +14,17 @@
 //!   upload's rows only after the store committed: a crash leaves the upload open (complete it
 //!   again) or the object stored, never a partial object;
 //! - start-up ([`SpinwiseS3::sweep_multipart`]) removes part files no row names and part rows
-//!   whose file is missing.
+//!   whose file is missing;
+//! - an upload older than `S3Settings::abandon_uploads_after_s` is aborted by [`expiry`]'s
+//!   sweeper through the same [`remove_upload`] as AbortMultipartUpload, never while a part
+//!   upload or a completion holds its lock.
 
+pub mod expiry;
 pub mod files;
 pub mod rows;
 
 use crate::body::{BodyStream, Expected, Upload, Wanted};
-use crate::meta::MetaError;
+use crate::meta::{MetaDb, MetaError};
 use crate::names::store_key;
 use crate::service::{
     Described, SpinwiseS3, body_stream, checksum_headers, copy_source, described_from, expected_of,
@@ -469,11 +473,9 @@ impl SpinwiseS3 {
         let _upload_held = self.multipart.lock(&id).write().await;
         self.open_upload(&input.bucket, &input.key, &input.upload_id)
             .await?;
-        self.meta
-            .delete_upload(&id.hex())
+        remove_upload(&self.meta, &self.multipart, &id)
             .await
             .map_err(meta_error)?;
-        self.multipart.remove_upload_dir(&id).await;
         Ok(S3Response::new(AbortMultipartUploadOutput::default()))
     }
 
@@ -668,6 +670,19 @@ impl SpinwiseS3 {
         }
         removed
     }
+}
+
+/// Aborts upload `id`: its rows (one transaction), then its part files. The caller holds the
+/// upload's lock exclusively (AbortMultipartUpload and the expiry sweep, [`expiry`]); false if
+/// it was not open.
+pub(crate) async fn remove_upload(
+    meta: &MetaDb,
+    multipart: &Multipart,
+    id: &UploadId,
+) -> Result<bool, MetaError> {
+    let removed = meta.delete_upload(&id.hex()).await?;
+    multipart.remove_upload_dir(id).await;
+    Ok(removed)
 }
 
 struct UploadsQuery<'a> {

@@ -176,6 +176,26 @@ impl MetaDb {
         )
     }
 
+    /// Up to `limit` open uploads started before `cutoff_unix_ms`, oldest first (the expiry
+    /// sweep; at most `max_open_uploads` rows, so no index on the start time).
+    pub async fn uploads_started_before(
+        &self,
+        cutoff_unix_ms: i64,
+        limit: u32,
+    ) -> Result<Vec<UploadRow>, MetaError> {
+        let rows = sqlx::query(concat!(
+            "SELECT ",
+            upload_columns!(),
+            " FROM multipart_uploads WHERE started_unix_ms < ? \
+             ORDER BY started_unix_ms, upload_id LIMIT ?"
+        ))
+        .bind(cutoff_unix_ms)
+        .bind(i64::from(limit))
+        .fetch_all(self.pool())
+        .await?;
+        rows.iter().map(upload_from).collect()
+    }
+
     /// Whether `bucket` has open uploads (DeleteBucket refuses then).
     pub async fn bucket_has_uploads(&self, bucket: &str) -> Result<bool, MetaError> {
         let found: Option<i64> =
