@@ -237,26 +237,35 @@ fn credentials(args: &ServeArgs, data: &Path) -> CliResult<Credentials> {
     Ok(credentials)
 }
 
-/// Resolves on Ctrl-C or SIGTERM.
-async fn shutdown_signal() {
+/// Resolves on Ctrl-C or SIGTERM. The handlers are installed when this is called, not when the
+/// future is first polled: `serve` calls it before printing its address, so a SIGTERM sent as
+/// soon as the address shows (a supervisor, a test) stops the server cleanly instead of killing
+/// it with the signal's default action.
+fn shutdown_signal() -> impl std::future::Future<Output = ()> {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};
-        match signal(SignalKind::terminate()) {
-            Ok(mut terminate) => {
-                tokio::select! {
-                    _ = tokio::signal::ctrl_c() => {}
-                    _ = terminate.recv() => {}
+        let interrupt = signal(SignalKind::interrupt());
+        let terminate = signal(SignalKind::terminate());
+        async move {
+            match (interrupt, terminate) {
+                (Ok(mut interrupt), Ok(mut terminate)) => {
+                    tokio::select! {
+                        _ = interrupt.recv() => {}
+                        _ = terminate.recv() => {}
+                    }
                 }
-            }
-            Err(_) => {
-                let _ = tokio::signal::ctrl_c().await;
+                _ => {
+                    let _ = tokio::signal::ctrl_c().await;
+                }
             }
         }
     }
     #[cfg(not(unix))]
     {
-        let _ = tokio::signal::ctrl_c().await;
+        async {
+            let _ = tokio::signal::ctrl_c().await;
+        }
     }
 }
 
@@ -309,13 +318,14 @@ async fn serve(args: &ServeArgs) -> CliResult<()> {
             path: args.listen.to_string(),
             source,
         })?;
+    let stop = shutdown_signal();
     outln!(
         "serving S3 on {}://{} (data {}); Ctrl-C stops",
         server.scheme(),
         server.local_addr(),
         args.data.display()
     );
-    shutdown_signal().await;
+    stop.await;
     tracing::info!("stopping: finishing requests in flight");
     server.stop().await;
     let report = upkeep.stop().await;
