@@ -11,7 +11,10 @@
 //! - stopping closes the listener first, abandons handshakes still running, then waits for the
 //!   requests in flight to finish;
 //! - a response carrying a [`StatusOverride`] extension gets that status (s3s fixes each
-//!   operation's status otherwise).
+//!   operation's status otherwise);
+//! - a refusal (any status but 2xx) of a request that declared a body closes the connection
+//!   ([`close_after_refused_body`]): the body may be unread, and the bytes that follow on the
+//!   connection are then not known to be the next request.
 
 use crate::credentials::Credentials;
 use crate::service::SpinwiseS3;
@@ -111,12 +114,16 @@ impl Connections {
         IO: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
     {
         let service = self.service;
-        let with_status = hyper::service::service_fn(move |request| {
+        let with_status = hyper::service::service_fn(move |request: http::Request<_>| {
+            let declares_body = declares_body(request.headers());
             let call = hyper::service::Service::call(&service, request);
             async move {
                 let mut response = call.await?;
                 if let Some(StatusOverride(status)) = response.extensions_mut().remove() {
                     *response.status_mut() = status;
+                }
+                if declares_body {
+                    close_after_refused_body(&mut response);
                 }
                 Ok::<_, s3s::HttpError>(response)
             }
@@ -125,6 +132,35 @@ impl Connections {
         if let Err(error) = watcher.watch(connection).await {
             tracing::debug!(%error, "an S3 connection ended with an error");
         }
+    }
+}
+
+/// Whether a request's headers announce a body: a `Content-Length` above zero, or any
+/// `Transfer-Encoding` (chunked).
+fn declares_body(headers: &http::HeaderMap) -> bool {
+    let length = headers
+        .get(http::header::CONTENT_LENGTH)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.trim().parse::<u64>().ok());
+    headers.contains_key(http::header::TRANSFER_ENCODING) || length.is_some_and(|length| length > 0)
+}
+
+/// Marks a refusal of a request with a body `Connection: close`.
+///
+/// Why: a refusal (unknown bucket, bad signature, too large) is sent without reading the body.
+/// A client that sent `Expect: 100-continue` (boto3's PutObject does) then never sends the body
+/// and reuses the connection for its next request, while hyper, which has not decided whether
+/// the body is still coming, may later read that next request's first bytes as the refused
+/// body: a GET became `ET /…`, which failed its signature check (403 SignatureDoesNotMatch).
+/// Closing the connection is what RFC 9110 §10.1.1 offers a server that answers before the
+/// body; the client opens a new connection for its next request. Successful answers have read
+/// their body to the end, so their connection stays open.
+fn close_after_refused_body<B>(response: &mut http::Response<B>) {
+    if !response.status().is_success() {
+        response.headers_mut().insert(
+            http::header::CONNECTION,
+            http::HeaderValue::from_static("close"),
+        );
     }
 }
 

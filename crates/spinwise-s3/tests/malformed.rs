@@ -7,7 +7,7 @@
 mod common;
 
 use common::raw::request_from_bytes;
-use common::wire::{Answer, exchange, send_and_hang_up, signed_headers};
+use common::wire::{Answer, answer_on, exchange, send_and_hang_up, send_on, signed_headers};
 use common::{ACCESS_KEY, Harness, SECRET_KEY, files_under, pattern, start};
 use s3s::access::{S3Access, S3AccessContext};
 use s3s::service::{S3Service, S3ServiceBuilder};
@@ -93,6 +93,56 @@ async fn bad_xml_bodies_are_malformed_xml_and_change_nothing() {
         "a refused CreateBucket created the bucket"
     );
     assert_still_serving(&harness).await;
+}
+
+/// boto3 sends PutObject with `Expect: 100-continue`; refused before the body, it sends no body
+/// and reuses the connection. hyper could then read the next request's first bytes as the
+/// refused body (a GET arrived as `ET /…` and failed its signature). A refusal therefore closes
+/// the connection; an accepted body keeps it open for the next request.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_body_closes_its_connection_and_an_accepted_one_keeps_it() {
+    let harness = start().await;
+    let addr = harness.server.local_addr();
+    assert_eq!(signed(&harness, "PUT", "/kept", &[], b"").await.status, 200);
+
+    let mut socket = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let put = signed_headers(addr, "PUT", "/kept/a", &[], ACCESS_KEY, SECRET_KEY);
+    send_on(&mut socket, "PUT", "/kept/a", &put, 3, b"abc").await;
+    let (head, answer) = answer_on(&mut socket).await;
+    assert_eq!(answer.status, 200, "{head}{answer:?}");
+    assert!(!head.contains("connection: close"), "{head}");
+    let get = signed_headers(addr, "GET", "/kept/a", &[], ACCESS_KEY, SECRET_KEY);
+    send_on(&mut socket, "GET", "/kept/a", &get, 0, b"").await;
+    let (head, answer) = answer_on(&mut socket).await;
+    assert_eq!(
+        (answer.status, answer.body.as_str()),
+        (200, "abc"),
+        "{head}"
+    );
+
+    let expect = [("expect", "100-continue")];
+    for target in ["/missing/k", "/kept/too-big"] {
+        let mut socket = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let put = signed_headers(addr, "PUT", target, &expect, ACCESS_KEY, SECRET_KEY);
+        // One byte into an unknown bucket (boto3's case); 6 GiB, over the single-PUT limit.
+        let declared = if target == "/missing/k" { 1 } else { 6 << 30 };
+        send_on(&mut socket, "PUT", target, &put, declared, b"").await;
+        let (head, answer) = answer_on(&mut socket).await;
+        assert!(answer.status >= 400, "{target}: {head}{answer:?}");
+        assert!(head.contains("connection: close"), "{target}: {head}");
+        let mut rest = Vec::new();
+        let closed = tokio::time::timeout(
+            std::time::Duration::from_secs(10),
+            tokio::io::AsyncReadExt::read_to_end(&mut socket, &mut rest),
+        )
+        .await;
+        assert!(
+            matches!(closed, Ok(Ok(0))),
+            "{target}: the connection stayed open: {closed:?}"
+        );
+    }
+    let kept = signed(&harness, "GET", "/kept/a", &[], b"").await;
+    assert_eq!((kept.status, kept.body.as_str()), (200, "abc"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

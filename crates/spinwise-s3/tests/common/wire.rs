@@ -115,6 +115,62 @@ pub async fn exchange(
         .unwrap_or_else(|_| panic!("no answer within {ANSWER_TIMEOUT:?} to {method} {target}"))
 }
 
+/// Writes one request on an open connection, without `Connection: close`: `headers` as given
+/// (signed by the caller), a `content-length` of `declared_length`, and `body` (which may be
+/// shorter, as a client waiting for `100 Continue` sends nothing yet).
+pub async fn send_on(
+    socket: &mut TcpStream,
+    method: &str,
+    target: &str,
+    headers: &[(String, String)],
+    declared_length: usize,
+    body: &[u8],
+) {
+    let mut request = format!("{method} {target} HTTP/1.1\r\n").into_bytes();
+    for (name, value) in headers {
+        request.extend_from_slice(format!("{name}: {value}\r\n").as_bytes());
+    }
+    request.extend_from_slice(format!("content-length: {declared_length}\r\n\r\n").as_bytes());
+    request.extend_from_slice(body);
+    socket.write_all(&request).await.expect("writing a request");
+}
+
+/// Reads one answer (its head, lower-cased, and its `content-length` body) from an open
+/// connection, leaving the connection open.
+pub async fn answer_on(socket: &mut TcpStream) -> (String, Answer) {
+    tokio::time::timeout(ANSWER_TIMEOUT, read_one_answer(socket))
+        .await
+        .unwrap_or_else(|_| panic!("no answer within {ANSWER_TIMEOUT:?}"))
+}
+
+async fn read_one_answer(socket: &mut TcpStream) -> (String, Answer) {
+    let mut raw = Vec::new();
+    let head_end = loop {
+        if let Some(end) = raw.windows(4).position(|window| window == b"\r\n\r\n") {
+            break end + 4;
+        }
+        let mut chunk = [0u8; 4096];
+        let read = socket.read(&mut chunk).await.expect("reading an answer");
+        assert!(read > 0, "the connection closed before an answer's head");
+        raw.extend_from_slice(&chunk[..read]);
+    };
+    let head = String::from_utf8_lossy(&raw[..head_end]).to_lowercase();
+    let length: usize = head
+        .lines()
+        .find_map(|line| line.strip_prefix("content-length:"))
+        .map_or(0, |value| {
+            value.trim().parse().expect("a numeric content-length")
+        });
+    while raw.len() < head_end + length {
+        let mut chunk = [0u8; 4096];
+        let read = socket.read(&mut chunk).await.expect("reading an answer");
+        assert!(read > 0, "the connection closed inside an answer's body");
+        raw.extend_from_slice(&chunk[..read]);
+    }
+    let answer = parse_answer(&raw[..head_end + length]);
+    (head, answer)
+}
+
 /// Writes `request` (raw bytes, maybe cut short) and closes the sending side, as a client that
 /// dies mid-request; returns whatever the server answered.
 pub async fn send_and_hang_up(addr: SocketAddr, request: &[u8]) -> Answer {
