@@ -275,14 +275,18 @@ pub enum Claim {
 /// process took that id first).
 const SEGMENT_ID_ATTEMPTS: u32 = 1024;
 
-/// What the open-time scan found in one segment.
+/// What is known of one claimed segment. Opening reads only its header and length; records
+/// are checked when recovery asks for them ([`StagingLog::find_records`]), and the whole
+/// segment is walked only when that is not enough (see docs/staging-format.md, "Recovery").
 #[derive(Debug)]
 struct SegmentScan {
-    valid_end: u64,
     file_length: u64,
-    records: Vec<ScannedRecord>,
-    /// End offset of each record in `records`.
-    record_ends: Vec<u64>,
+    /// The chunk size the segment header names; `None` when the header is not valid.
+    chunk_bytes: Option<u32>,
+    /// Records checked valid, by offset, each with its end offset.
+    records: BTreeMap<u64, (ScannedRecord, u64)>,
+    /// Where the valid prefix ends, once the whole segment has been walked.
+    walked_to: Option<u64>,
 }
 
 struct Space {
@@ -492,8 +496,8 @@ fn scan_record(
     }
 }
 
-/// Scans one (claimed) segment file: header, then records until the first invalid one.
-fn scan_segment(claimed: &ClaimedSegment) -> Result<SegmentScan> {
+/// Reads one (claimed) segment's header and length; records are checked later, on demand.
+fn open_segment(claimed: &ClaimedSegment) -> Result<SegmentScan> {
     let (path, segment) = (&claimed.path, claimed.segment);
     let mut file = &claimed.file;
     file.seek(SeekFrom::Start(0)).map_err(io_error(path))?;
@@ -504,28 +508,130 @@ fn scan_segment(claimed: &ClaimedSegment) -> Result<SegmentScan> {
         && le_u32(&header[8..12]) == FORMAT_VERSION
         && le_u64(&header[16..24]) == segment
         && crc32c(&header[0..28]) == le_u32(&header[28..32]);
-    let mut scan = SegmentScan {
-        valid_end: 0,
+    Ok(SegmentScan {
         file_length,
-        records: Vec::new(),
-        record_ends: Vec::new(),
-    };
-    if !header_ok {
-        return Ok(scan);
+        chunk_bytes: header_ok.then(|| le_u32(&header[12..16])),
+        records: BTreeMap::new(),
+        walked_to: None,
+    })
+}
+
+/// Walks a whole segment: records from the header on, until the first invalid one. Reads a
+/// few bytes per chunk (one seek each), so it runs only when the catalog's sizes did not
+/// locate every referenced record ([`check_record_at`]).
+fn walk_segment(claimed: &ClaimedSegment, scan: &mut SegmentScan) {
+    if scan.walked_to.is_some() {
+        return;
     }
-    let chunk_bytes = le_u32(&header[12..16]);
-    scan.valid_end = SEGMENT_HEADER_BYTES;
-    while scan.valid_end < file_length {
-        match scan_record(&mut file, segment, scan.valid_end, file_length, chunk_bytes) {
-            Ok((record, end)) => {
-                scan.records.push(record);
-                scan.record_ends.push(end);
-                scan.valid_end = end;
-            }
-            Err(_) => break,
+    scan.records.clear();
+    let Some(chunk_bytes) = scan.chunk_bytes else {
+        scan.walked_to = Some(0);
+        return;
+    };
+    let mut file = &claimed.file;
+    let mut valid_end = SEGMENT_HEADER_BYTES;
+    while valid_end < scan.file_length {
+        let walked = scan_record(
+            &mut file,
+            claimed.segment,
+            valid_end,
+            scan.file_length,
+            chunk_bytes,
+        );
+        let Ok((record, end)) = walked else { break };
+        scan.records.insert(valid_end, (record, end));
+        valid_end = end;
+    }
+    scan.walked_to = Some(valid_end);
+}
+
+/// Checks the record at `offset` that the catalog says holds `size_bytes`, without walking its
+/// chunks: the record header (crc), the last chunk's length, the end marker and the trailer
+/// (crc, size). The chunks between are not looked at here; every read checks each one's
+/// length and crc32c. Returns the record and its end, or why it is not there.
+fn check_record_at(
+    file: &mut (impl Read + Seek),
+    segment: SegmentId,
+    (offset, size_bytes): (u64, u64),
+    scan: &SegmentScan,
+) -> std::result::Result<(ScannedRecord, u64), String> {
+    let chunk_bytes = scan.chunk_bytes.ok_or("the segment header is not valid")?;
+    file.seek(SeekFrom::Start(offset))
+        .map_err(|e| e.to_string())?;
+    let header = read_record_header(file)?;
+    if header.chunk_bytes != chunk_bytes {
+        return Err("record chunk size differs from its segment's".into());
+    }
+    let chunk = u64::from(chunk_bytes);
+    let chunks = size_bytes.div_ceil(chunk);
+    let payload = offset + header.length_bytes;
+    // Checked: the size comes from the catalog, and a damaged one must not overflow.
+    let trailer_at = chunks
+        .checked_mul(FRAME_HEADER_BYTES)
+        .and_then(|frames| frames.checked_add(size_bytes))
+        .and_then(|body| body.checked_add(payload));
+    let Some((trailer_at, end)) = trailer_at.map(|at| (at, at.saturating_add(TRAILER_BYTES)))
+    else {
+        return Err(format!("a record of {size_bytes} bytes cannot fit a file"));
+    };
+    if end > scan.file_length {
+        return Err(format!(
+            "a record of {size_bytes} bytes runs past the file's end"
+        ));
+    }
+    let mut length = [0u8; 4];
+    if chunks > 0 {
+        let last_at = payload + (chunks - 1) * (FRAME_HEADER_BYTES + chunk);
+        file.seek(SeekFrom::Start(last_at))
+            .and_then(|_| file.read_exact(&mut length))
+            .map_err(|e| format!("last chunk at {last_at}: {e}"))?;
+        if u64::from(le_u32(&length)) != size_bytes - (chunks - 1) * chunk {
+            return Err(format!("the last chunk's length at {last_at} does not fit"));
         }
     }
-    Ok(scan)
+    let mut trailer = [0u8; 48];
+    file.seek(SeekFrom::Start(trailer_at))
+        .and_then(|_| file.read_exact(&mut trailer))
+        .map_err(|e| format!("trailer at {trailer_at}: {e}"))?;
+    let (trailer_size, content_hash) = parse_trailer(&trailer)?;
+    if trailer_size != size_bytes {
+        return Err(format!(
+            "trailer says {trailer_size} bytes, not {size_bytes}"
+        ));
+    }
+    let record = ScannedRecord {
+        segment,
+        offset,
+        key: header.key,
+        size_bytes,
+        content_hash,
+    };
+    Ok((record, end))
+}
+
+/// Finds the record at `offset` of `size_bytes` in a claimed segment: one already checked, else
+/// checked now from the size ([`check_record_at`]), else by walking the whole segment.
+fn find_record(
+    claimed: &ClaimedSegment,
+    scan: &mut SegmentScan,
+    offset: u64,
+    size_bytes: u64,
+) -> Option<ScannedRecord> {
+    let known = |scan: &SegmentScan| scan.records.get(&offset).map(|(record, _)| record.clone());
+    if let Some(record) = known(scan) {
+        return Some(record);
+    }
+    if scan.walked_to.is_none() {
+        let mut file = &claimed.file;
+        match check_record_at(&mut file, claimed.segment, (offset, size_bytes), scan) {
+            Ok((record, end)) => {
+                scan.records.insert(offset, (record.clone(), end));
+                return Some(record);
+            }
+            Err(_) => walk_segment(claimed, scan),
+        }
+    }
+    known(scan)
 }
 
 /// Whether `path` still names the file open as `file` (same device and inode).
@@ -623,8 +729,8 @@ struct OpenScan {
     in_use: BTreeMap<SegmentId, u64>,
 }
 
-/// Lists the segments of `dir` (creating it if needed), claims and scans each one that no live
-/// process holds, and notes the others as in use.
+/// Lists the segments of `dir` (creating it if needed), claims each one that no live process
+/// holds and reads its header, and notes the others as in use.
 fn claim_and_scan(dir: &Path) -> Result<OpenScan> {
     std::fs::create_dir_all(dir).map_err(io_error(dir))?;
     let mut found = OpenScan {
@@ -641,7 +747,7 @@ fn claim_and_scan(dir: &Path) -> Result<OpenScan> {
         let path = entry.path();
         match claim_file(&path, segment)? {
             Claim::Claimed(claimed) => {
-                found.scans.insert(segment, scan_segment(&claimed)?);
+                found.scans.insert(segment, open_segment(&claimed)?);
                 found.claims.insert(segment, claimed);
             }
             Claim::InUse => match std::fs::metadata(&path) {
@@ -659,7 +765,8 @@ fn claim_and_scan(dir: &Path) -> Result<OpenScan> {
 
 impl StagingLog {
     /// Opens (creating if needed) the log in `dir`, claims every segment no live process holds
-    /// and scans it; all existing segments are sealed. Nothing is changed on disk until
+    /// and reads its header (records are checked by [`StagingLog::find_records`] and
+    /// [`StagingLog::recover`]); all existing segments are sealed. Nothing is changed on disk until
     /// [`StagingLog::recover`], which releases the claims (so does dropping the log).
     pub async fn open(dir: &Path, config: StagingConfig) -> Result<StagingLog> {
         config.check()?;
@@ -703,13 +810,49 @@ impl StagingLog {
         &self.dir
     }
 
-    /// Valid records the open-time scan found (in segment and offset order).
+    /// Every valid record of the claimed segments (in segment and offset order), found by
+    /// walking each whole segment: a few bytes read per chunk. For tools and tests; the store
+    /// asks only for the records it references ([`StagingLog::find_records`]).
     pub fn scanned_records(&self) -> Vec<ScannedRecord> {
-        let scans = self.scans.lock().expect("scan lock");
-        scans
-            .values()
-            .flat_map(|scan| scan.records.iter().cloned())
-            .collect()
+        let claims = self.open_claims.lock().expect("claims lock");
+        let mut scans = self.scans.lock().expect("scan lock");
+        let mut records = Vec::new();
+        for (segment, scan) in scans.iter_mut() {
+            let claimed = claims
+                .get(segment)
+                .expect("every scanned segment is claimed until recovery");
+            walk_segment(claimed, scan);
+            records.extend(scan.records.values().map(|(record, _)| record.clone()));
+        }
+        records
+    }
+
+    /// Checks the records the catalog says are staged, `wanted` as (segment, offset, size),
+    /// in the claimed segments (others are skipped), and returns those found valid. Each costs
+    /// a few small reads ([`check_record_at`]); a segment where one is not where its size says
+    /// is walked whole. Call between [`StagingLog::open`] and [`StagingLog::recover`], before
+    /// the log is shared: the claims are lent to a blocking thread meanwhile.
+    pub async fn find_records(
+        &self,
+        wanted: Vec<(SegmentId, u64, u64)>,
+    ) -> Result<Vec<ScannedRecord>> {
+        let claims = std::mem::take(&mut *self.open_claims.lock().expect("claims lock"));
+        let mut scans = std::mem::take(&mut *self.scans.lock().expect("scan lock"));
+        let (claims, scans, found) = blocking(move || {
+            let mut found = Vec::new();
+            for (segment, offset, size_bytes) in wanted {
+                let (Some(claimed), Some(scan)) = (claims.get(&segment), scans.get_mut(&segment))
+                else {
+                    continue;
+                };
+                found.extend(find_record(claimed, scan, offset, size_bytes));
+            }
+            Ok((claims, scans, found))
+        })
+        .await?;
+        *self.open_claims.lock().expect("claims lock") = claims;
+        *self.scans.lock().expect("scan lock") = scans;
+        Ok(found)
     }
 
     /// Reconciles the scanned (claimed) segments with what the catalog references
@@ -726,7 +869,7 @@ impl StagingLog {
             segments_in_use: self.in_use_at_open.clone(),
             ..RecoveryReport::default()
         };
-        for (segment, scan) in scans {
+        for (segment, mut scan) in scans {
             let claimed = claims
                 .remove(&segment)
                 .expect("every scanned segment is claimed until recovery");
@@ -739,16 +882,21 @@ impl StagingLog {
                 report.segments_deleted.push(segment);
                 continue;
             }
-            let valid: BTreeMap<u64, u64> = scan
-                .records
-                .iter()
-                .map(|r| r.offset)
-                .zip(scan.record_ends.iter().copied())
-                .collect();
+            // The records `find_records` checked usually cover every reference; a reference
+            // they miss needs the whole segment walked to know where its valid prefix ends.
+            let (claimed, scan) = if references.iter().all(|at| scan.records.contains_key(at)) {
+                (claimed, scan)
+            } else {
+                blocking(move || {
+                    walk_segment(&claimed, &mut scan);
+                    Ok((claimed, scan))
+                })
+                .await?
+            };
             let missing: Vec<u64> = references
                 .iter()
                 .copied()
-                .filter(|offset| !valid.contains_key(offset))
+                .filter(|offset| !scan.records.contains_key(offset))
                 .collect();
             report
                 .missing
@@ -756,12 +904,17 @@ impl StagingLog {
             // Everything after the last referenced record is garbage (torn, unacknowledged,
             // deleted); with a reference that matches no record, cut only what is invalid, and
             // nothing if that reference lies in it.
+            let end_of = |offset: &u64| scan.records[offset].1;
             let cut_at = if missing.is_empty() {
-                references.iter().map(|offset| valid[offset]).max()
-            } else if references.iter().all(|offset| *offset < scan.valid_end) {
-                Some(scan.valid_end)
+                references.iter().map(end_of).max()
             } else {
-                None
+                let valid_end = scan
+                    .walked_to
+                    .expect("a segment with a missing reference was walked");
+                references
+                    .iter()
+                    .all(|offset| *offset < valid_end)
+                    .then_some(valid_end)
             };
             if let Some(cut_at) = cut_at.filter(|cut| *cut < scan.file_length) {
                 self.truncate_claimed(claimed, cut_at).await?;

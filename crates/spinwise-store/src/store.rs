@@ -22,14 +22,15 @@ use crate::error::{StoreError, StoreResult, io_error};
 use crate::rack::{StoreRack, create_disks, open_rack};
 use crate::read::{MigratedReader, ReadTiming};
 use crate::staging::{
-    Claim, ContentCheck, MAX_KEY_BYTES, RecoveryReport, StagedReader, StagingError, StagingLog,
+    Claim, ContentCheck, MAX_KEY_BYTES, RecoveryReport, ScannedRecord, SegmentId, StagedReader,
+    StagingError, StagingLog,
 };
 use bytes::Bytes;
 use serde::Serialize;
 use spinwise_catalog::{Catalog, ObjectLocation, ObjectRecord, SqliteCatalog};
 use spinwise_ec::RepairReport;
 use spinwise_model::{Layout, Rack};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -169,22 +170,33 @@ impl<C: Catalog> Store<C> {
     async fn recover(&self) -> StoreResult<StoreRecovery> {
         // Read after the staging log claimed its segments (in `StagingLog::open`).
         let staged = self.catalog.staged_objects(u32::MAX).await?;
-        let scanned = self.staging.scanned_records();
         let in_use = self.staging.segments_in_use_at_open();
+        let mut wanted = Vec::new();
         let mut referenced = BTreeSet::new();
+        for object in &staged {
+            if let ObjectLocation::Staged { segment, offset } = object.location {
+                referenced.insert((segment, offset));
+                wanted.push((segment, offset, object.size_bytes));
+            }
+        }
+        // Only the records the catalog references are looked for (a few reads each), not
+        // every chunk of every segment; segments in use by a live process are skipped.
+        let found: BTreeMap<(SegmentId, u64), ScannedRecord> = self
+            .staging
+            .find_records(wanted)
+            .await?
+            .into_iter()
+            .map(|record| ((record.segment, record.offset), record))
+            .collect();
         let mut problems = Vec::new();
         for object in &staged {
             let ObjectLocation::Staged { segment, offset } = object.location else {
                 continue;
             };
-            referenced.insert((segment, offset));
             if in_use.contains(&segment) {
                 continue; // another live process's segment: not scanned, not ours to judge
             }
-            let found = scanned
-                .iter()
-                .find(|r| r.segment == segment && r.offset == offset);
-            match found {
+            match found.get(&(segment, offset)) {
                 Some(record)
                     if record.key == object.key
                         && record.size_bytes == object.size_bytes
