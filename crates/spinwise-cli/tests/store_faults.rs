@@ -176,8 +176,12 @@ fn kill_nine_during_puts_loses_no_acknowledged_object_and_shows_nothing_half_wri
             let size_bytes = sizes_bytes[rng.random_range(0..sizes_bytes.len())];
             let bytes = pattern(size_bytes, (round * 16 + slot) as u64 + 1);
             sent.insert(key.clone(), bytes.clone());
-            // Large bodies trickle in (2 ms per 64 KiB: ~0.2 s for 6 MiB) so kills land mid-body.
-            let pause_ms = if size_bytes > 1024 * 1024 { 2 } else { 0 };
+            // Large bodies trickle in (8 ms per 64 KiB: ~0.8 s for 6 MiB, longer than the kill
+            // window of at most 0.4 + 5 × 0.04 s, so every 6 MiB PUT is killed mid-body; ~0.14 s
+            // for 1 MiB, killed or not). Small bodies arrive at once and usually finish. The
+            // window must not depend on how fast a PUT process starts: on a faster VM, with
+            // 2 ms per 64 KiB, every PUT finished before its kill.
+            let pause_ms = if size_bytes > 1024 * 1024 { 8 } else { 0 };
             puts.push(start_put(&data, &key, bytes, pause_ms));
         }
         std::thread::sleep(Duration::from_millis(rng.random_range(0..400)));

@@ -464,25 +464,7 @@ fn scan_record(
             .map_err(|e| format!("frame at {position}: {e}"))?;
         let length_bytes = le_u32(&frame);
         if length_bytes == 0 {
-            let mut trailer = [0u8; 48];
-            file.seek(SeekFrom::Start(position))
-                .map_err(|e| e.to_string())?;
-            file.read_exact(&mut trailer)
-                .map_err(|e| format!("trailer at {position}: {e}"))?;
-            let (trailer_size, content_hash) = parse_trailer(&trailer)?;
-            if trailer_size != size_bytes {
-                return Err(format!(
-                    "trailer says {trailer_size} bytes, chunks hold {size_bytes}"
-                ));
-            }
-            let record = ScannedRecord {
-                segment,
-                offset,
-                key: header.key,
-                size_bytes,
-                content_hash,
-            };
-            return Ok((record, position + TRAILER_BYTES));
+            return finish_record(file, (segment, offset), header.key, position, size_bytes);
         }
         if length_bytes > header.chunk_bytes || last_was_short {
             return Err(format!("bad chunk length {length_bytes} at {position}"));
@@ -589,6 +571,18 @@ fn check_record_at(
             return Err(format!("the last chunk's length at {last_at} does not fit"));
         }
     }
+    finish_record(file, (segment, offset), header.key, trailer_at, size_bytes)
+}
+
+/// Reads the trailer at `trailer_at` of the record at `(segment, offset)` holding `key`, checks
+/// it says `size_bytes`, and returns the record with its end offset.
+fn finish_record(
+    file: &mut (impl Read + Seek),
+    (segment, offset): (SegmentId, u64),
+    key: String,
+    trailer_at: u64,
+    size_bytes: u64,
+) -> std::result::Result<(ScannedRecord, u64), String> {
     let mut trailer = [0u8; 48];
     file.seek(SeekFrom::Start(trailer_at))
         .and_then(|_| file.read_exact(&mut trailer))
@@ -596,17 +590,17 @@ fn check_record_at(
     let (trailer_size, content_hash) = parse_trailer(&trailer)?;
     if trailer_size != size_bytes {
         return Err(format!(
-            "trailer says {trailer_size} bytes, not {size_bytes}"
+            "trailer says {trailer_size} bytes, the chunks hold {size_bytes}"
         ));
     }
     let record = ScannedRecord {
         segment,
         offset,
-        key: header.key,
+        key,
         size_bytes,
         content_hash,
     };
-    Ok((record, end))
+    Ok((record, trailer_at + TRAILER_BYTES))
 }
 
 /// Finds the record at `offset` of `size_bytes` in a claimed segment: one already checked, else
