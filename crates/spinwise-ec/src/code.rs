@@ -4,12 +4,15 @@
 //!
 //! Invariants: a `Code` exists only for a valid shape (`1 ≤ k`, `k + r ≤ MAX_COLUMNS`,
 //! `1 ≤ F ≤ MAX_FRAGMENT_BYTES`); parity is systematic Cauchy Reed-Solomon over GF(2^8)
-//! (ISA-L's `gf_gen_cauchy1_matrix`), computed by rustfs-erasure-codec on one thread.
+//! (ISA-L's `gf_gen_cauchy1_matrix`), computed on one thread by our GFNI kernel where the CPU
+//! has GFNI and AVX-512 BW (`gfni.rs`), else by rustfs-erasure-codec; reconstruction is always
+//! rustfs-erasure-codec's. Both produce the same bytes (tested).
 
 use std::ops::Range;
 
 use rustfs_erasure_codec::{CodecOptions, MatrixMode, galois_8::ReedSolomon};
 
+use crate::gfni::GfniParity;
 use crate::header::HEADER_BYTES;
 
 /// Default fragment size: 128 KiB.
@@ -73,6 +76,8 @@ pub struct Code {
     fragment_bytes: usize,
     /// `None` when `r = 0` (the codec crate refuses zero parity; there is nothing to compute).
     codec: Option<ReedSolomon>,
+    /// The faster parity kernel, when `r > 0` and this CPU can run it.
+    gfni: Option<GfniParity>,
 }
 
 impl std::fmt::Debug for Code {
@@ -120,12 +125,27 @@ impl Code {
                 .map_err(|error| EcError::Codec(format!("{error:?}")))?;
             Some(codec)
         };
+        let gfni = match parity_columns {
+            0 => None,
+            _ => GfniParity::new(data_columns, parity_columns),
+        };
         Ok(Code {
             data_columns,
             parity_columns,
             fragment_bytes,
             codec,
+            gfni,
         })
+    }
+
+    /// Which implementation computes parity on this CPU: `"gfni-avx512"` (`gfni.rs`) or
+    /// `"rustfs-erasure-codec"` (benchmarks print it beside their numbers).
+    pub fn parity_backend(&self) -> &'static str {
+        if self.gfni.is_some() {
+            "gfni-avx512"
+        } else {
+            "rustfs-erasure-codec"
+        }
     }
 
     /// `k`.
@@ -229,11 +249,14 @@ impl Code {
         {
             *slot = fragment;
         }
+        let data_fragments = &data_fragments[..self.data_columns];
+        let parity_fragments = &mut parity_fragments[..self.parity_columns];
+        if let Some(gfni) = &self.gfni {
+            gfni.encode(data_fragments, parity_fragments);
+            return Ok(());
+        }
         codec
-            .encode_sep(
-                &data_fragments[..self.data_columns],
-                &mut parity_fragments[..self.parity_columns],
-            )
+            .encode_sep(data_fragments, parity_fragments)
             .map_err(|error| EcError::Codec(format!("{error:?}")))
     }
 
