@@ -5,14 +5,14 @@
 //! Invariants: a `Code` exists only for a valid shape (`1 ≤ k`, `k + r ≤ MAX_COLUMNS`,
 //! `1 ≤ F ≤ MAX_FRAGMENT_BYTES`); parity is systematic Cauchy Reed-Solomon over GF(2^8)
 //! (ISA-L's `gf_gen_cauchy1_matrix`), computed on one thread by our GFNI kernel where the CPU
-//! has GFNI and AVX-512 BW (`gfni.rs`), else by rustfs-erasure-codec; reconstruction is always
-//! rustfs-erasure-codec's. Both produce the same bytes (tested).
+//! has GFNI and AVX-512 BW (`gfni.rs`, which also reconstructs), else by rustfs-erasure-codec.
+//! Both produce the same bytes (tested).
 
 use std::ops::Range;
 
 use rustfs_erasure_codec::{CodecOptions, MatrixMode, galois_8::ReedSolomon};
 
-use crate::gfni::GfniParity;
+use crate::gfni::GfniCode;
 use crate::header::HEADER_BYTES;
 
 /// Default fragment size: 128 KiB.
@@ -77,7 +77,7 @@ pub struct Code {
     /// `None` when `r = 0` (the codec crate refuses zero parity; there is nothing to compute).
     codec: Option<ReedSolomon>,
     /// The faster parity kernel, when `r > 0` and this CPU can run it.
-    gfni: Option<GfniParity>,
+    gfni: Option<GfniCode>,
 }
 
 impl std::fmt::Debug for Code {
@@ -127,7 +127,7 @@ impl Code {
         };
         let gfni = match parity_columns {
             0 => None,
-            _ => GfniParity::new(data_columns, parity_columns),
+            _ => GfniCode::new(data_columns, parity_columns),
         };
         Ok(Code {
             data_columns,
@@ -286,6 +286,9 @@ impl Code {
             // r = 0 and k present: nothing is missing.
             return Ok(());
         };
+        if let Some(gfni) = &self.gfni {
+            return gfni.reconstruct(fragments, present, data_only);
+        }
         let mut shards: [(&mut [u8], bool); MAX_COLUMNS] =
             std::array::from_fn(|_| (<&mut [u8]>::default(), false));
         for ((shard, fragment), &is_present) in shards.iter_mut().zip(fragments).zip(present) {

@@ -1,5 +1,6 @@
-//! The parity computation on x86-64 CPUs with GFNI and AVX-512 (F and BW): all `r` parity
-//! fragments of a stripe in one pass over its `k` data fragments, 128 bytes at a time.
+//! GF(2^8) dot products on x86-64 CPUs with GFNI and AVX-512 (F and BW): the `r` parity
+//! fragments of a stripe from its `k` data fragments, and lost fragments from `k` survivors,
+//! each in one pass over the inputs, 128 bytes at a time.
 //!
 //! Why it exists: rustfs-erasure-codec's fastest x86 path (its AVX2 "codegen" dot product, also
 //! what it runs when the CPU has GFNI) encodes 15+3 at 14.1 GB/s per core in cache and 7.9 GB/s
@@ -17,10 +18,17 @@
 //!   x^8 + x^4 + x^3 + x^2 + 1 (0x11D): parity row `i`, data column `j` holds
 //!   `1 / ((k + i) XOR j)`. The tests check the parity byte for byte against
 //!   rustfs-erasure-codec, which the ISA-L peer of `ec_bench` checks against ISA-L itself.
-//! - A `GfniParity` exists only when the running CPU reports `gfni`, `avx512f` and `avx512bw`
-//!   (checked once in [`GfniParity::new`]); that check is what makes the `unsafe` calls sound.
-//! - Every data and parity slice handed to [`GfniParity::encode`] has the same length
-//!   (asserted: a mismatch is a bug in `Code`, which checks the caller's buffers).
+//! - A `GfniCode` exists only when the running CPU reports `gfni`, `avx512f` and `avx512bw`
+//!   (checked once in [`GfniCode::new`]); that check is what makes the `unsafe` calls sound.
+//! - Every slice handed to the kernel has the same length (asserted: a mismatch is a bug in
+//!   `Code`, which checks the caller's buffers).
+//! - Reconstruction reads exactly the first `k` present fragments and writes exactly the absent
+//!   ones it was asked for; its matrix (the inverse of those `k` generator rows) is made once
+//!   per loss pattern and kept for the next stripe.
+
+use std::sync::{Arc, Mutex};
+
+use crate::code::{EcError, MAX_COLUMNS};
 
 /// Parity columns computed per pass: 8 accumulators, 1 data vector and 1 product stay within
 /// the 32 vector registers with room for the compiler.
@@ -96,7 +104,7 @@ pub(crate) fn affine_reference(x: u8, matrix: u64) -> u8 {
     })
 }
 
-/// Whether the running CPU has what [`GfniParity`] needs.
+/// Whether the running CPU has what [`GfniCode`] needs.
 pub(crate) fn cpu_supported() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
@@ -110,36 +118,50 @@ pub(crate) fn cpu_supported() -> bool {
     }
 }
 
-/// The parity rows of one `k + r` Cauchy code as affine matrices, grouped by pass.
-pub(crate) struct GfniParity {
+/// One `k + r` Cauchy code on the GFNI kernel: its parity rows as affine matrices, and the
+/// decoding rows of the last loss pattern it reconstructed.
+pub(crate) struct GfniCode {
     data_columns: usize,
     parity_columns: usize,
-    /// Per pass of up to [`OUTPUTS_PER_PASS`] parity rows, the matrices ordered by data
-    /// column, then row: pass `p` at `p × k × 8`, entry `(j, i)` at `j × n + i` within it,
-    /// where `n` is the pass's row count.
+    /// The parity rows, laid out by [`pass_matrices`].
+    parity_matrices: Vec<u64>,
+    /// A degraded blob loses the same columns in every stripe, so the inversion is made once
+    /// per pattern; the `Arc` lets a reader use it without holding the lock.
+    last_plan: Mutex<Option<Arc<DecodePlan>>>,
+}
+
+/// How to rebuild one loss pattern: which columns are read, which are written, and the rows
+/// (over the read columns) that compute the written ones.
+struct DecodePlan {
+    present: Vec<bool>,
+    data_only: bool,
+    /// The first `k` present columns, ascending: the inputs.
+    survivors: Vec<usize>,
+    /// The absent columns to compute, ascending: the outputs (absent parity columns only
+    /// when not `data_only`).
+    rebuilt: Vec<usize>,
+    /// The rows for `rebuilt`, laid out by [`pass_matrices`].
     matrices: Vec<u64>,
 }
 
-impl GfniParity {
-    /// The kernel for `k + r`, or `None` when this CPU lacks GFNI or AVX-512 BW.
-    pub(crate) fn new(data_columns: usize, parity_columns: usize) -> Option<GfniParity> {
+impl GfniCode {
+    /// The kernel for `k + r` (`r ≥ 1`), or `None` when this CPU lacks GFNI or AVX-512 BW.
+    pub(crate) fn new(data_columns: usize, parity_columns: usize) -> Option<GfniCode> {
         if !cpu_supported() {
             return None;
         }
-        let mut matrices = Vec::with_capacity(data_columns * parity_columns);
-        for first_row in (0..parity_columns).step_by(OUTPUTS_PER_PASS) {
-            let rows = first_row..parity_columns.min(first_row + OUTPUTS_PER_PASS);
-            for data_column in 0..data_columns {
-                for parity_row in rows.clone() {
-                    let coefficient = cauchy_coefficient(data_columns, parity_row, data_column);
-                    matrices.push(affine_matrix(coefficient));
-                }
-            }
-        }
-        Some(GfniParity {
+        let parity_rows: Vec<Vec<u8>> = (0..parity_columns)
+            .map(|row| {
+                (0..data_columns)
+                    .map(|column| cauchy_coefficient(data_columns, row, column))
+                    .collect()
+            })
+            .collect();
+        Some(GfniCode {
             data_columns,
             parity_columns,
-            matrices,
+            parity_matrices: pass_matrices(&parity_rows, data_columns),
+            last_plan: Mutex::new(None),
         })
     }
 
@@ -148,26 +170,180 @@ impl GfniParity {
     pub(crate) fn encode(&self, data: &[&[u8]], parity: &mut [&mut [u8]]) {
         assert_eq!(data.len(), self.data_columns, "data fragment count");
         assert_eq!(parity.len(), self.parity_columns, "parity fragment count");
-        let length = data.first().map_or(0, |fragment| fragment.len());
-        assert!(
-            data.iter().all(|fragment| fragment.len() == length)
-                && parity.iter().all(|fragment| fragment.len() == length),
-            "fragments of different lengths"
-        );
-        let mut matrices = &self.matrices[..];
-        for outputs in parity.chunks_mut(OUTPUTS_PER_PASS) {
-            let (pass, rest) = matrices.split_at(self.data_columns * outputs.len());
-            matrices = rest;
-            #[cfg(target_arch = "x86_64")]
-            // SAFETY: `new` returned this value only after `cpu_supported()`; the slices were
-            // checked above to be `k` inputs and `outputs.len()` outputs of `length` bytes,
-            // with `k × outputs.len()` matrices.
-            unsafe {
-                kernel::encode_pass(pass, data, outputs, length)
-            };
-            #[cfg(not(target_arch = "x86_64"))]
-            unreachable!("GfniParity is only constructed on x86-64: {pass:?} {outputs:?}");
+        dot_products(&self.parity_matrices, data, parity);
+    }
+
+    /// Rebuilds the absent fragments (absent data only, if `data_only`) from the first `k`
+    /// present ones, in place. The caller (`Code::reconstruct`) has checked the counts: `k + r`
+    /// fragments of one length, at least `k` present.
+    pub(crate) fn reconstruct(
+        &self,
+        fragments: &mut [&mut [u8]],
+        present: &[bool],
+        data_only: bool,
+    ) -> Result<(), EcError> {
+        let plan = self.plan(present, data_only)?;
+        let mut inputs: [&[u8]; MAX_COLUMNS] = [&[]; MAX_COLUMNS];
+        let mut outputs: [&mut [u8]; MAX_COLUMNS] = std::array::from_fn(|_| <&mut [u8]>::default());
+        let (mut input_count, mut output_count) = (0, 0);
+        let (mut next_survivor, mut next_rebuilt) = (0, 0);
+        for (column, fragment) in fragments.iter_mut().enumerate() {
+            if plan.survivors.get(next_survivor) == Some(&column) {
+                inputs[input_count] = &**fragment;
+                input_count += 1;
+                next_survivor += 1;
+            } else if plan.rebuilt.get(next_rebuilt) == Some(&column) {
+                outputs[output_count] = &mut **fragment;
+                output_count += 1;
+                next_rebuilt += 1;
+            }
         }
+        assert!(input_count == self.data_columns && output_count == plan.rebuilt.len());
+        dot_products(
+            &plan.matrices,
+            &inputs[..input_count],
+            &mut outputs[..output_count],
+        );
+        Ok(())
+    }
+
+    /// The plan for `present`, from the cache or made (and cached) now.
+    fn plan(&self, present: &[bool], data_only: bool) -> Result<Arc<DecodePlan>, EcError> {
+        let mut last_plan = self
+            .last_plan
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner());
+        if let Some(plan) = last_plan.as_ref()
+            && plan.present == present
+            && plan.data_only == data_only
+        {
+            return Ok(Arc::clone(plan));
+        }
+        let plan = Arc::new(self.make_plan(present, data_only)?);
+        *last_plan = Some(Arc::clone(&plan));
+        Ok(plan)
+    }
+
+    fn make_plan(&self, present: &[bool], data_only: bool) -> Result<DecodePlan, EcError> {
+        let k = self.data_columns;
+        let survivors: Vec<usize> = (0..present.len()).filter(|&c| present[c]).take(k).collect();
+        let rebuilt: Vec<usize> = (0..present.len())
+            .filter(|&column| !present[column] && (column < k || !data_only))
+            .collect();
+        // Row `t` of the generator restricted to the survivors: the identity row of a data
+        // column, the Cauchy row of a parity column. Its inverse maps survivors to data.
+        let mut generator = vec![0u8; k * k];
+        for (row, &column) in survivors.iter().enumerate() {
+            for data_column in 0..k {
+                generator[row * k + data_column] = if column < k {
+                    u8::from(column == data_column)
+                } else {
+                    cauchy_coefficient(k, column - k, data_column)
+                };
+            }
+        }
+        let inverse = invert(generator, k).ok_or_else(|| {
+            EcError::Codec(format!(
+                "the rows of columns {survivors:?} are not invertible"
+            ))
+        })?;
+        let rows: Vec<Vec<u8>> = rebuilt
+            .iter()
+            .map(|&column| {
+                if column < k {
+                    inverse[column * k..][..k].to_vec()
+                } else {
+                    // Parity = Cauchy row × data = (Cauchy row × inverse) × survivors.
+                    (0..k)
+                        .map(|survivor| {
+                            (0..k).fold(0u8, |sum, data_column| {
+                                sum ^ gf_multiply(
+                                    cauchy_coefficient(k, column - k, data_column),
+                                    inverse[data_column * k + survivor],
+                                )
+                            })
+                        })
+                        .collect()
+                }
+            })
+            .collect();
+        Ok(DecodePlan {
+            present: present.to_vec(),
+            data_only,
+            survivors,
+            matrices: pass_matrices(&rows, k),
+            rebuilt,
+        })
+    }
+}
+
+/// The inverse of the `n × n` row-major `matrix` over GF(2^8) (Gauss-Jordan), `None` when it
+/// is singular (a Cauchy code's survivor rows never are).
+fn invert(mut matrix: Vec<u8>, n: usize) -> Option<Vec<u8>> {
+    let mut inverse = vec![0u8; n * n];
+    for diagonal in 0..n {
+        inverse[diagonal * n + diagonal] = 1;
+    }
+    for column in 0..n {
+        let pivot = (column..n).find(|&row| matrix[row * n + column] != 0)?;
+        for index in 0..n {
+            matrix.swap(pivot * n + index, column * n + index);
+            inverse.swap(pivot * n + index, column * n + index);
+        }
+        let scale = gf_inverse(matrix[column * n + column]);
+        for index in 0..n {
+            matrix[column * n + index] = gf_multiply(scale, matrix[column * n + index]);
+            inverse[column * n + index] = gf_multiply(scale, inverse[column * n + index]);
+        }
+        for row in (0..n).filter(|&row| row != column) {
+            let factor = matrix[row * n + column];
+            if factor == 0 {
+                continue;
+            }
+            for index in 0..n {
+                matrix[row * n + index] ^= gf_multiply(factor, matrix[column * n + index]);
+                inverse[row * n + index] ^= gf_multiply(factor, inverse[column * n + index]);
+            }
+        }
+    }
+    Some(inverse)
+}
+
+/// `rows` (each of `inputs` coefficients) as affine matrices, in passes of up to
+/// [`OUTPUTS_PER_PASS`] rows: pass `p` holds its `n` rows' matrices ordered by input, then
+/// row (entry `(j, i)` at `j × n + i`), right after pass `p − 1`.
+fn pass_matrices(rows: &[Vec<u8>], inputs: usize) -> Vec<u64> {
+    let mut matrices = Vec::with_capacity(rows.len() * inputs);
+    for pass in rows.chunks(OUTPUTS_PER_PASS) {
+        for input in 0..inputs {
+            matrices.extend(pass.iter().map(|row| affine_matrix(row[input])));
+        }
+    }
+    matrices
+}
+
+/// `outputs[i] = Σ_j row_i[j] × inputs[j]` for matrices laid out by [`pass_matrices`]; only
+/// called on a `GfniCode`, which exists only where [`cpu_supported`] holds.
+fn dot_products(matrices: &[u64], inputs: &[&[u8]], outputs: &mut [&mut [u8]]) {
+    let length = inputs.first().map_or(0, |fragment| fragment.len());
+    assert!(
+        inputs.iter().all(|fragment| fragment.len() == length)
+            && outputs.iter().all(|fragment| fragment.len() == length),
+        "fragments of different lengths"
+    );
+    assert_eq!(matrices.len(), inputs.len() * outputs.len(), "matrix count");
+    let mut matrices = matrices;
+    for pass_outputs in outputs.chunks_mut(OUTPUTS_PER_PASS) {
+        let (pass, rest) = matrices.split_at(inputs.len() * pass_outputs.len());
+        matrices = rest;
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: a `GfniCode` (our only caller) exists only after `cpu_supported()`; the
+        // lengths were checked above: every slice `length` bytes, `inputs × outputs` matrices.
+        unsafe {
+            kernel::dot_product_pass(pass, inputs, pass_outputs, length)
+        };
+        #[cfg(not(target_arch = "x86_64"))]
+        unreachable!("GfniCode is only constructed on x86-64: {pass:?} {pass_outputs:?}");
     }
 }
 
@@ -186,7 +362,7 @@ mod kernel {
     /// # Safety
     /// The CPU has gfni, avx512f and avx512bw; `matrices` holds `inputs.len() × outputs.len()`
     /// entries; every input and output slice is `length` bytes.
-    pub(super) unsafe fn encode_pass(
+    pub(super) unsafe fn dot_product_pass(
         matrices: &[u64],
         inputs: &[&[u8]],
         outputs: &mut [&mut [u8]],
@@ -412,8 +588,87 @@ mod tests {
         parity
     }
 
+    #[test]
+    fn a_matrix_times_its_inverse_is_the_identity() {
+        let n = 6;
+        let matrix: Vec<u8> = (0..n * n)
+            .map(|index| cauchy_coefficient(n, index / n, index % n))
+            .collect();
+        let inverse = invert(matrix.clone(), n).unwrap();
+        for row in 0..n {
+            for column in 0..n {
+                let product = (0..n).fold(0u8, |sum, index| {
+                    sum ^ gf_multiply(matrix[row * n + index], inverse[index * n + column])
+                });
+                assert_eq!(product, u8::from(row == column), "({row}, {column})");
+            }
+        }
+        assert_eq!(
+            invert(vec![1, 2, 2, 4], 2),
+            None,
+            "a singular matrix has no inverse"
+        );
+    }
+
+    fn xorshift_bytes(count: usize, seed: u64) -> Vec<u8> {
+        let mut state = seed | 1;
+        (0..count)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                state as u8
+            })
+            .collect()
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(64))]
+
+        /// Any loss of up to `r` columns, data only or all: the rebuilt fragments are the
+        /// encoded ones (wiped to 0xEE first), the others untouched, and the same call on the
+        /// same pattern (the cached plan) again gives them.
+        #[test]
+        fn reconstruction_restores_exactly_the_absent_fragments_for_any_loss_pattern(
+            data_columns in 1usize..=20,
+            parity_columns in 1usize..=12,
+            fragment_bytes in 1usize..=300,
+            loss_seed in any::<u64>(),
+            data_only in any::<bool>(),
+        ) {
+            let code = Code::new(data_columns, parity_columns, fragment_bytes).unwrap();
+            let columns = data_columns + parity_columns;
+            let data = xorshift_bytes(data_columns * fragment_bytes, loss_seed ^ 0x5eed);
+            let mut parity = vec![0u8; parity_columns * fragment_bytes];
+            code.encode_stripe(&data, &mut parity).unwrap();
+            let whole: Vec<u8> = data.iter().chain(&parity).copied().collect();
+            // Up to r distinct lost columns chosen by the seed.
+            let losses = (loss_seed % (parity_columns as u64 + 1)) as usize;
+            let mut present = vec![true; columns];
+            let mut state = loss_seed | 1;
+            while present.iter().filter(|&&kept| !kept).count() < losses {
+                state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                present[(state >> 33) as usize % columns] = false;
+            }
+            for _ in 0..2 {
+                let mut stripe = whole.clone();
+                for (column, fragment) in stripe.chunks_exact_mut(fragment_bytes).enumerate() {
+                    if !present[column] {
+                        fragment.fill(0xEE);
+                    }
+                }
+                let mut fragments: Vec<&mut [u8]> = stripe.chunks_exact_mut(fragment_bytes).collect();
+                code.reconstruct(&mut fragments, &present, data_only).unwrap();
+                for (column, fragment) in stripe.chunks_exact(fragment_bytes).enumerate() {
+                    let original = &whole[column * fragment_bytes..][..fragment_bytes];
+                    if present[column] || column < data_columns || !data_only {
+                        prop_assert_eq!(fragment, original, "column {}", column);
+                    } else {
+                        prop_assert!(fragment.iter().all(|&byte| byte == 0xEE), "parity column {} left as it was", column);
+                    }
+                }
+            }
+        }
 
         /// Shapes with one to three passes (r up to 20) and fragments that end mid-vector.
         #[test]

@@ -3,8 +3,8 @@
 //! Owns the bytes of a blob on disk (docs/stripe-format.md, format version 1): a blob of `B`
 //! bytes is cut into stripes of `k` data fragments of `F` bytes (128 KiB by default, last
 //! stripe zero-padded), each stripe gets `r` parity fragments (systematic Cauchy Reed-Solomon,
-//! byte-identical to ISA-L's `gf_gen_cauchy1_matrix` code: parity by our GFNI/AVX-512 kernel
-//! where the CPU has one (`gfni.rs`), else by rustfs-erasure-codec, which also reconstructs),
+//! byte-identical to ISA-L's `gf_gen_cauchy1_matrix` code: parity and reconstruction by our
+//! GFNI/AVX-512 kernel where the CPU has one (`gfni.rs`), else by rustfs-erasure-codec),
 //! and column `c` of every stripe forms one stripe-stack file: an 84-byte header (with the
 //! blob's BLAKE3) then, per stripe, the fragment and its crc32c.
 //!
