@@ -30,8 +30,8 @@ use std::sync::{Arc, Mutex};
 
 use crate::code::{EcError, MAX_COLUMNS};
 
-/// Parity columns computed per pass: 8 accumulators, 1 data vector and 1 product stay within
-/// the 32 vector registers with room for the compiler.
+/// Output rows computed per pass: 8 rows × 2 accumulators, 2 input vectors and their products
+/// stay within the 32 vector registers.
 const OUTPUTS_PER_PASS: usize = 8;
 
 /// `a × b` in GF(2^8) modulo 0x11D (shift-and-add; only used to build matrices).
@@ -357,7 +357,7 @@ mod kernel {
 
     const VECTOR_BYTES: usize = 64;
 
-    /// One pass: `outputs.len()` (1..=8) parity fragments from all data fragments.
+    /// One pass: `outputs.len()` (1..=8) output fragments from all input fragments.
     ///
     /// # Safety
     /// The CPU has gfni, avx512f and avx512bw; `matrices` holds `inputs.len() × outputs.len()`
