@@ -70,6 +70,7 @@ impl DirectoryFiles {
             source,
         };
         let mut used_bytes = 0u64;
+        let mut removed_temp_files = false;
         let entries = fs::read_dir(directory).map_err(|e| io_error("listing", e))?;
         for entry in entries {
             let entry = entry.map_err(|e| io_error("listing", e))?;
@@ -78,11 +79,16 @@ impl DirectoryFiles {
             if name.starts_with(TEMP_PREFIX) {
                 fs::remove_file(entry.path())
                     .map_err(|e| io_error("removing a temp file in", e))?;
+                removed_temp_files = true;
             } else if metadata.is_file() && check_name(&name).is_ok() {
                 used_bytes += metadata.len();
             }
         }
-        sync_directory(directory).map_err(|e| io_error("syncing", e))?;
+        // Only a removal changed the directory; a clean one costs no fsync (a CLI command
+        // opens every disk of the rack).
+        if removed_temp_files {
+            sync_directory(directory).map_err(|e| io_error("syncing", e))?;
+        }
         Ok(DirectoryFiles {
             disk,
             directory: directory.to_path_buf(),

@@ -24,7 +24,7 @@
 //!   `Code`, which checks the caller's buffers).
 //! - Reconstruction reads exactly the first `k` present fragments and writes exactly the absent
 //!   ones it was asked for; its matrix (the inverse of those `k` generator rows) is made once
-//!   per loss pattern and kept for the next stripe.
+//!   per loss pattern and kept for the next stripes (the last eight patterns).
 
 use std::sync::{Arc, Mutex};
 
@@ -118,16 +118,21 @@ pub(crate) fn cpu_supported() -> bool {
     }
 }
 
+/// Loss patterns whose decoding rows a `GfniCode` keeps: concurrent degraded reads and a
+/// rebuild of a few different disks each find theirs; more than that evicts the oldest.
+const CACHED_PLANS: usize = 8;
+
 /// One `k + r` Cauchy code on the GFNI kernel: its parity rows as affine matrices, and the
-/// decoding rows of the last loss pattern it reconstructed.
+/// decoding rows of the loss patterns it reconstructed lately.
 pub(crate) struct GfniCode {
     data_columns: usize,
     parity_columns: usize,
     /// The parity rows, laid out by [`pass_matrices`].
     parity_matrices: Vec<u64>,
     /// A degraded blob loses the same columns in every stripe, so the inversion is made once
-    /// per pattern; the `Arc` lets a reader use it without holding the lock.
-    last_plan: Mutex<Option<Arc<DecodePlan>>>,
+    /// per pattern; most recent first, at most [`CACHED_PLANS`]; the `Arc` lets a reader use
+    /// a plan without holding the lock.
+    plans: Mutex<Vec<Arc<DecodePlan>>>,
 }
 
 /// How to rebuild one loss pattern: which columns are read, which are written, and the rows
@@ -161,7 +166,7 @@ impl GfniCode {
             data_columns,
             parity_columns,
             parity_matrices: pass_matrices(&parity_rows, data_columns),
-            last_plan: Mutex::new(None),
+            plans: Mutex::new(Vec::new()),
         })
     }
 
@@ -209,18 +214,21 @@ impl GfniCode {
 
     /// The plan for `present`, from the cache or made (and cached) now.
     fn plan(&self, present: &[bool], data_only: bool) -> Result<Arc<DecodePlan>, EcError> {
-        let mut last_plan = self
-            .last_plan
+        let mut plans = self
+            .plans
             .lock()
             .unwrap_or_else(|poison| poison.into_inner());
-        if let Some(plan) = last_plan.as_ref()
-            && plan.present == present
-            && plan.data_only == data_only
+        if let Some(index) = plans
+            .iter()
+            .position(|plan| plan.present == present && plan.data_only == data_only)
         {
-            return Ok(Arc::clone(plan));
+            let plan = plans.remove(index);
+            plans.insert(0, Arc::clone(&plan));
+            return Ok(plan);
         }
         let plan = Arc::new(self.make_plan(present, data_only)?);
-        *last_plan = Some(Arc::clone(&plan));
+        plans.insert(0, Arc::clone(&plan));
+        plans.truncate(CACHED_PLANS);
         Ok(plan)
     }
 
@@ -608,6 +616,39 @@ mod tests {
             None,
             "a singular matrix has no inverse"
         );
+    }
+
+    #[test]
+    fn interleaved_loss_patterns_each_rebuild_correctly_and_the_plan_cache_stays_bounded() {
+        let Some(kernel) = GfniCode::new(6, 3) else {
+            eprintln!("this CPU has no GFNI/AVX-512 BW: the kernel is not used here");
+            return;
+        };
+        let code = Code::new(6, 3, 200).unwrap();
+        let data = xorshift_bytes(6 * 200, 7);
+        let mut parity = vec![0u8; 3 * 200];
+        code.encode_stripe(&data, &mut parity).unwrap();
+        let whole: Vec<u8> = data.iter().chain(&parity).copied().collect();
+        // 12 single-column and two-column losses, cycled twice: more patterns than the cache.
+        let patterns: Vec<Vec<bool>> = (0..12)
+            .map(|index| {
+                (0..9)
+                    .map(|column| column != index % 9 && column != (index * 5) % 9)
+                    .collect()
+            })
+            .collect();
+        for present in patterns.iter().chain(&patterns) {
+            let mut stripe = whole.clone();
+            for (column, fragment) in stripe.chunks_exact_mut(200).enumerate() {
+                if !present[column] {
+                    fragment.fill(0);
+                }
+            }
+            let mut fragments: Vec<&mut [u8]> = stripe.chunks_exact_mut(200).collect();
+            kernel.reconstruct(&mut fragments, present, false).unwrap();
+            assert_eq!(stripe, whole, "pattern {present:?}");
+            assert!(kernel.plans.lock().unwrap().len() <= CACHED_PLANS);
+        }
     }
 
     fn xorshift_bytes(count: usize, seed: u64) -> Vec<u8> {
