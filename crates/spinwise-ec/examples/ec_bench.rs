@@ -14,7 +14,7 @@
 use std::hint::black_box;
 use std::time::Instant;
 
-use spinwise_ec::{BlobEncoder, Code, DEFAULT_FRAGMENT_BYTES, StripeDecoder, content_hash};
+use spinwise_ec::{BlobEncoder, Code, DEFAULT_FRAGMENT_BYTES, Kernel, StripeDecoder, content_hash};
 
 const DATA_COLUMNS: usize = 15;
 const PARITY_COLUMNS: usize = 3;
@@ -157,106 +157,81 @@ fn encode_parity(pool: &mut Pool) -> Rate {
     })
 }
 
-/// The same encode through rustfs-erasure-codec directly: the backend `Code` uses on CPUs
-/// without GFNI and AVX-512 BW, measured beside ours so the kernel's gain is a same-run figure.
-fn encode_parity_rustfs(pool: &mut Pool) -> Rate {
-    let codec = rustfs_codec();
+/// The same encode on another kernel (`Code::with_kernel`), into a parity pool of its own that
+/// must come out equal to ours: each kernel's rate is a same-run figure.
+fn encode_on(pool: &Pool, kernel: Kernel) -> Rate {
+    let code = Code::with_kernel(DATA_COLUMNS, PARITY_COLUMNS, DEFAULT_FRAGMENT_BYTES, kernel)
+        .expect("only available kernels are measured");
     let stripes = pool.stripes_per_run();
-    let pool_stripes = pool.stripes;
     let stripe_bytes = pool.stripe_bytes();
-    let fragment = pool.code.fragment_bytes();
-    let parity_bytes = PARITY_COLUMNS * fragment;
-    let mut rustfs_parity = vec![0u8; pool.parity.len()];
+    let parity_bytes = PARITY_COLUMNS * code.fragment_bytes();
+    let mut parity = vec![0u8; pool.parity.len()];
     let rate = measure((stripes * stripe_bytes) as u64, || {
         for index in 0..stripes {
-            let stripe = index % pool_stripes;
-            let inputs: [&[u8]; DATA_COLUMNS] = std::array::from_fn(|column| {
-                &pool.data[stripe * stripe_bytes + column * fragment..][..fragment]
-            });
-            let mut outputs: Vec<&mut [u8]> = rustfs_parity[stripe * parity_bytes..]
-                [..parity_bytes]
-                .chunks_exact_mut(fragment)
-                .collect();
-            codec.encode_sep(&inputs, &mut outputs).unwrap();
+            let stripe = index % pool.stripes;
+            code.encode_stripe(
+                &pool.data[stripe * stripe_bytes..][..stripe_bytes],
+                &mut parity[stripe * parity_bytes..][..parity_bytes],
+            )
+            .unwrap();
         }
-        black_box(&rustfs_parity);
+        black_box(&parity);
     });
     assert!(
-        rustfs_parity == pool.parity,
-        "rustfs-erasure-codec and our parity differ: the rows would not compare"
+        parity == pool.parity,
+        "the {} kernel's parity differs from ours: the rows would not compare",
+        kernel.name()
     );
     rate
 }
 
-/// rustfs-erasure-codec as configured by `Code` (Cauchy, one job).
-fn rustfs_codec() -> rustfs_erasure_codec::galois_8::ReedSolomon {
-    use rustfs_erasure_codec::{CodecOptions, MatrixMode, galois_8::ReedSolomon};
-    let options = CodecOptions::builder()
-        .matrix_mode(MatrixMode::Cauchy)
-        .max_parallel_jobs(1)
-        .build();
-    ReedSolomon::with_options(DATA_COLUMNS, PARITY_COLUMNS, options).unwrap()
-}
-
-/// The same rebuild of data fragments 0–2 through rustfs-erasure-codec directly (the decoder
-/// `Code` uses on CPUs without GFNI and AVX-512 BW); the rebuilt bytes must equal the pool's.
-fn decode_three_lost_rustfs(pool: &Pool) -> Rate {
-    let codec = rustfs_codec();
-    let stripes = pool.stripes_per_run();
-    let stripe_bytes = pool.stripe_bytes();
-    let fragment = pool.code.fragment_bytes();
-    let parity_bytes = PARITY_COLUMNS * fragment;
-    let mut lost = vec![0u8; 3 * fragment];
-    let mut kept = pool.data.clone();
+/// The same rebuild of data fragments 0–2 on another kernel; the rebuilt bytes must equal the
+/// pool's.
+fn decode_on(pool: &Pool, kernel: Kernel) -> Rate {
+    let code = Code::with_kernel(DATA_COLUMNS, PARITY_COLUMNS, DEFAULT_FRAGMENT_BYTES, kernel)
+        .expect("only available kernels are measured");
+    let mut data = pool.data.clone();
     let mut parity = pool.parity.clone();
-    let mut rebuild = |stripe: usize, lost: &mut [u8]| {
-        let stripe_data = &mut kept[stripe * stripe_bytes..][..stripe_bytes];
-        let stripe_parity = &mut parity[stripe * parity_bytes..][..parity_bytes];
-        let (_, kept_data) = stripe_data.split_at_mut(3 * fragment);
-        let mut shards: Vec<(&mut [u8], bool)> = lost
-            .chunks_exact_mut(fragment)
-            .map(|shard| (shard, false))
-            .chain(
-                kept_data
-                    .chunks_exact_mut(fragment)
-                    .map(|shard| (shard, true)),
-            )
-            .chain(
-                stripe_parity
-                    .chunks_exact_mut(fragment)
-                    .map(|shard| (shard, true)),
-            )
-            .collect();
-        codec.reconstruct_data(&mut shards).unwrap();
-    };
-    rebuild(0, &mut lost);
+    let fragment = code.fragment_bytes();
+    let mut lost = vec![0u8; 3 * fragment];
+    let rate = rebuild_three_lost(&code, pool, &mut data, &mut parity, &mut lost);
     assert!(
-        lost == pool.data[..3 * fragment],
-        "rustfs-erasure-codec rebuilt other bytes: the rows would not compare"
+        lost[..]
+            == pool.data[(pool.stripes_per_run() - 1) % pool.stripes * pool.stripe_bytes()..]
+                [..3 * fragment],
+        "the {} kernel rebuilt other bytes: the rows would not compare",
+        kernel.name()
     );
-    measure((stripes * stripe_bytes) as u64, || {
-        for index in 0..stripes {
-            rebuild(index % pool.stripes, &mut lost);
-        }
-        black_box(&lost);
-    })
+    rate
 }
 
 fn decode_three_lost(pool: &mut Pool) -> Rate {
+    let mut data = std::mem::take(&mut pool.data);
+    let mut parity = std::mem::take(&mut pool.parity);
+    let mut lost = vec![0u8; 3 * pool.code.fragment_bytes()];
+    let rate = rebuild_three_lost(&pool.code, pool, &mut data, &mut parity, &mut lost);
+    (pool.data, pool.parity) = (data, parity);
+    rate
+}
+
+/// Rebuilds data fragments 0–2 of stripe after stripe of `data` and `parity` (laid out as the
+/// pool's) into `lost`, which ends holding the last stripe's.
+fn rebuild_three_lost(
+    code: &Code,
+    pool: &Pool,
+    data: &mut [u8],
+    parity: &mut [u8],
+    lost: &mut [u8],
+) -> Rate {
     let stripes = pool.stripes_per_run();
-    let pool_stripes = pool.stripes;
     let stripe_bytes = pool.stripe_bytes();
-    let fragment = pool.code.fragment_bytes();
+    let fragment = code.fragment_bytes();
     let parity_bytes = PARITY_COLUMNS * fragment;
-    let mut lost = vec![0u8; 3 * fragment];
     let mut present = [true; DATA_COLUMNS + PARITY_COLUMNS];
     present[..3].fill(false);
-    let Pool {
-        code, data, parity, ..
-    } = pool;
     measure((stripes * stripe_bytes) as u64, || {
         for index in 0..stripes {
-            let stripe = index % pool_stripes;
+            let stripe = index % pool.stripes;
             let stripe_data = &mut data[stripe * stripe_bytes..][..stripe_bytes];
             let stripe_parity = &mut parity[stripe * parity_bytes..][..parity_bytes];
             let (_, kept) = stripe_data.split_at_mut(3 * fragment);
@@ -464,21 +439,29 @@ fn main() {
         .unwrap_or(DEFAULT_POOL_STRIPES)
         .max(1);
     let mut pool = Pool::new(pool_stripes);
-    let mut rows: Vec<(&str, Rate)> = vec![
-        ("encode 15+3 (parity from data)", encode_parity(&mut pool)),
+    let ours = pool.code.kernel();
+    let mut rows: Vec<(String, Rate)> = vec![
         (
-            "encode 15+3, rustfs-erasure-codec directly",
-            encode_parity_rustfs(&mut pool),
+            "encode 15+3 (parity from data)".into(),
+            encode_parity(&mut pool),
         ),
         (
-            "decode 15+3, 3 data lost (codec)",
+            "decode 15+3, 3 data lost (codec)".into(),
             decode_three_lost(&mut pool),
         ),
-        (
-            "decode 15+3, 3 data lost, rustfs-erasure-codec directly",
-            decode_three_lost_rustfs(&pool),
-        ),
     ];
+    for kernel in Kernel::ALL {
+        if kernel != ours && kernel.is_available() {
+            rows.push((
+                format!("encode 15+3, {} kernel", kernel.name()),
+                encode_on(&pool, kernel),
+            ));
+            rows.push((
+                format!("decode 15+3, 3 data lost, {} kernel", kernel.name()),
+                decode_on(&pool, kernel),
+            ));
+        }
+    }
     #[cfg(feature = "isal-peer")]
     {
         let (encode, parity_identical) = isal_peer::encode(&pool);
@@ -492,10 +475,10 @@ fn main() {
             parity_identical && rebuild_identical,
             "ISA-L and our codec disagree: the rows would not compare"
         );
-        rows.push(("ISA-L encode 15+3 (peer)", encode));
-        rows.push(("ISA-L decode 15+3, 3 data lost (peer)", decode));
+        rows.push(("ISA-L encode 15+3 (peer)".into(), encode));
+        rows.push(("ISA-L decode 15+3, 3 data lost (peer)".into(), decode));
     }
-    rows.extend([
+    let others: [(&str, Rate); 5] = [
         (
             "read path, 3 data lost (crc + decode + copies)",
             read_path_three_lost(&pool),
@@ -507,7 +490,8 @@ fn main() {
         ("crc32c", crc_rate(&pool)),
         ("blake3", blake3_rate(&pool)),
         ("memcpy", memcpy_rate(&pool)),
-    ]);
+    ];
+    rows.extend(others.map(|(name, rate)| (name.to_string(), rate)));
     if json {
         let fields: Vec<String> = rows
             .iter()
@@ -519,8 +503,8 @@ fn main() {
             })
             .collect();
         println!(
-            "{{\"unit\": \"GB/s data bytes, 1 thread, median of {RUNS}\", \"parity_backend\": \"{}\", \"pool_bytes\": {}, {}}}",
-            pool.code.parity_backend(),
+            "{{\"unit\": \"GB/s data bytes, 1 thread, median of {RUNS}\", \"kernel\": \"{}\", \"pool_bytes\": {}, {}}}",
+            ours.name(),
             pool.data.len(),
             fields.join(", ")
         );
@@ -531,7 +515,7 @@ fn main() {
          parity by {}",
         DEFAULT_FRAGMENT_BYTES / 1024,
         pool.data.len() as f64 / (1u64 << 20) as f64,
-        pool.code.parity_backend()
+        ours.name()
     );
     println!("{:<56} {:>10} {:>10}", "operation", "GB/s wall", "GB/s CPU");
     for (name, rate) in rows {

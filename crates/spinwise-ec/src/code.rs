@@ -4,16 +4,16 @@
 //!
 //! Invariants: a `Code` exists only for a valid shape (`1 ≤ k`, `k + r ≤ MAX_COLUMNS`,
 //! `1 ≤ F ≤ MAX_FRAGMENT_BYTES`); parity is systematic Cauchy Reed-Solomon over GF(2^8)
-//! (ISA-L's `gf_gen_cauchy1_matrix`), computed on one thread by our GFNI kernel where the CPU
-//! has GFNI and AVX-512 BW (`gfni.rs`, which also reconstructs), else by rustfs-erasure-codec.
+//! (ISA-L's `gf_gen_cauchy1_matrix`), computed and reconstructed on one thread by the fastest
+//! kernel the CPU has: our GFNI/AVX-512 kernel (`simd/`), else rustfs-erasure-codec.
 //! Both produce the same bytes (tested).
 
 use std::ops::Range;
 
 use rustfs_erasure_codec::{CodecOptions, MatrixMode, galois_8::ReedSolomon};
 
-use crate::gfni::GfniCode;
 use crate::header::HEADER_BYTES;
+use crate::simd::{GfniCode, Kernel};
 
 /// Default fragment size: 128 KiB.
 pub const DEFAULT_FRAGMENT_BYTES: usize = 128 * 1024;
@@ -56,6 +56,8 @@ pub enum EcError {
     TooFewFragments { present: usize, needed: usize },
     #[error("erasure codec failed: {0}")]
     Codec(String),
+    #[error("the {kernel} kernel needs CPU features this machine does not have")]
+    KernelUnavailable { kernel: &'static str },
 }
 
 /// Which stripes and data columns a blob byte range touches (see [`Code::locate`]).
@@ -76,8 +78,9 @@ pub struct Code {
     fragment_bytes: usize,
     /// `None` when `r = 0` (the codec crate refuses zero parity; there is nothing to compute).
     codec: Option<ReedSolomon>,
-    /// The faster parity kernel, when `r > 0` and this CPU can run it.
-    gfni: Option<GfniCode>,
+    kernel: Kernel,
+    /// The GFNI kernel's code, when `r > 0` and the kernel is GFNI/AVX-512.
+    simd: Option<GfniCode>,
 }
 
 impl std::fmt::Debug for Code {
@@ -91,12 +94,34 @@ impl std::fmt::Debug for Code {
 }
 
 impl Code {
-    /// A `k + r` Cauchy code with `fragment_bytes`-byte fragments.
+    /// A `k + r` Cauchy code with `fragment_bytes`-byte fragments, on the fastest kernel this
+    /// CPU has ([`Kernel::fastest_available`]).
     pub fn new(
         data_columns: usize,
         parity_columns: usize,
         fragment_bytes: usize,
     ) -> Result<Code, EcError> {
+        Code::with_kernel(
+            data_columns,
+            parity_columns,
+            fragment_bytes,
+            Kernel::fastest_available(),
+        )
+    }
+
+    /// The same code on a chosen kernel (benchmarks and tests compare them; every kernel
+    /// gives the same bytes). A kernel this CPU cannot run is [`EcError::KernelUnavailable`].
+    pub fn with_kernel(
+        data_columns: usize,
+        parity_columns: usize,
+        fragment_bytes: usize,
+        kernel: Kernel,
+    ) -> Result<Code, EcError> {
+        if !kernel.is_available() {
+            return Err(EcError::KernelUnavailable {
+                kernel: kernel.name(),
+            });
+        }
         let shape_error = |reason| EcError::InvalidShape {
             data_columns,
             parity_columns,
@@ -125,27 +150,23 @@ impl Code {
                 .map_err(|error| EcError::Codec(format!("{error:?}")))?;
             Some(codec)
         };
-        let gfni = match parity_columns {
+        let simd = match parity_columns {
             0 => None,
-            _ => GfniCode::new(data_columns, parity_columns),
+            _ => GfniCode::new(kernel, data_columns, parity_columns),
         };
         Ok(Code {
             data_columns,
             parity_columns,
             fragment_bytes,
             codec,
-            gfni,
+            kernel,
+            simd,
         })
     }
 
-    /// Which implementation computes parity on this CPU: `"gfni-avx512"` (`gfni.rs`) or
-    /// `"rustfs-erasure-codec"` (benchmarks print it beside their numbers).
-    pub fn parity_backend(&self) -> &'static str {
-        if self.gfni.is_some() {
-            "gfni-avx512"
-        } else {
-            "rustfs-erasure-codec"
-        }
+    /// The kernel that computes parity and reconstructs (benchmarks print its name).
+    pub fn kernel(&self) -> Kernel {
+        self.kernel
     }
 
     /// `k`.
@@ -251,8 +272,8 @@ impl Code {
         }
         let data_fragments = &data_fragments[..self.data_columns];
         let parity_fragments = &mut parity_fragments[..self.parity_columns];
-        if let Some(gfni) = &self.gfni {
-            gfni.encode(data_fragments, parity_fragments);
+        if let Some(simd) = &self.simd {
+            simd.encode(data_fragments, parity_fragments);
             return Ok(());
         }
         codec
@@ -286,8 +307,8 @@ impl Code {
             // r = 0 and k present: nothing is missing.
             return Ok(());
         };
-        if let Some(gfni) = &self.gfni {
-            return gfni.reconstruct(fragments, present, data_only);
+        if let Some(simd) = &self.simd {
+            return simd.reconstruct(fragments, present, data_only);
         }
         let mut shards: [(&mut [u8], bool); MAX_COLUMNS] =
             std::array::from_fn(|_| (<&mut [u8]>::default(), false));

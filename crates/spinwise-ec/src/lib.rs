@@ -4,7 +4,7 @@
 //! bytes is cut into stripes of `k` data fragments of `F` bytes (128 KiB by default, last
 //! stripe zero-padded), each stripe gets `r` parity fragments (systematic Cauchy Reed-Solomon,
 //! byte-identical to ISA-L's `gf_gen_cauchy1_matrix` code: parity and reconstruction by our
-//! GFNI/AVX-512 kernel where the CPU has one (`gfni.rs`), else by rustfs-erasure-codec),
+//! GFNI/AVX-512 kernel where the CPU has one (`simd/`), else by rustfs-erasure-codec),
 //! and column `c` of every stripe forms one stripe-stack file: an 84-byte header (with the
 //! blob's BLAKE3) then, per stripe, the fragment and its crc32c.
 //!
@@ -18,6 +18,7 @@
 //!   scrub for the store's upkeep.
 //! - [`StackRebuilder`]: an `io::Read` that yields a lost column's whole stack file.
 //! - [`Code::reconstruct`]: the bare codec step for callers with their own buffers.
+//! - [`Kernel`]: which implementation computes (the fastest the CPU has, or a chosen one).
 //!
 //! Invariants: pure (no IO besides the `Read`/`Write` traits the caller hands in, no clock,
 //! no threads: the codec runs with one job); bounded memory (one stripe per encoder or
@@ -28,9 +29,9 @@ pub mod checksum;
 mod code;
 mod decoder;
 mod encoder;
-mod gfni;
 mod header;
 mod rebuild;
+mod simd;
 
 pub use code::{
     Code, DEFAULT_FRAGMENT_BYTES, EcError, FRAGMENT_CRC_BYTES, MAX_COLUMNS, MAX_FRAGMENT_BYTES,
@@ -43,3 +44,4 @@ pub use decoder::{
 pub use encoder::{BlobEncoder, EncodeError, EncodedStripe, content_hash, encode_stacks};
 pub use header::{FORMAT_VERSION, FormatError, HEADER_BYTES, MAGIC, StackHeader};
 pub use rebuild::StackRebuilder;
+pub use simd::Kernel;
