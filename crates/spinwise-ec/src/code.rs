@@ -5,7 +5,7 @@
 //! Invariants: a `Code` exists only for a valid shape (`1 ≤ k`, `k + r ≤ MAX_COLUMNS`,
 //! `1 ≤ F ≤ MAX_FRAGMENT_BYTES`); parity is systematic Cauchy Reed-Solomon over GF(2^8)
 //! (ISA-L's `gf_gen_cauchy1_matrix`), computed and reconstructed on one thread by the fastest
-//! kernel the CPU has: our GFNI/AVX-512 kernel (`simd/`), else rustfs-erasure-codec.
+//! kernel the CPU has: our GFNI kernel (`simd/`, AVX-512 or AVX2), else rustfs-erasure-codec.
 //! Both produce the same bytes (tested).
 
 use std::ops::Range;

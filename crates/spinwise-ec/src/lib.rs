@@ -4,7 +4,7 @@
 //! bytes is cut into stripes of `k` data fragments of `F` bytes (128 KiB by default, last
 //! stripe zero-padded), each stripe gets `r` parity fragments (systematic Cauchy Reed-Solomon,
 //! byte-identical to ISA-L's `gf_gen_cauchy1_matrix` code: parity and reconstruction by our
-//! GFNI/AVX-512 kernel where the CPU has one (`simd/`), else by rustfs-erasure-codec),
+//! GFNI kernel (AVX-512 or AVX2) where the CPU has GFNI (`simd/`), else by rustfs-erasure-codec),
 //! and column `c` of every stripe forms one stripe-stack file: an 84-byte header (with the
 //! blob's BLAKE3) then, per stripe, the fragment and its crc32c.
 //!

@@ -1,6 +1,5 @@
-//! GF(2^8) dot products on x86-64 CPUs with GFNI and AVX-512 (F and BW): the `r` parity
-//! fragments of a stripe from its `k` data fragments, and lost fragments from `k` survivors,
-//! each in one pass over the inputs, 128 bytes at a time.
+//! GF(2^8) dot products on x86-64 CPUs with GFNI: the `r` parity fragments of a stripe from its
+//! `k` data fragments, and lost fragments from `k` survivors, each in one pass over the inputs.
 //!
 //! Why it exists: rustfs-erasure-codec's fastest x86 path (its AVX2 "codegen" dot product, also
 //! what it runs when the CPU has GFNI) encodes 15+3 at 14.1 GB/s per core in cache and 7.9 GB/s
@@ -8,14 +7,19 @@
 //! 11.7, and the target is ISA-L's rate. No crate offers ISA-L's kernels without C
 //! (ISA-L's own binding needs nasm and autotools: the `isal-peer` bench feature).
 //!
-//! Multiplying 64 bytes by a constant of GF(2^8) is one `vgf2p8affineqb` with the constant's
-//! 8×8 bit matrix (`gfni.rs`), so an output vector is `k` affine products XORed together. Up
-//! to 8 output rows per pass stay in registers, each with two accumulators (two vectors per
-//! step, so two independent chains overlap: one vector per step measured 14.9 GB/s in cache,
-//! two 24.4), and every input byte is read once per pass. An AVX2 kernel of the same shape
-//! (nibble tables and `vpshufb`, for CPUs without GFNI) measured no faster than
-//! rustfs-erasure-codec's AVX2 path on the Zen 4 (docs/BENCHMARKS.md) and was not kept; such
-//! CPUs use rustfs-erasure-codec.
+//! Multiplying a vector of bytes by a constant of GF(2^8) is one `vgf2p8affineqb` with the
+//! constant's 8×8 bit matrix, so an output vector is `k` affine products XORed together. The
+//! output rows of a pass stay in registers, each with two accumulators (two vectors per step,
+//! so two independent chains overlap: one vector per step measured 14.9 GB/s in cache, two
+//! 24.4), and every input byte is read once per pass. Two widths:
+//!
+//! - [`Kernel::GfniAvx512`] (`gfni.rs`): 64-byte vectors, up to 8 rows per pass.
+//! - [`Kernel::GfniAvx2`] (`gfni_avx2.rs`): 32-byte vectors, up to 4 rows per pass, for CPUs
+//!   with GFNI but not AVX-512 (Intel's Atom cores, storage SoCs among them, and client cores).
+//!
+//! An AVX2 kernel without GFNI, of the same shape (nibble tables and `vpshufb`), measured no
+//! faster than rustfs-erasure-codec's AVX2 path on the Zen 4 (docs/BENCHMARKS.md) and was not
+//! kept: CPUs without GFNI use rustfs-erasure-codec.
 //!
 //! Invariants:
 //! - The matrix is ISA-L's `gf_gen_cauchy1_matrix` (`field.rs`). The tests check parity and
@@ -32,6 +36,8 @@
 mod field;
 #[cfg(target_arch = "x86_64")]
 mod gfni;
+#[cfg(target_arch = "x86_64")]
+mod gfni_avx2;
 
 use std::sync::{Arc, Mutex};
 
@@ -43,13 +49,19 @@ use field::{affine_matrix, cauchy_coefficient, gf_multiply, invert};
 pub enum Kernel {
     /// `vgf2p8affineqb` on 512-bit vectors: needs the CPU flags gfni, avx512f and avx512bw.
     GfniAvx512,
+    /// `vgf2p8affineqb` on 256-bit vectors: needs gfni and avx2 (GFNI without AVX-512).
+    GfniAvx2,
     /// rustfs-erasure-codec, on any CPU.
     RustfsErasureCodec,
 }
 
 impl Kernel {
     /// Every kernel, fastest first.
-    pub const ALL: [Kernel; 2] = [Kernel::GfniAvx512, Kernel::RustfsErasureCodec];
+    pub const ALL: [Kernel; 3] = [
+        Kernel::GfniAvx512,
+        Kernel::GfniAvx2,
+        Kernel::RustfsErasureCodec,
+    ];
 
     /// The fastest kernel this CPU can run (what [`crate::Code::new`] uses).
     pub fn fastest_available() -> Kernel {
@@ -70,6 +82,9 @@ impl Kernel {
                         && is_x86_feature_detected!("avx512f")
                         && is_x86_feature_detected!("avx512bw")
                 }
+                Kernel::GfniAvx2 => {
+                    is_x86_feature_detected!("gfni") && is_x86_feature_detected!("avx2")
+                }
                 Kernel::RustfsErasureCodec => true,
             }
         }
@@ -79,26 +94,35 @@ impl Kernel {
         }
     }
 
-    /// The name benchmarks print: `gfni-avx512` or `rustfs-erasure-codec`.
+    /// The name benchmarks print: `gfni-avx512`, `gfni-avx2` or `rustfs-erasure-codec`.
     pub fn name(self) -> &'static str {
         match self {
             Kernel::GfniAvx512 => "gfni-avx512",
+            Kernel::GfniAvx2 => "gfni-avx2",
             Kernel::RustfsErasureCodec => "rustfs-erasure-codec",
         }
     }
 }
 
-/// Output rows per pass: 8 rows × 2 accumulators, 2 input vectors and their products stay
-/// within the 32 vector registers.
-const ROWS_PER_PASS: usize = 8;
+/// Output rows per pass: with AVX-512, 8 rows × 2 accumulators, 2 input vectors and their
+/// products stay within the 32 vector registers; with AVX2's 16, 4 rows.
+fn rows_per_pass(kernel: Kernel) -> usize {
+    match kernel {
+        Kernel::GfniAvx512 => 8,
+        Kernel::GfniAvx2 => 4,
+        Kernel::RustfsErasureCodec => unreachable!("rustfs-erasure-codec has no passes here"),
+    }
+}
 
 /// Loss patterns whose decoding rows a `GfniCode` keeps: concurrent degraded reads and a
 /// rebuild of a few different disks each find theirs; more than that evicts the oldest.
 const CACHED_PLANS: usize = 8;
 
-/// One `k + r` Cauchy code on the GFNI kernel: its parity rows as affine matrices, and the
+/// One `k + r` Cauchy code on a GFNI kernel: its parity rows as affine matrices, and the
 /// decoding rows of the loss patterns it reconstructed lately.
 pub(crate) struct GfniCode {
+    /// [`Kernel::GfniAvx512`] or [`Kernel::GfniAvx2`], available on this CPU.
+    kernel: Kernel,
     data_columns: usize,
     parity_columns: usize,
     /// The parity rows, laid out by [`pass_matrices`].
@@ -124,11 +148,11 @@ struct DecodePlan {
 }
 
 /// `rows` (each of `inputs` coefficients) as affine matrices, in passes of up to
-/// [`ROWS_PER_PASS`] rows: pass `p` holds its `n` rows' matrices ordered by input, then
-/// row (entry `(j, i)` at `j × n + i`), right after pass `p − 1`.
-fn pass_matrices(rows: &[Vec<u8>], inputs: usize) -> Vec<u64> {
+/// [`rows_per_pass`] rows: pass `p` holds its `n` rows' matrices ordered by input, then row
+/// (entry `(j, i)` at `j × n + i`), right after pass `p − 1`.
+fn pass_matrices(kernel: Kernel, rows: &[Vec<u8>], inputs: usize) -> Vec<u64> {
     let mut matrices = Vec::with_capacity(rows.len() * inputs);
-    for pass in rows.chunks(ROWS_PER_PASS) {
+    for pass in rows.chunks(rows_per_pass(kernel)) {
         for input in 0..inputs {
             matrices.extend(pass.iter().map(|row| affine_matrix(row[input])));
         }
@@ -137,14 +161,14 @@ fn pass_matrices(rows: &[Vec<u8>], inputs: usize) -> Vec<u64> {
 }
 
 impl GfniCode {
-    /// The GFNI kernel for `k + r` (`r ≥ 1`) when `kernel` asks for it and this CPU can run
-    /// it; `None` otherwise (rustfs-erasure-codec computes).
+    /// `kernel` for `k + r` (`r ≥ 1`) when it is a GFNI kernel this CPU can run; `None`
+    /// otherwise (rustfs-erasure-codec computes).
     pub(crate) fn new(
         kernel: Kernel,
         data_columns: usize,
         parity_columns: usize,
     ) -> Option<GfniCode> {
-        if kernel != Kernel::GfniAvx512 || !kernel.is_available() {
+        if kernel == Kernel::RustfsErasureCodec || !kernel.is_available() {
             return None;
         }
         let parity_rows: Vec<Vec<u8>> = (0..parity_columns)
@@ -155,9 +179,10 @@ impl GfniCode {
             })
             .collect();
         Some(GfniCode {
+            kernel,
             data_columns,
             parity_columns,
-            parity_matrices: pass_matrices(&parity_rows, data_columns),
+            parity_matrices: pass_matrices(kernel, &parity_rows, data_columns),
             plans: Mutex::new(Vec::new()),
         })
     }
@@ -167,7 +192,7 @@ impl GfniCode {
     pub(crate) fn encode(&self, data: &[&[u8]], parity: &mut [&mut [u8]]) {
         assert_eq!(data.len(), self.data_columns, "data fragment count");
         assert_eq!(parity.len(), self.parity_columns, "parity fragment count");
-        dot_products(&self.parity_matrices, data, parity);
+        dot_products(self.kernel, &self.parity_matrices, data, parity);
     }
 
     /// Rebuilds the absent fragments (absent data only, if `data_only`) from the first `k`
@@ -197,6 +222,7 @@ impl GfniCode {
         }
         assert!(input_count == self.data_columns && output_count == plan.rebuilt.len());
         dot_products(
+            self.kernel,
             &plan.matrices,
             &inputs[..input_count],
             &mut outputs[..output_count],
@@ -271,15 +297,15 @@ impl GfniCode {
             present: present.to_vec(),
             data_only,
             survivors,
-            matrices: pass_matrices(&rows, k),
+            matrices: pass_matrices(self.kernel, &rows, k),
             rebuilt,
         })
     }
 }
 
-/// `outputs[i] = Σ_j row_i[j] × inputs[j]` for matrices laid out by [`pass_matrices`]; only
-/// called on a `GfniCode`, which exists only where [`Kernel::GfniAvx512`] is available.
-fn dot_products(matrices: &[u64], inputs: &[&[u8]], outputs: &mut [&mut [u8]]) {
+/// `outputs[i] = Σ_j row_i[j] × inputs[j]` for matrices laid out by [`pass_matrices`] for
+/// `kernel`; only called on a `GfniCode`, which exists only where its kernel is available.
+fn dot_products(kernel: Kernel, matrices: &[u64], inputs: &[&[u8]], outputs: &mut [&mut [u8]]) {
     let length = inputs.first().map_or(0, |fragment| fragment.len());
     assert!(
         inputs.iter().all(|fragment| fragment.len() == length)
@@ -288,17 +314,21 @@ fn dot_products(matrices: &[u64], inputs: &[&[u8]], outputs: &mut [&mut [u8]]) {
     );
     assert_eq!(matrices.len(), inputs.len() * outputs.len(), "matrix count");
     let mut matrices = matrices;
-    for pass_outputs in outputs.chunks_mut(ROWS_PER_PASS) {
+    for pass_outputs in outputs.chunks_mut(rows_per_pass(kernel)) {
         let (pass, rest) = matrices.split_at(inputs.len() * pass_outputs.len());
         matrices = rest;
+        // SAFETY: a `GfniCode` exists only where its kernel is available; the lengths were
+        // checked above: every slice `length` bytes, `inputs × outputs` matrices.
         #[cfg(target_arch = "x86_64")]
-        // SAFETY: a `GfniCode` exists only where `Kernel::GfniAvx512` is available; the
-        // lengths were checked above: every slice `length` bytes, `inputs × outputs` matrices.
         unsafe {
-            gfni::dot_product_pass(pass, inputs, pass_outputs, length)
+            match kernel {
+                Kernel::GfniAvx512 => gfni::dot_product_pass(pass, inputs, pass_outputs, length),
+                Kernel::GfniAvx2 => gfni_avx2::dot_product_pass(pass, inputs, pass_outputs, length),
+                Kernel::RustfsErasureCodec => unreachable!("not a GFNI kernel"),
+            }
         };
         #[cfg(not(target_arch = "x86_64"))]
-        unreachable!("a GfniCode exists only on x86-64: {pass:?} {pass_outputs:?}");
+        unreachable!("a GfniCode exists only on x86-64: {pass:?} {pass_outputs:?} {length}");
     }
 }
 
@@ -313,7 +343,7 @@ mod tests {
     /// The SIMD kernels this CPU runs (the property tests cover each of them; a CPU without
     /// GFNI runs rustfs-erasure-codec only, which the `Code` tests cover).
     fn available_simd_kernels() -> Vec<Kernel> {
-        [Kernel::GfniAvx512]
+        [Kernel::GfniAvx512, Kernel::GfniAvx2]
             .into_iter()
             .filter(|kernel| kernel.is_available())
             .collect()
