@@ -6,7 +6,7 @@
 //! `1 ≤ F ≤ MAX_FRAGMENT_BYTES`); parity is systematic Cauchy Reed-Solomon over GF(2^8)
 //! (ISA-L's `gf_gen_cauchy1_matrix`), computed and reconstructed on one thread by the fastest
 //! kernel the CPU has: our GFNI kernel (`simd/`, AVX-512 or AVX2), else rustfs-erasure-codec.
-//! Both produce the same bytes (tested).
+//! All produce the same bytes (tested).
 
 use std::ops::Range;
 

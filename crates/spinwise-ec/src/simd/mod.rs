@@ -514,8 +514,8 @@ mod tests {
             let data = xorshift_bytes(data_columns * fragment_bytes, seed);
             let expected = reference_parity(data_columns, parity_columns, &data);
             for kernel in available_simd_kernels() {
-                let code =
-                    Code::with_kernel(data_columns, parity_columns, fragment_bytes, kernel).unwrap();
+                let code = Code::with_kernel(data_columns, parity_columns, fragment_bytes, kernel)
+                    .unwrap();
                 let mut parity = vec![0xA5u8; parity_columns * fragment_bytes];
                 code.encode_stripe(&data, &mut parity).unwrap();
                 prop_assert_eq!(&parity, &expected, "{:?}", kernel);
@@ -547,8 +547,8 @@ mod tests {
             }
             let kernels = Kernel::ALL.into_iter().filter(|kernel| kernel.is_available());
             for kernel in kernels {
-                let code =
-                    Code::with_kernel(data_columns, parity_columns, fragment_bytes, kernel).unwrap();
+                let code = Code::with_kernel(data_columns, parity_columns, fragment_bytes, kernel)
+                    .unwrap();
                 for _ in 0..2 {
                     let mut stripe = whole.clone();
                     for (column, fragment) in stripe.chunks_exact_mut(fragment_bytes).enumerate() {
