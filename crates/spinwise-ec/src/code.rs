@@ -78,9 +78,10 @@ pub struct Code {
     fragment_bytes: usize,
     /// `None` when `r = 0` (the codec crate refuses zero parity; there is nothing to compute).
     codec: Option<ReedSolomon>,
+    /// What computes parity and reconstructs: `gfni` when it is a GFNI kernel, else `codec`.
     kernel: Kernel,
-    /// The GFNI kernel's code, when `r > 0` and the kernel is GFNI/AVX-512.
-    simd: Option<GfniCode>,
+    /// The GFNI kernel's code, when `r > 0` and `kernel` is one of the GFNI kernels.
+    gfni: Option<GfniCode>,
 }
 
 impl std::fmt::Debug for Code {
@@ -150,7 +151,7 @@ impl Code {
                 .map_err(|error| EcError::Codec(format!("{error:?}")))?;
             Some(codec)
         };
-        let simd = match parity_columns {
+        let gfni = match parity_columns {
             0 => None,
             _ => GfniCode::new(kernel, data_columns, parity_columns),
         };
@@ -160,7 +161,7 @@ impl Code {
             fragment_bytes,
             codec,
             kernel,
-            simd,
+            gfni,
         })
     }
 
@@ -272,8 +273,8 @@ impl Code {
         }
         let data_fragments = &data_fragments[..self.data_columns];
         let parity_fragments = &mut parity_fragments[..self.parity_columns];
-        if let Some(simd) = &self.simd {
-            simd.encode(data_fragments, parity_fragments);
+        if let Some(gfni) = &self.gfni {
+            gfni.encode(data_fragments, parity_fragments);
             return Ok(());
         }
         codec
@@ -307,8 +308,8 @@ impl Code {
             // r = 0 and k present: nothing is missing.
             return Ok(());
         };
-        if let Some(simd) = &self.simd {
-            return simd.reconstruct(fragments, present, data_only);
+        if let Some(gfni) = &self.gfni {
+            return gfni.reconstruct(fragments, present, data_only);
         }
         let mut shards: [(&mut [u8], bool); MAX_COLUMNS] =
             std::array::from_fn(|_| (<&mut [u8]>::default(), false));
