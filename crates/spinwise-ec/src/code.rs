@@ -76,12 +76,17 @@ pub struct Code {
     data_columns: usize,
     parity_columns: usize,
     fragment_bytes: usize,
-    /// `None` when `r = 0` (the codec crate refuses zero parity; there is nothing to compute).
-    codec: Option<ReedSolomon>,
-    /// What computes parity and reconstructs: `gfni` when it is a GFNI kernel, else `codec`.
+    /// What computes parity and reconstructs.
     kernel: Kernel,
-    /// The GFNI kernel's code, when `r > 0` and `kernel` is one of the GFNI kernels.
-    gfni: Option<GfniCode>,
+    /// `kernel`'s state; `None` when `r = 0` (nothing to compute, and the codec crate refuses
+    /// zero parity).
+    engine: Option<Engine>,
+}
+
+/// The one implementation a `Code` runs (only the chosen one is built).
+enum Engine {
+    Gfni(GfniCode),
+    Rustfs(Box<ReedSolomon>),
 }
 
 impl std::fmt::Debug for Code {
@@ -140,8 +145,10 @@ impl Code {
                 max: MAX_FRAGMENT_BYTES,
             });
         }
-        let codec = if parity_columns == 0 {
+        let engine = if parity_columns == 0 {
             None
+        } else if let Some(gfni) = GfniCode::new(kernel, data_columns, parity_columns) {
+            Some(Engine::Gfni(gfni))
         } else {
             let options = CodecOptions::builder()
                 .matrix_mode(MatrixMode::Cauchy)
@@ -149,19 +156,14 @@ impl Code {
                 .build();
             let codec = ReedSolomon::with_options(data_columns, parity_columns, options)
                 .map_err(|error| EcError::Codec(format!("{error:?}")))?;
-            Some(codec)
-        };
-        let gfni = match parity_columns {
-            0 => None,
-            _ => GfniCode::new(kernel, data_columns, parity_columns),
+            Some(Engine::Rustfs(Box::new(codec)))
         };
         Ok(Code {
             data_columns,
             parity_columns,
             fragment_bytes,
-            codec,
             kernel,
-            gfni,
+            engine,
         })
     }
 
@@ -252,7 +254,7 @@ impl Code {
         let fragment_bytes = self.fragment_bytes;
         check_size("data", self.data_columns * fragment_bytes, data.len())?;
         check_size("parity", self.parity_columns * fragment_bytes, parity.len())?;
-        let Some(codec) = &self.codec else {
+        let Some(engine) = &self.engine else {
             return Ok(());
         };
         // Fixed-size arrays of slices keep the hot loop free of heap allocation.
@@ -273,13 +275,15 @@ impl Code {
         }
         let data_fragments = &data_fragments[..self.data_columns];
         let parity_fragments = &mut parity_fragments[..self.parity_columns];
-        if let Some(gfni) = &self.gfni {
-            gfni.encode(data_fragments, parity_fragments);
-            return Ok(());
+        match engine {
+            Engine::Gfni(gfni) => {
+                gfni.encode(data_fragments, parity_fragments);
+                Ok(())
+            }
+            Engine::Rustfs(codec) => codec
+                .encode_sep(data_fragments, parity_fragments)
+                .map_err(|error| EcError::Codec(format!("{error:?}"))),
         }
-        codec
-            .encode_sep(data_fragments, parity_fragments)
-            .map_err(|error| EcError::Codec(format!("{error:?}")))
     }
 
     /// Rebuilds the fragments marked absent in `present` from the present ones, in place
@@ -304,13 +308,12 @@ impl Code {
                 needed: self.data_columns,
             });
         }
-        let Some(codec) = &self.codec else {
+        let codec = match &self.engine {
             // r = 0 and k present: nothing is missing.
-            return Ok(());
+            None => return Ok(()),
+            Some(Engine::Gfni(gfni)) => return gfni.reconstruct(fragments, present, data_only),
+            Some(Engine::Rustfs(codec)) => codec,
         };
-        if let Some(gfni) = &self.gfni {
-            return gfni.reconstruct(fragments, present, data_only);
-        }
         let mut shards: [(&mut [u8], bool); MAX_COLUMNS] =
             std::array::from_fn(|_| (<&mut [u8]>::default(), false));
         for ((shard, fragment), &is_present) in shards.iter_mut().zip(fragments).zip(present) {
