@@ -13,12 +13,13 @@ mod common;
 use common::{TempDir, spinwise};
 use std::path::Path;
 
-const EXPERIMENTS: [&str; 8] = [
+const EXPERIMENTS: [&str; 9] = [
     "pelican-fig5",
     "pelican-fig6",
     "pelican-fig7",
     "pelican-fig8",
     "pelican-fig9",
+    "pelican-plateau",
     "flamingo-fig5a",
     "flamingo-fig6ab",
     "flamingo-fig6c",
@@ -267,6 +268,35 @@ fn pelican_fig8_quick_sweeps_the_reordering_bound_at_5_requests_per_second() {
     assert!(
         throughput[1] > throughput[0],
         "a larger u batches more: {throughput:?}"
+    );
+}
+
+#[test]
+fn pelican_plateau_quick_scales_the_switch_latencies_and_a_shorter_switch_carries_more() {
+    let table = check_quick(
+        "pelican-plateau",
+        6,
+        &["throughput_vs_switch", "reject_rate_vs_switch"],
+        &["Pelican §4.2", "14.2 s", "no high-load stragglers"],
+    );
+    assert_eq!(
+        table.numbers("switch_latency_scale"),
+        [1.0, 1.0, 0.25, 0.25, 1.0, 1.0]
+    );
+    assert_eq!(
+        table.column("high_load_mounts"),
+        ["true", "true", "true", "true", "false", "false"]
+    );
+    assert!(table.column("policy").iter().all(|p| *p == "pelican"));
+    let switch_s = table.numbers("spin_up_mean_s");
+    assert!(
+        switch_s[3] < switch_s[1] / 2.0 && switch_s[5] < switch_s[1],
+        "a quarter of the latencies, or no stragglers, switch faster: {switch_s:?}"
+    );
+    let throughput = table.numbers("throughput_gbps");
+    assert!(
+        throughput[3] > throughput[1],
+        "at 5 req/s a shorter switch streams a larger share of the time: {throughput:?}"
     );
 }
 

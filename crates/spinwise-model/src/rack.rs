@@ -133,6 +133,40 @@ impl Distribution {
             Distribution::Uniform { min, .. } | Distribution::Normal { min, .. } => min,
         }
     }
+
+    /// The distribution of `factor` × X for X drawn from `self`: every parameter scales, so the
+    /// shape (and, for a truncated normal, where the bounds cut it) is kept. A sensitivity sweep
+    /// uses it to shorten or lengthen a latency without changing its spread relative to its mean.
+    ///
+    /// # Panics
+    /// If `factor` is not finite and positive: a scaled latency must stay a valid distribution
+    /// (the parser's rules), and the callers pass constants.
+    pub fn scaled(&self, factor: f64) -> Distribution {
+        assert!(
+            factor.is_finite() && factor > 0.0,
+            "distribution scale factor {factor} must be finite and positive"
+        );
+        match *self {
+            Distribution::Fixed { value } => Distribution::Fixed {
+                value: value * factor,
+            },
+            Distribution::Uniform { min, max } => Distribution::Uniform {
+                min: min * factor,
+                max: max * factor,
+            },
+            Distribution::Normal {
+                mean,
+                stddev,
+                min,
+                max,
+            } => Distribution::Normal {
+                mean: mean * factor,
+                stddev: stddev * factor,
+                min: min * factor,
+                max: max * factor,
+            },
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -299,5 +333,42 @@ impl Resource {
         let step = self.cost_highest() - self.cost_lowest();
         let steps = self.headroom().whole_steps(step)?;
         Some(steps.clamp(0, self.domain_size() as i64) as u64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Distribution;
+
+    #[test]
+    fn a_scaled_distribution_scales_every_parameter_and_so_its_mean_and_bounds() {
+        let normal = Distribution::Normal {
+            mean: 10.0,
+            stddev: 1.0,
+            min: 8.0,
+            max: 14.0,
+        };
+        assert_eq!(
+            normal.scaled(0.25),
+            Distribution::Normal {
+                mean: 2.5,
+                stddev: 0.25,
+                min: 2.0,
+                max: 3.5,
+            }
+        );
+        let uniform = Distribution::Uniform { min: 1.0, max: 2.0 };
+        assert_eq!(uniform.scaled(0.5).mean(), 0.75);
+        assert_eq!(uniform.scaled(0.5).min(), 0.5);
+        assert_eq!(
+            Distribution::Fixed { value: 3.0 }.scaled(2.0),
+            Distribution::Fixed { value: 6.0 }
+        );
+    }
+
+    #[test]
+    #[should_panic(expected = "must be finite and positive")]
+    fn a_distribution_refuses_a_zero_scale() {
+        let _ = Distribution::Fixed { value: 3.0 }.scaled(0.0);
     }
 }

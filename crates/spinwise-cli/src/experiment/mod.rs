@@ -17,6 +17,7 @@
 
 mod flamingo;
 mod pelican;
+mod plateau;
 mod rebuild;
 mod summary;
 mod sweep;
@@ -132,6 +133,11 @@ pub const EXPERIMENTS: &[Experiment] = &[
         name: "pelican-fig9",
         description: "Pelican Fig. 9(a, b): spin-ups and TB transferred per disk per year, mean and peak power vs request rate",
         run: pelican::fig9,
+    },
+    Experiment {
+        name: "pelican-plateau",
+        description: "What Pelican's 40 Gbps plateau needs: throughput and rejects at 4, 5 and 8 req/s with the group-switch latencies scaled down, and without the high-load mount stragglers",
+        run: plateau::plateau,
     },
     Experiment {
         name: "flamingo-fig5a",

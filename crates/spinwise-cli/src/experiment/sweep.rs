@@ -94,6 +94,45 @@ pub struct Job {
     pub measured_hours: Option<f64>,
     /// A disk failure at the end of the warm-up (Pelican Fig. 7).
     pub failure: Option<DiskFailure>,
+    /// Overrides the rack's group-switch latencies (the `pelican-plateau` sensitivity sweep).
+    pub switch_latency: Option<SwitchLatency>,
+}
+
+/// A change to the disks' spin-up, mount and unmount latencies: what a group switch costs. The
+/// layout does not depend on these (the planner never reads them), so a job's layout is the
+/// setup's, re-bound to the changed rack's fingerprint.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SwitchLatency {
+    /// Every spin-up, mount (both loads) and unmount latency distribution is scaled by this.
+    pub scale: f64,
+    /// Keep the rack's high-load mount distribution (its stragglers), or mount with the
+    /// low-load one at every load.
+    pub high_load_mounts: bool,
+}
+
+impl SwitchLatency {
+    /// The rack as described: no change.
+    pub const AS_DESCRIBED: SwitchLatency = SwitchLatency {
+        scale: 1.0,
+        high_load_mounts: true,
+    };
+
+    /// `rack` with this change applied.
+    pub fn apply(&self, rack: &Rack) -> Rack {
+        let mut rack = rack.clone();
+        let disk = &mut rack.disk_model;
+        disk.spin_up_latency_s = disk.spin_up_latency_s.scaled(self.scale);
+        disk.mount_latency_s = disk.mount_latency_s.scaled(self.scale);
+        disk.unmount_latency_s = disk.unmount_latency_s.scaled(self.scale);
+        disk.mount_latency_high_load_s = if self.high_load_mounts {
+            disk.mount_latency_high_load_s
+                .as_ref()
+                .map(|high| high.scaled(self.scale))
+        } else {
+            None
+        };
+        rack
+    }
 }
 
 /// One run: every input and every metric, flat for CSV. Durations in seconds, power in W.
@@ -121,6 +160,9 @@ pub struct Row {
     pub blob_sizes: String,
     pub reordering_bound_gb: f64,
     pub max_queue_depth: u32,
+    /// The job's [`SwitchLatency`]: 1 and `true` for the rack as described.
+    pub switch_latency_scale: f64,
+    pub high_load_mounts: bool,
     pub requests: u64,
     pub completed: u64,
     pub rejected: u64,
@@ -267,10 +309,15 @@ fn run_one(
     seed_index: u32,
 ) -> CliResult<Row> {
     let setup = &setups[job.setup];
+    let rack_override = job.switch_latency.map(|latency| latency.apply(&setup.rack));
+    let rack = rack_override.as_ref().unwrap_or(&setup.rack);
     let mut layout_override = None;
-    if let Some(bound) = job.reordering_bound_gb {
+    if job.reordering_bound_gb.is_some() || rack_override.is_some() {
         let mut layout = setup.layout.clone();
-        layout.scheduler.reordering_bound_gb = bound;
+        if let Some(bound) = job.reordering_bound_gb {
+            layout.scheduler.reordering_bound_gb = bound;
+        }
+        layout.rack_fingerprint = rack.fingerprint();
         layout_override = Some(layout);
     }
     let layout = layout_override.as_ref().unwrap_or(&setup.layout);
@@ -286,8 +333,8 @@ fn run_one(
         failure: job.failure,
         ..SimConfig::default()
     };
-    let report = simulate(&setup.rack, layout, &config).map_err(|source| CliError::Sim {
-        rack: setup.rack.name.clone(),
+    let report = simulate(rack, layout, &config).map_err(|source| CliError::Sim {
+        rack: rack.name.clone(),
         source,
     })?;
     Ok(row(
@@ -307,6 +354,7 @@ fn row(
     report: &Report,
 ) -> Row {
     let disks = setup.rack.disk_count();
+    let switch_latency = job.switch_latency.unwrap_or(SwitchLatency::AS_DESCRIBED);
     let (t, c, s) = (
         &report.time_to_first_byte_s,
         &report.completion_time_s,
@@ -334,6 +382,8 @@ fn row(
         blob_sizes: blob_sizes_name(config.blob_sizes),
         reordering_bound_gb: layout.scheduler.reordering_bound_gb,
         max_queue_depth: layout.scheduler.max_queue_depth,
+        switch_latency_scale: switch_latency.scale,
+        high_load_mounts: switch_latency.high_load_mounts,
         requests: report.requests,
         completed: report.completed,
         rejected: report.rejected,
