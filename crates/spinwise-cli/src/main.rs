@@ -17,6 +17,7 @@ mod serve;
 mod sim;
 mod source;
 mod store;
+mod switch_latency;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;

@@ -4,6 +4,7 @@
 use crate::error::{CliError, CliResult, io_error};
 use crate::output::outln;
 use crate::source::RackSource;
+use crate::switch_latency::SwitchLatency;
 use clap::{Args, ValueEnum};
 use serde_json::json;
 use spinwise_model::Layout;
@@ -75,6 +76,15 @@ pub struct SimArgs {
     /// Stripe stacks those bytes form, one rebuild request each (default 64,329, Pelican §4.3).
     #[arg(long, value_name = "N", requires = "fail_disk")]
     pub failed_stacks: Option<u64>,
+    /// What if a group switch were faster or slower: scale every disk's spin-up, mount and
+    /// unmount latency distribution by F (0 < F ≤ 100; the layout is unchanged). `experiment
+    /// pelican-plateau` sweeps it.
+    #[arg(long, value_name = "F", default_value_t = 1.0)]
+    pub switch_latency_scale: f64,
+    /// Mount with the rack's low-load distribution at every load, dropping its
+    /// `mount_latency_high_load_s` (the stragglers under load, Pelican §4.1).
+    #[arg(long)]
+    pub no_high_load_mounts: bool,
     /// Print one JSON object instead of a summary.
     #[arg(long)]
     pub json: bool,
@@ -103,20 +113,26 @@ pub fn run(args: &SimArgs) -> CliResult<()> {
             ))
         })?),
     };
-    let rack = args.source.load()?;
-    let layout = match &args.layout {
+    let switch_latency = SwitchLatency::new(args.switch_latency_scale, !args.no_high_load_mounts)?;
+    let described = args.source.load()?;
+    let mut layout = match &args.layout {
         Some(path) => {
             let text = std::fs::read_to_string(path).map_err(io_error(path))?;
             Layout::from_json(&path.display().to_string(), &text)?
         }
         None => {
-            spinwise_plan::plan(&rack)
+            spinwise_plan::plan(&described)
                 .map_err(|source| CliError::Plan {
-                    rack: rack.name.clone(),
+                    rack: described.name.clone(),
                     source,
                 })?
                 .layout
         }
+    };
+    let rack = if switch_latency.is_as_described() {
+        described
+    } else {
+        switch_latency.apply_with_layout(&described, &mut layout)
     };
     let (blob_sizes, blob_bytes) = blob_size(&args.blob_size)?;
     let config = SimConfig {
@@ -170,6 +186,8 @@ pub fn run(args: &SimArgs) -> CliResult<()> {
             "budget_violations": report.budget_violations,
             "events": report.events,
             "trace_hash": format!("{:016x}", report.trace_hash),
+            "switch_latency_scale": switch_latency.scale,
+            "high_load_mounts": switch_latency.high_load_mounts,
             "elapsed_ms": elapsed_ms,
         });
         outln!(
@@ -187,6 +205,17 @@ pub fn run(args: &SimArgs) -> CliResult<()> {
         args.warmup_hours,
         report.seed
     );
+    if !switch_latency.is_as_described() {
+        outln!(
+            "latencies     spin-up, mount and unmount × {}{}",
+            switch_latency.scale,
+            if switch_latency.high_load_mounts {
+                ""
+            } else {
+                "; no high-load mount stragglers"
+            }
+        );
+    }
     outln!(
         "requests      {} in the window: {} completed, {} rejected",
         report.requests,

@@ -297,3 +297,64 @@ fn bad_workload_and_failure_flags_are_refused_clearly() {
     .refused()
     .stderr_mentions(&["stripe stacks"]);
 }
+
+#[test]
+fn a_switch_latency_scale_shortens_every_spin_up_and_is_reported() {
+    let described = spinwise(SMALL_RUN).success().json();
+    let mut args: Vec<&str> = SMALL_RUN.to_vec();
+    args.extend(["--switch-latency-scale", "0.25"]);
+    let faster = spinwise(args).success().json();
+    assert_eq!(number(&described, "switch_latency_scale"), 1.0);
+    assert_eq!(number(&faster, "switch_latency_scale"), 0.25);
+    let (before, after) = (
+        number(&described["spin_up_s"], "mean"),
+        number(&faster["spin_up_s"], "mean"),
+    );
+    assert!(
+        after > 0.0 && after < before * 0.3,
+        "a quarter of every spin-up and mount latency: {before} s → {after} s"
+    );
+    assert_eq!(integer(&faster, "budget_violations"), 0);
+}
+
+#[test]
+fn a_switch_latency_change_keeps_a_layout_file_planned_for_the_rack() {
+    let dir = TempDir::new("sim-latency-layout");
+    let layout = dir.join("layout.json");
+    spinwise([
+        "plan".as_ref(),
+        "--preset".as_ref(),
+        "dense-jbod-60".as_ref(),
+        "--out".as_ref(),
+        layout.as_os_str(),
+    ])
+    .success();
+    let mut args: Vec<std::ffi::OsString> = SMALL_RUN.iter().map(Into::into).collect();
+    args.extend(["--layout".into(), layout.clone().into_os_string()]);
+    args.extend(["--switch-latency-scale".into(), "2".into()]);
+    args.push("--no-high-load-mounts".into());
+    let report = spinwise(&args).success().json();
+    assert_eq!(number(&report, "switch_latency_scale"), 2.0);
+    assert_eq!(report["high_load_mounts"], serde_json::json!(false));
+    // A layout for another rack is still refused, latency change or not.
+    let mut other: Vec<std::ffi::OsString> = ["sim", "--preset", "ocp-cold-storage", "--rate", "1"]
+        .iter()
+        .map(Into::into)
+        .collect();
+    other.extend(["--layout".into(), layout.into_os_string()]);
+    other.extend(["--switch-latency-scale".into(), "0.5".into()]);
+    spinwise(&other)
+        .refused()
+        .stderr_mentions(&["layout", "dense-jbod-60"]);
+}
+
+#[test]
+fn a_switch_latency_scale_outside_its_range_is_refused() {
+    for scale in ["0", "-1", "NaN", "inf", "101"] {
+        let mut args: Vec<String> = SMALL_RUN.iter().map(|a| a.to_string()).collect();
+        args.push(format!("--switch-latency-scale={scale}"));
+        spinwise(args)
+            .refused()
+            .stderr_mentions(&["--switch-latency-scale"]);
+    }
+}

@@ -11,6 +11,7 @@
 use super::Context;
 use crate::error::{CliError, CliResult};
 use crate::source::load_preset;
+pub use crate::switch_latency::SwitchLatency;
 use indicatif::{ProgressBar, ProgressStyle};
 use rayon::prelude::*;
 use serde::Serialize;
@@ -96,43 +97,6 @@ pub struct Job {
     pub failure: Option<DiskFailure>,
     /// Overrides the rack's group-switch latencies (the `pelican-plateau` sensitivity sweep).
     pub switch_latency: Option<SwitchLatency>,
-}
-
-/// A change to the disks' spin-up, mount and unmount latencies: what a group switch costs. The
-/// layout does not depend on these (the planner never reads them), so a job's layout is the
-/// setup's, re-bound to the changed rack's fingerprint.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct SwitchLatency {
-    /// Every spin-up, mount (both loads) and unmount latency distribution is scaled by this.
-    pub scale: f64,
-    /// Keep the rack's high-load mount distribution (its stragglers), or mount with the
-    /// low-load one at every load.
-    pub high_load_mounts: bool,
-}
-
-impl SwitchLatency {
-    /// The rack as described: no change.
-    pub const AS_DESCRIBED: SwitchLatency = SwitchLatency {
-        scale: 1.0,
-        high_load_mounts: true,
-    };
-
-    /// `rack` with this change applied.
-    pub fn apply(&self, rack: &Rack) -> Rack {
-        let mut rack = rack.clone();
-        let disk = &mut rack.disk_model;
-        disk.spin_up_latency_s = disk.spin_up_latency_s.scaled(self.scale);
-        disk.mount_latency_s = disk.mount_latency_s.scaled(self.scale);
-        disk.unmount_latency_s = disk.unmount_latency_s.scaled(self.scale);
-        disk.mount_latency_high_load_s = if self.high_load_mounts {
-            disk.mount_latency_high_load_s
-                .as_ref()
-                .map(|high| high.scaled(self.scale))
-        } else {
-            None
-        };
-        rack
-    }
 }
 
 /// One run: every input and every metric, flat for CSV. Durations in seconds, power in W.
@@ -309,17 +273,19 @@ fn run_one(
     seed_index: u32,
 ) -> CliResult<Row> {
     let setup = &setups[job.setup];
-    let rack_override = job.switch_latency.map(|latency| latency.apply(&setup.rack));
-    let rack = rack_override.as_ref().unwrap_or(&setup.rack);
     let mut layout_override = None;
-    if job.reordering_bound_gb.is_some() || rack_override.is_some() {
+    let mut rack_override = None;
+    if job.reordering_bound_gb.is_some() || job.switch_latency.is_some() {
         let mut layout = setup.layout.clone();
         if let Some(bound) = job.reordering_bound_gb {
             layout.scheduler.reordering_bound_gb = bound;
         }
-        layout.rack_fingerprint = rack.fingerprint();
+        if let Some(latency) = job.switch_latency {
+            rack_override = Some(latency.apply_with_layout(&setup.rack, &mut layout));
+        }
         layout_override = Some(layout);
     }
+    let rack = rack_override.as_ref().unwrap_or(&setup.rack);
     let layout = layout_override.as_ref().unwrap_or(&setup.layout);
     let config = SimConfig {
         rate_per_s: job.rate_per_s,
