@@ -5,23 +5,9 @@
 
 mod common;
 
-use common::{TempDir, edit, line_of, preset_names, preset_text, spinwise};
+use common::{TempDir, edit, line_of, preset_names, preset_text, small_layout, spinwise};
 use std::io::Read;
 use std::process::{Command, Stdio};
-
-/// A layout file of the dense-jbod-60 preset (small and fast to plan) written into `dir`.
-fn small_layout(dir: &TempDir) -> std::path::PathBuf {
-    let layout = dir.join("dense.json");
-    spinwise([
-        "plan".as_ref(),
-        "--preset".as_ref(),
-        "dense-jbod-60".as_ref(),
-        "--out".as_ref(),
-        layout.as_os_str(),
-    ])
-    .success();
-    layout
-}
 
 fn read_json(path: &std::path::Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(path).expect("readable")).expect("JSON")

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{TempDir, integer, number, spinwise};
+use common::{TempDir, integer, number, small_layout, spinwise};
 
 const SMALL_RUN: [&str; 10] = [
     "sim",
@@ -320,15 +320,7 @@ fn a_switch_latency_scale_shortens_every_spin_up_and_is_reported() {
 #[test]
 fn a_switch_latency_change_keeps_a_layout_file_planned_for_the_rack() {
     let dir = TempDir::new("sim-latency-layout");
-    let layout = dir.join("layout.json");
-    spinwise([
-        "plan".as_ref(),
-        "--preset".as_ref(),
-        "dense-jbod-60".as_ref(),
-        "--out".as_ref(),
-        layout.as_os_str(),
-    ])
-    .success();
+    let layout = small_layout(&dir);
     let mut args: Vec<std::ffi::OsString> = SMALL_RUN.iter().map(Into::into).collect();
     args.extend(["--layout".into(), layout.clone().into_os_string()]);
     args.extend(["--switch-latency-scale".into(), "2".into()]);

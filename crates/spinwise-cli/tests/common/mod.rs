@@ -182,6 +182,20 @@ impl Drop for TempDir {
     }
 }
 
+/// A layout file of the dense-jbod-60 preset (small and fast to plan) written into `dir`.
+pub fn small_layout(dir: &TempDir) -> PathBuf {
+    let layout = dir.join("dense.json");
+    spinwise([
+        "plan".as_ref(),
+        "--preset".as_ref(),
+        "dense-jbod-60".as_ref(),
+        "--out".as_ref(),
+        layout.as_os_str(),
+    ])
+    .success();
+    layout
+}
+
 /// The workspace's presets/ directory (the files build.rs embeds).
 pub fn presets_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../presets")
