@@ -11,12 +11,12 @@ use crate::error::{CliError, CliResult};
 use spinwise_model::{Layout, Rack};
 
 /// The largest scale accepted: a hundred times the described latencies (a 10 s spin-up becomes
-/// ~17 minutes), well past any disk, and small enough that event times stay exact in f64.
+/// ~17 minutes), well past any disk; a limit, like every other input has.
 pub const MAX_SCALE: f64 = 100.0;
 
 /// A change to the disks' spin-up, mount and unmount latencies: what a group switch costs. The
-/// layout does not depend on these (the planner never reads them), so a job's layout is the
-/// setup's, re-bound to the changed rack's fingerprint.
+/// layout does not depend on these (the planner never reads them), so the layout planned for
+/// the described rack serves the changed one, re-bound to its fingerprint.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct SwitchLatency {
     /// Every spin-up, mount (both loads) and unmount latency distribution is scaled by this.
@@ -49,9 +49,7 @@ impl SwitchLatency {
         };
         rack
     }
-}
 
-impl SwitchLatency {
     /// A change from user input; a scale outside `(0, MAX_SCALE]` is a usage error.
     pub fn new(scale: f64, high_load_mounts: bool) -> CliResult<SwitchLatency> {
         if !(scale.is_finite() && scale > 0.0 && scale <= MAX_SCALE) {
