@@ -26,6 +26,12 @@ pub struct SwitchLatency {
     pub high_load_mounts: bool,
 }
 
+impl Default for SwitchLatency {
+    fn default() -> SwitchLatency {
+        SwitchLatency::AS_DESCRIBED
+    }
+}
+
 impl SwitchLatency {
     /// The rack as described: no change.
     pub const AS_DESCRIBED: SwitchLatency = SwitchLatency {

@@ -95,8 +95,9 @@ pub struct Job {
     pub measured_hours: Option<f64>,
     /// A disk failure at the end of the warm-up (Pelican Fig. 7).
     pub failure: Option<DiskFailure>,
-    /// Overrides the rack's group-switch latencies (the `pelican-plateau` sensitivity sweep).
-    pub switch_latency: Option<SwitchLatency>,
+    /// A change to the rack's group-switch latencies (the `pelican-plateau` sensitivity sweep);
+    /// the default is the rack as described.
+    pub switch_latency: SwitchLatency,
 }
 
 /// One run: every input and every metric, flat for CSV. Durations in seconds, power in W.
@@ -275,13 +276,17 @@ fn run_one(
     let setup = &setups[job.setup];
     let mut layout_override = None;
     let mut rack_override = None;
-    if job.reordering_bound_gb.is_some() || job.switch_latency.is_some() {
+    let changes_rack = !job.switch_latency.is_as_described();
+    if job.reordering_bound_gb.is_some() || changes_rack {
         let mut layout = setup.layout.clone();
         if let Some(bound) = job.reordering_bound_gb {
             layout.scheduler.reordering_bound_gb = bound;
         }
-        if let Some(latency) = job.switch_latency {
-            rack_override = Some(latency.apply_with_layout(&setup.rack, &mut layout));
+        if changes_rack {
+            rack_override = Some(
+                job.switch_latency
+                    .apply_with_layout(&setup.rack, &mut layout),
+            );
         }
         layout_override = Some(layout);
     }
@@ -320,7 +325,7 @@ fn row(
     report: &Report,
 ) -> Row {
     let disks = setup.rack.disk_count();
-    let switch_latency = job.switch_latency.unwrap_or(SwitchLatency::AS_DESCRIBED);
+    let switch_latency = job.switch_latency;
     let (t, c, s) = (
         &report.time_to_first_byte_s,
         &report.completion_time_s,
