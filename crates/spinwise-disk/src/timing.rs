@@ -2,23 +2,20 @@
 //! per disk from a seeded ChaCha8 stream, and the bandwidth/seek that the model disk charges and
 //! the emulated disk's throttle enforces.
 //!
-//! Invariants: a sample lies in its distribution's declared range and is never negative; the
-//! sampling has the simulator's semantics (spinwise-sim's `sample.rs`: truncated normals by
-//! rejection with Box–Muller, clamped after 64 rejections), repeated here because this crate may
-//! depend on spinwise-model only. The same seed and disk index give the same sample sequence.
+//! Invariants: a sample lies in its distribution's declared range and is never negative, by
+//! `Distribution::sample_s` (spinwise-model), the simulator's own sampling, so a disk here and a
+//! disk in the simulator draw latencies with one definition. The same seed and disk index give
+//! the same sample sequence.
 
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use rand::{Rng, SeedableRng};
+use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use spinwise_model::rack::DiskModel;
 use spinwise_model::{DiskIndex, Distribution};
 
 use crate::DiskError;
-
-/// Normal draws tried before a truncated normal falls back to clamping (as in the simulator).
-const MAX_NORMAL_REJECTIONS: u32 = 64;
 
 /// The timing of one disk, taken from the rack's [`DiskModel`].
 #[derive(Clone, Debug, PartialEq)]
@@ -103,45 +100,8 @@ impl LatencySampler {
     /// The sum of one sample of each distribution, in seconds.
     pub(crate) fn sample_total_s(&self, distributions: &[&Distribution]) -> f64 {
         let mut rng = self.rng.lock().expect("latency sampler lock poisoned");
-        distributions.iter().map(|d| sample_s(d, &mut *rng)).sum()
+        distributions.iter().map(|d| d.sample_s(&mut *rng)).sum()
     }
-}
-
-/// One sample in seconds, with the simulator's semantics (see the module doc).
-pub(crate) fn sample_s(distribution: &Distribution, rng: &mut impl Rng) -> f64 {
-    let value = match *distribution {
-        Distribution::Fixed { value } => value,
-        Distribution::Uniform { min, max } => {
-            if max > min {
-                min + (max - min) * rng.random::<f64>()
-            } else {
-                min
-            }
-        }
-        Distribution::Normal {
-            mean,
-            stddev,
-            min,
-            max,
-        } => {
-            let mut draw = mean;
-            for _ in 0..MAX_NORMAL_REJECTIONS {
-                draw = mean + stddev * standard_normal(rng);
-                if (min..=max).contains(&draw) {
-                    break;
-                }
-            }
-            draw.clamp(min, max)
-        }
-    };
-    value.max(0.0)
-}
-
-/// Box–Muller, one of the pair (two uniforms per call, as the simulator draws them).
-fn standard_normal(rng: &mut impl Rng) -> f64 {
-    let u1: f64 = 1.0 - rng.random::<f64>(); // (0, 1]: ln is finite
-    let u2: f64 = rng.random();
-    (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
 }
 
 /// Seconds as a `Duration`, saturating instead of panicking on huge values.

@@ -1,7 +1,8 @@
 //! spinwise-model: the types every Spinwise crate shares: the rack description (parsed and
-//! validated from TOML), fixed-point resource amounts, and the layout file with its group
-//! constraints. Pure: no IO, no clock, no randomness. Other crates depend on this one; it depends
-//! on none of them.
+//! validated from TOML), fixed-point resource amounts, the layout file with its group
+//! constraints, and how a latency distribution is sampled. Pure: no IO, no clock, and no
+//! randomness of its own (sampling draws from the caller's RNG). Other crates depend on this one;
+//! it depends on none of them.
 
 // A RackError carries its field path and reason by value; it is built at most once per parse,
 // so its size costs nothing worth boxing it for (and matching on it stays plain).
@@ -13,6 +14,7 @@ pub mod layout;
 pub mod limits;
 pub mod parse;
 pub mod rack;
+pub mod sample;
 
 pub use amount::Amount;
 pub use error::{RackError, RackProblem};

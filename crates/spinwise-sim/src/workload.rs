@@ -10,10 +10,11 @@
 
 use crate::config::{MAX_BLOB_BYTES, MAX_HOURS};
 use crate::report::TraceHash;
-use crate::sample::{seconds_to_us, standard_normal};
+use crate::sample::seconds_to_us;
 use rand::Rng;
 use serde::Serialize;
 use spinwise_model::GroupIndex;
+use spinwise_model::sample::standard_normal;
 use thiserror::Error;
 
 /// Most records a trace may hold: the simulator's [`crate::MAX_REQUESTS`] (memory for latency
