@@ -356,41 +356,31 @@ impl Disk for BlockDisk {
     }
 
     fn spin_up(&self) -> Result<(), DiskError> {
-        let _transition = self.gate.begin_transition();
-        self.gate.refuse_failed()?;
-        if self.gate.state() == PowerState::Active {
-            return Ok(());
-        }
-        self.wake_and_mount()?;
-        let mount_point = &self.config.mount_point;
-        if mount_point.join(FAILED_MARKER).exists() {
-            self.gate.fail();
-            return Err(DiskError::Failed {
-                disk: self.config.index,
-            });
-        }
-        let files =
-            DirectoryFiles::open(self.config.index, mount_point, self.config.capacity_bytes)?;
-        *self.files.write().expect("files lock poisoned") = Some(files);
-        self.gate.set_state(PowerState::Active);
-        self.gate.refuse_failed()
+        self.gate.spin_up(|| {
+            self.wake_and_mount()?;
+            let mount_point = &self.config.mount_point;
+            if mount_point.join(FAILED_MARKER).exists() {
+                self.gate.fail();
+                return Err(DiskError::Failed {
+                    disk: self.config.index,
+                });
+            }
+            let files =
+                DirectoryFiles::open(self.config.index, mount_point, self.config.capacity_bytes)?;
+            *self.files.write().expect("files lock poisoned") = Some(files);
+            Ok(())
+        })
     }
 
     fn spin_down(&self) -> Result<(), DiskError> {
-        let _transition = self.gate.begin_transition();
-        self.gate.refuse_failed()?;
-        if self.gate.state() == PowerState::Standby {
-            return Ok(());
-        }
-        {
-            let _quiet = self.gate.quiesce();
-            self.gate.set_state(PowerState::Standby);
-            *self.files.write().expect("files lock poisoned") = None;
-        }
-        self.run_step(BlockStep::Sync)?;
-        self.run_step(BlockStep::Unmount)?;
-        self.run_step(BlockStep::Standby)?;
-        self.gate.refuse_failed()
+        self.gate.spin_down(
+            || *self.files.write().expect("files lock poisoned") = None,
+            || {
+                self.run_step(BlockStep::Sync)?;
+                self.run_step(BlockStep::Unmount)?;
+                self.run_step(BlockStep::Standby)
+            },
+        )
     }
 
     fn mark_failed(&self) {

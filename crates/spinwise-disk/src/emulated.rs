@@ -219,38 +219,30 @@ impl Disk for EmulatedDisk {
     }
 
     fn spin_up(&self) -> Result<(), DiskError> {
-        let _transition = self.gate.begin_transition();
-        self.gate.refuse_failed()?;
-        if self.gate.state() == PowerState::Active {
-            return Ok(());
-        }
-        if !self.directory.is_dir() {
-            self.gate.fail();
-            return Err(DiskError::Failed { disk: self.index });
-        }
-        let latency_s = self
-            .sampler
-            .sample_total_s(&[&self.timing.spin_up_latency_s, &self.timing.mount_latency_s]);
-        self.sleep_scaled(latency_s);
-        self.gate.set_state(PowerState::Active);
-        self.gate.refuse_failed()
+        self.gate.spin_up(|| {
+            if !self.directory.is_dir() {
+                self.gate.fail();
+                return Err(DiskError::Failed { disk: self.index });
+            }
+            let latency_s = self
+                .sampler
+                .sample_total_s(&[&self.timing.spin_up_latency_s, &self.timing.mount_latency_s]);
+            self.sleep_scaled(latency_s);
+            Ok(())
+        })
     }
 
     fn spin_down(&self) -> Result<(), DiskError> {
-        let _transition = self.gate.begin_transition();
-        self.gate.refuse_failed()?;
-        if self.gate.state() == PowerState::Standby {
-            return Ok(());
-        }
-        {
-            let _quiet = self.gate.quiesce();
-            self.gate.set_state(PowerState::Standby);
-        }
-        let latency_s = self
-            .sampler
-            .sample_total_s(&[&self.timing.unmount_latency_s]);
-        self.sleep_scaled(latency_s);
-        self.gate.refuse_failed()
+        self.gate.spin_down(
+            || {},
+            || {
+                let latency_s = self
+                    .sampler
+                    .sample_total_s(&[&self.timing.unmount_latency_s]);
+                self.sleep_scaled(latency_s);
+                Ok(())
+            },
+        )
     }
 
     fn mark_failed(&self) {

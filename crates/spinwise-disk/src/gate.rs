@@ -4,7 +4,11 @@
 //! Invariants: a file operation holds a shared `io` guard from its state check to its last byte,
 //! so a spin-down (which takes the exclusive guard) waits for operations in flight and no
 //! operation runs on a disk that is spinning down; operations do not serialize on each other.
-//! Power transitions are serialized by `transition`. `Failed` is final for the handle.
+//! Power transitions are serialized by `transition` and follow one protocol for every disk
+//! ([`PowerGate::spin_up`], [`PowerGate::spin_down`]): a failed disk refuses, a disk already in
+//! the wanted state does nothing, `Active` is set only after the bring-up succeeded, and
+//! `Standby` is set (keeping new operations out) before the disk winds down. `Failed` is final
+//! for the handle.
 
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
@@ -93,5 +97,45 @@ impl PowerGate {
     /// Waits for file operations in flight and keeps new ones out while held.
     pub(crate) fn quiesce(&self) -> RwLockWriteGuard<'_, ()> {
         self.io.write().expect("io gate poisoned")
+    }
+
+    /// The spin-up protocol: `bring_up` (wake, mount, sample a latency…) runs only for a disk in
+    /// standby, under the transition lock; the disk turns `Active` only if it succeeded, and a
+    /// failure marked meanwhile (by `bring_up` or by `mark_failed`) still wins.
+    pub(crate) fn spin_up(
+        &self,
+        bring_up: impl FnOnce() -> Result<(), DiskError>,
+    ) -> Result<(), DiskError> {
+        let _transition = self.begin_transition();
+        self.refuse_failed()?;
+        if self.state() == PowerState::Active {
+            return Ok(());
+        }
+        bring_up()?;
+        self.set_state(PowerState::Active);
+        self.refuse_failed()
+    }
+
+    /// The spin-down protocol: once operations in flight end, the disk turns `Standby` and
+    /// `release` (drop the mounted files…) runs while new operations are still kept out; then
+    /// `wind_down` (sync, unmount, sleep a latency…) runs outside the IO gate, so a reader sees
+    /// `NotReady` at once instead of waiting for the platters.
+    pub(crate) fn spin_down(
+        &self,
+        release: impl FnOnce(),
+        wind_down: impl FnOnce() -> Result<(), DiskError>,
+    ) -> Result<(), DiskError> {
+        let _transition = self.begin_transition();
+        self.refuse_failed()?;
+        if self.state() == PowerState::Standby {
+            return Ok(());
+        }
+        {
+            let _quiet = self.quiesce();
+            self.set_state(PowerState::Standby);
+            release();
+        }
+        wind_down()?;
+        self.refuse_failed()
     }
 }
