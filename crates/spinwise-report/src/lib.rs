@@ -11,6 +11,7 @@
 //! - Text is drawn with the embedded DejaVu Sans (see `assets/DEJAVU-LICENSE.txt`), so figures look
 //!   the same on every machine, including ones without system fonts.
 
+mod canvas;
 mod colour;
 mod error;
 mod font;

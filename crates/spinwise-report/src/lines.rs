@@ -23,7 +23,8 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 use serde::{Deserialize, Serialize};
 
 use crate::ReportError;
-use crate::font::{FAMILY, ensure_registered};
+use crate::canvas::{DrawResult, write_png, write_svg};
+use crate::font::FAMILY;
 
 /// Width and height in pixels of a rendered line chart (PNG pixels, SVG user units).
 pub const LINE_CHART_SIZE_PX: (u32, u32) = (1000, 700);
@@ -91,43 +92,14 @@ pub struct LineChart {
 /// if the file cannot be created, [`ReportError::Drawing`] if rendering or encoding fails.
 pub fn render_lines_png(chart: &LineChart, path: &Path) -> Result<(), ReportError> {
     validate(chart)?;
-    ensure_registered();
-    // As for the provisioning figure: create the file first so the common failures (missing
-    // directory, read-only file) are an `Io` error naming the path, not an opaque image error.
-    std::fs::File::create(path).map_err(|source| ReportError::Io {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    let root = BitMapBackend::new(path, LINE_CHART_SIZE_PX).into_drawing_area();
-    draw(&root, chart).map_err(|e| drawing_error(path, e))?;
-    root.present().map_err(|e| drawing_error(path, e))
+    write_png(path, LINE_CHART_SIZE_PX, |root| draw(root, chart))
 }
 
 /// Renders `chart` as an SVG at `path`; text stays text. Built in memory first, so a drawing
 /// failure leaves no file. Errors as for [`render_lines_png`].
 pub fn render_lines_svg(chart: &LineChart, path: &Path) -> Result<(), ReportError> {
     validate(chart)?;
-    ensure_registered();
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, LINE_CHART_SIZE_PX).into_drawing_area();
-        draw(&root, chart).map_err(|e| drawing_error(path, e))?;
-        root.present().map_err(|e| drawing_error(path, e))?;
-    }
-    std::fs::write(path, svg).map_err(|source| ReportError::Io {
-        path: path.to_path_buf(),
-        source,
-    })
-}
-
-fn drawing_error<E>(path: &Path, error: DrawingAreaErrorKind<E>) -> ReportError
-where
-    E: std::error::Error + Send + Sync,
-{
-    ReportError::Drawing {
-        path: path.to_path_buf(),
-        message: error.to_string(),
-    }
+    write_svg(path, LINE_CHART_SIZE_PX, |root| draw(root, chart))
 }
 
 fn validate(chart: &LineChart) -> Result<(), ReportError> {
@@ -328,8 +300,6 @@ const PALETTE: [RGBColor; 9] = [
     RGBColor(0x88, 0x44, 0x00),
     RGBColor(0x55, 0x55, 0x99),
 ];
-
-type DrawResult<DB> = Result<(), DrawingAreaErrorKind<<DB as DrawingBackend>::ErrorType>>;
 
 fn text_style(size: f64) -> TextStyle<'static> {
     TextStyle::from((FAMILY, size).into_font()).color(&INK)

@@ -18,8 +18,9 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 use serde::{Deserialize, Serialize};
 
 use crate::ReportError;
+use crate::canvas::{DrawResult, write_png, write_svg};
 use crate::colour::viridis;
-use crate::font::{FAMILY, ensure_registered};
+use crate::font::FAMILY;
 
 /// Width and height in pixels of the rendered figure (PNG pixels, SVG user units).
 pub const PROVISIONING_FIGURE_SIZE_PX: (u32, u32) = (1000, 800);
@@ -89,16 +90,7 @@ pub fn render_provisioning_png(
     path: &Path,
 ) -> Result<(), ReportError> {
     validate(figure)?;
-    ensure_registered();
-    // plotters' encoder reports a missing directory or a read-only file as an opaque image
-    // error; creating the file first turns the common failures into an `Io` error with the path.
-    std::fs::File::create(path).map_err(|source| ReportError::Io {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    let root = BitMapBackend::new(path, PROVISIONING_FIGURE_SIZE_PX).into_drawing_area();
-    draw(&root, figure).map_err(|e| drawing_error(path, e))?;
-    root.present().map_err(|e| drawing_error(path, e))
+    write_png(path, PROVISIONING_FIGURE_SIZE_PX, |root| draw(root, figure))
 }
 
 /// Renders `figure` as a 1000×800 SVG at `path` (created or truncated; the parent directory must
@@ -110,28 +102,7 @@ pub fn render_provisioning_svg(
     path: &Path,
 ) -> Result<(), ReportError> {
     validate(figure)?;
-    ensure_registered();
-    let mut svg = String::new();
-    {
-        let root =
-            SVGBackend::with_string(&mut svg, PROVISIONING_FIGURE_SIZE_PX).into_drawing_area();
-        draw(&root, figure).map_err(|e| drawing_error(path, e))?;
-        root.present().map_err(|e| drawing_error(path, e))?;
-    }
-    std::fs::write(path, svg).map_err(|source| ReportError::Io {
-        path: path.to_path_buf(),
-        source,
-    })
-}
-
-fn drawing_error<E>(path: &Path, error: DrawingAreaErrorKind<E>) -> ReportError
-where
-    E: std::error::Error + Send + Sync,
-{
-    ReportError::Drawing {
-        path: path.to_path_buf(),
-        message: error.to_string(),
-    }
+    write_svg(path, PROVISIONING_FIGURE_SIZE_PX, |root| draw(root, figure))
 }
 
 fn validate(figure: &ProvisioningFigure) -> Result<(), ReportError> {
@@ -183,8 +154,6 @@ const AXIS_PAD: f64 = 0.025;
 
 const INK: RGBColor = RGBColor(0x22, 0x22, 0x22);
 const GRID: RGBColor = RGBColor(0xe3, 0xe3, 0xe3);
-
-type DrawResult<DB> = Result<(), DrawingAreaErrorKind<<DB as DrawingBackend>::ErrorType>>;
 
 fn text_style(size: f64) -> TextStyle<'static> {
     TextStyle::from((FAMILY, size).into_font()).color(&INK)
