@@ -1,5 +1,6 @@
 //! Every policy (pelican, flamingo, fp, random) driven by the simulator over random small racks
-//! (generated as TOML and parsed, as in the planner's properties), their planned layouts, and
+//! (`spinwise_testkit::racks::schedulable_rack`: generated as TOML and parsed, as in the planner's
+//! properties, with spinning up never cheaper than active), their planned layouts, and
 //! random workloads (rate, duration, seed, blob size). For each case and policy: the independent
 //! disk-level checker finds no budget violation, every accepted request completes, and the
 //! scheduler took a meaningful number of steps (the report's processed `events`; each one is
@@ -14,15 +15,13 @@
 //! schedulers refuse the layout with a typed error), or — for the random layout only — fewer
 //! domain-disjoint disks than k + r. The tests assert enough runs of every policy happened.
 
-mod common;
-
-use common::racks::{GeneratedRack, rack_strategy};
 use proptest::prelude::*;
 use proptest::test_runner::{RngSeed, TestCaseError, TestRunner};
 use spinwise_plan::plan;
 use spinwise_sched::random::PlacementError;
 use spinwise_sched::scheduler::SchedulerError;
 use spinwise_sim::{PolicyKind, SimConfig, SimError, simulate};
+use spinwise_testkit::racks::{GeneratedRack, schedulable_rack};
 use std::collections::BTreeMap;
 
 const POLICIES: [PolicyKind; 4] = [
@@ -127,7 +126,8 @@ fn run_cases(cases: u32, expected_requests: f64, min_events: u64) -> Tally {
     };
     let mut runner = TestRunner::new(config);
     let tally = std::cell::RefCell::new(Tally::default());
-    let result = runner.run(&(rack_strategy(), workload()), |(generated, workload)| {
+    let strategy = (schedulable_rack(), workload());
+    let result = runner.run(&strategy, |(generated, workload)| {
         every_policy_keeps_budgets(
             &generated,
             &workload,

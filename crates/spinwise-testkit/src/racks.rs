@@ -1,11 +1,23 @@
-//! Random small racks as TOML text, so every case goes through the real parser — copied from the
-//! planner's property tests (crates/spinwise-plan/tests/properties.rs, which describes the
-//! generator): 1–3 axes (4–48 disks), 1–3 hard resources over random axis groupings with random
-//! per-state costs and budgets from one disk per domain spinning up to a whole domain at its
-//! costliest, an optional soft resource, an optional spin-down state, optional failure domains.
-//! One change: spinning up always costs at least as much as active (see `resource_toml`).
-
-#![allow(dead_code)] // each test crate uses a different subset
+//! Random small racks as TOML text, so every case goes through the real parser
+//! (docs/rack-format.md): the one rack generator of the planner's property tests
+//! (crates/spinwise-plan/tests/properties.rs) and the simulator's policy properties
+//! (crates/spinwise-sim/tests/policies.rs).
+//!
+//! Each generated rack has 1–3 axes (4–48 disks), 1–3 hard resources grouping the disks by a random
+//! non-empty set of axes (with a divisor such as `"y/2"` where the axis size allows), random
+//! per-state costs with the resting state cheapest, a budget between the least that lets one disk
+//! per domain spin up and a whole domain at its costliest, an optional soft resource, an optional
+//! spin-down state off the spin-up path, optional failure domains, and permissive targets.
+//!
+//! Two strategies draw from this family:
+//! - [`any_rack`]: every rack of the family; the parser accepts each one.
+//! - [`schedulable_rack`]: the same draws, but spinning up never costs less than active on any
+//!   resource, so the spin-up state dominates the spin-up path as the schedulers require.
+//!
+//! Invariants: both strategies make the same random draws in the same order (they differ only in
+//! how the draws become TOML), and changing the draws here changes the cases every property test
+//! built on them sees for its fixed seed. Every rack written parses ([`GeneratedRack::parse`]
+//! panics, printing the TOML, if one does not).
 
 use proptest::prelude::*;
 use spinwise_model::{Rack, parse_rack};
@@ -30,6 +42,8 @@ impl fmt::Debug for GeneratedRack {
 }
 
 impl GeneratedRack {
+    /// The rack, through the real parser. Panics (printing the TOML) if the parser refuses it:
+    /// the generator only writes racks the parser accepts.
     pub fn parse(&self) -> Rack {
         parse_rack("generated.toml", &self.toml).unwrap_or_else(|e| {
             panic!("the generator wrote a rack the parser refuses: {e}{self:?}")
@@ -144,9 +158,32 @@ fn raw_rack() -> impl Strategy<Value = RawRack> {
         )
 }
 
-pub fn rack_strategy() -> impl Strategy<Value = GeneratedRack> {
-    raw_rack().prop_map(|raw| GeneratedRack {
-        toml: raw.to_toml(),
+/// Every rack of the family (the planner's properties).
+pub fn any_rack() -> impl Strategy<Value = GeneratedRack> {
+    racks(SpinUpCost::Any)
+}
+
+/// The racks of the family whose spin-up state costs at least as much as active on every
+/// resource (the simulator's policy properties). The schedulers charge a spinning-up group its
+/// spin-up state, which must dominate the spin-up path: racks where it does not are refused with a
+/// typed error, so a property over them would only skip them. Same draws as [`any_rack`], the
+/// spin-up and active costs of each resource written the other way round where spin-up's is lower.
+pub fn schedulable_rack() -> impl Strategy<Value = GeneratedRack> {
+    racks(SpinUpCost::AtLeastActive)
+}
+
+/// How the spin-up cost of each resource relates to its active cost.
+#[derive(Clone, Copy, Debug)]
+enum SpinUpCost {
+    /// Drawn independently: spinning up may be cheaper than active.
+    Any,
+    /// Never below active: of the two drawn costs, spinning up takes the larger.
+    AtLeastActive,
+}
+
+fn racks(spin_up: SpinUpCost) -> impl Strategy<Value = GeneratedRack> {
+    raw_rack().prop_map(move |raw| GeneratedRack {
+        toml: raw.to_toml(spin_up),
     })
 }
 
@@ -194,7 +231,7 @@ impl RawRack {
         self.sizes.iter().product()
     }
 
-    fn to_toml(&self) -> String {
+    fn to_toml(&self, spin_up: SpinUpCost) -> String {
         let mut t = String::new();
         t.push_str("[rack]\nname = \"generated\"\n\n");
         for (axis, size) in self.sizes.iter().enumerate() {
@@ -237,10 +274,10 @@ impl RawRack {
             t.push_str("[[transitions]]\nfrom = \"active\"\nto = \"standby\"\n");
         }
         for (index, resource) in self.hard.iter().enumerate() {
-            t.push_str(&self.resource_toml(&format!("hard{index}"), "hard", resource));
+            t.push_str(&self.resource_toml(&format!("hard{index}"), "hard", resource, spin_up));
         }
         if let Some(soft) = &self.soft {
-            t.push_str(&self.resource_toml("link", "soft", soft));
+            t.push_str(&self.resource_toml("link", "soft", soft, spin_up));
         }
         for (index, failure) in self.failure_domains.iter().enumerate() {
             let (terms, _) = failure.domains.terms(&self.sizes, false);
@@ -286,14 +323,20 @@ max_queue_depth = 10
         t
     }
 
-    fn resource_toml(&self, name: &str, kind: &str, raw: &RawResource) -> String {
+    fn resource_toml(
+        &self,
+        name: &str,
+        kind: &str,
+        raw: &RawResource,
+        spin_up: SpinUpCost,
+    ) -> String {
         let (terms, domains) = raw.domains.terms(&self.sizes, true);
         let domain_size = u64::from(self.disks() / domains);
         let [rest, spin, active, down] = raw.cost_picks.map(u64::from);
-        // Unlike the planner's generator, spinning up is never cheaper than active: the
-        // schedulers charge a spinning-up group its spin-up state, which must dominate the path
-        // (racks where it does not are refused with a typed error, and would only be skipped).
-        let (spin, active) = (spin.max(active), spin.min(active));
+        let (spin, active) = match spin_up {
+            SpinUpCost::Any => (spin, active),
+            SpinUpCost::AtLeastActive => (spin.max(active), spin.min(active)),
+        };
         let (spin, active, down) = (rest + spin, rest + active, rest + down);
         let highest = if self.spin_down_state {
             spin.max(active).max(down)
@@ -305,7 +348,8 @@ max_queue_depth = 10
         // more step: from the least the parser accepts (m = 1) to a whole domain (m = N_r).
         let budget = if step == 0 {
             // A resource that never binds, its budget from exactly the resting load (headroom 0,
-            // see `NEVER_BINDING_AT_ZERO_HEADROOM`) upwards.
+            // see `NEVER_BINDING_AT_ZERO_HEADROOM` in crates/spinwise-plan/tests/properties.rs)
+            // upwards.
             domain_size * rest + u64::from(raw.budget_picks.1 % 5)
         } else {
             let m = 1 + u64::from(raw.budget_picks.0) % domain_size;
