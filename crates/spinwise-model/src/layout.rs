@@ -8,7 +8,7 @@
 //! Readers refuse any `format`/`version` they do not know.
 
 use crate::amount::Amount;
-use crate::rack::ResourceKind;
+use crate::rack::{DiskIndex, Rack, ResourceKind};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
@@ -147,7 +147,55 @@ pub enum LayoutError {
     },
 }
 
+/// Why a layout cannot drive a rack. The simulator and the store's driver bind a layout with
+/// [`Layout::group_disk_indices`], so both refuse the same layouts with the same words.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum BindError {
+    #[error(
+        "the layout was planned for rack `{layout_rack}` (fingerprint {layout_fingerprint}), not `{rack}` ({rack_fingerprint})"
+    )]
+    RackMismatch {
+        layout_rack: String,
+        layout_fingerprint: String,
+        rack: String,
+        rack_fingerprint: String,
+    },
+    #[error("the layout names disk id {id}, which the rack does not have")]
+    UnknownDisk { id: u32 },
+}
+
 impl Layout {
+    /// Refuses a layout planned for another rack description (the fingerprints differ): its
+    /// groups and constraints were derived from budgets and domains this rack may not have.
+    pub fn check_rack(&self, rack: &Rack) -> Result<(), BindError> {
+        let rack_fingerprint = rack.fingerprint();
+        if self.rack_fingerprint == rack_fingerprint {
+            return Ok(());
+        }
+        Err(BindError::RackMismatch {
+            layout_rack: self.rack.clone(),
+            layout_fingerprint: self.rack_fingerprint.clone(),
+            rack: rack.name.clone(),
+            rack_fingerprint,
+        })
+    }
+
+    /// Each group's disks as indices into `rack.disks` (the layout names disk ids), after
+    /// [`Layout::check_rack`].
+    pub fn group_disk_indices(&self, rack: &Rack) -> Result<Vec<Vec<DiskIndex>>, BindError> {
+        self.check_rack(rack)?;
+        let index_of = |id: &u32| {
+            rack.disks
+                .binary_search_by_key(id, |d| d.id)
+                .map(|index| index as DiskIndex)
+                .map_err(|_| BindError::UnknownDisk { id: *id })
+        };
+        self.groups
+            .iter()
+            .map(|ids| ids.iter().map(index_of).collect())
+            .collect()
+    }
+
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).expect("layouts always serialize")
     }

@@ -19,7 +19,8 @@ pub mod sample;
 pub use amount::Amount;
 pub use error::{RackError, RackProblem};
 pub use layout::{
-    Erasure, GroupConstraint, GroupIndex, Layout, LayoutError, SchedulerConfig, SolverReport,
+    BindError, Erasure, GroupConstraint, GroupIndex, Layout, LayoutError, SchedulerConfig,
+    SolverReport,
 };
 pub use parse::parse_rack;
 pub use rack::{DiskIndex, Distribution, Rack, Resource, ResourceKind, StateIndex};

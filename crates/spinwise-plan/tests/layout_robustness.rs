@@ -1,12 +1,14 @@
 //! Readers of layout files never panic: numbers of a real layout replaced by hostile values are
-//! refused by `Layout::from_json`, or, if accepted, measured by `quality` and judged by `verify`
-//! without a panic (an overflow, an out-of-range index). Layout files come from users' disks, so
-//! this is input like any other.
+//! refused by `Layout::from_json`, or, if accepted, measured by `quality`, judged by `verify` and
+//! bound to the rack by `Layout::group_disk_indices` (what the simulator and the store's driver
+//! do first) without a panic (an overflow, an out-of-range index). Layout files come from users'
+//! disks, so this is input like any other. Binding also refuses what it must: another rack's
+//! layout, and a disk id the rack does not have.
 
 mod common;
 
 use proptest::prelude::*;
-use spinwise_model::Layout;
+use spinwise_model::{BindError, Layout};
 use spinwise_plan::{plan, quality, verify};
 use std::sync::OnceLock;
 
@@ -71,6 +73,43 @@ proptest! {
             let measured = quality(&layout, 64, 1);
             prop_assert!((0.0..=1.0).contains(&measured.low_load) && (0.0..=1.0).contains(&measured.high_load));
             let _ = verify(rack, &layout);
+            let _ = layout.group_disk_indices(rack);
         }
     }
+}
+
+#[test]
+fn a_planned_layout_binds_to_its_rack_with_each_disk_id_at_its_index() {
+    let (rack, json) = ocp();
+    let layout = Layout::from_json("ocp.json", json).expect("a planned layout reads back");
+    let groups = layout
+        .group_disk_indices(rack)
+        .expect("binds to its own rack");
+    assert_eq!(groups.len(), layout.groups.len());
+    for (indices, ids) in groups.iter().zip(&layout.groups) {
+        let bound_ids: Vec<u32> = indices.iter().map(|&i| rack.disks[i as usize].id).collect();
+        assert_eq!(&bound_ids, ids);
+    }
+}
+
+#[test]
+fn a_layout_is_refused_by_another_rack_and_when_it_names_a_disk_the_rack_lacks() {
+    let (rack, json) = ocp();
+    let layout = Layout::from_json("ocp.json", json).expect("a planned layout reads back");
+    let other = common::preset("dense-jbod-60");
+    let refused = layout.group_disk_indices(&other).unwrap_err();
+    assert!(
+        matches!(&refused, BindError::RackMismatch { layout_rack, rack, .. }
+            if *layout_rack == layout.rack && *rack == other.name),
+        "{refused:?}"
+    );
+    assert!(refused.to_string().contains(&other.name), "{refused}");
+
+    let missing_id = rack.disks.iter().map(|d| d.id).max().expect("disks") + 1;
+    let mut edited = layout.clone();
+    edited.groups[0][0] = missing_id;
+    assert_eq!(
+        edited.group_disk_indices(rack),
+        Err(BindError::UnknownDisk { id: missing_id })
+    );
 }

@@ -9,6 +9,7 @@
 
 use crate::workload::{Arrivals, BURST_SPREAD_S, BlobSizes};
 use serde::Serialize;
+use spinwise_model::BindError;
 use spinwise_sched::random::PlacementError;
 use spinwise_sched::scheduler::SchedulerError;
 use thiserror::Error;
@@ -141,17 +142,8 @@ pub enum SimError {
         "{expected:.0} requests expected (rate × duration) exceed the limit of {limit:.0}; run shorter or several seeds"
     )]
     TooManyRequests { expected: f64, limit: f64 },
-    #[error(
-        "the layout is for rack `{layout_rack}` (fingerprint {layout_fingerprint}), not `{rack}` ({rack_fingerprint})"
-    )]
-    LayoutMismatch {
-        layout_rack: String,
-        layout_fingerprint: String,
-        rack: String,
-        rack_fingerprint: String,
-    },
-    #[error("the layout names disk id {id}, which the rack does not have")]
-    UnknownDisk { id: u32 },
+    #[error(transparent)]
+    Layout(#[from] BindError),
     #[error("the layout's state `{state}` is not a state of the rack")]
     UnknownState { state: String },
     #[error("a burst must have between 1 and {limit:.0} requests, got {requests}")]

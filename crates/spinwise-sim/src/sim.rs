@@ -350,29 +350,7 @@ fn read_disks_of(targets: &[Vec<DiskIndex>], k: u32) -> Vec<Vec<DiskIndex>> {
 }
 
 fn model(rack: &Rack, layout: &Layout) -> Result<Model, SimError> {
-    let rack_fingerprint = rack.fingerprint();
-    if layout.rack_fingerprint != rack_fingerprint {
-        return Err(SimError::LayoutMismatch {
-            layout_rack: layout.rack.clone(),
-            layout_fingerprint: layout.rack_fingerprint.clone(),
-            rack: rack.name.clone(),
-            rack_fingerprint,
-        });
-    }
-    let unit_disks: Vec<Vec<DiskIndex>> = layout
-        .groups
-        .iter()
-        .map(|ids| {
-            ids.iter()
-                .map(|id| {
-                    rack.disks
-                        .binary_search_by_key(id, |d| d.id)
-                        .map(|index| index as DiskIndex)
-                        .map_err(|_| SimError::UnknownDisk { id: *id })
-                })
-                .collect::<Result<Vec<_>, _>>()
-        })
-        .collect::<Result<Vec<_>, _>>()?;
+    let unit_disks = layout.group_disk_indices(rack)?;
     // The layout's state names must be the rack's (the scheduler's books use the layout's).
     for state in &layout.states {
         if !rack.states.iter().any(|s| &s.name == state) {

@@ -5,7 +5,7 @@
 //! per class (a rebuild slows its own class only).
 //! Every scenario names its seed; a failure prints the report to reproduce from.
 
-use spinwise_model::{Layout, Rack, parse_rack};
+use spinwise_model::{BindError, Layout, Rack, parse_rack};
 use spinwise_sim::{
     Arrivals, BlobSizes, DiskFailure, MAX_FAILED_BYTES, MAX_REQUESTS, PolicyKind, SimConfig,
     SimError, parse_trace, simulate,
@@ -185,7 +185,7 @@ fn bad_configurations_are_refused_with_typed_errors() {
     let (ocp, _) = &planned()[1];
     assert!(matches!(
         simulate(ocp, layout, &good).unwrap_err(),
-        SimError::LayoutMismatch { .. }
+        SimError::Layout(BindError::RackMismatch { .. })
     ));
 }
 

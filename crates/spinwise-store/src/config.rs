@@ -111,18 +111,10 @@ pub fn validate(config: &StoreConfig, path: &Path) -> StoreResult<Rack> {
     crate::upkeep::validate(&config.upkeep).map_err(|message| config_error(path, message))?;
     let rack = parse_rack(&format!("{} (rack)", path.display()), &config.rack_toml)
         .map_err(|e| config_error(path, e.to_string()))?;
-    if config.layout.rack_fingerprint != rack.fingerprint() {
-        return Err(config_error(
-            path,
-            format!(
-                "the layout was planned for rack `{}` (fingerprint {}), not this rack `{}` ({})",
-                config.layout.rack,
-                config.layout.rack_fingerprint,
-                rack.name,
-                rack.fingerprint()
-            ),
-        ));
-    }
+    config
+        .layout
+        .check_rack(&rack)
+        .map_err(|e| config_error(path, e.to_string()))?;
     Ok(rack)
 }
 

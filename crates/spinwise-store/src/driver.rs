@@ -31,7 +31,7 @@
 use crate::audit::{AuditCounters, AuditError, AuditRefusal, BudgetAudit, DiskPower};
 use crate::clock::Clock;
 use spinwise_disk::{Disk, DiskError};
-use spinwise_model::{DiskIndex, GroupIndex, Layout, Rack};
+use spinwise_model::{BindError, DiskIndex, GroupIndex, Layout, Rack};
 use spinwise_sched::policy::{FullyProvisioned, Policy};
 use spinwise_sched::scheduler::{self, Action, ClassScheduler, Kind, Request, SchedulerError};
 use std::collections::{BTreeMap, BTreeSet};
@@ -92,17 +92,8 @@ pub enum DriverError {
     Scheduler(#[from] SchedulerError),
     #[error("the budget audit refuses the rack: {0}")]
     Audit(#[from] AuditError),
-    #[error(
-        "the layout was planned for rack `{layout_rack}` (fingerprint {layout_fingerprint}), not `{rack}` ({rack_fingerprint})"
-    )]
-    LayoutMismatch {
-        layout_rack: String,
-        layout_fingerprint: String,
-        rack: String,
-        rack_fingerprint: String,
-    },
-    #[error("the layout names disk id {id}, which the rack does not have")]
-    UnknownDisk { id: u32 },
+    #[error(transparent)]
+    Layout(#[from] BindError),
     #[error("{found} disks given for a rack of {expected}")]
     DiskCount { expected: usize, found: usize },
     #[error("disk handle at position {position} has index {index}: give the disks in index order")]
@@ -420,7 +411,7 @@ impl Driver {
         config: DriverConfig,
     ) -> Result<Driver, DriverError> {
         let runtime = tokio::runtime::Handle::try_current().map_err(|_| DriverError::NoRuntime)?;
-        let groups = group_disks(rack, layout)?;
+        let groups = layout.group_disk_indices(rack)?;
         check_disks(rack, &disks)?;
         for (what, capacity) in [
             ("command", config.command_capacity),
@@ -557,33 +548,6 @@ impl Driver {
             .map_err(|_| Stopped)?;
         answer.await.map_err(|_| Stopped)
     }
-}
-
-/// The layout's groups as disk indices (the layout names disk ids).
-fn group_disks(rack: &Rack, layout: &Layout) -> Result<Vec<Vec<DiskIndex>>, DriverError> {
-    let rack_fingerprint = rack.fingerprint();
-    if layout.rack_fingerprint != rack_fingerprint {
-        return Err(DriverError::LayoutMismatch {
-            layout_rack: layout.rack.clone(),
-            layout_fingerprint: layout.rack_fingerprint.clone(),
-            rack: rack.name.clone(),
-            rack_fingerprint,
-        });
-    }
-    layout
-        .groups
-        .iter()
-        .map(|ids| {
-            ids.iter()
-                .map(|id| {
-                    rack.disks
-                        .binary_search_by_key(id, |d| d.id)
-                        .map(|index| index as DiskIndex)
-                        .map_err(|_| DriverError::UnknownDisk { id: *id })
-                })
-                .collect()
-        })
-        .collect()
 }
 
 fn check_disks(rack: &Rack, disks: &[Arc<dyn Disk>]) -> Result<(), DriverError> {

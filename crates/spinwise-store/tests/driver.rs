@@ -14,7 +14,7 @@ use spinwise_disk::{
     Disk, DiskError, DiskIndex, DiskTiming, EmulatedConfig, EmulatedDisk, Overwrite, PowerState,
     Space,
 };
-use spinwise_model::{GroupIndex, Layout, Rack, parse_rack};
+use spinwise_model::{BindError, GroupIndex, Layout, Rack, parse_rack};
 use spinwise_sched::scheduler::Kind;
 use spinwise_store::audit::{AuditCounters, AuditRefusal, BudgetAudit, DiskPower};
 use spinwise_store::clock::{Clock, ManualClock, SystemClock};
@@ -926,7 +926,7 @@ async fn the_driver_refuses_disks_or_a_layout_that_do_not_match_the_rack() {
     let all: Vec<Arc<dyn Disk>> = (0..60).map(disk).collect();
     assert!(matches!(
         Driver::start(pelican_rack, layout, all, clock, DriverConfig::default()),
-        Err(DriverError::LayoutMismatch { .. })
+        Err(DriverError::Layout(BindError::RackMismatch { .. }))
     ));
 }
 
