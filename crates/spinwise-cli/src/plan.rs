@@ -2,10 +2,10 @@
 
 use crate::error::{CliError, CliResult, io_error};
 use crate::output::outln;
-use crate::source::RackSource;
+use crate::source::{RackSource, read_layout};
 use clap::{Args, ValueEnum};
 use serde_json::json;
-use spinwise_model::{Layout, Rack};
+use spinwise_model::Rack;
 use spinwise_plan::{Plan, pelican_layout, plan, verify};
 use std::path::PathBuf;
 use std::time::Instant;
@@ -164,8 +164,7 @@ pub struct VerifyArgs {
 
 pub fn run_verify(args: &VerifyArgs) -> CliResult<()> {
     let rack = args.source.load()?;
-    let text = std::fs::read_to_string(&args.layout).map_err(io_error(&args.layout))?;
-    let layout = Layout::from_json(&args.layout.display().to_string(), &text)?;
+    let layout = read_layout(&args.layout)?;
     match verify(&rack, &layout) {
         Ok(domains) => {
             if args.json {

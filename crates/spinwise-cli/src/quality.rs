@@ -1,10 +1,10 @@
 //! `spinwise quality`.
 
-use crate::error::{CliError, CliResult, io_error};
+use crate::error::{CliError, CliResult};
 use crate::output::outln;
+use crate::source::read_layout;
 use clap::Args;
 use serde_json::json;
-use spinwise_model::Layout;
 use spinwise_plan::quality::{DEFAULT_TRIALS, MAX_TRIALS, quality};
 use std::path::PathBuf;
 use std::time::Instant;
@@ -31,8 +31,7 @@ pub fn run(args: &QualityArgs) -> CliResult<()> {
             "--trials must be between 1 and {MAX_TRIALS}"
         )));
     }
-    let text = std::fs::read_to_string(&args.layout).map_err(io_error(&args.layout))?;
-    let layout = Layout::from_json(&args.layout.display().to_string(), &text)?;
+    let layout = read_layout(&args.layout)?;
     let started = Instant::now();
     let measured = quality(&layout, args.trials, args.seed);
     let elapsed_ms = started.elapsed().as_secs_f64() * 1e3;

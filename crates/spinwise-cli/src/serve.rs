@@ -10,9 +10,9 @@
 
 use crate::error::{CliError, CliResult, io_error};
 use crate::output::outln;
-use crate::source::{PRESETS, load_preset};
+use crate::source::{PRESETS, layout_or_plan, load_preset};
 use clap::Args;
-use spinwise_model::{Layout, parse_rack};
+use spinwise_model::parse_rack;
 use spinwise_s3::{
     CredentialSource, Credentials, EtagMode, META_FILE, MetaDb, RestoreMode, RunningServer,
     S3Settings, SpinwiseS3, TlsConfig, build_service,
@@ -149,20 +149,7 @@ async fn open_or_create(args: &ServeArgs) -> CliResult<SqliteStore> {
         }
     };
     let rack = parse_rack(&format!("{source:?}"), &rack_toml)?;
-    let layout = match &args.layout {
-        Some(path) => {
-            let text = std::fs::read_to_string(path).map_err(io_error(path))?;
-            Layout::from_json(&path.display().to_string(), &text)?
-        }
-        None => {
-            spinwise_plan::plan(&rack)
-                .map_err(|source| CliError::Plan {
-                    rack: rack.name.clone(),
-                    source,
-                })?
-                .layout
-        }
-    };
+    let layout = layout_or_plan(&rack, args.layout.as_deref())?;
     let mut config = StoreConfig::new(source, rack_toml, layout);
     config.time_factor = args.time_factor.unwrap_or(1.0);
     let store = Store::init_sqlite(&args.data, config)

@@ -3,11 +3,10 @@
 
 use crate::error::{CliError, CliResult, io_error};
 use crate::output::outln;
-use crate::source::RackSource;
+use crate::source::{RackSource, layout_or_plan};
 use crate::switch_latency::SwitchLatency;
 use clap::{Args, ValueEnum};
 use serde_json::json;
-use spinwise_model::Layout;
 use spinwise_sim::{
     Arrivals, BlobSizes, DEFAULT_FAILED_BYTES, DEFAULT_FAILED_STACKS, DiskFailure, PolicyKind,
     SimConfig, parse_trace, simulate,
@@ -115,20 +114,7 @@ pub fn run(args: &SimArgs) -> CliResult<()> {
     };
     let switch_latency = SwitchLatency::new(args.switch_latency_scale, !args.no_high_load_mounts)?;
     let described = args.source.load()?;
-    let mut layout = match &args.layout {
-        Some(path) => {
-            let text = std::fs::read_to_string(path).map_err(io_error(path))?;
-            Layout::from_json(&path.display().to_string(), &text)?
-        }
-        None => {
-            spinwise_plan::plan(&described)
-                .map_err(|source| CliError::Plan {
-                    rack: described.name.clone(),
-                    source,
-                })?
-                .layout
-        }
-    };
+    let mut layout = layout_or_plan(&described, args.layout.as_deref())?;
     let rack = if switch_latency.is_as_described() {
         described
     } else {

@@ -1,10 +1,11 @@
-//! Where a rack comes from: a shipped preset (embedded at build time) or a TOML file.
+//! Where a rack comes from (a shipped preset, embedded at build time, or a TOML file) and where
+//! its layout comes from (a layout file, or the planner run on the rack).
 
 use crate::error::{CliError, CliResult, io_error};
 use crate::output::outln;
 use clap::Args;
-use spinwise_model::{Rack, parse_rack};
-use std::path::PathBuf;
+use spinwise_model::{Layout, Rack, parse_rack};
+use std::path::{Path, PathBuf};
 
 include!(concat!(env!("OUT_DIR"), "/presets.rs"));
 
@@ -45,6 +46,26 @@ pub fn load_preset(name: &str) -> CliResult<Rack> {
                 .join(", "),
         })?;
     Ok(parse_rack(&format!("preset {name}"), text)?)
+}
+
+/// Reads a layout file (docs/layout-format.md); errors name the path.
+pub fn read_layout(path: &Path) -> CliResult<Layout> {
+    let text = std::fs::read_to_string(path).map_err(io_error(path))?;
+    Ok(Layout::from_json(&path.display().to_string(), &text)?)
+}
+
+/// The layout at `path` (`--layout`), or without one the planner's layout for `rack`. Whether a
+/// given layout fits the rack is the consumer's check (`Layout::group_disk_indices`).
+pub fn layout_or_plan(rack: &Rack, path: Option<&Path>) -> CliResult<Layout> {
+    match path {
+        Some(path) => read_layout(path),
+        None => Ok(spinwise_plan::plan(rack)
+            .map_err(|source| CliError::Plan {
+                rack: rack.name.clone(),
+                source,
+            })?
+            .layout),
+    }
 }
 
 #[derive(Args)]

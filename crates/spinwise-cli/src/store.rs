@@ -7,11 +7,11 @@
 
 use crate::error::{CliError, CliResult, io_error};
 use crate::output::outln;
-use crate::source::load_preset;
+use crate::source::{layout_or_plan, load_preset};
 use clap::{Args, Subcommand};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use spinwise_catalog::{Catalog, ObjectLocation, ObjectRecord};
-use spinwise_model::{Layout, parse_rack};
+use spinwise_model::parse_rack;
 use spinwise_store::{ContentCheck, RackSource, SqliteStore, Store, StoreConfig, StoreError};
 use std::io::{IsTerminal, Write};
 use std::ops::Range;
@@ -236,20 +236,7 @@ async fn init(data: &Path, args: &InitArgs) -> CliResult<()> {
         RackSource::File(path) => path.display().to_string(),
     };
     let rack = parse_rack(&rack_name, &rack_toml)?;
-    let layout = match &args.layout {
-        Some(path) => {
-            let text = std::fs::read_to_string(path).map_err(io_error(path))?;
-            Layout::from_json(&path.display().to_string(), &text)?
-        }
-        None => {
-            spinwise_plan::plan(&rack)
-                .map_err(|source| CliError::Plan {
-                    rack: rack.name.clone(),
-                    source,
-                })?
-                .layout
-        }
-    };
+    let layout = layout_or_plan(&rack, args.layout.as_deref())?;
     let mut config = StoreConfig::new(source, rack_toml, layout);
     config.time_factor = args.time_factor;
     let store = Store::init_sqlite(data, config)
