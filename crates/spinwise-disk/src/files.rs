@@ -7,8 +7,8 @@
 //!   (`Refuse`: the link fails atomically if the name exists) into place, and the directory is
 //!   fsynced. On any error the temporary file is removed; after a crash, [`DirectoryFiles::open`]
 //!   removes leftovers. So a name is either absent, the old file, or the whole new file.
-//! - `used_bytes` is the sum of the user files' lengths plus the reservations of writes in
-//!   flight; a write reserves its length before touching the disk, so `NoSpace` leaves nothing.
+//! - The space ledger's used bytes are the user files' lengths plus the reservations of writes
+//!   in flight; a write reserves its length before touching the disk, so `NoSpace` leaves nothing.
 //!   A `Replace` needs room for the new file before the old one is released (as a filesystem
 //!   does during an atomic rename). Capacity is the configured one; a real filesystem that fills
 //!   first answers ENOSPC, mapped to `NoSpace` too.
@@ -30,6 +30,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use std::time::Instant;
 
+use crate::ledger::SpaceLedger;
 use crate::timing::{Throttle, sleep_until};
 use crate::{DiskError, DiskIndex, Overwrite, Space, check_name};
 
@@ -50,8 +51,7 @@ pub(crate) struct Hooks<'a> {
 pub(crate) struct DirectoryFiles {
     disk: DiskIndex,
     directory: PathBuf,
-    capacity_bytes: u64,
-    used_bytes: Mutex<u64>,
+    space: SpaceLedger,
     namespace: Mutex<()>,
     temp_sequence: AtomicU64,
 }
@@ -92,8 +92,7 @@ impl DirectoryFiles {
         Ok(DirectoryFiles {
             disk,
             directory: directory.to_path_buf(),
-            capacity_bytes,
-            used_bytes: Mutex::new(used_bytes),
+            space: SpaceLedger::new(disk, capacity_bytes, used_bytes),
             namespace: Mutex::new(()),
             temp_sequence: AtomicU64::new(0),
         })
@@ -124,31 +123,7 @@ impl DirectoryFiles {
     }
 
     pub(crate) fn space(&self) -> Space {
-        let used = *self.used_bytes.lock().expect("space lock poisoned");
-        Space {
-            capacity_bytes: self.capacity_bytes,
-            free_bytes: self.capacity_bytes.saturating_sub(used),
-        }
-    }
-
-    fn reserve(&self, bytes: u64) -> Result<(), DiskError> {
-        let mut used = self.used_bytes.lock().expect("space lock poisoned");
-        let free_bytes = self.capacity_bytes.saturating_sub(*used);
-        if bytes > free_bytes {
-            return Err(DiskError::NoSpace {
-                disk: self.disk,
-                needed_bytes: bytes,
-                free_bytes,
-            });
-        }
-        *used += bytes;
-        Ok(())
-    }
-
-    fn release(&self, bytes: u64) {
-        let mut used = self.used_bytes.lock().expect("space lock poisoned");
-        assert!(*used >= bytes, "released {bytes} bytes of {used} used");
-        *used -= bytes;
+        self.space.space()
     }
 
     pub(crate) fn write_file(
@@ -163,7 +138,7 @@ impl DirectoryFiles {
         if overwrite == Overwrite::Refuse && self.path(name).exists() {
             return Err(self.already_exists(name));
         }
-        self.reserve(len_bytes)?;
+        self.space.reserve(len_bytes)?;
         let sequence = self.temp_sequence.fetch_add(1, Ordering::Relaxed);
         let temp = self.path(&format!("{TEMP_PREFIX}{sequence}-{name}"));
         let written = self
@@ -171,7 +146,7 @@ impl DirectoryFiles {
             .and_then(|()| self.commit(&temp, name, overwrite));
         if let Err(error) = written {
             let _ = fs::remove_file(&temp);
-            self.release(len_bytes);
+            self.space.release(len_bytes);
             return Err(error);
         }
         sync_directory(&self.directory)
@@ -277,7 +252,7 @@ impl DirectoryFiles {
                 fs::rename(temp, &target)
                     .map_err(|e| self.io_error(format!("renaming {name:?} into place"), e))?;
                 if let Some(old_len) = old_len {
-                    self.release(old_len);
+                    self.space.release(old_len);
                 }
             }
         }
@@ -324,7 +299,7 @@ impl DirectoryFiles {
                 .map(|m| m.len())
                 .map_err(|e| self.file_error(name, "sizing", e))?;
             fs::remove_file(&target).map_err(|e| self.file_error(name, "removing", e))?;
-            self.release(len);
+            self.space.release(len);
         }
         sync_directory(&self.directory)
             .map_err(|e| self.io_error(format!("syncing the directory after removing {name:?}"), e))

@@ -47,6 +47,7 @@ pub mod conformance;
 pub mod emulated;
 mod files;
 mod gate;
+mod ledger;
 pub mod model;
 pub mod timing;
 

@@ -4,8 +4,8 @@
 //! calls with the same errors as the emulated disk, so the conformance suite checks both, and
 //! store tests can run a rack in virtual time.
 //!
-//! Invariants: `used_bytes` is the sum of the stored files' lengths plus reservations of writes
-//! in flight (a write reserves before reading its source, so `NoSpace` leaves nothing); a file
+//! Invariants: the space ledger's used bytes are the stored files' lengths plus the reservations
+//! of writes in flight (a write reserves before reading its source, so `NoSpace` leaves nothing); a file
 //! appears in `files` only whole (the map is updated once, after the source was fully read).
 //! The clock only moves forward. Advances of several disks sharing one clock add up, as if their
 //! operations ran one after another.
@@ -16,6 +16,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crate::gate::PowerGate;
+use crate::ledger::SpaceLedger;
 use crate::timing::{DiskTiming, LatencySampler};
 use crate::{Disk, DiskError, DiskIndex, Overwrite, PowerState, Space, check_name};
 
@@ -47,13 +48,12 @@ const CHUNK_BYTES: usize = 1 << 20;
 #[derive(Debug)]
 pub struct ModelDisk {
     index: DiskIndex,
-    capacity_bytes: u64,
     timing: DiskTiming,
     clock: VirtualClock,
     sampler: LatencySampler,
     gate: PowerGate,
     files: Mutex<BTreeMap<String, Arc<Vec<u8>>>>,
-    used_bytes: Mutex<u64>,
+    space: SpaceLedger,
 }
 
 impl ModelDisk {
@@ -69,13 +69,12 @@ impl ModelDisk {
         timing.check()?;
         Ok(ModelDisk {
             index,
-            capacity_bytes,
             sampler: LatencySampler::new(seed, index),
             gate: PowerGate::new(index, PowerState::Standby),
             timing,
             clock,
             files: Mutex::new(BTreeMap::new()),
-            used_bytes: Mutex::new(0),
+            space: SpaceLedger::new(index, capacity_bytes, 0),
         })
     }
 
@@ -107,26 +106,6 @@ impl ModelDisk {
             })
     }
 
-    fn reserve(&self, bytes: u64) -> Result<(), DiskError> {
-        let mut used = self.used_bytes.lock().expect("space lock poisoned");
-        let free_bytes = self.capacity_bytes.saturating_sub(*used);
-        if bytes > free_bytes {
-            return Err(DiskError::NoSpace {
-                disk: self.index,
-                needed_bytes: bytes,
-                free_bytes,
-            });
-        }
-        *used += bytes;
-        Ok(())
-    }
-
-    fn release(&self, bytes: u64) {
-        let mut used = self.used_bytes.lock().expect("space lock poisoned");
-        assert!(*used >= bytes, "released {bytes} bytes of {used} used");
-        *used -= bytes;
-    }
-
     /// Reads exactly `len_bytes` from `data`, chunk by chunk.
     fn take_source(&self, name: &str, len_bytes: u64, data: &mut dyn Read) -> io::Result<Vec<u8>> {
         let mut bytes = Vec::with_capacity(len_bytes.min(CHUNK_BYTES as u64) as usize);
@@ -149,7 +128,7 @@ impl ModelDisk {
             });
         }
         if let Some(old) = files.insert(name.to_string(), Arc::new(bytes)) {
-            self.release(old.len() as u64);
+            self.space.release(old.len() as u64);
         }
         Ok(())
     }
@@ -206,7 +185,7 @@ impl Disk for ModelDisk {
                 name: name.to_string(),
             });
         }
-        self.reserve(len_bytes)?;
+        self.space.reserve(len_bytes)?;
         let written = self
             .take_source(name, len_bytes, data)
             .map_err(|source| DiskError::Io {
@@ -216,7 +195,7 @@ impl Disk for ModelDisk {
             })
             .and_then(|bytes| self.commit(name, bytes, overwrite));
         if written.is_err() {
-            self.release(len_bytes);
+            self.space.release(len_bytes);
         }
         self.charge_io(len_bytes);
         written
@@ -243,7 +222,7 @@ impl Disk for ModelDisk {
         let removed = self.files().remove(name);
         match removed {
             Some(old) => {
-                self.release(old.len() as u64);
+                self.space.release(old.len() as u64);
                 Ok(())
             }
             None => Err(DiskError::NotFound {
@@ -260,11 +239,7 @@ impl Disk for ModelDisk {
 
     fn space(&self) -> Result<Space, DiskError> {
         let _admitted = self.gate.admit_io()?;
-        let used = *self.used_bytes.lock().expect("space lock poisoned");
-        Ok(Space {
-            capacity_bytes: self.capacity_bytes,
-            free_bytes: self.capacity_bytes.saturating_sub(used),
-        })
+        Ok(self.space.space())
     }
 }
 
