@@ -224,9 +224,7 @@ impl Disk for EmulatedDisk {
                 self.gate.fail();
                 return Err(DiskError::Failed { disk: self.index });
             }
-            let latency_s = self
-                .sampler
-                .sample_total_s(&[&self.timing.spin_up_latency_s, &self.timing.mount_latency_s]);
+            let latency_s = self.sampler.spin_up_s(&self.timing);
             self.sleep_scaled(latency_s);
             Ok(())
         })
@@ -236,9 +234,7 @@ impl Disk for EmulatedDisk {
         self.gate.spin_down(
             || {},
             || {
-                let latency_s = self
-                    .sampler
-                    .sample_total_s(&[&self.timing.unmount_latency_s]);
+                let latency_s = self.sampler.spin_down_s(&self.timing);
                 self.sleep_scaled(latency_s);
                 Ok(())
             },

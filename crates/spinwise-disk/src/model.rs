@@ -145,9 +145,7 @@ impl Disk for ModelDisk {
 
     fn spin_up(&self) -> Result<(), DiskError> {
         self.gate.spin_up(|| {
-            let latency_s = self
-                .sampler
-                .sample_total_s(&[&self.timing.spin_up_latency_s, &self.timing.mount_latency_s]);
+            let latency_s = self.sampler.spin_up_s(&self.timing);
             self.advance_s(latency_s);
             Ok(())
         })
@@ -157,9 +155,7 @@ impl Disk for ModelDisk {
         self.gate.spin_down(
             || {},
             || {
-                let latency_s = self
-                    .sampler
-                    .sample_total_s(&[&self.timing.unmount_latency_s]);
+                let latency_s = self.sampler.spin_down_s(&self.timing);
                 self.advance_s(latency_s);
                 Ok(())
             },

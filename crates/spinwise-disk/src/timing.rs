@@ -102,6 +102,16 @@ impl LatencySampler {
         let mut rng = self.rng.lock().expect("latency sampler lock poisoned");
         distributions.iter().map(|d| d.sample_s(&mut *rng)).sum()
     }
+
+    /// Spin-up plus mount: how long a disk in standby takes to answer IO.
+    pub(crate) fn spin_up_s(&self, timing: &DiskTiming) -> f64 {
+        self.sample_total_s(&[&timing.spin_up_latency_s, &timing.mount_latency_s])
+    }
+
+    /// Unmount: how long a spin-down holds the disk before it is in standby.
+    pub(crate) fn spin_down_s(&self, timing: &DiskTiming) -> f64 {
+        self.sample_total_s(&[&timing.unmount_latency_s])
+    }
 }
 
 /// Seconds as a `Duration`, saturating instead of panicking on huge values.
