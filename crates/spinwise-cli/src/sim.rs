@@ -9,7 +9,7 @@ use clap::{Args, ValueEnum};
 use serde_json::json;
 use spinwise_sim::{
     Arrivals, BlobSizes, DEFAULT_FAILED_BYTES, DEFAULT_FAILED_STACKS, DiskFailure, PolicyKind,
-    SimConfig, parse_trace, simulate,
+    Report, SimConfig, parse_trace, simulate,
 };
 use std::path::PathBuf;
 use std::time::Instant;
@@ -98,6 +98,31 @@ pub enum Policy {
 }
 
 pub fn run(args: &SimArgs) -> CliResult<()> {
+    let switch_latency = SwitchLatency::new(args.switch_latency_scale, !args.no_high_load_mounts)?;
+    let described = args.source.load()?;
+    let mut layout = layout_or_plan(&described, args.layout.as_deref())?;
+    let rack = if switch_latency.is_as_described() {
+        described
+    } else {
+        switch_latency.apply_with_layout(&described, &mut layout)
+    };
+    let config = sim_config(args)?;
+    let started = Instant::now();
+    let report = simulate(&rack, &layout, &config).map_err(|source| CliError::Sim {
+        rack: rack.name.clone(),
+        source,
+    })?;
+    let elapsed_ms = started.elapsed().as_secs_f64() * 1e3;
+    if args.json {
+        print_json(&report, &config, switch_latency, elapsed_ms);
+    } else {
+        print_summary(&report, &config, switch_latency, elapsed_ms);
+    }
+    Ok(())
+}
+
+/// The run the flags describe (ranges are the simulator's to check).
+fn sim_config(args: &SimArgs) -> CliResult<SimConfig> {
     let policy = match args.policy {
         Policy::Pelican => PolicyKind::Pelican,
         Policy::Flamingo => PolicyKind::Flamingo,
@@ -112,16 +137,8 @@ pub fn run(args: &SimArgs) -> CliResult<()> {
             ))
         })?),
     };
-    let switch_latency = SwitchLatency::new(args.switch_latency_scale, !args.no_high_load_mounts)?;
-    let described = args.source.load()?;
-    let mut layout = layout_or_plan(&described, args.layout.as_deref())?;
-    let rack = if switch_latency.is_as_described() {
-        described
-    } else {
-        switch_latency.apply_with_layout(&described, &mut layout)
-    };
     let (blob_sizes, blob_bytes) = blob_size(&args.blob_size)?;
-    let config = SimConfig {
+    Ok(SimConfig {
         rate_per_s: args.rate.unwrap_or(0.0),
         hours: args.hours,
         warmup_hours: args.warmup_hours,
@@ -136,59 +153,65 @@ pub fn run(args: &SimArgs) -> CliResult<()> {
             lost_bytes: args.failed_bytes.unwrap_or(DEFAULT_FAILED_BYTES),
             lost_stacks: args.failed_stacks.unwrap_or(DEFAULT_FAILED_STACKS),
         }),
-    };
-    let started = Instant::now();
-    let report = simulate(&rack, &layout, &config).map_err(|source| CliError::Sim {
-        rack: rack.name.clone(),
-        source,
-    })?;
-    let elapsed_ms = started.elapsed().as_secs_f64() * 1e3;
-    if args.json {
-        let value = json!({
-            "rack": report.rack,
-            "policy": policy,
-            "seed": report.seed,
-            "rate_per_s": report.rate_per_s,
-            "window_s": report.window_s,
-            "requests": report.requests,
-            "completed": report.completed,
-            "rejected": report.rejected,
-            "reject_rate": report.reject_rate,
-            "throughput_gbps": report.throughput_gbps,
-            "ttfb_s": report.time_to_first_byte_s,
-            "ttfb_by_class_s": report.ttfb_by_class_s,
-            "completion_s": report.completion_time_s,
-            "service_s": report.service_time_s,
-            "spin_up_s": report.spin_up_s,
-            "spin_ups": report.spin_ups,
-            "spin_ups_per_disk_per_year": report.spin_ups_per_disk_per_year,
-            "tb_per_disk_per_year": report.tb_per_disk_per_year,
-            "high_load_spin_ups": report.high_load_spin_ups,
-            "rebuild_s": report.rebuild.map(|r| r.time_s),
-            "rebuild": report.rebuild,
-            "rebuild_class": report.rebuild_class,
-            "power_w": report.power_w,
-            "max_active_disks": report.max_active_disks,
-            "budget_violations": report.budget_violations,
-            "events": report.events,
-            "trace_hash": format!("{:016x}", report.trace_hash),
-            "switch_latency_scale": switch_latency.scale,
-            "high_load_mounts": switch_latency.high_load_mounts,
-            "elapsed_ms": elapsed_ms,
-        });
-        outln!(
-            "{}",
-            serde_json::to_string_pretty(&value).expect("json values serialize")
-        );
-        return Ok(());
-    }
-    let network = network_gbps.map_or("unbounded".to_string(), |g| format!("{g} Gbps"));
+    })
+}
+
+/// `--json`: one object with issue 3's fields and the rest of the report.
+fn print_json(report: &Report, config: &SimConfig, switch_latency: SwitchLatency, elapsed_ms: f64) {
+    let value = json!({
+        "rack": report.rack,
+        "policy": config.policy,
+        "seed": report.seed,
+        "rate_per_s": report.rate_per_s,
+        "window_s": report.window_s,
+        "requests": report.requests,
+        "completed": report.completed,
+        "rejected": report.rejected,
+        "reject_rate": report.reject_rate,
+        "throughput_gbps": report.throughput_gbps,
+        "ttfb_s": report.time_to_first_byte_s,
+        "ttfb_by_class_s": report.ttfb_by_class_s,
+        "completion_s": report.completion_time_s,
+        "service_s": report.service_time_s,
+        "spin_up_s": report.spin_up_s,
+        "spin_ups": report.spin_ups,
+        "spin_ups_per_disk_per_year": report.spin_ups_per_disk_per_year,
+        "tb_per_disk_per_year": report.tb_per_disk_per_year,
+        "high_load_spin_ups": report.high_load_spin_ups,
+        "rebuild_s": report.rebuild.map(|r| r.time_s),
+        "rebuild": report.rebuild,
+        "rebuild_class": report.rebuild_class,
+        "power_w": report.power_w,
+        "max_active_disks": report.max_active_disks,
+        "budget_violations": report.budget_violations,
+        "events": report.events,
+        "trace_hash": format!("{:016x}", report.trace_hash),
+        "switch_latency_scale": switch_latency.scale,
+        "high_load_mounts": switch_latency.high_load_mounts,
+        "elapsed_ms": elapsed_ms,
+    });
+    outln!(
+        "{}",
+        serde_json::to_string_pretty(&value).expect("json values serialize")
+    );
+}
+
+/// The summary for people: the run, its latencies, then the disks, power and budgets.
+fn print_summary(
+    report: &Report,
+    config: &SimConfig,
+    switch_latency: SwitchLatency,
+    elapsed_ms: f64,
+) {
+    let network = config
+        .network_gbps
+        .map_or("unbounded".to_string(), |g| format!("{g} Gbps"));
     outln!(
         "rack          {} at {} req/s, {} h ({} h warm-up), network {network}, seed {}",
         report.rack,
         report.rate_per_s,
-        args.hours,
-        args.warmup_hours,
+        config.hours,
+        config.warmup_hours,
         report.seed
     );
     if !switch_latency.is_as_described() {
@@ -213,6 +236,17 @@ pub fn run(args: &SimArgs) -> CliResult<()> {
         report.reject_rate,
         report.throughput_gbps
     );
+    print_latencies(report);
+    print_disks_and_power(report);
+    outln!(
+        "simulated     {} events in {elapsed_ms:.0} ms (trace {:016x})",
+        report.events,
+        report.trace_hash
+    );
+}
+
+/// First byte, completion and service time, then first byte per class.
+fn print_latencies(report: &Report) {
     for (name, summary) in [
         ("first byte", &report.time_to_first_byte_s),
         ("completion", &report.completion_time_s),
@@ -241,6 +275,10 @@ pub fn run(args: &SimArgs) -> CliResult<()> {
             summary.count
         );
     }
+}
+
+/// Spin-ups and wear per disk, the rebuild if any, power, and the checker's verdict.
+fn print_disks_and_power(report: &Report) {
     outln!(
         "spin-ups      {} (mean {:.1} s each incl. mount)",
         report.spin_ups,
@@ -273,12 +311,6 @@ pub fn run(args: &SimArgs) -> CliResult<()> {
         "budgets       {} violations found by the independent checker",
         report.budget_violations
     );
-    outln!(
-        "simulated     {} events in {elapsed_ms:.0} ms (trace {:016x})",
-        report.events,
-        report.trace_hash
-    );
-    Ok(())
 }
 
 /// `--blob-size`: `vhd`, or a whole number of bytes (range checked by the simulator).
