@@ -246,42 +246,66 @@ fn rates_in(rows: &[Row]) -> Vec<f64> {
     rates
 }
 
+/// Fig. 5's claims, each set beside our rows: throughput against FP and the plateau, FP's
+/// unbounded peak, the low-load latencies, and service times at 4 req/s.
 fn fig5_comparisons(rows: &[Row]) -> Vec<Comparison> {
-    let (pelican, fp, bounded) = ("pelican", "fully_provisioned", "40");
-    let rates = rates_in(rows);
-    let throughput = |r: &Row| r.throughput_gbps;
     let mut out = Vec::new();
-    // Largest gap between Pelican and FP at 40 Gbps, up to 4 req/s.
-    let gaps: Vec<(f64, f64)> = rates
-        .iter()
-        .filter(|&&rate| rate <= 4.0)
-        .filter_map(|&rate| {
-            let p = at(rows, pelican, bounded, rate, throughput)?;
-            let f = at(rows, fp, bounded, rate, throughput)?;
+    out.extend(fp_gap_comparison(rows));
+    out.extend(plateau_comparisons(rows));
+    out.extend(fp_unbounded_comparison(rows));
+    out.extend(low_load_comparisons(rows));
+    out.extend(service_at_4_comparison(rows));
+    out.extend(random_comparison(rows));
+    out
+}
+
+/// The names of Fig. 5's variants in our rows.
+const PELICAN: &str = "pelican";
+const FULLY_PROVISIONED: &str = "fully_provisioned";
+const BOUNDED: &str = "40";
+
+fn throughput(row: &Row) -> f64 {
+    row.throughput_gbps
+}
+
+/// Pelican's largest throughput gap below FP at 40 Gbps, up to 4 req/s.
+fn fp_gap_comparison(rows: &[Row]) -> Option<Comparison> {
+    let (rate_at, gap) = rates_in(rows)
+        .into_iter()
+        .filter(|&rate| rate <= 4.0)
+        .filter_map(|rate| {
+            let p = at(rows, PELICAN, BOUNDED, rate, throughput)?;
+            let f = at(rows, FULLY_PROVISIONED, BOUNDED, rate, throughput)?;
             Some((rate, (f - p) / f))
         })
-        .collect();
-    if let Some(&(rate_at, gap)) = gaps.iter().max_by(|a, b| a.1.total_cmp(&b.1)) {
-        out.push(Comparison {
-            quantity: "Pelican throughput below FP, 40 Gbps, rates ≤ 4 req/s (largest gap)".into(),
-            paper: "within 20% (Pelican §4.2)".into(),
-            ours: format!("{:.0}% at {} req/s", gap * 100.0, rate(rate_at)),
-            note: if gap <= 0.2 {
-                "agrees".into()
-            } else {
-                "Pelican falls behind once group switches (~16 s unmount + spin-up + mount, one \
+        .max_by(|a, b| a.1.total_cmp(&b.1))?;
+    Some(Comparison {
+        quantity: "Pelican throughput below FP, 40 Gbps, rates ≤ 4 req/s (largest gap)".into(),
+        paper: "within 20% (Pelican §4.2)".into(),
+        ours: format!("{:.0}% at {} req/s", gap * 100.0, rate(rate_at)),
+        note: if gap <= 0.2 {
+            "agrees".into()
+        } else {
+            "Pelican falls behind once group switches (~16 s unmount + spin-up + mount, one \
                  request per class at a time) eat into transfer time; see docs/BENCHMARKS.md"
-                    .into()
-            },
-        });
-    }
+                .into()
+        },
+    })
+}
+
+/// Pelican's and FP's mean throughput from 5 req/s at 40 Gbps, against the paper's plateau.
+fn plateau_comparisons(rows: &[Row]) -> Vec<Comparison> {
+    let mut out = Vec::new();
     for (policy, paper) in [
-        (pelican, "≈ 40 Gbps plateau from 5 req/s (Pelican §4.2)"),
-        (fp, "≈ 40 Gbps plateau from 5 req/s (Pelican §4.2)"),
+        (PELICAN, "≈ 40 Gbps plateau from 5 req/s (Pelican §4.2)"),
+        (
+            FULLY_PROVISIONED,
+            "≈ 40 Gbps plateau from 5 req/s (Pelican §4.2)",
+        ),
     ] {
         let plateau = mean_of(
             rows,
-            |r| is_variant(r, policy, bounded) && r.rate_per_s >= 5.0,
+            |r| is_variant(r, policy, BOUNDED) && r.rate_per_s >= 5.0,
             throughput,
         );
         if let Some(plateau) = plateau {
@@ -311,88 +335,104 @@ fn fig5_comparisons(rows: &[Row]) -> Vec<Comparison> {
             });
         }
     }
-    if let Some((top_rate, peak)) = rates
-        .iter()
-        .filter_map(|&rate| Some((rate, at(rows, fp, "unbounded", rate, throughput)?)))
-        .max_by(|a, b| a.1.total_cmp(&b.1))
-    {
-        let offered = top_rate * 8.0; // req/s × 1 GB × 8 bit
-        let why = if peak >= 0.9 * offered {
-            format!(
-                "FP carries all it is offered ({} req/s × 1 GB = {offered:.0} Gbps); 106 Gbps of \
+    out
+}
+
+/// FP's highest throughput without a NIC bound, against the paper's 106 Gbps.
+fn fp_unbounded_comparison(rows: &[Row]) -> Option<Comparison> {
+    let (top_rate, peak) = rates_in(rows)
+        .into_iter()
+        .filter_map(|rate| {
+            Some((
+                rate,
+                at(rows, FULLY_PROVISIONED, "unbounded", rate, throughput)?,
+            ))
+        })
+        .max_by(|a, b| a.1.total_cmp(&b.1))?;
+    let offered = top_rate * 8.0; // req/s × 1 GB × 8 bit
+    let why = if peak >= 0.9 * offered {
+        format!(
+            "FP carries all it is offered ({} req/s × 1 GB = {offered:.0} Gbps); 106 Gbps of \
                  1 GB reads needs ≥ 13.25 req/s, beyond the paper's stated top rate of 8",
-                rate(top_rate)
-            )
-        } else {
-            "FP is limited below the offered load by per-group FIFO service".to_string()
-        };
+            rate(top_rate)
+        )
+    } else {
+        "FP is limited below the offered load by per-group FIFO service".to_string()
+    };
+    Some(Comparison {
+        quantity: "FP unbounded, highest throughput".into(),
+        paper: "106 Gbps (Pelican §4.2)".into(),
+        ours: format!("{peak:.1} Gbps at {} req/s", rate(top_rate)),
+        note: agreement(peak, 106.0, 0.2, &why),
+    })
+}
+
+/// FP's service time and both policies' time to first byte at the lowest rate.
+fn low_load_comparisons(rows: &[Row]) -> Vec<Comparison> {
+    let Some(&lowest) = rates_in(rows).first() else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    if let Some(service) = at(rows, FULLY_PROVISIONED, BOUNDED, lowest, |r| {
+        r.service_mean_s
+    }) {
         out.push(Comparison {
-            quantity: "FP unbounded, highest throughput".into(),
-            paper: "106 Gbps (Pelican §4.2)".into(),
-            ours: format!("{peak:.1} Gbps at {} req/s", rate(top_rate)),
-            note: agreement(peak, 106.0, 0.2, &why),
+            quantity: format!("FP mean service time at {} req/s", rate(lowest)),
+            paper: "≈ 0.65 s floor for 1 GB (Pelican §4.2)".into(),
+            ours: format!("{service:.2} s"),
+            note: agreement(
+                service,
+                0.65,
+                0.1,
+                "network contention already at this rate",
+            ),
         });
     }
-    if let Some(&lowest) = rates.first() {
-        if let Some(service) = at(rows, fp, bounded, lowest, |r| r.service_mean_s) {
-            out.push(Comparison {
-                quantity: format!("FP mean service time at {} req/s", rate(lowest)),
-                paper: "≈ 0.65 s floor for 1 GB (Pelican §4.2)".into(),
-                ours: format!("{service:.2} s"),
-                note: agreement(
-                    service,
-                    0.65,
-                    0.1,
-                    "network contention already at this rate",
-                ),
-            });
-        }
-        if let Some(ttfb) = at(rows, pelican, bounded, lowest, |r| r.ttfb_mean_s) {
-            out.push(Comparison {
-                quantity: format!("Pelican mean time to first byte at {} req/s", rate(lowest)),
-                paper: "14.2 s even when idle (Pelican §4.2)".into(),
-                ours: format!("{ttfb:.1} s"),
-                note: agreement(
-                    ttfb,
-                    14.2,
-                    0.25,
-                    "at this rate requests already queue behind spin-ups of other groups in \
-                     their class; the idle limit (rate → 0) is calibrated to 13.9 s",
-                ),
-            });
-        }
-        if let Some(ttfb) = at(rows, fp, bounded, lowest, |r| r.ttfb_mean_s) {
-            out.push(Comparison {
-                quantity: format!("FP mean time to first byte at {} req/s", rate(lowest)),
-                paper: "tens of milliseconds (Pelican §4.2)".into(),
-                ours: format!("{:.1} ms", ttfb * 1e3),
-                note: if ttfb < 0.1 {
-                    "agrees".into()
-                } else {
-                    "queueing behind other requests of the same group".into()
-                },
-            });
-        }
-    }
-    if let (Some(p), Some(f)) = (
-        at(rows, pelican, bounded, 4.0, |r| r.service_mean_s),
-        at(rows, fp, bounded, 4.0, |r| r.service_mean_s),
-    ) {
+    if let Some(ttfb) = at(rows, PELICAN, BOUNDED, lowest, |r| r.ttfb_mean_s) {
         out.push(Comparison {
-            quantity: "mean service time at 4 req/s, 40 Gbps: Pelican vs FP".into(),
-            paper: "Pelican below FP from 4 req/s (Pelican §4.2)".into(),
-            ours: format!("Pelican {p:.2} s, FP {f:.2} s"),
-            note: if p < f {
+            quantity: format!("Pelican mean time to first byte at {} req/s", rate(lowest)),
+            paper: "14.2 s even when idle (Pelican §4.2)".into(),
+            ours: format!("{ttfb:.1} s"),
+            note: agreement(
+                ttfb,
+                14.2,
+                0.25,
+                "at this rate requests already queue behind spin-ups of other groups in \
+                     their class; the idle limit (rate → 0) is calibrated to 13.9 s",
+            ),
+        });
+    }
+    if let Some(ttfb) = at(rows, FULLY_PROVISIONED, BOUNDED, lowest, |r| r.ttfb_mean_s) {
+        out.push(Comparison {
+            quantity: format!("FP mean time to first byte at {} req/s", rate(lowest)),
+            paper: "tens of milliseconds (Pelican §4.2)".into(),
+            ours: format!("{:.1} ms", ttfb * 1e3),
+            note: if ttfb < 0.1 {
                 "agrees".into()
             } else {
-                "FP's 48 concurrent flows do not yet share the 40 Gbps link enough to slow each \
-                 below Pelican's four"
-                    .into()
+                "queueing behind other requests of the same group".into()
             },
         });
     }
-    out.extend(random_comparison(rows));
     out
+}
+
+/// Mean service time at 4 req/s: the paper has Pelican below FP from there.
+fn service_at_4_comparison(rows: &[Row]) -> Option<Comparison> {
+    let p = at(rows, PELICAN, BOUNDED, 4.0, |r| r.service_mean_s)?;
+    let f = at(rows, FULLY_PROVISIONED, BOUNDED, 4.0, |r| r.service_mean_s)?;
+    Some(Comparison {
+        quantity: "mean service time at 4 req/s, 40 Gbps: Pelican vs FP".into(),
+        paper: "Pelican below FP from 4 req/s (Pelican §4.2)".into(),
+        ours: format!("Pelican {p:.2} s, FP {f:.2} s"),
+        note: if p < f {
+            "agrees".into()
+        } else {
+            "FP's 48 concurrent flows do not yet share the 40 Gbps link enough to slow each \
+                 below Pelican's four"
+                .into()
+        },
+    })
 }
 
 /// The straw-man's best throughput over every rate and network, against Pelican §4.2's bound.
