@@ -28,8 +28,10 @@ use std::process::ExitCode;
     version,
     about = "Cold storage for racks that cannot spin every disk at once",
     long_about = "Spinwise plans and runs cold storage on racks whose power, cooling and vibration budgets let only a \
-                  few disks spin at once.\n\nStart with `spinwise plan --preset pelican`, or `spinwise presets` to see \
-                  the shipped racks. Rack files are TOML, specified in docs/rack-format.md."
+                  few disks spin at once.\n\nTo store data, start `spinwise serve`: an S3 endpoint on 127.0.0.1:9000 over a \
+                  small emulated rack (docs/s3.md). To design a rack, start with `spinwise plan --preset pelican`, \
+                  `spinwise sim --preset pelican --rate 2`, or `spinwise presets` to see the shipped racks. Rack \
+                  files are TOML, specified in docs/rack-format.md."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -47,8 +49,9 @@ enum Command {
     /// Explore the rack design space: relax the bottleneck resource step by step, plan every
     /// configuration, and write a CSV, a JSON summary and a provisioning figure (PNG and SVG).
     Explore(explore::ExploreArgs),
-    /// Simulate the rack under a read workload with the scheduler the server will run (Pelican's
-    /// class scheduler so far): throughput, latency, spin-ups, power and budget checks.
+    /// Simulate the rack under a read workload with the scheduler the server runs (or Flamingo's,
+    /// fully provisioned or the random layout, `--policy`): throughput, latency, spin-ups, power
+    /// and budget checks.
     Sim(sim::SimArgs),
     /// Reproduce a figure of the Pelican or Flamingo evaluation: a sweep of simulations on both
     /// cores, written as results.csv, PNG and SVG figures and a summary.md beside the paper's
