@@ -472,6 +472,9 @@ impl Checker<'_> {
         Ok(disks)
     }
 
+    /// The state machine: names unique, at most one role flag per state, exactly one resting
+    /// and one active state, transitions between known states, and both directions of the
+    /// resting ↔ active path reachable, with no transient state a disk could get stuck in.
     fn states(&self, raw: &[RawState], transitions: &[RawTransition]) -> Checked<StateMachine> {
         if raw.len() > limits::MAX_STATES {
             return Err(self.error(
@@ -482,6 +485,31 @@ impl Checker<'_> {
                 },
             ));
         }
+        let names = self.state_names(raw)?;
+        for (flag, count) in [
+            ("resting", raw.iter().filter(|s| s.resting).count()),
+            ("active", raw.iter().filter(|s| s.active).count()),
+        ] {
+            if count != 1 {
+                return Err(self.error("states", RackProblem::StateFlagCount { flag, count }));
+            }
+        }
+        let edges = self.transitions(&names, transitions)?;
+        let states: Vec<State> = raw
+            .iter()
+            .map(|s| State {
+                name: s.name.clone(),
+                resting: s.resting,
+                active: s.active,
+                transient: s.transient,
+            })
+            .collect();
+        self.check_paths(&states, &edges)?;
+        Ok((states, edges))
+    }
+
+    /// Each state's index by name; refuses a repeated name or a state with two role flags.
+    fn state_names<'r>(&self, raw: &'r [RawState]) -> Checked<BTreeMap<&'r str, StateIndex>> {
         let mut names: BTreeMap<&str, StateIndex> = BTreeMap::new();
         for (index, state) in raw.iter().enumerate() {
             let field = format!("states[{}]", state.name);
@@ -515,14 +543,15 @@ impl Checker<'_> {
                 ));
             }
         }
-        for (flag, count) in [
-            ("resting", raw.iter().filter(|s| s.resting).count()),
-            ("active", raw.iter().filter(|s| s.active).count()),
-        ] {
-            if count != 1 {
-                return Err(self.error("states", RackProblem::StateFlagCount { flag, count }));
-            }
-        }
+        Ok(names)
+    }
+
+    /// The transitions as (from, to) index pairs; both ends must be declared states.
+    fn transitions(
+        &self,
+        names: &BTreeMap<&str, StateIndex>,
+        transitions: &[RawTransition],
+    ) -> Checked<Vec<(StateIndex, StateIndex)>> {
         let mut edges = Vec::with_capacity(transitions.len());
         for (position, transition) in transitions.iter().enumerate() {
             let field = format!("transitions[{position}]");
@@ -544,15 +573,12 @@ impl Checker<'_> {
             })?;
             edges.push((from, to));
         }
-        let states: Vec<State> = raw
-            .iter()
-            .map(|s| State {
-                name: s.name.clone(),
-                resting: s.resting,
-                active: s.active,
-                transient: s.transient,
-            })
-            .collect();
+        Ok(edges)
+    }
+
+    /// A disk can go from resting to active and back, and leave every transient state. Called
+    /// once exactly one resting and one active state are known to exist.
+    fn check_paths(&self, states: &[State], edges: &[(StateIndex, StateIndex)]) -> Checked<()> {
         let resting = states
             .iter()
             .position(|s| s.resting)
@@ -560,7 +586,7 @@ impl Checker<'_> {
         let active = states.iter().position(|s| s.active).expect("counted above");
         let (resting_name, active_name) =
             (states[resting].name.clone(), states[active].name.clone());
-        if !reachable(&edges, states.len(), resting)[active] {
+        if !reachable(edges, states.len(), resting)[active] {
             return Err(self.error(
                 "transitions",
                 RackProblem::ActiveUnreachable {
@@ -569,7 +595,7 @@ impl Checker<'_> {
                 },
             ));
         }
-        if !reachable(&edges, states.len(), active)[resting] {
+        if !reachable(edges, states.len(), active)[resting] {
             return Err(self.error(
                 "transitions",
                 RackProblem::RestingUnreachable {
@@ -590,7 +616,7 @@ impl Checker<'_> {
                 },
             ));
         }
-        Ok((states, edges))
+        Ok(())
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -726,41 +752,7 @@ impl Checker<'_> {
             }
         };
         let field = format!("{field}.domains");
-        let mut domain_of = vec![u32::MAX; disks.len()];
-        for (domain_index, domain) in domains.iter().enumerate() {
-            if domain.is_empty() {
-                return Err(self.error(
-                    &field,
-                    RackProblem::EmptyDomain {
-                        index: domain_index,
-                    },
-                ));
-            }
-            if domain.len() != domains[0].len() {
-                return Err(self.error(
-                    &field,
-                    RackProblem::UnequalDomainSizes {
-                        first_size: domains[0].len(),
-                        other: domain_index,
-                        other_size: domain.len(),
-                    },
-                ));
-            }
-            for &disk in domain {
-                let slot = &mut domain_of[disk as usize];
-                if *slot != u32::MAX {
-                    return Err(self.error(
-                        &field,
-                        RackProblem::DiskInTwoDomains {
-                            disk_id: disks[disk as usize].id,
-                            first: *slot as usize,
-                            second: domain_index,
-                        },
-                    ));
-                }
-                *slot = domain_index as u32;
-            }
-        }
+        let domain_of = self.domain_of_each_disk(&field, &domains, disks)?;
         // `field` is `resources[NAME].domains` or `failure_domains[NAME].domains`: report NAME.
         let resource = field
             .split_once('[')
@@ -777,6 +769,52 @@ impl Checker<'_> {
             ));
         }
         Ok((domains, domain_of))
+    }
+
+    /// Each disk's domain (`u32::MAX` for a disk in none, which the caller reports); refuses an
+    /// empty domain, domains of unequal sizes and a disk in two domains.
+    fn domain_of_each_disk(
+        &self,
+        field: &str,
+        domains: &[Vec<DiskIndex>],
+        disks: &[Disk],
+    ) -> Checked<Vec<u32>> {
+        let mut domain_of = vec![u32::MAX; disks.len()];
+        for (domain_index, domain) in domains.iter().enumerate() {
+            if domain.is_empty() {
+                return Err(self.error(
+                    field,
+                    RackProblem::EmptyDomain {
+                        index: domain_index,
+                    },
+                ));
+            }
+            if domain.len() != domains[0].len() {
+                return Err(self.error(
+                    field,
+                    RackProblem::UnequalDomainSizes {
+                        first_size: domains[0].len(),
+                        other: domain_index,
+                        other_size: domain.len(),
+                    },
+                ));
+            }
+            for &disk in domain {
+                let slot = &mut domain_of[disk as usize];
+                if *slot != u32::MAX {
+                    return Err(self.error(
+                        field,
+                        RackProblem::DiskInTwoDomains {
+                            disk_id: disks[disk as usize].id,
+                            first: *slot as usize,
+                            second: domain_index,
+                        },
+                    ));
+                }
+                *slot = domain_index as u32;
+            }
+        }
+        Ok(domain_of)
     }
 
     fn domains_by_axes(
