@@ -499,35 +499,7 @@ impl Loop<'_> {
                 self.timeout_us = None;
             }
             Event::Fail => self.fail(now_us),
-            Event::Arrive => {
-                let id = self.next_request;
-                self.next_request += 1;
-                let (group, bytes) = self.next_client_request();
-                self.arrivals_made += 1;
-                let request = Request {
-                    id,
-                    group,
-                    bytes,
-                    kind: Kind::Client,
-                };
-                let counted = self.in_window(now_us);
-                self.requests += u64::from(counted);
-                match self.scheduler.submit(now_us, request) {
-                    Ok(()) => {
-                        self.in_flight.insert(
-                            id,
-                            InFlight {
-                                request,
-                                arrival_us: now_us,
-                                serve_us: None,
-                                first_byte_us: None,
-                            },
-                        );
-                    }
-                    Err(_) => self.rejected += u64::from(counted),
-                }
-                self.schedule_next_arrival(now_us);
-            }
+            Event::Arrive => self.arrive(now_us),
             Event::DiskSpunUp { disk } => {
                 self.disks
                     .set(self.rack, now_us, &[disk], self.model.active);
@@ -557,31 +529,75 @@ impl Loop<'_> {
                 self.start_flow(now_us, &flow);
                 self.schedule_flow_wake();
             }
-            Event::FlowDone { generation } => {
-                let Some(request) = self.network.complete(now_us, generation) else {
-                    return false;
-                };
-                self.schedule_flow_wake();
-                let flight = self.in_flight.remove(request).expect("being served");
-                self.scheduler.served(now_us, &flight.request);
-                if flight.request.kind == Kind::Rebuild {
-                    self.rebuild_stack_served(now_us);
-                } else if self.in_window(flight.arrival_us) {
-                    let serve_us = flight.serve_us.expect("served");
-                    let first_byte_us = flight.first_byte_us.expect("flow started");
-                    self.ttfb_us.push(first_byte_us - flight.arrival_us);
-                    if let Some(classes) = &self.model.target_classes {
-                        let class = classes[flight.request.group as usize] as usize;
-                        self.ttfb_by_class_us[class].push(first_byte_us - flight.arrival_us);
-                    }
-                    self.completion_us.push(now_us - flight.arrival_us);
-                    self.service_us.push(now_us - serve_us);
-                }
-                // A completion freed a place in some class's queue.
-                self.submit_rebuild_stacks(now_us);
-            }
+            Event::FlowDone { generation } => return self.flow_done(now_us, generation),
         }
         true
+    }
+
+    /// A client request arrives: the scheduler accepts it (it is then in flight) or rejects it
+    /// (counted if inside the measured window); the next arrival is drawn.
+    fn arrive(&mut self, now_us: u64) {
+        let id = self.next_request;
+        self.next_request += 1;
+        let (group, bytes) = self.next_client_request();
+        self.arrivals_made += 1;
+        let request = Request {
+            id,
+            group,
+            bytes,
+            kind: Kind::Client,
+        };
+        let counted = self.in_window(now_us);
+        self.requests += u64::from(counted);
+        match self.scheduler.submit(now_us, request) {
+            Ok(()) => {
+                self.in_flight.insert(
+                    id,
+                    InFlight {
+                        request,
+                        arrival_us: now_us,
+                        serve_us: None,
+                        first_byte_us: None,
+                    },
+                );
+            }
+            Err(_) => self.rejected += u64::from(counted),
+        }
+        self.schedule_next_arrival(now_us);
+    }
+
+    /// A flow ended (`false` if the network had already rescheduled it: a stale wake-up). The
+    /// request is served: its latencies are recorded, and the freed queue place may take a
+    /// rebuild stack.
+    fn flow_done(&mut self, now_us: u64, generation: u64) -> bool {
+        let Some(request) = self.network.complete(now_us, generation) else {
+            return false;
+        };
+        self.schedule_flow_wake();
+        let flight = self.in_flight.remove(request).expect("being served");
+        self.scheduler.served(now_us, &flight.request);
+        if flight.request.kind == Kind::Rebuild {
+            self.rebuild_stack_served(now_us);
+        } else if self.in_window(flight.arrival_us) {
+            self.record_client_latencies(now_us, &flight);
+        }
+        // A completion freed a place in some class's queue.
+        self.submit_rebuild_stacks(now_us);
+        true
+    }
+
+    /// Time to first byte (overall and per class), completion and service time of a client read
+    /// that arrived inside the measured window and has just completed.
+    fn record_client_latencies(&mut self, now_us: u64, flight: &InFlight) {
+        let serve_us = flight.serve_us.expect("served");
+        let first_byte_us = flight.first_byte_us.expect("flow started");
+        self.ttfb_us.push(first_byte_us - flight.arrival_us);
+        if let Some(classes) = &self.model.target_classes {
+            let class = classes[flight.request.group as usize] as usize;
+            self.ttfb_by_class_us[class].push(first_byte_us - flight.arrival_us);
+        }
+        self.completion_us.push(now_us - flight.arrival_us);
+        self.service_us.push(now_us - serve_us);
     }
 
     /// Starts the flow of a request whose seek is over. A client read streams from its group's
