@@ -34,6 +34,7 @@ use files::{UploadId, parse_part_file_name, parts_stream, random_generation, wri
 use rows::{PartRow, UploadRow};
 use s3s::dto::*;
 use s3s::{S3Error, S3ErrorCode, S3Request, S3Response, S3Result};
+use spinwise_catalog::ObjectRecord;
 use std::collections::BTreeSet;
 use std::time::{Duration, UNIX_EPOCH};
 
@@ -389,57 +390,11 @@ impl SpinwiseS3 {
             .multipart_upload
             .and_then(|upload| upload.parts)
             .unwrap_or_default();
-        let stored = self
-            .meta
-            .parts(&upload.upload_id, 0, MAX_PARTS)
-            .await
-            .map_err(meta_error)?;
-        let chosen = choose_parts(&requested, &stored, self.settings.min_part_bytes)?;
-        let total_bytes: u64 = chosen.iter().map(|part| part.size_bytes).sum();
-        if total_bytes > self.settings.max_object_bytes {
-            return Err(S3Error::with_message(
-                S3ErrorCode::EntityTooLarge,
-                format!(
-                    "the parts add up to {total_bytes} bytes, over this server's object limit of {} bytes",
-                    self.settings.max_object_bytes
-                ),
-            ));
-        }
+        let chosen = self.parts_to_complete(&upload, &requested).await?;
         let etag = multipart_etag(&chosen);
-        let files = chosen
-            .iter()
-            .map(|part| {
-                let path = self
-                    .multipart
-                    .part_path(&id, part.part_number, part.generation);
-                (path, part.size_bytes)
-            })
-            .collect();
-        let described = Described {
-            content_type: upload.content_type,
-            user_metadata: upload.user_metadata,
-            etag: Some(etag.clone()),
-        };
         let record = self
-            .ingest(
-                &input.bucket,
-                &store_key,
-                parts_stream(files),
-                Expected::default(),
-                described,
-                self.settings.max_object_bytes,
-            )
-            .await
-            .map_err(|error| match error.code() {
-                // The body is our own part files: a short read is the server's fault.
-                S3ErrorCode::IncompleteBody => internal(format!(
-                    "reading the parts of upload {}: {}",
-                    upload.upload_id,
-                    error.message().unwrap_or("failed")
-                )),
-                _ => error,
-            })?
-            .record;
+            .ingest_parts(&input.bucket, &store_key, &id, &upload, &chosen, &etag)
+            .await?;
         // Committed: the upload is finished. A crash before these lines leaves it open.
         self.meta
             .delete_upload(&upload.upload_id)
@@ -459,6 +414,79 @@ impl SpinwiseS3 {
             location: Some(format!("/{}/{}", input.bucket, input.key)),
             ..Default::default()
         }))
+    }
+
+    /// The stored parts a completion names, checked against what was uploaded
+    /// ([`choose_parts`]) and, together, within this server's object limit.
+    async fn parts_to_complete(
+        &self,
+        upload: &UploadRow,
+        requested: &[CompletedPart],
+    ) -> S3Result<Vec<PartRow>> {
+        let stored = self
+            .meta
+            .parts(&upload.upload_id, 0, MAX_PARTS)
+            .await
+            .map_err(meta_error)?;
+        let chosen = choose_parts(requested, &stored, self.settings.min_part_bytes)?;
+        let total_bytes: u64 = chosen.iter().map(|part| part.size_bytes).sum();
+        if total_bytes > self.settings.max_object_bytes {
+            return Err(S3Error::with_message(
+                S3ErrorCode::EntityTooLarge,
+                format!(
+                    "the parts add up to {total_bytes} bytes, over this server's object limit of {} bytes",
+                    self.settings.max_object_bytes
+                ),
+            ));
+        }
+        Ok(chosen)
+    }
+
+    /// Streams the chosen part files, in order, into the store as one object of `store_key`
+    /// carrying the upload's content type, metadata and the multipart `etag`.
+    async fn ingest_parts(
+        &self,
+        bucket: &str,
+        store_key: &str,
+        id: &UploadId,
+        upload: &UploadRow,
+        chosen: &[PartRow],
+        etag: &str,
+    ) -> S3Result<ObjectRecord> {
+        let files = chosen
+            .iter()
+            .map(|part| {
+                let path = self
+                    .multipart
+                    .part_path(id, part.part_number, part.generation);
+                (path, part.size_bytes)
+            })
+            .collect();
+        let described = Described {
+            content_type: upload.content_type.clone(),
+            user_metadata: upload.user_metadata.clone(),
+            etag: Some(etag.to_string()),
+        };
+        let ingested = self
+            .ingest(
+                bucket,
+                store_key,
+                parts_stream(files),
+                Expected::default(),
+                described,
+                self.settings.max_object_bytes,
+            )
+            .await
+            .map_err(|error| match error.code() {
+                // The body is our own part files: a short read is the server's fault.
+                S3ErrorCode::IncompleteBody => internal(format!(
+                    "reading the parts of upload {}: {}",
+                    upload.upload_id,
+                    error.message().unwrap_or("failed")
+                )),
+                _ => error,
+            })?;
+        Ok(ingested.record)
     }
 
     pub(crate) async fn multipart_abort(
