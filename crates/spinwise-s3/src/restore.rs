@@ -433,13 +433,15 @@ impl Restorer {
 
     // ---- requests ----
 
-    /// RestoreObject for the migrated object `record`, kept for `days` days once restored.
+    /// RestoreObject for the migrated object `record`, kept for `days` days once restored:
+    /// `RestoreAlreadyInProgress` while a restore of this version runs, an extended expiry for
+    /// a usable copy, otherwise (no copy, an expired or failed one, or a copy of an older
+    /// version) a new restore if the staging budget has room for it.
     pub async fn request(
         self: &Arc<Self>,
         record: &ObjectRecord,
         days: i32,
     ) -> S3Result<Requested> {
-        let sql = |error: sqlx::Error| internal(RestoreError::Sql(error));
         let _deciding = self.deciding.lock().await;
         let now = now_unix_ms();
         let existing = self.row(&record.key).await.map_err(internal)?;
@@ -455,43 +457,69 @@ impl Restorer {
                     ));
                 }
                 State::Done if row.usable_at(now) => {
-                    let wanted = now.saturating_add(self.day_ms(i64::from(days)));
-                    sqlx::query(
-                        "UPDATE restores SET expiry_unix_ms = MAX(expiry_unix_ms, ?), days = ? \
-                         WHERE store_key = ? AND file_name = ?",
-                    )
-                    .bind(wanted)
-                    .bind(i64::from(days))
-                    .bind(&row.store_key)
-                    .bind(&row.file_name)
-                    .execute(&self.pool)
-                    .await
-                    .map_err(sql)?;
+                    self.extend(row, days, now).await?;
                     return Ok(Requested::Extended);
                 }
                 State::Done | State::Failed => {}
             }
         }
-        let used = self.used_bytes(&record.key).await.map_err(sql)?;
-        if used.saturating_add(record.size_bytes) > self.settings.capacity_bytes {
-            let mut error = S3Error::with_message(
-                S3ErrorCode::SlowDown,
-                format!(
-                    "restored copies hold {used} of {} bytes; this object needs {} more (retry after copies expire)",
-                    self.settings.capacity_bytes, record.size_bytes
-                ),
-            );
-            let mut headers = http::HeaderMap::new();
-            headers.insert(
-                http::header::RETRY_AFTER,
-                http::HeaderValue::from(self.retry_after_s),
-            );
-            error.set_headers(headers);
-            return Err(error);
-        }
+        self.check_room_for(record).await?;
         if let Some(old) = &existing {
             self.remove_row(old).await.map_err(internal)?;
         }
+        let row = self.insert_ongoing(record, days, now).await?;
+        tracing::info!(key = row.store_key, days, "restore requested");
+        tokio::spawn(Arc::clone(self).run(row));
+        Ok(Requested::Started)
+    }
+
+    /// A restored copy stays `days` days from `now`, or longer if it was already to.
+    async fn extend(&self, row: &RestoreRow, days: i32, now: i64) -> S3Result<()> {
+        let wanted = now.saturating_add(self.day_ms(i64::from(days)));
+        sqlx::query(
+            "UPDATE restores SET expiry_unix_ms = MAX(expiry_unix_ms, ?), days = ? \
+             WHERE store_key = ? AND file_name = ?",
+        )
+        .bind(wanted)
+        .bind(i64::from(days))
+        .bind(&row.store_key)
+        .bind(&row.file_name)
+        .execute(&self.pool)
+        .await
+        .map_err(sql_error)?;
+        Ok(())
+    }
+
+    /// `SlowDown` with Retry-After when the restored copies (other than this key's) and this
+    /// object would not fit the staging budget for restores.
+    async fn check_room_for(&self, record: &ObjectRecord) -> S3Result<()> {
+        let used = self.used_bytes(&record.key).await.map_err(sql_error)?;
+        if used.saturating_add(record.size_bytes) <= self.settings.capacity_bytes {
+            return Ok(());
+        }
+        let mut error = S3Error::with_message(
+            S3ErrorCode::SlowDown,
+            format!(
+                "restored copies hold {used} of {} bytes; this object needs {} more (retry after copies expire)",
+                self.settings.capacity_bytes, record.size_bytes
+            ),
+        );
+        let mut headers = http::HeaderMap::new();
+        headers.insert(
+            http::header::RETRY_AFTER,
+            http::HeaderValue::from(self.retry_after_s),
+        );
+        error.set_headers(headers);
+        Err(error)
+    }
+
+    /// Records a new ongoing restore of `record` (its copy named for this request's time).
+    async fn insert_ongoing(
+        &self,
+        record: &ObjectRecord,
+        days: i32,
+        now: i64,
+    ) -> S3Result<RestoreRow> {
         let row = RestoreRow {
             store_key: record.key.clone(),
             content_hash: record.content_hash,
@@ -514,10 +542,8 @@ impl Restorer {
         .bind(now)
         .execute(&self.pool)
         .await
-        .map_err(sql)?;
-        tracing::info!(key = row.store_key, days, "restore requested");
-        tokio::spawn(Arc::clone(self).run(row));
-        Ok(Requested::Started)
+        .map_err(sql_error)?;
+        Ok(row)
     }
 
     fn day_ms(&self, days: i64) -> i64 {
@@ -763,6 +789,11 @@ fn parse_row(row: &sqlx::sqlite::SqliteRow) -> Result<RestoreRow, RestoreError> 
         expiry_unix_ms: row.get(7),
         store_key,
     })
+}
+
+/// A failed restores-table statement, as the client's 500.
+fn sql_error(error: sqlx::Error) -> S3Error {
+    internal(RestoreError::Sql(error))
 }
 
 /// A copy's file name: hex BLAKE3 of the key, the content hash and the request time.
