@@ -1,5 +1,5 @@
-//! Writing one drawn figure to a PNG or an SVG file: the file handling every figure kind shares,
-//! so their error behaviour cannot drift apart.
+//! Writing one drawn figure to a PNG or an SVG file, and the ink every figure kind shares: the
+//! file handling lives once, so their error behaviour cannot drift apart.
 //!
 //! Invariants: a PNG's file is created before plotters touches it, so the common failures (a
 //! missing directory, a read-only file) are [`ReportError::Io`] naming the path rather than an
@@ -12,7 +12,17 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use crate::ReportError;
-use crate::font::ensure_registered;
+use crate::font::{FAMILY, ensure_registered};
+
+/// Text and axes: near-black, softer than pure black on white.
+pub(crate) const INK: RGBColor = RGBColor(0x22, 0x22, 0x22);
+/// Grid lines: light enough that data always reads above them.
+pub(crate) const GRID: RGBColor = RGBColor(0xe3, 0xe3, 0xe3);
+
+/// Text of `size` pixels in the embedded font, in [`INK`].
+pub(crate) fn text_style(size: f64) -> TextStyle<'static> {
+    TextStyle::from((FAMILY, size).into_font()).color(&INK)
+}
 
 /// What a figure's generic `draw` returns for backend `DB`.
 pub(crate) type DrawResult<DB> =

@@ -23,8 +23,7 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 use serde::{Deserialize, Serialize};
 
 use crate::ReportError;
-use crate::canvas::{DrawResult, write_png, write_svg};
-use crate::font::FAMILY;
+use crate::canvas::{DrawResult, GRID, INK, text_style, write_png, write_svg};
 
 /// Width and height in pixels of a rendered line chart (PNG pixels, SVG user units).
 pub const LINE_CHART_SIZE_PX: (u32, u32) = (1000, 700);
@@ -286,8 +285,6 @@ const LEGEND_FONT: f64 = 14.0;
 const LEGEND_PANEL_WIDTH: i32 = 230;
 const MARKER_SIZE: i32 = 4;
 
-const INK: RGBColor = RGBColor(0x22, 0x22, 0x22);
-const GRID: RGBColor = RGBColor(0xe3, 0xe3, 0xe3);
 /// Okabe–Ito, without yellow (too light on white), then two darker fillers.
 const PALETTE: [RGBColor; 9] = [
     RGBColor(0x00, 0x72, 0xb2),
@@ -300,10 +297,6 @@ const PALETTE: [RGBColor; 9] = [
     RGBColor(0x88, 0x44, 0x00),
     RGBColor(0x55, 0x55, 0x99),
 ];
-
-fn text_style(size: f64) -> TextStyle<'static> {
-    TextStyle::from((FAMILY, size).into_font()).color(&INK)
-}
 
 fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, chart: &LineChart) -> DrawResult<DB> {
     root.fill(&WHITE)?;

@@ -18,9 +18,8 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 use serde::{Deserialize, Serialize};
 
 use crate::ReportError;
-use crate::canvas::{DrawResult, write_png, write_svg};
+use crate::canvas::{DrawResult, GRID, INK, text_style, write_png, write_svg};
 use crate::colour::viridis;
-use crate::font::FAMILY;
 
 /// Width and height in pixels of the rendered figure (PNG pixels, SVG user units).
 pub const PROVISIONING_FIGURE_SIZE_PX: (u32, u32) = (1000, 800);
@@ -151,13 +150,6 @@ const COLOUR_BAR_WIDTH: i32 = 24;
 const MARKER_RADIUS: i32 = 5;
 /// The axes extend a little past 0 and 1 so markers at the edges are not cut by the frame.
 const AXIS_PAD: f64 = 0.025;
-
-const INK: RGBColor = RGBColor(0x22, 0x22, 0x22);
-const GRID: RGBColor = RGBColor(0xe3, 0xe3, 0xe3);
-
-fn text_style(size: f64) -> TextStyle<'static> {
-    TextStyle::from((FAMILY, size).into_font()).color(&INK)
-}
 
 fn draw<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
