@@ -299,65 +299,78 @@ impl<C: Catalog> Store<C> {
         let mut attempt = 0;
         loop {
             attempt += 1;
-            let record = self.stat(key).await?;
-            let range = range.clone().unwrap_or(0..record.size_bytes);
-            if range.start > range.end || range.end > record.size_bytes {
-                return Err(StoreError::Range {
-                    key: key.into(),
-                    start: range.start,
-                    end: range.end,
-                    size_bytes: record.size_bytes,
-                });
+            let may_retry = attempt < GET_ATTEMPTS;
+            if let Some(reader) = self.open_reader(key, &range, check, may_retry).await? {
+                return Ok(reader);
             }
-            let (segment, offset) = match record.location {
-                ObjectLocation::Staged { segment, offset } => (segment, offset),
-                ObjectLocation::Migrated { blob, offset } => {
-                    let opened = self
-                        .read_migrated(&record, blob, offset, range.clone())
-                        .await;
-                    // Compaction may have moved the object and removed its old blob between
-                    // the lookup and the read: look it up again.
-                    let reader = match opened {
-                        Err(_) if attempt < GET_ATTEMPTS && self.moved(&record).await? => {
-                            continue;
-                        }
-                        other => other?,
-                    };
-                    let whole = check == ContentCheck::WholeObject
-                        && range.start == 0
-                        && range.end == record.size_bytes;
-                    return Ok(ObjectReader {
-                        record,
-                        range,
-                        source: Source::Migrated(reader),
-                        whole_hash: whole.then(blake3::Hasher::new),
-                    });
-                }
-            };
-            let opened = self
-                .staging
-                .read(
-                    segment,
-                    offset,
-                    key,
-                    record.size_bytes,
-                    range.clone(),
-                    check,
-                )
-                .await;
-            match opened {
-                Ok(reader) => {
-                    return Ok(ObjectReader {
-                        record,
-                        range,
-                        source: Source::Staged(Box::new(reader)),
-                        whole_hash: None, // the staging log checks its own trailer
-                    });
-                }
-                Err(StagingError::Io { source, .. })
-                    if source.kind() == std::io::ErrorKind::NotFound && attempt < GET_ATTEMPTS => {}
-                Err(error) => return Err(error.into()),
+        }
+    }
+
+    /// One try at opening `key`'s reader. `None` (only when `may_retry`) if the object left the
+    /// place its record named between the lookup and the open: compaction moved it and removed
+    /// its old blob, or a migration reclaimed its staging segment.
+    async fn open_reader(
+        &self,
+        key: &str,
+        range: &Option<Range<u64>>,
+        check: ContentCheck,
+        may_retry: bool,
+    ) -> StoreResult<Option<ObjectReader>> {
+        let record = self.stat(key).await?;
+        let range = range.clone().unwrap_or(0..record.size_bytes);
+        if range.start > range.end || range.end > record.size_bytes {
+            return Err(StoreError::Range {
+                key: key.into(),
+                start: range.start,
+                end: range.end,
+                size_bytes: record.size_bytes,
+            });
+        }
+        let (segment, offset) = match record.location {
+            ObjectLocation::Staged { segment, offset } => (segment, offset),
+            ObjectLocation::Migrated { blob, offset } => {
+                let opened = self
+                    .read_migrated(&record, blob, offset, range.clone())
+                    .await;
+                let reader = match opened {
+                    Err(_) if may_retry && self.moved(&record).await? => return Ok(None),
+                    other => other?,
+                };
+                let whole = check == ContentCheck::WholeObject
+                    && range.start == 0
+                    && range.end == record.size_bytes;
+                return Ok(Some(ObjectReader {
+                    record,
+                    range,
+                    source: Source::Migrated(reader),
+                    whole_hash: whole.then(blake3::Hasher::new),
+                }));
             }
+        };
+        let opened = self
+            .staging
+            .read(
+                segment,
+                offset,
+                key,
+                record.size_bytes,
+                range.clone(),
+                check,
+            )
+            .await;
+        match opened {
+            Ok(reader) => Ok(Some(ObjectReader {
+                record,
+                range,
+                source: Source::Staged(Box::new(reader)),
+                whole_hash: None, // the staging log checks its own trailer
+            })),
+            Err(StagingError::Io { source, .. })
+                if source.kind() == std::io::ErrorKind::NotFound && may_retry =>
+            {
+                Ok(None)
+            }
+            Err(error) => Err(error.into()),
         }
     }
 
