@@ -10,7 +10,7 @@
 //! counted in the summary, never simulated with a made-up layout.
 
 use super::summary::{Comparison, agreement, header, mean_of, rate, table};
-use super::sweep::{Job, Row, Setup, points, policy_label, policy_name, run_sweep};
+use super::sweep::{Job, Row, Setup, points, policy_label, policy_name, rates_in, run_sweep};
 use super::{Context, Figure, Outcome};
 use crate::error::CliResult;
 use crate::source::load_preset;
@@ -45,80 +45,13 @@ const LOW_RATE: f64 = 0.0625;
 const CONFIGURATIONS_PER_PRESET: usize = 6;
 const QUICK_CONFIGURATIONS_PER_PRESET: usize = 2;
 
+/// Fig. 5(a): the planned pelican layout vs Pelican's hand-designed one, both schedulers, over rate.
 pub fn fig5a(context: &Context) -> CliResult<Outcome> {
     let setups = [Setup::synthesized("pelican")?, Setup::pelican_manual()?];
     let rates = if context.quick { QUICK_RATES } else { RATES };
-    let mut jobs = Vec::new();
-    for &policy in LAYOUT_POLICIES {
-        for setup in 0..setups.len() {
-            for &rate_per_s in rates {
-                jobs.push(Job {
-                    setup,
-                    policy,
-                    network_gbps: Some(NETWORK_GBPS),
-                    rate_per_s,
-                    ..Job::default()
-                });
-            }
-        }
-    }
+    let jobs = fig5a_jobs(setups.len(), rates);
     let rows = run_sweep("flamingo-fig5a", context, &setups, &jobs)?;
-    let series = |y: fn(&Row) -> f64, positive_only: bool| -> Vec<Series> {
-        let mut out = Vec::new();
-        for &policy in LAYOUT_POLICIES {
-            let name = policy_name(policy);
-            for (layout, label) in [
-                ("synthesized", "Flamingo-Pelican (synthesized layout)"),
-                ("pelican-manual", "Pelican (hand-designed layout)"),
-            ] {
-                let mut pts = points(
-                    &rows,
-                    |r| r.policy == name && r.layout == layout,
-                    |r| r.rate_per_s,
-                    y,
-                );
-                if positive_only {
-                    pts.retain(|p| p.y > 0.0);
-                }
-                let suffix = if LAYOUT_POLICIES.len() > 1 {
-                    format!(", {} scheduler", policy_label(&name))
-                } else {
-                    String::new()
-                };
-                out.push(Series {
-                    name: format!("{label}{suffix}"),
-                    style: SeriesStyle::LineWithMarkers,
-                    points: pts,
-                });
-            }
-        }
-        out.retain(|s| !s.points.is_empty());
-        out
-    };
-    let figures = vec![
-        Figure {
-            stem: "time_to_first_byte",
-            chart: LineChart {
-                title:
-                    "Flamingo Fig. 5(a): time to first byte, synthesized vs hand-designed layout"
-                        .into(),
-                x_label: "request rate (req/s)".into(),
-                y_label: "mean time to first byte (s, log scale)".into(),
-                y_scale: YScale::Log,
-                series: series(|r| r.ttfb_mean_s, true),
-            },
-        },
-        Figure {
-            stem: "throughput",
-            chart: LineChart {
-                title: "Flamingo §5: throughput, synthesized vs hand-designed layout".into(),
-                x_label: "request rate (req/s)".into(),
-                y_label: "throughput (Gbps)".into(),
-                y_scale: YScale::Linear,
-                series: series(|r| r.throughput_gbps, false),
-            },
-        },
-    ];
+    let figures = fig5a_figures(&rows);
     let summary = header(
         "Flamingo Fig. 5(a): synthesized vs hand-designed Pelican layout",
         context,
@@ -131,10 +64,91 @@ pub fn fig5a(context: &Context) -> CliResult<Outcome> {
     })
 }
 
+/// Every policy × layout × rate at 40 Gbps: both layouts see the same workloads.
+fn fig5a_jobs(setups: usize, rates: &[f64]) -> Vec<Job> {
+    let mut jobs = Vec::new();
+    for &policy in LAYOUT_POLICIES {
+        for setup in 0..setups {
+            for &rate_per_s in rates {
+                jobs.push(Job {
+                    setup,
+                    policy,
+                    network_gbps: Some(NETWORK_GBPS),
+                    rate_per_s,
+                    ..Job::default()
+                });
+            }
+        }
+    }
+    jobs
+}
+
+/// Fig. 5(a)'s time to first byte and the throughput beside it, over rate.
+fn fig5a_figures(rows: &[Row]) -> Vec<Figure> {
+    vec![
+        Figure {
+            stem: "time_to_first_byte",
+            chart: LineChart {
+                title:
+                    "Flamingo Fig. 5(a): time to first byte, synthesized vs hand-designed layout"
+                        .into(),
+                x_label: "request rate (req/s)".into(),
+                y_label: "mean time to first byte (s, log scale)".into(),
+                y_scale: YScale::Log,
+                series: layout_series(rows, |r| r.ttfb_mean_s, true),
+            },
+        },
+        Figure {
+            stem: "throughput",
+            chart: LineChart {
+                title: "Flamingo §5: throughput, synthesized vs hand-designed layout".into(),
+                x_label: "request rate (req/s)".into(),
+                y_label: "throughput (Gbps)".into(),
+                y_scale: YScale::Linear,
+                series: layout_series(rows, |r| r.throughput_gbps, false),
+            },
+        },
+    ]
+}
+
+/// One series per policy × layout of `y` over rate, dropping series without points;
+/// `positive_only` drops points a log axis cannot show (no request completed).
+fn layout_series(rows: &[Row], y: fn(&Row) -> f64, positive_only: bool) -> Vec<Series> {
+    let mut out = Vec::new();
+    for &policy in LAYOUT_POLICIES {
+        let name = policy_name(policy);
+        for (layout, label) in [
+            ("synthesized", "Flamingo-Pelican (synthesized layout)"),
+            ("pelican-manual", "Pelican (hand-designed layout)"),
+        ] {
+            let mut pts = points(
+                rows,
+                |r| r.policy == name && r.layout == layout,
+                |r| r.rate_per_s,
+                y,
+            );
+            if positive_only {
+                pts.retain(|p| p.y > 0.0);
+            }
+            // With one policy the layout alone names the series.
+            let suffix = if LAYOUT_POLICIES.len() > 1 {
+                format!(", {} scheduler", policy_label(&name))
+            } else {
+                String::new()
+            };
+            out.push(Series {
+                name: format!("{label}{suffix}"),
+                style: SeriesStyle::LineWithMarkers,
+                points: pts,
+            });
+        }
+    }
+    out.retain(|s| !s.points.is_empty());
+    out
+}
+
 fn fig5a_comparisons(rows: &[Row]) -> Vec<Comparison> {
-    let mut rates: Vec<f64> = rows.iter().map(|r| r.rate_per_s).collect();
-    rates.sort_by(f64::total_cmp);
-    rates.dedup();
+    let rates = rates_in(rows);
     let mut out = Vec::new();
     for &policy in LAYOUT_POLICIES {
         let name = policy_name(policy);
@@ -227,6 +241,7 @@ fn scheduler_gain(rows: &[Row], layout: &str) -> Option<Comparison> {
     })
 }
 
+/// Fig. 6(a, b): time to first byte vs provisioning over explored configurations, at two rates.
 pub fn fig6ab(context: &Context) -> CliResult<Outcome> {
     let per_preset = if context.quick {
         QUICK_CONFIGURATIONS_PER_PRESET
@@ -245,9 +260,30 @@ pub fn fig6ab(context: &Context) -> CliResult<Outcome> {
         setups.extend(planned);
         skipped.push((preset.to_string(), unplannable));
     }
+    let jobs = fig6ab_jobs(context, setups.len());
+    let rows = run_sweep("flamingo-fig6ab", context, &setups, &jobs)?;
+    let figures = fig6ab_figures(&rows, presets);
+    let summary = header(
+        "Flamingo Fig. 6(a, b): time to first byte vs provisioning",
+        context,
+        &rows,
+    ) + &table(&fig6ab_comparisons(&rows, presets))
+        + &skipped_notes(&skipped)
+        + &provisioning_hours_note(&rows, context)
+        + "\n";
+    Ok(Outcome {
+        rows,
+        figures,
+        summary,
+    })
+}
+
+/// Every policy × configuration at Fig. 6(a)'s high rate and Fig. 6(b)'s low one, 40 Gbps, each
+/// measured at most [`PROVISIONING_MEASURED_HOURS`].
+fn fig6ab_jobs(context: &Context, setups: usize) -> Vec<Job> {
     let mut jobs = Vec::new();
     for &policy in PROVISIONING_POLICIES {
-        for setup in 0..setups.len() {
+        for setup in 0..setups {
             for rate_per_s in [HIGH_RATE, LOW_RATE] {
                 jobs.push(Job {
                     setup,
@@ -261,44 +297,17 @@ pub fn fig6ab(context: &Context) -> CliResult<Outcome> {
             }
         }
     }
-    let rows = run_sweep("flamingo-fig6ab", context, &setups, &jobs)?;
-    let chart_at = |rate_per_s: f64, title: String| -> LineChart {
-        let mut series = Vec::new();
-        for &policy in PROVISIONING_POLICIES {
-            let name = policy_name(policy);
-            for preset in presets {
-                let mut pts = points(
-                    &rows,
-                    |r| r.policy == name && r.preset == *preset && r.rate_per_s == rate_per_s,
-                    |r| r.provisioning,
-                    |r| r.ttfb_mean_s,
-                );
-                pts.retain(|p| p.y > 0.0);
-                let suffix = if PROVISIONING_POLICIES.len() > 1 {
-                    format!(", {}", policy_label(&name))
-                } else {
-                    String::new()
-                };
-                series.push(Series {
-                    name: format!("{preset}{suffix}"),
-                    style: SeriesStyle::LineWithMarkers,
-                    points: pts,
-                });
-            }
-        }
-        series.retain(|s| !s.points.is_empty());
-        LineChart {
-            title,
-            x_label: "provisioning M / N (disks allowed in the costliest state ÷ all disks)".into(),
-            y_label: "mean time to first byte (s, log scale)".into(),
-            y_scale: YScale::Log,
-            series,
-        }
-    };
-    let figures = vec![
+    jobs
+}
+
+/// Fig. 6(a) at the high rate and Fig. 6(b) at the low one.
+fn fig6ab_figures(rows: &[Row], presets: &[&str]) -> Vec<Figure> {
+    vec![
         Figure {
             stem: "ttfb_vs_provisioning_high_rate",
-            chart: chart_at(
+            chart: provisioning_chart(
+                rows,
+                presets,
                 HIGH_RATE,
                 format!(
                     "Flamingo Fig. 6(a): time to first byte vs provisioning at {} req/s",
@@ -308,7 +317,9 @@ pub fn fig6ab(context: &Context) -> CliResult<Outcome> {
         },
         Figure {
             stem: "ttfb_vs_provisioning_low_rate",
-            chart: chart_at(
+            chart: provisioning_chart(
+                rows,
+                presets,
                 LOW_RATE,
                 format!(
                     "Flamingo Fig. 6(b): time to first byte vs provisioning at {} req/s",
@@ -316,35 +327,70 @@ pub fn fig6ab(context: &Context) -> CliResult<Outcome> {
                 ),
             ),
         },
-    ];
-    let mut summary = header(
-        "Flamingo Fig. 6(a, b): time to first byte vs provisioning",
-        context,
-        &rows,
-    ) + &table(&fig6ab_comparisons(&rows, presets));
+    ]
+}
+
+/// Mean time to first byte over provisioning at one rate: a series per policy × preset, on a
+/// log axis (so without points where no request completed).
+fn provisioning_chart(rows: &[Row], presets: &[&str], rate_per_s: f64, title: String) -> LineChart {
+    let mut series = Vec::new();
+    for &policy in PROVISIONING_POLICIES {
+        let name = policy_name(policy);
+        for preset in presets {
+            let mut pts = points(
+                rows,
+                |r| r.policy == name && r.preset == *preset && r.rate_per_s == rate_per_s,
+                |r| r.provisioning,
+                |r| r.ttfb_mean_s,
+            );
+            pts.retain(|p| p.y > 0.0);
+            // With one policy the preset alone names the series.
+            let suffix = if PROVISIONING_POLICIES.len() > 1 {
+                format!(", {}", policy_label(&name))
+            } else {
+                String::new()
+            };
+            series.push(Series {
+                name: format!("{preset}{suffix}"),
+                style: SeriesStyle::LineWithMarkers,
+                points: pts,
+            });
+        }
+    }
+    series.retain(|s| !s.points.is_empty());
+    LineChart {
+        title,
+        x_label: "provisioning M / N (disks allowed in the costliest state ÷ all disks)".into(),
+        y_label: "mean time to first byte (s, log scale)".into(),
+        y_scale: YScale::Log,
+        series,
+    }
+}
+
+/// One summary line per preset: how its configurations were chosen and how many were skipped.
+fn skipped_notes(skipped: &[(String, usize)]) -> String {
+    let mut notes = String::new();
     for (preset, unplannable) in skipped {
-        summary.push_str(&format!(
+        notes.push_str(&format!(
             "\n{preset}: configurations chosen over the distinct M values of its exploration, spread geometrically from the smallest to the largest; {unplannable} of them had no layout and were skipped."
         ));
     }
-    if let Some(row) = rows.first()
-        && row.hours - row.warmup_hours < context.hours
-    {
-        summary.push_str(&format!(
+    notes
+}
+
+/// Says when the runs measured fewer hours than the context asked for.
+fn provisioning_hours_note(rows: &[Row], context: &Context) -> String {
+    match rows.first() {
+        Some(row) if row.hours - row.warmup_hours < context.hours => format!(
             "\nEach run measures {} h (not {} h): the high-M configurations at {} req/s dominate \
              this sweep's cost and their time to first byte settles within hours \
              (`PROVISIONING_MEASURED_HOURS` in experiment/flamingo.rs).",
             row.hours - row.warmup_hours,
             context.hours,
             rate(HIGH_RATE)
-        ));
+        ),
+        _ => String::new(),
     }
-    summary.push('\n');
-    Ok(Outcome {
-        rows,
-        figures,
-        summary,
-    })
 }
 
 /// Up to `count` configurations of `preset`'s exploration, evenly over distinct M, planned in
@@ -617,105 +663,129 @@ fn groups_spinning(row: &Row) -> f64 {
     f64::from(row.max_active_disks) / f64::from(row.group_size.max(1))
 }
 
+/// Fig. 6(c)'s claims beside our rows: Flamingo's throughput gain above 2 req/s and none below,
+/// the most groups each scheduler spins at once, and time to first byte at the highest rate.
 fn fig6c_comparisons(rows: &[Row]) -> Vec<Comparison> {
-    let mut rates: Vec<f64> = rows.iter().map(|r| r.rate_per_s).collect();
-    rates.sort_by(f64::total_cmp);
-    rates.dedup();
-    let at = |policy: &str, rate_per_s: f64, metric: fn(&Row) -> f64| {
-        mean_of(
-            rows,
-            |r| r.policy == policy && r.rate_per_s == rate_per_s,
-            metric,
-        )
-    };
+    let mut out = Vec::new();
+    out.extend(scheduler_gain_comparison(
+        rows,
+        true,
+        "Flamingo outperforms the conservative scheduler from 2 req/s",
+    ));
+    out.extend(scheduler_gain_comparison(
+        rows,
+        false,
+        "no additional performance below 2 req/s",
+    ));
+    out.extend(groups_spinning_comparison(rows, "pelican"));
+    out.extend(groups_spinning_comparison(rows, "flamingo"));
+    out.extend(highest_rate_ttfb_comparisons(rows));
+    out
+}
+
+/// Mean of `metric` for one scheduler at one rate.
+fn scheduler_at(
+    rows: &[Row],
+    policy: &str,
+    rate_per_s: f64,
+    metric: fn(&Row) -> f64,
+) -> Option<f64> {
+    mean_of(
+        rows,
+        |r| r.policy == policy && r.rate_per_s == rate_per_s,
+        metric,
+    )
+}
+
+/// Over the rates at or above 2 req/s (`high`) or below, the one where Flamingo's throughput
+/// most exceeds the conservative scheduler's: (rate, conservative, Flamingo) in Gbps.
+fn largest_gain(rows: &[Row], high: bool) -> Option<(f64, f64, f64)> {
     let throughput = |r: &Row| r.throughput_gbps;
-    let gain = |rate_per_s: f64| {
-        let conservative = at("pelican", rate_per_s, throughput)?;
-        let flamingo = at("flamingo", rate_per_s, throughput)?;
-        Some((rate_per_s, conservative, flamingo))
+    rates_in(rows)
+        .into_iter()
+        .filter(|&r| (r >= 2.0) == high)
+        .filter_map(|rate_per_s| {
+            let conservative = scheduler_at(rows, "pelican", rate_per_s, throughput)?;
+            let flamingo = scheduler_at(rows, "flamingo", rate_per_s, throughput)?;
+            Some((rate_per_s, conservative, flamingo))
+        })
+        .max_by(|a, b| (a.2 / a.1).total_cmp(&(b.2 / b.1)))
+}
+
+/// Flamingo's largest throughput gain over the conservative scheduler at or above 2 req/s
+/// (`high`) or below, against the paper's words for that range.
+fn scheduler_gain_comparison(rows: &[Row], high: bool, paper: &str) -> Option<Comparison> {
+    let (at_rate, conservative, flamingo) = largest_gain(rows, high)?;
+    let ratio = flamingo / conservative;
+    Some(Comparison {
+        quantity: format!(
+            "throughput, Flamingo ÷ conservative, largest over rates {} 2 req/s",
+            if high { "≥" } else { "<" }
+        ),
+        paper: format!("{paper} (Flamingo §5, Fig. 6(c))"),
+        ours: format!(
+            "× {ratio:.2} at {} req/s ({conservative:.2} → {flamingo:.2} Gbps)",
+            rate(at_rate)
+        ),
+        // A gain above 10% counts as outperforming.
+        note: match (high, ratio > 1.1) {
+            (true, true) | (false, false) => "agrees".into(),
+            (true, false) => "no gain: both schedulers are held to the same groups".into(),
+            (false, true) => {
+                "Flamingo's scheduler already gains here: more groups spinning serve the \
+                 queue's head sooner even when few requests share a group"
+                    .into()
+            }
+        },
+    })
+}
+
+/// The most groups one scheduler had spinning at once over all rates, against the paper's two
+/// (conservative) and three (Flamingo).
+fn groups_spinning_comparison(rows: &[Row], policy: &str) -> Option<Comparison> {
+    let most = rows
+        .iter()
+        .filter(|r| r.policy == policy)
+        .map(groups_spinning)
+        .reduce(f64::max)?;
+    let paper = if policy == "pelican" { 2.0 } else { 3.0 };
+    Some(Comparison {
+        quantity: format!("most groups spinning at once, {}", scheduler_label(policy)),
+        paper: format!("{paper:.0} (Flamingo §5)"),
+        ours: format!("{most:.1}"),
+        note: agreement(
+            most,
+            paper,
+            0.01,
+            "the preset's power budget per tray is an assumption (presets/ocp-cold-storage.toml): \
+             it fits one drive spinning up beside one active, i.e. two busy drives per tray",
+        ),
+    })
+}
+
+/// Mean and p99 time to first byte of both schedulers at the highest rate (not in the paper).
+fn highest_rate_ttfb_comparisons(rows: &[Row]) -> Vec<Comparison> {
+    let Some(highest) = rates_in(rows).last().copied() else {
+        return Vec::new();
     };
     let mut out = Vec::new();
-    for (high, paper) in [
-        (
-            true,
-            "Flamingo outperforms the conservative scheduler from 2 req/s",
-        ),
-        (false, "no additional performance below 2 req/s"),
+    for (quantity, metric) in [
+        ("mean", (|r: &Row| r.ttfb_mean_s) as fn(&Row) -> f64),
+        ("p99", |r: &Row| r.ttfb_p99_s),
     ] {
-        let gains: Vec<(f64, f64, f64)> = rates
-            .iter()
-            .filter(|&&r| (r >= 2.0) == high)
-            .filter_map(|&r| gain(r))
-            .collect();
-        let Some(&(at_rate, conservative, flamingo)) = gains
-            .iter()
-            .max_by(|a, b| (a.2 / a.1).total_cmp(&(b.2 / b.1)))
-        else {
-            continue;
-        };
-        let ratio = flamingo / conservative;
-        out.push(Comparison {
-            quantity: format!(
-                "throughput, Flamingo ÷ conservative, largest over rates {} 2 req/s",
-                if high { "≥" } else { "<" }
-            ),
-            paper: format!("{paper} (Flamingo §5, Fig. 6(c))"),
-            ours: format!(
-                "× {ratio:.2} at {} req/s ({conservative:.2} → {flamingo:.2} Gbps)",
-                rate(at_rate)
-            ),
-            note: match (high, ratio > 1.1) {
-                (true, true) | (false, false) => "agrees".into(),
-                (true, false) => "no gain: both schedulers are held to the same groups".into(),
-                (false, true) => {
-                    "Flamingo's scheduler already gains here: more groups spinning serve the \
-                     queue's head sooner even when few requests share a group"
-                        .into()
-                }
-            },
-        });
-    }
-    for policy in ["pelican", "flamingo"] {
-        let most = rows
-            .iter()
-            .filter(|r| r.policy == policy)
-            .map(groups_spinning)
-            .reduce(f64::max);
-        let Some(most) = most else { continue };
-        let paper = if policy == "pelican" { 2.0 } else { 3.0 };
-        out.push(Comparison {
-            quantity: format!("most groups spinning at once, {}", scheduler_label(policy)),
-            paper: format!("{paper:.0} (Flamingo §5)"),
-            ours: format!("{most:.1}"),
-            note: agreement(
-                most,
-                paper,
-                0.01,
-                "the preset's power budget per tray is an assumption (presets/ocp-cold-storage.toml): \
-                 it fits one drive spinning up beside one active, i.e. two busy drives per tray",
-            ),
-        });
-    }
-    if let Some(&highest) = rates.last() {
-        for (quantity, metric) in [
-            ("mean", (|r: &Row| r.ttfb_mean_s) as fn(&Row) -> f64),
-            ("p99", |r: &Row| r.ttfb_p99_s),
-        ] {
-            if let (Some(conservative), Some(flamingo)) = (
-                at("pelican", highest, metric),
-                at("flamingo", highest, metric),
-            ) {
-                out.push(Comparison {
-                    quantity: format!(
-                        "{quantity} time to first byte at {} req/s, conservative vs Flamingo",
-                        rate(highest)
-                    ),
-                    paper: "not shown (Fig. 6(c) plots throughput)".into(),
-                    ours: format!("{} vs {}", seconds(conservative), seconds(flamingo)),
-                    note: "full queues at this rate: waiting time is queue depth ÷ service rate"
-                        .into(),
-                });
-            }
+        if let (Some(conservative), Some(flamingo)) = (
+            scheduler_at(rows, "pelican", highest, metric),
+            scheduler_at(rows, "flamingo", highest, metric),
+        ) {
+            out.push(Comparison {
+                quantity: format!(
+                    "{quantity} time to first byte at {} req/s, conservative vs Flamingo",
+                    rate(highest)
+                ),
+                paper: "not shown (Fig. 6(c) plots throughput)".into(),
+                ours: format!("{} vs {}", seconds(conservative), seconds(flamingo)),
+                note: "full queues at this rate: waiting time is queue depth ÷ service rate".into(),
+            });
         }
     }
     out

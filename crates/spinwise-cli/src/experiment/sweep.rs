@@ -313,6 +313,9 @@ fn run_one(
     ))
 }
 
+/// One run's row: what ran (the job on its setup and the simulator's settings) and what the
+/// report measured. One struct literal on purpose: a column added to [`Row`] and forgotten here
+/// is a compile error, not a silent default in results.csv.
 #[allow(clippy::too_many_arguments)]
 fn row(
     experiment: &'static str,
@@ -393,6 +396,14 @@ fn row(
         stale_events: report.stale_events,
         trace_hash: format!("{:016x}", report.trace_hash),
     }
+}
+
+/// The distinct rates among `rows`, ascending.
+pub fn rates_in(rows: &[Row]) -> Vec<f64> {
+    let mut rates: Vec<f64> = rows.iter().map(|r| r.rate_per_s).collect();
+    rates.sort_by(f64::total_cmp);
+    rates.dedup();
+    rates
 }
 
 /// One point per configuration among `rows` matching `keep`: x of the configuration, the mean of
