@@ -20,30 +20,14 @@
 # slower on a virtual disk (the host is still writing it back), which made one row pay it and
 # not the other (S3 staged GETs of 0.58-1.54 s beside 0.42-0.48 s for the store's, 2026-11-24).
 set -euo pipefail
-export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-target}
-cargo build --release --locked -q -p spinwise-cli
-BIN="$CARGO_TARGET_DIR/release/spinwise"
 command -v curl > /dev/null || { echo "bench-s3: curl is missing (apt-get install curl)" >&2; exit 1; }
-WORK=${1:-$(mktemp -d)}
-mkdir -p "$WORK"
-SIZE_MIB=${SIZE_MIB:-1024}
-REPS=${REPS:-3}
+WORK_ARG=${1:-}
+# shellcheck source=scripts/bench-common.sh
+source "$(dirname "$0")/bench-common.sh"
 PORT=${PORT:-19000}
 ACCESS=BENCHACCESSKEY0001
 SECRET=bench-secret-key-0123456789
 URL="http://127.0.0.1:$PORT"
-SRC="$WORK/source.bin"
-head -c $((SIZE_MIB * 1024 * 1024)) /dev/urandom > "$SRC"
-sync
-
-drop_cache() {
-  if [ -w /proc/sys/vm/drop_caches ]; then sync; echo 3 > /proc/sys/vm/drop_caches; echo dropped
-  else echo cached; fi
-}
-now() { date +%s.%N; }
-seconds() { local start; start=$(now); "$@" > /dev/null; echo "$(now) - $start" | bc -l | xargs printf '%.2f'; }
-mbps() { echo "scale=0; $SIZE_MIB * 1.048576 / $1" | bc -l; }
-median() { printf '%s\n' "$@" | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 # Reads a data directory's files that a GET of the only object reads (see the header).
 prime() { find "$1/staging" "$1/disks" -type f \( -name 'seg-*.log' -o -name '*.stack' \) -exec cat {} + > /dev/null; }
 s3() {

@@ -19,25 +19,9 @@
 #   dd of another file (dd.out) can read at a different speed from the store's own files; these
 #   rows are the like-for-like peers, and each GET row gives its ratio to both.
 set -euo pipefail
-export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-target}
-cargo build --release --locked -q -p spinwise-cli
-BIN="$CARGO_TARGET_DIR/release/spinwise"
-WORK=${1:-$(mktemp -d)}
-mkdir -p "$WORK"
-SIZE_MIB=${SIZE_MIB:-1024}
-REPS=${REPS:-3}
-SRC="$WORK/source.bin"
-head -c $((SIZE_MIB * 1024 * 1024)) /dev/urandom > "$SRC"
-sync
-
-drop_cache() {
-  if [ -w /proc/sys/vm/drop_caches ]; then sync; echo 3 > /proc/sys/vm/drop_caches; echo dropped
-  else echo cached; fi
-}
-now() { date +%s.%N; }
-seconds() { local start; start=$(now); "$@" > /dev/null; echo "$(now) - $start" | bc -l | xargs printf '%.2f'; }
-mbps() { echo "scale=0; $SIZE_MIB * 1.048576 / $1" | bc -l; }
-median() { printf '%s\n' "$@" | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+WORK_ARG=${1:-}
+# shellcheck source=scripts/bench-common.sh
+source "$(dirname "$0")/bench-common.sh"
 
 # The k data stack files of the only blob: columns 0..k-1 (k from the layout), on whichever disks.
 data_stacks() {
