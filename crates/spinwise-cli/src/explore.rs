@@ -169,11 +169,26 @@ fn status_of(outcome: &Outcome) -> PointStatus {
     }
 }
 
+/// `configurations.csv`: one row per explored configuration (see [`csv_header`]).
 fn write_csv(rack: &Rack, outcomes: &[Outcome], out: &std::path::Path) -> CliResult<()> {
     let hard: Vec<&str> = rack
         .hard_resources()
         .map(|(_, r)| r.name.as_str())
         .collect();
+    let rows: Vec<Vec<String>> = outcomes
+        .iter()
+        .map(|outcome| csv_row(outcome, &hard))
+        .collect();
+    Ok(write_table(
+        &csv_header(rack, &hard),
+        &rows,
+        &out.join("configurations.csv"),
+    )?)
+}
+
+/// The configuration and its parent, every resource's budget, each hard resource's provisioned
+/// fraction, then the analysis and the plan (or why there is none).
+fn csv_header(rack: &Rack, hard: &[&str]) -> Vec<String> {
     let mut header: Vec<String> = vec!["configuration".into(), "parent".into(), "relaxed".into()];
     header.extend(rack.resources.iter().map(|r| format!("budget_{}", r.name)));
     header.extend(hard.iter().map(|name| format!("provisioned_{name}")));
@@ -196,61 +211,56 @@ fn write_csv(rack: &Rack, outcomes: &[Outcome], out: &std::path::Path) -> CliRes
         ]
         .map(String::from),
     );
-    let rows: Vec<Vec<String>> = outcomes
-        .iter()
-        .map(|outcome| {
-            let c = &outcome.configuration;
-            let mut row = vec![
-                c.index.to_string(),
-                c.parent.map(|p| p.to_string()).unwrap_or_default(),
-                c.relaxed.clone().unwrap_or_default(),
+    header
+}
+
+/// One configuration's cells, in [`csv_header`]'s order.
+fn csv_row(outcome: &Outcome, hard: &[&str]) -> Vec<String> {
+    let c = &outcome.configuration;
+    let mut row = vec![
+        c.index.to_string(),
+        c.parent.map(|p| p.to_string()).unwrap_or_default(),
+        c.relaxed.clone().unwrap_or_default(),
+    ];
+    row.extend(c.budgets.iter().map(ToString::to_string));
+    row.extend(hard.iter().map(|name| {
+        format!(
+            "{:.4}",
+            provisioned_fraction(&c.analysis, name).unwrap_or(f64::NAN)
+        )
+    }));
+    row.push(c.analysis.max_disks_at_highest.to_string());
+    row.push(c.analysis.bottleneck.join("+"));
+    let (status, efficient) = match status_of(outcome) {
+        PointStatus::Efficient => ("efficient", "true"),
+        PointStatus::Inefficient => ("inefficient", "false"),
+        PointStatus::NoSolution => ("no_solution", ""),
+    };
+    row.extend([status.to_string(), efficient.to_string()]);
+    match &outcome.result {
+        Ok(plan) => {
+            let l = &plan.layout;
+            let cells = [
+                l.group_size,
+                l.groups.len() as u32,
+                l.erasure.k,
+                l.erasure.r,
+                l.erasure.f,
+                l.max_active_groups,
             ];
-            row.extend(c.budgets.iter().map(ToString::to_string));
-            row.extend(hard.iter().map(|name| {
-                format!(
-                    "{:.4}",
-                    provisioned_fraction(&c.analysis, name).unwrap_or(f64::NAN)
-                )
-            }));
-            row.push(c.analysis.max_disks_at_highest.to_string());
-            row.push(c.analysis.bottleneck.join("+"));
-            let (status, efficient) = match status_of(outcome) {
-                PointStatus::Efficient => ("efficient", "true"),
-                PointStatus::Inefficient => ("inefficient", "false"),
-                PointStatus::NoSolution => ("no_solution", ""),
-            };
-            row.extend([status.to_string(), efficient.to_string()]);
-            match &outcome.result {
-                Ok(plan) => {
-                    let l = &plan.layout;
-                    let cells = [
-                        l.group_size,
-                        l.groups.len() as u32,
-                        l.erasure.k,
-                        l.erasure.r,
-                        l.erasure.f,
-                        l.max_active_groups,
-                    ];
-                    row.extend(cells.iter().map(ToString::to_string));
-                    row.push(format!("{:.4}", l.solver.low_load_sampled));
-                    row.push(format!("{:.4}", l.solver.high_load_sampled));
-                    row.push(format!("{:.1}", outcome.plan_ms));
-                    row.push(String::new());
-                }
-                Err(error) => {
-                    row.extend(std::iter::repeat_n(String::new(), 8));
-                    row.push(format!("{:.1}", outcome.plan_ms));
-                    row.push(error.to_string());
-                }
-            }
-            row
-        })
-        .collect();
-    Ok(write_table(
-        &header,
-        &rows,
-        &out.join("configurations.csv"),
-    )?)
+            row.extend(cells.iter().map(ToString::to_string));
+            row.push(format!("{:.4}", l.solver.low_load_sampled));
+            row.push(format!("{:.4}", l.solver.high_load_sampled));
+            row.push(format!("{:.1}", outcome.plan_ms));
+            row.push(String::new());
+        }
+        Err(error) => {
+            row.extend(std::iter::repeat_n(String::new(), 8));
+            row.push(format!("{:.1}", outcome.plan_ms));
+            row.push(error.to_string());
+        }
+    }
+    row
 }
 
 fn provisioning_figure(
