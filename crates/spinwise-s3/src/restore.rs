@@ -25,7 +25,7 @@
 
 use crate::meta::MetaDb;
 use crate::server::StatusOverride;
-use crate::service::{ChunkStream, SpinwiseS3, storage_class};
+use crate::service::{ChunkStream, SpinwiseS3};
 use bytes::Bytes;
 use s3s::dto::{
     GetBucketTaggingOutput, GetObjectOutput, Range, RestoreObjectInput, RestoreObjectOutput, Tag,
@@ -73,6 +73,17 @@ pub enum RestoreMode {
 }
 
 impl RestoreMode {
+    /// The storage class a migrated object reports in a bucket of this mode: `GLACIER_IR` where
+    /// a GET serves it (sync: the GET waits for the spin-up, and like S3 Glacier Instant
+    /// Retrieval it needs no restore, so the aws CLI and rclone download it without flags),
+    /// `GLACIER` where a RestoreObject must come first (async).
+    pub fn cold_storage_class(self) -> &'static str {
+        match self {
+            RestoreMode::Sync => s3s::dto::StorageClass::GLACIER_IR,
+            RestoreMode::Async => s3s::dto::StorageClass::GLACIER,
+        }
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             RestoreMode::Sync => "sync",
@@ -1004,9 +1015,9 @@ impl SpinwiseS3 {
             last_modified: Some(view.last_modified()),
             content_type: view.content_type(),
             metadata: view.user_metadata(),
-            storage_class: Some(s3s::dto::StorageClass::from_static(storage_class(
-                &view.record,
-            ))),
+            storage_class: Some(s3s::dto::StorageClass::from_static(
+                self.storage_class_in(bucket, &view.record).await?,
+            )),
             restore: restorer.restore_header(&view.record).await?,
             ..Default::default()
         }))

@@ -189,16 +189,17 @@ impl ObjectView {
     pub(crate) fn last_modified(&self) -> Timestamp {
         last_modified(&self.record)
     }
-    pub(crate) fn storage_class(&self) -> &'static str {
-        storage_class(&self.record)
+    pub(crate) fn storage_class(&self, mode: RestoreMode) -> &'static str {
+        storage_class(&self.record, mode)
     }
 }
 
-/// `STANDARD` while the object is staged, `GLACIER` once it is migrated to sleeping disks.
-pub fn storage_class(record: &ObjectRecord) -> &'static str {
+/// `STANDARD` while the object is staged; once migrated to sleeping disks, the cold class of its
+/// bucket's restore mode ([`RestoreMode::cold_storage_class`]).
+pub fn storage_class(record: &ObjectRecord, mode: RestoreMode) -> &'static str {
     match record.location {
         ObjectLocation::Staged { .. } => StorageClass::STANDARD,
-        ObjectLocation::Migrated { .. } => StorageClass::GLACIER,
+        ObjectLocation::Migrated { .. } => mode.cold_storage_class(),
     }
 }
 
@@ -596,6 +597,31 @@ impl SpinwiseS3 {
         Ok(ObjectView { record, meta })
     }
 
+    /// `bucket`'s restore mode (the server's default for a bucket never configured).
+    pub(crate) async fn restore_mode(&self, bucket: &str) -> S3Result<RestoreMode> {
+        let (mode, _) = self
+            .restorer
+            .bucket_config(bucket)
+            .await
+            .map_err(internal)?;
+        Ok(mode)
+    }
+
+    /// The storage class `record` reports in `bucket`; the bucket's mode is read only for a
+    /// migrated object, so a staged GET or HEAD costs no extra query.
+    pub(crate) async fn storage_class_in(
+        &self,
+        bucket: &str,
+        record: &ObjectRecord,
+    ) -> S3Result<&'static str> {
+        match record.location {
+            ObjectLocation::Staged { .. } => Ok(StorageClass::STANDARD),
+            ObjectLocation::Migrated { .. } => {
+                Ok(self.restore_mode(bucket).await?.cold_storage_class())
+            }
+        }
+    }
+
     async fn stat_view(&self, store_key: &str) -> S3Result<ObjectView> {
         let record = self
             .store
@@ -627,7 +653,10 @@ impl SpinwiseS3 {
         let full_prefix = format!("{base}{}", query.prefix);
         let delimiter = query.delimiter.filter(|d| !d.is_empty());
         let mut position = query.after.map(|after| format!("{base}{after}"));
-        let mut page = ListPage::default();
+        let mut page = ListPage {
+            mode: self.restore_mode(bucket).await?,
+            ..ListPage::default()
+        };
         let max_keys = query.max_keys.clamp(0, MAX_LIST_KEYS) as usize;
         while page.objects.len() + page.prefixes.len() < max_keys {
             let wanted = (max_keys - page.objects.len() - page.prefixes.len()) as u32;
@@ -684,6 +713,8 @@ struct ListPage {
     truncated: bool,
     /// The position after the last entry (relative to the bucket).
     last: Option<String>,
+    /// The bucket's restore mode, which names the migrated objects' storage class.
+    mode: RestoreMode,
 }
 
 impl ListPage {
@@ -701,7 +732,9 @@ impl ListPage {
                 size: Some(view.record.size_bytes as i64),
                 e_tag: view.etag(),
                 last_modified: Some(view.last_modified()),
-                storage_class: Some(ObjectStorageClass::from_static(view.storage_class())),
+                storage_class: Some(ObjectStorageClass::from_static(
+                    view.storage_class(self.mode),
+                )),
                 ..Default::default()
             })
             .collect()
@@ -925,6 +958,7 @@ impl S3 for SpinwiseS3 {
                 view.record.size_bytes
             )
         });
+        let storage_class = self.storage_class_in(&input.bucket, &view.record).await?;
         let output = GetObjectOutput {
             body: Some(StreamingBlob::wrap(reader_stream(reader))),
             content_length: Some((range.end - range.start) as i64),
@@ -934,7 +968,7 @@ impl S3 for SpinwiseS3 {
             last_modified: Some(view.last_modified()),
             content_type: view.content_type(),
             metadata: view.user_metadata(),
-            storage_class: Some(StorageClass::from_static(view.storage_class())),
+            storage_class: Some(StorageClass::from_static(storage_class)),
             ..Default::default()
         };
         Ok(S3Response::new(output))
@@ -949,6 +983,7 @@ impl S3 for SpinwiseS3 {
         self.require_bucket(&input.bucket).await?;
         let view = self.stat_view(&store_key).await?;
         let restore = self.restorer.restore_header(&view.record).await?;
+        let storage_class = self.storage_class_in(&input.bucket, &view.record).await?;
         Ok(S3Response::new(HeadObjectOutput {
             restore,
             content_length: Some(view.record.size_bytes as i64),
@@ -957,7 +992,7 @@ impl S3 for SpinwiseS3 {
             last_modified: Some(view.last_modified()),
             content_type: view.content_type(),
             metadata: view.user_metadata(),
-            storage_class: Some(StorageClass::from_static(view.storage_class())),
+            storage_class: Some(StorageClass::from_static(storage_class)),
             ..Default::default()
         }))
     }

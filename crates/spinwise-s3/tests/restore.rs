@@ -270,6 +270,30 @@ fn tagging(tags: &[(&str, &str)]) -> Tagging {
     Tagging::builder().set_tag_set(Some(tags)).build().unwrap()
 }
 
+/// The storage class HEAD and ListObjectsV2 report for `key` (asserted to agree).
+async fn storage_class_of(client: &Client, bucket: &str, key: &str) -> String {
+    let head = client
+        .head_object()
+        .bucket(bucket)
+        .key(key)
+        .send()
+        .await
+        .unwrap();
+    let listed = client
+        .list_objects_v2()
+        .bucket(bucket)
+        .prefix(key)
+        .send()
+        .await
+        .unwrap();
+    let class = head.storage_class.expect("HEAD names a storage class");
+    assert_eq!(
+        listed.contents()[0].storage_class().map(|c| c.as_str()),
+        Some(class.as_str())
+    );
+    class.as_str().to_string()
+}
+
 async fn tags_of(client: &Client, bucket: &str) -> Vec<(String, String)> {
     let output = client
         .get_bucket_tagging()
@@ -287,7 +311,7 @@ async fn tags_of(client: &Client, bucket: &str) -> Vec<(String, String)> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sync_bucket_gets_wait_for_the_spin_up_and_tagging_switches_the_mode() {
+async fn sync_bucket_gets_wait_for_the_spin_up_and_tagging_switches_the_mode_and_storage_class() {
     let harness = start_with(config(), settings(RestoreMode::Sync, 86_400)).await;
     let client = &harness.client;
     let bytes = pattern(1 << 20, 12);
@@ -300,6 +324,11 @@ async fn sync_bucket_gets_wait_for_the_spin_up_and_tagging_switches_the_mode() {
     assert_eq!(
         tags_of(client, "mixed").await,
         vec![("spinwise-restore-mode".into(), "sync".into())]
+    );
+    // A GET serves it, so it is Glacier Instant Retrieval to clients (no restore needed).
+    assert_eq!(
+        storage_class_of(client, "mixed", "a.bin").await,
+        "GLACIER_IR"
     );
 
     client
@@ -323,6 +352,7 @@ async fn sync_bucket_gets_wait_for_the_spin_up_and_tagging_switches_the_mode() {
         get_error(client, "mixed", "a.bin").await,
         "403 InvalidObjectState"
     );
+    assert_eq!(storage_class_of(client, "mixed", "a.bin").await, "GLACIER");
     // A staged object is served in either mode.
     put(client, "mixed", "fresh.bin", b"staged bytes").await;
     assert_eq!(
@@ -358,6 +388,14 @@ async fn sync_bucket_gets_wait_for_the_spin_up_and_tagging_switches_the_mode() {
         .await
         .unwrap();
     assert!(get_bytes(client, "mixed", "a.bin", None).await == bytes);
+    assert_eq!(
+        storage_class_of(client, "mixed", "a.bin").await,
+        "GLACIER_IR"
+    );
+    assert_eq!(
+        storage_class_of(client, "mixed", "fresh.bin").await,
+        "STANDARD"
+    );
     harness.server.stop().await;
 }
 

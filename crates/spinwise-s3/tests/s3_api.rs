@@ -358,7 +358,8 @@ fn base64_of(bytes: &[u8]) -> String {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn storage_class_is_standard_while_staged_and_glacier_after_a_flush() {
+async fn storage_class_is_standard_while_staged_and_glacier_instant_retrieval_after_a_flush_in_a_sync_bucket()
+ {
     let harness = start().await;
     let client = &harness.client;
     bucket(&harness, "cold").await;
@@ -382,7 +383,8 @@ async fn storage_class_is_standard_while_staged_and_glacier_after_a_flush() {
         .send()
         .await
         .unwrap();
-    assert_eq!(head.storage_class, Some(StorageClass::Glacier));
+    // The default restore mode is sync: a GET serves the object, as Glacier Instant Retrieval.
+    assert_eq!(head.storage_class, Some(StorageClass::GlacierIr));
     let listed = client
         .list_objects_v2()
         .bucket("cold")
@@ -391,7 +393,7 @@ async fn storage_class_is_standard_while_staged_and_glacier_after_a_flush() {
         .unwrap();
     assert_eq!(
         listed.contents()[0].storage_class().map(|c| c.as_str()),
-        Some("GLACIER")
+        Some("GLACIER_IR")
     );
     // A cold read goes through the scheduler (a spin-up) and is still byte-exact.
     assert!(get_bytes(client, "cold", "archive.bin", None).await == bytes);
