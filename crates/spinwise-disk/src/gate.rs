@@ -90,12 +90,12 @@ impl PowerGate {
     }
 
     /// Serializes spin-ups and spin-downs.
-    pub(crate) fn begin_transition(&self) -> MutexGuard<'_, ()> {
+    fn begin_transition(&self) -> MutexGuard<'_, ()> {
         self.transition.lock().expect("transition lock poisoned")
     }
 
     /// Waits for file operations in flight and keeps new ones out while held.
-    pub(crate) fn quiesce(&self) -> RwLockWriteGuard<'_, ()> {
+    fn quiesce(&self) -> RwLockWriteGuard<'_, ()> {
         self.io.write().expect("io gate poisoned")
     }
 
