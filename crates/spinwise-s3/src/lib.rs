@@ -16,6 +16,8 @@
 //! - [`body`] streams a request body into the store, hashing what S3 needs (MD5 for the ETag
 //!   unless `EtagMode::Blake3`, `x-amz-checksum-*`; a large body on a thread of its own) and
 //!   refusing bad digests and bodies over the limit before anything is committed;
+//! - `conditions` evaluates conditional requests (`If-Match`, `If-None-Match`,
+//!   `If-(Un)Modified-Since`, the copy-source forms, and conditional writes);
 //! - [`names`] maps bucket and key to the store key `"<bucket>/<key>"` (keys never become paths);
 //! - [`restore`] holds the per-bucket restore mode (`sync`/`async`, set by bucket tagging) and
 //!   [`Restorer`]: RestoreObject, restored copies in `DATA/s3-restored`, their expiry;
@@ -28,6 +30,7 @@
 //! Dependencies point one way: spinwise-cli → spinwise-s3 → spinwise-store.
 
 pub mod body;
+pub(crate) mod conditions;
 pub mod credentials;
 pub mod meta;
 pub mod multipart;

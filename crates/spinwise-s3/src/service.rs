@@ -9,6 +9,9 @@
 //! - PUTs and copies hold the bucket gate shared and DeleteBucket holds it exclusively, so an
 //!   object is never committed into a bucket being deleted;
 //! - GET headers describe the bytes streamed: the record comes from the reader that streams them;
+//! - conditional requests (crate::conditions) are checked before a cold object's bytes are
+//!   opened, so a 304/412 never waits for a spin-up, and again on the object served; conditional
+//!   writes and deletes are checked under the key's lock, so none races another write;
 //! - a full scheduler queue or full staging answers 503 SlowDown with Retry-After; nothing of
 //!   such a request is stored.
 //! - a GET of a migrated object is served from its restored copy when one is usable, refused
@@ -16,6 +19,7 @@
 //!   otherwise; a PUT or DELETE drops the key's restored copy ([`crate::restore`]).
 
 use crate::body::{BodyStream, Digests, Expected, Upload, Wanted};
+use crate::conditions::{ReadConditions, WriteCondition, check_delete};
 use crate::meta::{MetaDb, MetaError, ObjectMeta};
 use crate::multipart::Multipart;
 use crate::multipart::expiry::UploadExpiry;
@@ -475,16 +479,21 @@ impl SpinwiseS3 {
     /// and the checksums the client asked for.
     pub(crate) async fn ingest(
         &self,
-        bucket: &str,
-        store_key: &str,
+        target: WriteTarget<'_>,
         stream: BodyStream,
         expected: Expected,
         described: Described,
         limit_bytes: u64,
     ) -> S3Result<Ingested> {
+        let WriteTarget {
+            bucket,
+            store_key,
+            condition,
+        } = target;
         let _bucket_open = self.bucket_gate.read().await;
         self.require_bucket(bucket).await?;
         let _key_held = self.key_lock(store_key).lock().await;
+        self.check_write(store_key, &condition).await?;
         let etag_mode = self.settings.etag_mode;
         let wanted = Wanted {
             md5: described.etag.is_none() && etag_mode == EtagMode::Md5,
@@ -543,6 +552,41 @@ impl SpinwiseS3 {
             etag,
             checksums: digests.checksums,
         })
+    }
+
+    /// Checks a conditional write against the key's current object. Called under the key's
+    /// lock, so no other write of the key lands between this check and the commit.
+    async fn check_write(&self, store_key: &str, condition: &WriteCondition) -> S3Result<()> {
+        if *condition == WriteCondition::Always {
+            return Ok(());
+        }
+        let current = self.current_view(store_key).await?;
+        let etag = current.as_ref().map(ObjectView::etag);
+        condition.check(etag.as_ref().map(Option::as_ref))
+    }
+
+    /// The key's object, if it holds one.
+    async fn current_view(&self, store_key: &str) -> S3Result<Option<ObjectView>> {
+        match self.store.stat(store_key).await {
+            Ok(record) => Ok(Some(self.view(record).await?)),
+            Err(StoreError::NoSuchKey { .. }) => Ok(None),
+            Err(error) => Err(self.store_error(error)),
+        }
+    }
+
+    /// Checks read `conditions` against the key's current object before any of its bytes are
+    /// opened, so a request that fails them never waits for a spin-up. (The served object is
+    /// checked again: it may be replaced in between.)
+    pub(crate) async fn precheck(
+        &self,
+        store_key: &str,
+        conditions: &ReadConditions,
+    ) -> S3Result<()> {
+        if conditions.is_empty() {
+            return Ok(());
+        }
+        let view = self.stat_view(store_key).await?;
+        check_read(conditions, view.etag().as_ref(), &view.last_modified())
     }
 
     /// Opens `store_key` for reading (all, or `range`): the reader and the view of the object it
@@ -631,9 +675,15 @@ impl SpinwiseS3 {
         self.view(record).await
     }
 
-    /// Deletes one object (absent is success, as in S3).
-    async fn delete_one(&self, store_key: &str) -> S3Result<()> {
+    /// Deletes one object (absent is success, as in S3); with `if_match`, only if the object
+    /// has that ETag (checked under the key's lock, so no write slips in between).
+    async fn delete_one(&self, store_key: &str, if_match: Option<&ETagCondition>) -> S3Result<()> {
         let _key_held = self.key_lock(store_key).lock().await;
+        if let Some(wanted) = if_match {
+            let current = self.current_view(store_key).await?;
+            let etag = current.as_ref().map(ObjectView::etag);
+            check_delete(wanted, etag.as_ref().map(Option::as_ref))?;
+        }
         match self.store.delete(store_key).await {
             Ok(_) | Err(StoreError::NoSuchKey { .. }) => {}
             Err(error) => return Err(self.store_error(error)),
@@ -757,6 +807,40 @@ fn made_etag(mode: EtagMode, digests: &Digests, record: &ObjectRecord) -> String
         EtagMode::Md5 => hex(&digests.md5.expect("wanted in MD5 mode")),
         EtagMode::Blake3 => hex(&record.content_hash),
     }
+}
+
+/// Where an [`SpinwiseS3::ingest`] writes, and on what condition.
+pub(crate) struct WriteTarget<'a> {
+    pub bucket: &'a str,
+    pub store_key: &'a str,
+    pub condition: WriteCondition,
+}
+
+/// [`ReadConditions::check`], with the object's validators on a `304 Not Modified` (S3 sends
+/// ETag and Last-Modified with it, so a cache can refresh its copy's headers).
+pub(crate) fn check_read(
+    conditions: &ReadConditions,
+    etag: Option<&ETag>,
+    last_modified: &Timestamp,
+) -> S3Result<()> {
+    conditions.check(etag, last_modified).map_err(|mut error| {
+        if *error.code() == S3ErrorCode::NotModified {
+            let mut headers = http::HeaderMap::new();
+            if let Some(value) = etag.and_then(|etag| etag.to_http_header().ok()) {
+                headers.insert(http::header::ETAG, value);
+            }
+            let mut date = Vec::new();
+            if last_modified
+                .format(TimestampFormat::HttpDate, &mut date)
+                .is_ok()
+                && let Ok(value) = http::HeaderValue::from_bytes(&date)
+            {
+                headers.insert(http::header::LAST_MODIFIED, value);
+            }
+            error.set_headers(headers);
+        }
+        error
+    })
 }
 
 /// What an [`SpinwiseS3::ingest`] committed.
@@ -906,16 +990,21 @@ impl S3 for SpinwiseS3 {
             trailer_names,
             trailers,
         )?;
+        let condition = WriteCondition::of(input.if_match, input.if_none_match)?;
         let stream = body_stream(input.body);
         let described = described_from(input.content_type, input.metadata);
+        let target = WriteTarget {
+            bucket: &input.bucket,
+            store_key: &store_key,
+            condition,
+        };
         let Ingested {
             record,
             etag,
             checksums,
         } = self
             .ingest(
-                &input.bucket,
-                &store_key,
+                target,
                 stream,
                 expected,
                 described,
@@ -942,13 +1031,23 @@ impl S3 for SpinwiseS3 {
         let input = req.input;
         let store_key = store_key(&input.bucket, &input.key)?;
         self.require_bucket(&input.bucket).await?;
+        let conditions = ReadConditions::for_read(
+            input.if_match,
+            input.if_none_match,
+            input.if_modified_since,
+            input.if_unmodified_since,
+        );
+        self.precheck(&store_key, &conditions).await?;
         if let Some(restored) = self
             .get_restored(&input.bucket, &store_key, input.range.as_ref())
             .await?
         {
+            let last_modified = restored.last_modified.clone().unwrap_or_default();
+            check_read(&conditions, restored.e_tag.as_ref(), &last_modified)?;
             return Ok(S3Response::new(restored));
         }
         let (reader, view) = self.open_read(&store_key, input.range.as_ref()).await?;
+        check_read(&conditions, view.etag().as_ref(), &view.last_modified())?;
         let range = reader.range();
         let content_range = input.range.as_ref().map(|_| {
             format!(
@@ -982,6 +1081,13 @@ impl S3 for SpinwiseS3 {
         let store_key = store_key(&input.bucket, &input.key)?;
         self.require_bucket(&input.bucket).await?;
         let view = self.stat_view(&store_key).await?;
+        let conditions = ReadConditions::for_read(
+            input.if_match,
+            input.if_none_match,
+            input.if_modified_since,
+            input.if_unmodified_since,
+        );
+        check_read(&conditions, view.etag().as_ref(), &view.last_modified())?;
         let restore = self.restorer.restore_header(&view.record).await?;
         let storage_class = self.storage_class_in(&input.bucket, &view.record).await?;
         Ok(S3Response::new(HeadObjectOutput {
@@ -1004,7 +1110,7 @@ impl S3 for SpinwiseS3 {
         let input = req.input;
         let store_key = store_key(&input.bucket, &input.key)?;
         self.require_bucket(&input.bucket).await?;
-        self.delete_one(&store_key).await?;
+        self.delete_one(&store_key, input.if_match.as_ref()).await?;
         Ok(S3Response::new(DeleteObjectOutput::default()))
     }
 
@@ -1019,7 +1125,10 @@ impl S3 for SpinwiseS3 {
         let mut errors = Vec::new();
         for object in input.delete.objects {
             let outcome = match store_key(&input.bucket, &object.key) {
-                Ok(store_key) => self.delete_one(&store_key).await,
+                Ok(store_key) => {
+                    let if_match = object.e_tag.clone().map(ETagCondition::ETag);
+                    self.delete_one(&store_key, if_match.as_ref()).await
+                }
                 Err(error) => Err(error),
             };
             match outcome {
@@ -1063,7 +1172,15 @@ impl S3 for SpinwiseS3 {
                 "copying an object onto itself needs the REPLACE metadata directive",
             ));
         }
+        let conditions = ReadConditions::for_copy_source(
+            input.copy_source_if_match,
+            input.copy_source_if_none_match,
+            input.copy_source_if_modified_since,
+            input.copy_source_if_unmodified_since,
+        );
+        self.precheck(&source, &conditions).await?;
         let (reader, view) = self.open_read(&source, None).await?;
+        check_read(&conditions, view.etag().as_ref(), &view.last_modified())?;
         let described = match replace {
             true => described_from(input.content_type, input.metadata),
             false => Described {
@@ -1077,10 +1194,14 @@ impl S3 for SpinwiseS3 {
             },
         };
         let stream = reader_stream(reader);
+        let target = WriteTarget {
+            bucket: &input.bucket,
+            store_key: &target,
+            condition: WriteCondition::Always,
+        };
         let Ingested { record, etag, .. } = self
             .ingest(
-                &input.bucket,
-                &target,
+                target,
                 stream,
                 Expected::default(),
                 described,

@@ -13,14 +13,15 @@ use aws_sdk_s3::config::{ConfigBag, Intercept, RuntimeComponents};
 use aws_sdk_s3::error::BoxError;
 use aws_sdk_s3::primitives::ByteStream;
 use aws_sdk_s3::types::{RestoreRequest, StorageClass, Tag, Tagging};
+use common::cold::{count_ups_during, migrated_group, rest_group};
 use common::{Harness, code, get_bytes, pattern, start_with, status};
 use spinwise_catalog::{Catalog, ObjectLocation};
 use spinwise_s3::{
     Credentials, MetaDb, RestoreMode, RunningServer, S3Settings, SpinwiseS3, build_service,
 };
 use spinwise_sched::scheduler::Kind;
-use spinwise_store::driver::{GroupActivity, GroupDisks, GroupPhase, Job};
-use spinwise_store::{SqliteStore, Store, StoreConfig};
+use spinwise_store::driver::{GroupDisks, Job};
+use spinwise_store::{Store, StoreConfig};
 use std::path::Path;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
@@ -132,31 +133,6 @@ async fn wait_restored(client: &Client, bucket: &str, key: &str) -> String {
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-}
-
-async fn migrated_group(store: &SqliteStore, store_key: &str) -> u32 {
-    let record = store.stat(store_key).await.unwrap();
-    let ObjectLocation::Migrated { blob, .. } = record.location else {
-        panic!("{store_key} is still staged");
-    };
-    store.catalog().blob(blob).await.unwrap().unwrap().group
-}
-
-/// Brings other groups up until `group` is down (the budgets keep only a few up), so the next
-/// read of `group` needs a spin-up.
-async fn rest_group(store: &SqliteStore, group: u32) {
-    let driver = &store.rack_io().driver;
-    for _ in 0..10 {
-        let state = driver.state().await.unwrap();
-        if state.groups[group as usize].phase == GroupPhase::Resting {
-            return;
-        }
-        for other in state.groups.iter().map(|g| g.group).filter(|g| *g != group) {
-            let job = Job::new(other, 0, Kind::Client, |_: &GroupDisks| ());
-            driver.submit(job).await.unwrap().wait().await.unwrap();
-        }
-    }
-    panic!("group {group} never went down");
 }
 
 fn restored_files(data_dir: &Path) -> usize {
@@ -397,17 +373,6 @@ async fn sync_bucket_gets_wait_for_the_spin_up_and_tagging_switches_the_mode_and
         "STANDARD"
     );
     harness.server.stop().await;
-}
-
-/// How many spin-ups happen while `work` runs.
-async fn count_ups_during(store: &SqliteStore, work: impl Future<Output = ()>) -> usize {
-    let mut activity = store.rack_io().driver.subscribe_activity();
-    work.await;
-    let mut ups = 0;
-    while let Ok(event) = activity.try_recv() {
-        ups += usize::from(matches!(event, GroupActivity::Up { .. }));
-    }
-    ups
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -24,11 +24,13 @@ pub mod files;
 pub mod rows;
 
 use crate::body::{BodyStream, Expected, Upload, Wanted};
+use crate::conditions::{ReadConditions, WriteCondition};
 use crate::meta::{MetaDb, MetaError};
 use crate::names::store_key;
 use crate::service::{
-    Described, SpinwiseS3, body_stream, checksum_headers, copy_source, described_from, expected_of,
-    hex, internal, meta_error, now_unix_ms, reader_stream, slow_down, trailer_names,
+    Described, SpinwiseS3, WriteTarget, body_stream, check_read, checksum_headers, copy_source,
+    described_from, expected_of, hex, internal, meta_error, now_unix_ms, reader_stream, slow_down,
+    trailer_names,
 };
 use files::{UploadId, parse_part_file_name, parts_stream, random_generation, write_part_file};
 use rows::{PartRow, UploadRow};
@@ -288,7 +290,15 @@ impl SpinwiseS3 {
             .as_deref()
             .map(parse_copy_range)
             .transpose()?;
-        let (reader, _view) = self.open_read(&source, range.as_ref()).await?;
+        let conditions = ReadConditions::for_copy_source(
+            input.copy_source_if_match,
+            input.copy_source_if_none_match,
+            input.copy_source_if_modified_since,
+            input.copy_source_if_unmodified_since,
+        );
+        self.precheck(&source, &conditions).await?;
+        let (reader, view) = self.open_read(&source, range.as_ref()).await?;
+        check_read(&conditions, view.etag().as_ref(), &view.last_modified())?;
         let copied = reader.range();
         if copied.end - copied.start > self.settings.max_part_bytes {
             return Err(self.part_too_large(copied.end - copied.start));
@@ -379,6 +389,7 @@ impl SpinwiseS3 {
     ) -> S3Result<S3Response<CompleteMultipartUploadOutput>> {
         let input = req.input;
         let store_key = store_key(&input.bucket, &input.key)?;
+        let condition = WriteCondition::of(input.if_match, input.if_none_match)?;
         self.require_bucket(&input.bucket).await?;
         let id =
             UploadId::parse(&input.upload_id).ok_or_else(|| no_such_upload(&input.upload_id))?;
@@ -392,8 +403,13 @@ impl SpinwiseS3 {
             .unwrap_or_default();
         let chosen = self.parts_to_complete(&upload, &requested).await?;
         let etag = multipart_etag(&chosen);
+        let target = WriteTarget {
+            bucket: &input.bucket,
+            store_key: &store_key,
+            condition,
+        };
         let record = self
-            .ingest_parts(&input.bucket, &store_key, &id, &upload, &chosen, &etag)
+            .ingest_parts(target, &id, &upload, &chosen, &etag)
             .await?;
         // Committed: the upload is finished. A crash before these lines leaves it open.
         self.meta
@@ -446,8 +462,7 @@ impl SpinwiseS3 {
     /// carrying the upload's content type, metadata and the multipart `etag`.
     async fn ingest_parts(
         &self,
-        bucket: &str,
-        store_key: &str,
+        target: WriteTarget<'_>,
         id: &UploadId,
         upload: &UploadRow,
         chosen: &[PartRow],
@@ -469,8 +484,7 @@ impl SpinwiseS3 {
         };
         let ingested = self
             .ingest(
-                bucket,
-                store_key,
+                target,
                 parts_stream(files),
                 Expected::default(),
                 described,

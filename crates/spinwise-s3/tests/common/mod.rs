@@ -4,6 +4,7 @@
 
 #![allow(dead_code)]
 
+pub mod cold;
 pub mod raw;
 pub mod wire;
 

@@ -1,0 +1,44 @@
+//! Cold objects for tests: which group holds a migrated object, putting a group to rest so its
+//! next read needs a spin-up, and counting the spin-ups a piece of work causes.
+
+use spinwise_catalog::{Catalog, ObjectLocation};
+use spinwise_sched::scheduler::Kind;
+use spinwise_store::SqliteStore;
+use spinwise_store::driver::{GroupActivity, GroupDisks, GroupPhase, Job};
+
+/// The group a migrated object's blob lives in (panics if the object is still staged).
+pub async fn migrated_group(store: &SqliteStore, store_key: &str) -> u32 {
+    let record = store.stat(store_key).await.unwrap();
+    let ObjectLocation::Migrated { blob, .. } = record.location else {
+        panic!("{store_key} is still staged");
+    };
+    store.catalog().blob(blob).await.unwrap().unwrap().group
+}
+
+/// Brings other groups up until `group` is down (the budgets keep only a few up), so the next
+/// read of `group` needs a spin-up.
+pub async fn rest_group(store: &SqliteStore, group: u32) {
+    let driver = &store.rack_io().driver;
+    for _ in 0..10 {
+        let state = driver.state().await.unwrap();
+        if state.groups[group as usize].phase == GroupPhase::Resting {
+            return;
+        }
+        for other in state.groups.iter().map(|g| g.group).filter(|g| *g != group) {
+            let job = Job::new(other, 0, Kind::Client, |_: &GroupDisks| ());
+            driver.submit(job).await.unwrap().wait().await.unwrap();
+        }
+    }
+    panic!("group {group} never went down");
+}
+
+/// How many spin-ups happen while `work` runs.
+pub async fn count_ups_during(store: &SqliteStore, work: impl Future<Output = ()>) -> usize {
+    let mut activity = store.rack_io().driver.subscribe_activity();
+    work.await;
+    let mut ups = 0;
+    while let Ok(event) = activity.try_recv() {
+        ups += usize::from(matches!(event, GroupActivity::Up { .. }));
+    }
+    ups
+}
