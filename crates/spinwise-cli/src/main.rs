@@ -14,6 +14,7 @@ mod output;
 mod plan;
 mod quality;
 mod serve;
+mod serve_config;
 mod sim;
 mod source;
 mod store;
@@ -64,7 +65,8 @@ enum Command {
     /// The cold blob store on a data directory: init, put, get, rm, ls, stat, status.
     Store(store::StoreArgs),
     /// The S3-compatible server over a data directory (created on first start): buckets, objects,
-    /// ranges, storage classes STANDARD (staged) and GLACIER (migrated); docs/s3.md.
+    /// ranges, storage classes STANDARD (staged) and GLACIER_IR or GLACIER (migrated, by the
+    /// bucket's restore mode); flags or a --config file; docs/s3.md.
     Serve(serve::ServeArgs),
 }
 

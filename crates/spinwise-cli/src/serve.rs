@@ -4,13 +4,16 @@
 //! time factor 1, listens on 127.0.0.1:9000, runs the upkeep task, logs every group spin-up and
 //! spin-down, and on Ctrl-C or SIGTERM stops accepting, finishes the requests in flight, stops
 //! upkeep and closes the store (catalog checkpointed). The rack, layout and time factor are fixed
-//! when the directory is created; given again for an existing directory they must be absent.
+//! when the directory is created; given again for an existing directory (flag or configuration
+//! file) they must equal the store's. Settings resolve flag over file over default
+//! (crate::serve_config).
 //! With `--tls-cert` and `--tls-key` it serves HTTPS (rustls); the PEM files are checked before
 //! anything else, so a bad one fails the start and creates nothing.
 
 use crate::error::{CliError, CliResult, io_error};
 use crate::output::outln;
-use crate::source::{PRESETS, layout_or_plan, load_preset};
+use crate::serve_config::{RackChoice, ServeSettings};
+use crate::source::{PRESETS, layout_or_plan, load_preset, read_layout};
 use clap::Args;
 use spinwise_model::parse_rack;
 use spinwise_s3::{
@@ -20,7 +23,7 @@ use spinwise_s3::{
 use spinwise_store::driver::{DiskEvent, GroupActivity};
 use spinwise_store::{RackSource, SqliteStore, Store, StoreConfig, StoreError};
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -28,25 +31,37 @@ use std::time::Duration;
 /// enclosure, erasure 3 + 2), so it fits a laptop.
 pub const DEFAULT_PRESET: &str = "dense-jbod-60";
 
+// Settings with a default are Options here, the defaults applied in `serve_config` after the
+// configuration file, so a flag left out never hides the file's value; "[default: …]" is written
+// into their help by hand for that reason.
 #[derive(Args)]
 pub struct ServeArgs {
-    /// The data directory (created with a store on first start).
-    #[arg(long, value_name = "DIR", default_value = "spinwise-data")]
-    pub data: PathBuf,
-    /// Where to listen for S3 requests.
-    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:9000")]
-    pub listen: SocketAddr,
-    /// A shipped rack for a new data directory (default dense-jbod-60).
+    /// A TOML file with any of these settings, named as the flags with `_` for `-` (`data`,
+    /// `listen`, `preset` or `rack`, `layout`, `time_factor`, `access_key` and `secret_key`,
+    /// `max_put_bytes`, `restore_mode`, `restore_capacity_bytes`, `etag`,
+    /// `abandon_uploads_after_days`, `tls_cert` and `tls_key`); flags and environment override
+    /// it, relative paths in it are relative to its directory (docs/s3.md "Configuration file").
+    #[arg(long, value_name = "FILE", env = "SPINWISE_CONFIG")]
+    pub config: Option<PathBuf>,
+    /// The data directory (created with a store on first start) [default: spinwise-data]
+    #[arg(long, value_name = "DIR")]
+    pub data: Option<PathBuf>,
+    /// Where to listen for S3 requests [default: 127.0.0.1:9000]
+    #[arg(long, value_name = "ADDR")]
+    pub listen: Option<SocketAddr>,
+    /// A shipped rack for a new data directory (default dense-jbod-60); for an existing one it
+    /// must be the rack the store was created with.
     #[arg(long, value_name = "NAME", conflicts_with = "rack")]
     pub preset: Option<String>,
-    /// A rack description (TOML) for a new data directory.
+    /// A rack description (TOML) for a new data directory (for an existing one: its rack).
     #[arg(long, value_name = "RACK.toml")]
     pub rack: Option<PathBuf>,
-    /// A layout written by `spinwise plan --out` for a new data directory (default: plan now).
+    /// A layout written by `spinwise plan --out` for a new data directory (default: plan now;
+    /// for an existing one: its layout).
     #[arg(long, value_name = "LAYOUT.json")]
     pub layout: Option<PathBuf>,
     /// Multiplies spin-up and mount latencies of a new data directory's emulated disks
-    /// (default 1: real time).
+    /// (default 1: real time; for an existing one: its time factor).
     #[arg(long, value_name = "F")]
     pub time_factor: Option<f64>,
     /// The access key clients sign with (default: saved in DATA/s3-credentials.toml, generated
@@ -67,27 +82,28 @@ pub struct ServeArgs {
         requires = "access_key"
     )]
     pub secret_key: Option<String>,
-    /// The largest single PUT body in bytes (default 5 GiB, as S3).
-    #[arg(long, value_name = "BYTES", default_value_t = 5 << 30)]
-    pub max_put_bytes: u64,
+    /// The largest single PUT body in bytes (5 GiB, as S3) [default: 5368709120]
+    #[arg(long, value_name = "BYTES")]
+    pub max_put_bytes: Option<u64>,
     /// The restore mode new buckets get: `sync` (a GET of a migrated object waits for the
     /// spin-up) or `async` (403 InvalidObjectState until RestoreObject); a bucket's tag
-    /// `spinwise-restore-mode` changes it (docs/s3.md "Restore").
-    #[arg(long, value_name = "MODE", default_value = "sync", value_parser = parse_restore_mode)]
-    pub restore_mode: RestoreMode,
-    /// The most bytes restored copies may hold in DATA/s3-restored (default 16 GiB); a
-    /// RestoreObject over it answers 503 SlowDown.
-    #[arg(long, value_name = "BYTES", default_value_t = 16 << 30)]
-    pub restore_capacity_bytes: u64,
+    /// `spinwise-restore-mode` changes it (docs/s3.md "Restore") [default: sync]
+    #[arg(long, value_name = "MODE", value_parser = parse_restore_mode)]
+    pub restore_mode: Option<RestoreMode>,
+    /// The most bytes restored copies may hold in DATA/s3-restored (16 GiB); a RestoreObject
+    /// over it answers 503 SlowDown [default: 17179869184]
+    #[arg(long, value_name = "BYTES")]
+    pub restore_capacity_bytes: Option<u64>,
     /// What a PUT's ETag is: `md5` (S3's; clients such as rclone check it) or `blake3` (the
     /// store's content hash, 64 hex digits: no MD5 pass over the body, the costliest step of a
-    /// large PUT on a small machine; docs/s3.md "ETags").
-    #[arg(long, value_name = "MODE", default_value = "md5")]
-    pub etag: EtagMode,
+    /// large PUT on a small machine; docs/s3.md "ETags") [default: md5]
+    #[arg(long, value_name = "MODE")]
+    pub etag: Option<EtagMode>,
     /// Abort multipart uploads still open this many days after they started, freeing their
-    /// part files and open-upload slots (0: never; S3's AbortIncompleteMultipartUpload).
-    #[arg(long, value_name = "DAYS", default_value_t = 7)]
-    pub abandon_uploads_after_days: u64,
+    /// part files and open-upload slots (0: never; S3's AbortIncompleteMultipartUpload)
+    /// [default: 7]
+    #[arg(long, value_name = "DAYS")]
+    pub abandon_uploads_after_days: Option<u64>,
     /// A PEM certificate chain (leaf first): serve HTTPS instead of plain HTTP (with --tls-key).
     #[arg(long, value_name = "CERT.pem", requires = "tls_key")]
     pub tls_cert: Option<PathBuf>,
@@ -111,52 +127,87 @@ pub fn run(args: &ServeArgs) -> CliResult<()> {
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .try_init();
+    let settings = ServeSettings::resolve(args)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .map_err(|e| CliError::Usage(format!("starting the async runtime: {e}")))?;
-    runtime.block_on(serve(args))
+    runtime.block_on(serve(&settings))
+}
+
+/// The rack TOML a setting names, with the name a store records for it.
+fn rack_text(choice: Option<&RackChoice>) -> CliResult<(RackSource, String)> {
+    match choice {
+        Some(RackChoice::File(path)) => {
+            let text = std::fs::read_to_string(path).map_err(io_error(path))?;
+            Ok((RackSource::File(path.clone()), text))
+        }
+        Some(RackChoice::Preset(name)) => preset_text(name),
+        None => preset_text(DEFAULT_PRESET),
+    }
+}
+
+fn preset_text(name: &str) -> CliResult<(RackSource, String)> {
+    load_preset(name)?;
+    let (_, text) = PRESETS
+        .iter()
+        .find(|(preset, _)| *preset == name)
+        .expect("load_preset found it");
+    Ok((RackSource::Preset(name.to_string()), text.to_string()))
+}
+
+/// Where a setting came from, for messages.
+fn origin(settings: &ServeSettings) -> String {
+    match &settings.config_file {
+        Some(file) => format!("the flags or {}", file.display()),
+        None => "the flags".to_string(),
+    }
+}
+
+/// Refuses creation settings (rack, layout, time factor) that differ from those `existing` was
+/// created with; the same values are accepted, so a configuration file can keep them.
+fn check_fixed(settings: &ServeSettings, existing: &StoreConfig) -> CliResult<()> {
+    let differs = |what: &str| {
+        CliError::Usage(format!(
+            "{} already holds a store: its rack, layout and time factor were fixed when it was created, and the {what} from {} differs (drop it, or use another --data)",
+            settings.data.display(),
+            origin(settings)
+        ))
+    };
+    if settings.rack.is_some() && rack_text(settings.rack.as_ref())?.1 != existing.rack_toml {
+        return Err(differs("rack"));
+    }
+    if let Some(path) = &settings.layout
+        && read_layout(path)? != existing.layout
+    {
+        return Err(differs("layout"));
+    }
+    if let Some(factor) = settings.time_factor
+        && factor != existing.time_factor
+    {
+        return Err(differs("time factor"));
+    }
+    Ok(())
 }
 
 /// Opens the data directory's store, creating it first if it holds none.
-async fn open_or_create(args: &ServeArgs) -> CliResult<SqliteStore> {
-    let creating_only = args.preset.is_some()
-        || args.rack.is_some()
-        || args.layout.is_some()
-        || args.time_factor.is_some();
-    if args.data.join(spinwise_store::config::STORE_FILE).exists() {
-        if creating_only {
-            return Err(CliError::Usage(format!(
-                "{} already holds a store: its rack, layout and time factor were fixed when it was created (drop --preset/--rack/--layout/--time-factor)",
-                args.data.display()
-            )));
-        }
-        return Store::open_sqlite(&args.data).await.map_err(store_error);
+async fn open_or_create(settings: &ServeSettings) -> CliResult<SqliteStore> {
+    let data = &settings.data;
+    if data.join(spinwise_store::config::STORE_FILE).exists() {
+        let existing = spinwise_store::config::read(data).map_err(store_error)?;
+        check_fixed(settings, &existing)?;
+        return Store::open_sqlite(data).await.map_err(store_error);
     }
-    let (source, rack_toml) = match (&args.preset, &args.rack) {
-        (_, Some(path)) => {
-            let text = std::fs::read_to_string(path).map_err(io_error(path))?;
-            (RackSource::File(path.clone()), text)
-        }
-        (preset, None) => {
-            let name = preset.as_deref().unwrap_or(DEFAULT_PRESET);
-            load_preset(name)?;
-            let (_, text) = PRESETS
-                .iter()
-                .find(|(preset, _)| *preset == name)
-                .expect("load_preset found it");
-            (RackSource::Preset(name.to_string()), text.to_string())
-        }
-    };
+    let (source, rack_toml) = rack_text(settings.rack.as_ref())?;
     let rack = parse_rack(&format!("{source:?}"), &rack_toml)?;
-    let layout = layout_or_plan(&rack, args.layout.as_deref())?;
+    let layout = layout_or_plan(&rack, settings.layout.as_deref())?;
     let mut config = StoreConfig::new(source, rack_toml, layout);
-    config.time_factor = args.time_factor.unwrap_or(1.0);
-    let store = Store::init_sqlite(&args.data, config)
+    config.time_factor = settings.time_factor.unwrap_or(1.0);
+    let store = Store::init_sqlite(data, config)
         .await
         .map_err(store_error)?;
     tracing::info!(
-        data = %args.data.display(),
+        data = %data.display(),
         rack = store.rack().name,
         disks = store.rack().disk_count(),
         groups = store.layout().groups.len(),
@@ -206,9 +257,10 @@ fn log_activity(store: &Arc<SqliteStore>) -> tokio::task::JoinHandle<()> {
     })
 }
 
-fn credentials(args: &ServeArgs, data: &Path) -> CliResult<Credentials> {
+fn credentials(settings: &ServeSettings) -> CliResult<Credentials> {
     let usage = |e: spinwise_s3::CredentialsError| CliError::Usage(e.to_string());
-    if let (Some(access_key), Some(secret_key)) = (&args.access_key, &args.secret_key) {
+    let data = &settings.data;
+    if let Some((access_key, secret_key)) = &settings.keys {
         return Credentials::given(access_key, secret_key).map_err(usage);
     }
     let (credentials, source) = Credentials::load_or_generate(data).map_err(usage)?;
@@ -256,53 +308,50 @@ fn shutdown_signal() -> impl std::future::Future<Output = ()> {
     }
 }
 
-/// The TLS configuration from --tls-cert/--tls-key (clap makes them come together), read before
-/// anything is created so a bad file leaves no new data directory behind.
-fn tls_config(args: &ServeArgs) -> CliResult<Option<TlsConfig>> {
-    match (&args.tls_cert, &args.tls_key) {
-        (Some(certificate), Some(key)) => TlsConfig::from_pem_files(certificate, key)
+/// The TLS configuration from the certificate and key (flags or file; each source gives both),
+/// read before anything is created so a bad file leaves no new data directory behind.
+fn tls_config(settings: &ServeSettings) -> CliResult<Option<TlsConfig>> {
+    match &settings.tls {
+        Some((certificate, key)) => TlsConfig::from_pem_files(certificate, key)
             .map(Some)
             .map_err(|e| CliError::Usage(e.to_string())),
-        (None, None) => Ok(None),
-        _ => Err(CliError::Usage(
-            "--tls-cert and --tls-key go together: give both or neither".to_string(),
-        )),
+        None => Ok(None),
     }
 }
 
-async fn serve(args: &ServeArgs) -> CliResult<()> {
-    let tls = tls_config(args)?;
-    let store = Arc::new(open_or_create(args).await?);
+async fn serve(settings: &ServeSettings) -> CliResult<()> {
+    let tls = tls_config(settings)?;
+    let store = Arc::new(open_or_create(settings).await?);
     for problem in &store.recovery().problems {
         tracing::warn!(problem, "recovery");
     }
-    let credentials = credentials(args, &args.data)?;
-    let meta_path = args.data.join(META_FILE);
+    let credentials = credentials(settings)?;
+    let meta_path = settings.data.join(META_FILE);
     let meta = MetaDb::open(&meta_path)
         .await
         .map_err(|e| CliError::Usage(e.to_string()))?;
-    let settings = S3Settings {
-        max_put_bytes: args.max_put_bytes,
-        default_restore_mode: args.restore_mode,
-        restore_capacity_bytes: args.restore_capacity_bytes,
-        etag_mode: args.etag,
-        abandon_uploads_after_s: args.abandon_uploads_after_days.saturating_mul(86_400),
+    let s3_settings = S3Settings {
+        max_put_bytes: settings.max_put_bytes,
+        default_restore_mode: settings.restore_mode,
+        restore_capacity_bytes: settings.restore_capacity_bytes,
+        etag_mode: settings.etag,
+        abandon_uploads_after_s: settings.abandon_uploads_after_days.saturating_mul(86_400),
         ..S3Settings::default()
     };
-    let s3 = SpinwiseS3::new(Arc::clone(&store), meta.clone(), settings)
+    let s3 = SpinwiseS3::new(Arc::clone(&store), meta.clone(), s3_settings)
         .await
         .map_err(|e| CliError::Usage(e.to_string()))?;
     let upkeep = store.start_upkeep().await.map_err(store_error)?;
     let activity = log_activity(&store);
-    let listener = tokio::net::TcpListener::bind(args.listen)
+    let listener = tokio::net::TcpListener::bind(settings.listen)
         .await
         .map_err(|source| CliError::Io {
-            path: args.listen.to_string(),
+            path: settings.listen.to_string(),
             source,
         })?;
     let server = RunningServer::start_with(listener, build_service(s3, &credentials), tls)
         .map_err(|source| CliError::Io {
-            path: args.listen.to_string(),
+            path: settings.listen.to_string(),
             source,
         })?;
     let stop = shutdown_signal();
@@ -310,7 +359,7 @@ async fn serve(args: &ServeArgs) -> CliResult<()> {
         "serving S3 on {}://{} (data {}); Ctrl-C stops",
         server.scheme(),
         server.local_addr(),
-        args.data.display()
+        settings.data.display()
     );
     stop.await;
     tracing::info!("stopping: finishing requests in flight");

@@ -3,7 +3,10 @@
 //! the saved credentials, and rack flags for an existing store are refused. With --tls-cert and
 //! --tls-key it serves https:// (plaintext gets no HTTP answer) and stops cleanly; a lone, missing
 //! or invalid PEM file fails the start with an error naming it and creates nothing. `--help`
-//! explains --abandon-uploads-after-days, which takes whole days (0: never).
+//! explains --abandon-uploads-after-days, which takes whole days (0: never). A configuration
+//! file (`--config`) sets the data directory (relative to the file), listen address, time factor
+//! and keys; the same creation settings are accepted on restart, different ones refused; a bad
+//! file is refused naming it and creates nothing.
 
 use std::io::{BufRead as _, BufReader, Read as _, Write as _};
 use std::net::TcpStream;
@@ -28,14 +31,21 @@ fn start(data: &std::path::Path, extra: &[&str]) -> (Child, String, Vec<String>)
 }
 
 /// Starts `serve` and reads stdout up to its "serving S3 on URL" line; returns the URL.
-// The child is handed to the caller, whose `terminate` waits for it.
-#[allow(clippy::zombie_processes)]
 fn start_serving(data: &std::path::Path, extra: &[&str]) -> (Child, String, Vec<String>) {
-    let mut child = spinwise()
+    let mut command = spinwise();
+    command
         .args(["serve", "--data"])
         .arg(data)
         .args(["--listen", "127.0.0.1:0"])
-        .args(extra)
+        .args(extra);
+    serve_until_address(command)
+}
+
+/// Spawns `command` (a `serve`) and reads stdout up to its "serving S3 on URL" line.
+// The child is handed to the caller, whose `terminate` waits for it.
+#[allow(clippy::zombie_processes)]
+fn serve_until_address(mut command: Command) -> (Child, String, Vec<String>) {
+    let mut child = command
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -253,4 +263,72 @@ fn serve_help_explains_abandon_uploads_after_days_and_the_flag_takes_whole_days(
     );
     let (clean, stderr) = terminate(child);
     assert!(clean, "{stderr}");
+}
+
+#[test]
+fn serve_takes_its_settings_from_a_configuration_file_and_flags_override_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let conf_dir = dir.path().join("conf");
+    std::fs::create_dir(&conf_dir).unwrap();
+    let conf = conf_dir.join("serve.toml");
+    std::fs::write(
+        &conf,
+        "data = \"from-file\"\nlisten = \"127.0.0.1:0\"\ntime_factor = 0.001\n\
+         access_key = \"CONFIGFILEKEY0000001\"\nsecret_key = \"config-file-secret-0123456789\"\n",
+    )
+    .unwrap();
+    let serve_with = |extra: &[&str]| {
+        let mut command = spinwise();
+        // Another working directory: the file's relative `data` must not follow it.
+        command.current_dir(dir.path()).args(["serve", "--config"]);
+        command.arg(&conf).args(extra);
+        command
+    };
+    let data = conf_dir.join("from-file");
+
+    let (child, url, printed) = serve_until_address(serve_with(&[]));
+    assert!(url.starts_with("http://127.0.0.1:"), "{url}");
+    assert!(
+        data.join("store.toml").exists(),
+        "data is relative to the file"
+    );
+    assert!(!printed.join("\n").contains("secret key"), "{printed:?}");
+    assert!(
+        !data.join("s3-credentials.toml").exists(),
+        "the file's keys are used and never written to the data directory"
+    );
+    let (clean, stderr) = terminate(child);
+    assert!(clean, "{stderr}");
+
+    // Restarting with the same file: its time factor is the store's, so it is accepted.
+    let (child, _, _) = serve_until_address(serve_with(&[]));
+    let (clean, stderr) = terminate(child);
+    assert!(clean, "{stderr}");
+
+    // A flag overrides the file, and a time factor other than the store's is refused.
+    let refused = serve_with(&["--time-factor", "0.5"]).output().unwrap();
+    assert!(!refused.status.success());
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("already holds a store"), "{stderr}");
+    assert!(stderr.contains("time factor"), "{stderr}");
+
+    // A bad file is refused, naming the file and the line, and creates nothing.
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(&bad, "data = \"never\"\nlisten_on = \"127.0.0.1:0\"\n").unwrap();
+    let refused = spinwise()
+        .current_dir(dir.path())
+        .args(["serve", "--config"])
+        .arg(&bad)
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        stderr.contains("bad.toml") && stderr.contains("listen_on"),
+        "{stderr}"
+    );
+    assert!(
+        !dir.path().join("never").exists(),
+        "a refused file creates nothing"
+    );
 }

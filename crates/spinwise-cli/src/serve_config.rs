@@ -1,0 +1,374 @@
+//! `spinwise serve`'s settings, resolved once at start: a flag (or its environment variable)
+//! over the configuration file (`--config FILE`, TOML) over the built-in default.
+//!
+//! Invariants:
+//! - every setting has exactly one source, and pairs (access and secret key; TLS certificate and
+//!   key) and the rack choice (preset or rack file) come whole from one source: a flag for
+//!   either half of a pair replaces both halves from the file, so a file's secret never goes with
+//!   a flag's access key;
+//! - relative paths in the file are relative to the file's directory, so the file means the
+//!   same from any working directory;
+//! - an unknown key, a wrong type or a half pair in the file is an error naming the file, before
+//!   anything is created.
+
+use crate::error::{CliError, CliResult, io_error};
+use crate::serve::ServeArgs;
+use serde::Deserialize;
+use spinwise_s3::{EtagMode, RestoreMode};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+/// The data directory when neither flag nor file names one.
+pub const DEFAULT_DATA: &str = "spinwise-data";
+/// The listen address when neither flag nor file names one.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:9000";
+/// The largest single PUT body by default (5 GiB, as S3).
+pub const DEFAULT_MAX_PUT_BYTES: u64 = 5 << 30;
+/// What restored copies may hold by default (16 GiB).
+pub const DEFAULT_RESTORE_CAPACITY_BYTES: u64 = 16 << 30;
+/// Days after which an open multipart upload is aborted by default.
+pub const DEFAULT_ABANDON_UPLOADS_AFTER_DAYS: u64 = 7;
+
+/// The configuration file as written: every key optional, no others allowed.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ServeFile {
+    data: Option<PathBuf>,
+    listen: Option<SocketAddr>,
+    preset: Option<String>,
+    rack: Option<PathBuf>,
+    layout: Option<PathBuf>,
+    time_factor: Option<f64>,
+    access_key: Option<String>,
+    secret_key: Option<String>,
+    max_put_bytes: Option<u64>,
+    restore_mode: Option<String>,
+    restore_capacity_bytes: Option<u64>,
+    etag: Option<String>,
+    abandon_uploads_after_days: Option<u64>,
+    tls_cert: Option<PathBuf>,
+    tls_key: Option<PathBuf>,
+}
+
+/// Where a new store's rack comes from.
+#[derive(Clone, Debug, PartialEq)]
+pub enum RackChoice {
+    Preset(String),
+    File(PathBuf),
+}
+
+/// Everything `serve` runs with.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ServeSettings {
+    pub data: PathBuf,
+    pub listen: SocketAddr,
+    /// The rack for a new store (None: the default preset); must match an existing store's.
+    pub rack: Option<RackChoice>,
+    /// A layout file for a new store (None: plan now); must match an existing store's.
+    pub layout: Option<PathBuf>,
+    /// The time factor for a new store (None: 1); must match an existing store's.
+    pub time_factor: Option<f64>,
+    /// The key pair (None: saved in the data directory, or generated).
+    pub keys: Option<(String, String)>,
+    pub max_put_bytes: u64,
+    pub restore_mode: RestoreMode,
+    pub restore_capacity_bytes: u64,
+    pub etag: EtagMode,
+    pub abandon_uploads_after_days: u64,
+    /// The TLS certificate chain and key files (None: plain HTTP).
+    pub tls: Option<(PathBuf, PathBuf)>,
+    /// Which file, if any, these came from (for messages).
+    pub config_file: Option<PathBuf>,
+}
+
+impl ServeSettings {
+    /// Resolves `args` over the file they name (if any) over the defaults.
+    pub fn resolve(args: &ServeArgs) -> CliResult<ServeSettings> {
+        let file = match &args.config {
+            Some(path) => read_file(path)?,
+            None => ServeFile::default(),
+        };
+        let base = args
+            .config
+            .as_deref()
+            .and_then(Path::parent)
+            .map(Path::to_path_buf)
+            .unwrap_or_default();
+        merge(args, file, &base)
+    }
+}
+
+fn read_file(path: &Path) -> CliResult<ServeFile> {
+    let text = std::fs::read_to_string(path).map_err(io_error(path))?;
+    let file: ServeFile = toml::from_str(&text).map_err(|error| {
+        // The line the error points at names the key; toml's own rendering spans several lines.
+        let at = error.span().map_or(0, |span| span.start).min(text.len());
+        let line_number = text[..at].matches('\n').count() + 1;
+        let line = text.lines().nth(line_number - 1).unwrap_or("").trim();
+        CliError::Usage(format!(
+            "{}: line {line_number} (`{line}`): {}",
+            path.display(),
+            error.message()
+        ))
+    })?;
+    let invalid = |what: &str| CliError::Usage(format!("{}: {what}", path.display()));
+    if file.preset.is_some() && file.rack.is_some() {
+        return Err(invalid("`preset` and `rack` both name the rack: keep one"));
+    }
+    if file.access_key.is_some() != file.secret_key.is_some() {
+        return Err(invalid(
+            "`access_key` and `secret_key` go together: give both or neither",
+        ));
+    }
+    if file.tls_cert.is_some() != file.tls_key.is_some() {
+        return Err(invalid(
+            "`tls_cert` and `tls_key` go together: give both or neither",
+        ));
+    }
+    if file.access_key.is_some() {
+        warn_if_readable_by_others(path);
+    }
+    Ok(file)
+}
+
+/// A file holding a secret key should be readable by its owner only.
+fn warn_if_readable_by_others(path: &Path) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        if let Ok(metadata) = std::fs::metadata(path)
+            && metadata.permissions().mode() & 0o077 != 0
+        {
+            tracing::warn!(
+                file = %path.display(),
+                "the configuration holds a secret key but others may read it (chmod 600)"
+            );
+        }
+    }
+}
+
+fn merge(args: &ServeArgs, file: ServeFile, base: &Path) -> CliResult<ServeSettings> {
+    let from_file = |path: PathBuf| base.join(path);
+    let flag_rack = match (&args.preset, &args.rack) {
+        (Some(name), _) => Some(RackChoice::Preset(name.clone())),
+        (None, Some(path)) => Some(RackChoice::File(path.clone())),
+        (None, None) => None,
+    };
+    let file_rack = match (file.preset, file.rack) {
+        (Some(name), _) => Some(RackChoice::Preset(name)),
+        (None, Some(path)) => Some(RackChoice::File(from_file(path))),
+        (None, None) => None,
+    };
+    let flag_keys = args.access_key.clone().zip(args.secret_key.clone());
+    let flag_tls = args.tls_cert.clone().zip(args.tls_key.clone());
+    let file_tls = file
+        .tls_cert
+        .map(from_file)
+        .zip(file.tls_key.map(from_file));
+    Ok(ServeSettings {
+        data: args
+            .data
+            .clone()
+            .or(file.data.map(from_file))
+            .unwrap_or_else(|| PathBuf::from(DEFAULT_DATA)),
+        listen: match args.listen.or(file.listen) {
+            Some(listen) => listen,
+            None => DEFAULT_LISTEN.parse().expect("the default address parses"),
+        },
+        rack: flag_rack.or(file_rack),
+        layout: args.layout.clone().or(file.layout.map(from_file)),
+        time_factor: args.time_factor.or(file.time_factor),
+        keys: flag_keys.or(file.access_key.zip(file.secret_key)),
+        max_put_bytes: args
+            .max_put_bytes
+            .or(file.max_put_bytes)
+            .unwrap_or(DEFAULT_MAX_PUT_BYTES),
+        restore_mode: match (args.restore_mode, file.restore_mode) {
+            (Some(mode), _) => mode,
+            (None, Some(text)) => parse_in_file(args, "restore_mode", &text)?,
+            (None, None) => RestoreMode::Sync,
+        },
+        restore_capacity_bytes: args
+            .restore_capacity_bytes
+            .or(file.restore_capacity_bytes)
+            .unwrap_or(DEFAULT_RESTORE_CAPACITY_BYTES),
+        etag: match (args.etag, file.etag) {
+            (Some(mode), _) => mode,
+            (None, Some(text)) => parse_in_file(args, "etag", &text)?,
+            (None, None) => EtagMode::Md5,
+        },
+        abandon_uploads_after_days: args
+            .abandon_uploads_after_days
+            .or(file.abandon_uploads_after_days)
+            .unwrap_or(DEFAULT_ABANDON_UPLOADS_AFTER_DAYS),
+        tls: flag_tls.or(file_tls),
+        config_file: args.config.clone(),
+    })
+}
+
+/// A file value that has its own grammar (`restore_mode`, `etag`), with the file named in the
+/// error.
+fn parse_in_file<T>(args: &ServeArgs, key: &str, text: &str) -> CliResult<T>
+where
+    T: std::str::FromStr,
+    T::Err: std::fmt::Display,
+{
+    text.parse().map_err(|error| {
+        let file = args.config.as_deref().unwrap_or(Path::new("?"));
+        CliError::Usage(format!("{}: `{key}`: {error}", file.display()))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Command {
+        #[command(flatten)]
+        serve: ServeArgs,
+    }
+
+    fn settings(flags: &[&str]) -> CliResult<ServeSettings> {
+        let args = Command::try_parse_from(std::iter::once("serve").chain(flags.iter().copied()))
+            .expect("the flags parse");
+        ServeSettings::resolve(&args.serve)
+    }
+
+    fn config_file(dir: &Path, text: &str) -> String {
+        let path = dir.join("serve.toml");
+        std::fs::write(&path, text).unwrap();
+        path.to_str().unwrap().to_string()
+    }
+
+    #[test]
+    fn without_a_file_or_flags_the_defaults_apply() {
+        let defaults = settings(&[]).unwrap();
+        assert_eq!(defaults.data, PathBuf::from("spinwise-data"));
+        assert_eq!(defaults.listen.to_string(), "127.0.0.1:9000");
+        assert_eq!(
+            (
+                defaults.rack,
+                defaults.layout,
+                defaults.time_factor,
+                defaults.keys
+            ),
+            (None, None, None, None)
+        );
+        assert_eq!(defaults.max_put_bytes, 5 << 30);
+        assert_eq!(defaults.restore_mode, RestoreMode::Sync);
+        assert_eq!(defaults.restore_capacity_bytes, 16 << 30);
+        assert_eq!(defaults.etag, EtagMode::Md5);
+        assert_eq!(defaults.abandon_uploads_after_days, 7);
+        assert_eq!(defaults.tls, None);
+    }
+
+    #[test]
+    fn the_file_sets_every_setting_and_its_relative_paths_are_relative_to_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = config_file(
+            dir.path(),
+            r#"
+data = "archive"
+listen = "0.0.0.0:9100"
+rack = "racks/mine.toml"
+layout = "/abs/layout.json"
+time_factor = 0.01
+access_key = "AKIAEXAMPLE0000001"
+secret_key = "secret-from-the-file-0123456789"
+max_put_bytes = 1000
+restore_mode = "async"
+restore_capacity_bytes = 2000
+etag = "blake3"
+abandon_uploads_after_days = 0
+tls_cert = "cert.pem"
+tls_key = "key.pem"
+"#,
+        );
+        let from_file = settings(&["--config", &file]).unwrap();
+        assert_eq!(from_file.data, dir.path().join("archive"));
+        assert_eq!(from_file.listen.to_string(), "0.0.0.0:9100");
+        assert_eq!(
+            from_file.rack,
+            Some(RackChoice::File(dir.path().join("racks/mine.toml")))
+        );
+        assert_eq!(from_file.layout, Some(PathBuf::from("/abs/layout.json")));
+        assert_eq!(from_file.time_factor, Some(0.01));
+        assert_eq!(
+            from_file.keys,
+            Some((
+                "AKIAEXAMPLE0000001".to_string(),
+                "secret-from-the-file-0123456789".to_string()
+            ))
+        );
+        assert_eq!(from_file.max_put_bytes, 1000);
+        assert_eq!(from_file.restore_mode, RestoreMode::Async);
+        assert_eq!(from_file.restore_capacity_bytes, 2000);
+        assert_eq!(from_file.etag, EtagMode::Blake3);
+        assert_eq!(from_file.abandon_uploads_after_days, 0);
+        assert_eq!(
+            from_file.tls,
+            Some((dir.path().join("cert.pem"), dir.path().join("key.pem")))
+        );
+    }
+
+    #[test]
+    fn flags_override_the_file_and_a_flag_rack_or_key_pair_replaces_the_files_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = config_file(
+            dir.path(),
+            "listen = \"0.0.0.0:9100\"\nrack = \"mine.toml\"\naccess_key = \"FILEKEY000000000001\"\nsecret_key = \"file-secret-0123456789abcdef\"\netag = \"blake3\"\n",
+        );
+        let flags = [
+            "--config",
+            file.as_str(),
+            "--listen",
+            "127.0.0.1:9200",
+            "--preset",
+            "pelican",
+            "--access-key",
+            "FLAGKEY000000000001",
+            "--secret-key",
+            "flag-secret-0123456789abcdef",
+        ];
+        let merged = settings(&flags).unwrap();
+        assert_eq!(merged.listen.to_string(), "127.0.0.1:9200");
+        assert_eq!(merged.rack, Some(RackChoice::Preset("pelican".into())));
+        assert_eq!(
+            merged.keys,
+            Some((
+                "FLAGKEY000000000001".to_string(),
+                "flag-secret-0123456789abcdef".to_string()
+            ))
+        );
+        assert_eq!(
+            merged.etag,
+            EtagMode::Blake3,
+            "not given as a flag: the file's"
+        );
+    }
+
+    #[test]
+    fn a_bad_file_is_an_error_naming_it_and_the_key() {
+        let dir = tempfile::tempdir().unwrap();
+        for (text, expected) in [
+            ("listen_on = \"x\"\n", "listen_on"),
+            ("listen = \"not an address\"\n", "serve.toml"),
+            ("time_factor = \"fast\"\n", "time_factor"),
+            ("preset = \"pelican\"\nrack = \"r.toml\"\n", "keep one"),
+            ("access_key = \"ONLYHALF00000000001\"\n", "go together"),
+            ("tls_key = \"key.pem\"\n", "go together"),
+            ("restore_mode = \"later\"\n", "restore_mode"),
+            ("etag = \"sha1\"\n", "etag"),
+        ] {
+            let file = config_file(dir.path(), text);
+            let error = settings(&["--config", &file]).unwrap_err().to_string();
+            assert!(error.contains("serve.toml"), "{text}: {error}");
+            assert!(error.contains(expected), "{text}: {error}");
+        }
+        let missing = dir.path().join("absent.toml");
+        let error = settings(&["--config", missing.to_str().unwrap()]).unwrap_err();
+        assert!(error.to_string().contains("absent.toml"), "{error}");
+    }
+}
