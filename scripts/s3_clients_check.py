@@ -2,8 +2,9 @@
 """Drives a running `spinwise serve` with real S3 clients (boto3 and the aws CLI) and checks every
 supported call byte-exact: buckets, PUT/GET/HEAD of 0 B, 1 B, 5 MiB and 100 MiB objects (whole
 and ranged), metadata and copies, listings, deletes, multipart upload (low level, boto3's
-upload_file, and `aws s3 cp` of a 20 MiB file, which the CLI uploads in parts) and the error
-codes (SignatureDoesNotMatch, NoSuchBucket, NoSuchKey, ...).
+upload_file, and `aws s3 cp` of a 20 MiB file, which the CLI uploads in parts), conditional
+requests (IfNoneMatch="*" and IfMatch PUTs, 304 and 412 GETs) and the error codes
+(SignatureDoesNotMatch, NoSuchBucket, NoSuchKey, ...).
 
 Usage:
     scripts/s3_clients_check.py --endpoint http://127.0.0.1:9000 \
@@ -382,6 +383,26 @@ def check_errors(ctx):
     bad_md5 = "AAAAAAAAAAAAAAAAAAAAAA=="
     expect_error(lambda: ctx.s3.put_object(Bucket=bucket, Key="digest", Body=b"body", ContentMD5=bad_md5), "BadDigest", 400, "wrong Content-MD5")
     expect_error(lambda: ctx.s3.get_object(Bucket=bucket, Key="digest"), "NoSuchKey", 404, "a refused PUT stored something")
+
+
+@check
+def check_conditional_requests(ctx):
+    bucket = ctx.bucket("conditional")
+    created = ctx.s3.put_object(Bucket=bucket, Key="once", Body=b"first", IfNoneMatch="*")
+    etag = created["ETag"]
+    expect_error(lambda: ctx.s3.put_object(Bucket=bucket, Key="once", Body=b"second", IfNoneMatch="*"),
+                 "PreconditionFailed", 412, "If-None-Match: * over an existing key")
+    expect_bytes(ctx.get(bucket, "once"), b"first", "the key after a refused conditional PUT")
+    expect_error(lambda: ctx.s3.get_object(Bucket=bucket, Key="once", IfNoneMatch=etag), "304", 304,
+                 "GET If-None-Match with the current ETag")
+    expect_error(lambda: ctx.s3.get_object(Bucket=bucket, Key="once", IfMatch='"0"'), "PreconditionFailed", 412,
+                 "GET If-Match with another ETag")
+    matched = ctx.s3.get_object(Bucket=bucket, Key="once", IfMatch=etag)["Body"].read()
+    expect_bytes(matched, b"first", "GET If-Match with the current ETag")
+    ctx.s3.put_object(Bucket=bucket, Key="once", Body=b"replaced", IfMatch=etag)
+    expect_error(lambda: ctx.s3.put_object(Bucket=bucket, Key="once", Body=b"stale", IfMatch=etag),
+                 "PreconditionFailed", 412, "If-Match PUT with a replaced ETag")
+    expect_bytes(ctx.get(bucket, "once"), b"replaced", "the key after a stale conditional PUT")
 
 
 @check
