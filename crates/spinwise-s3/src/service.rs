@@ -589,6 +589,20 @@ impl SpinwiseS3 {
         check_read(conditions, view.etag().as_ref(), &view.last_modified())
     }
 
+    /// [`SpinwiseS3::open_read`] for a copy's source: `conditions` checked before the bytes are
+    /// opened and again on the object opened.
+    pub(crate) async fn open_checked(
+        &self,
+        store_key: &str,
+        range: Option<&Range>,
+        conditions: &ReadConditions,
+    ) -> S3Result<(ObjectReader, ObjectView)> {
+        self.precheck(store_key, conditions).await?;
+        let (reader, view) = self.open_read(store_key, range).await?;
+        check_read(conditions, view.etag().as_ref(), &view.last_modified())?;
+        Ok((reader, view))
+    }
+
     /// Opens `store_key` for reading (all, or `range`): the reader and the view of the object it
     /// streams.
     pub(crate) async fn open_read(
@@ -1178,9 +1192,7 @@ impl S3 for SpinwiseS3 {
             input.copy_source_if_modified_since,
             input.copy_source_if_unmodified_since,
         );
-        self.precheck(&source, &conditions).await?;
-        let (reader, view) = self.open_read(&source, None).await?;
-        check_read(&conditions, view.etag().as_ref(), &view.last_modified())?;
+        let (reader, view) = self.open_checked(&source, None, &conditions).await?;
         let described = match replace {
             true => described_from(input.content_type, input.metadata),
             false => Described {

@@ -10,30 +10,7 @@ mod common;
 use aws_sdk_s3::primitives::{ByteStream, DateTime};
 use aws_sdk_s3::types::{CompletedMultipartUpload, CompletedPart, Delete, ObjectIdentifier};
 use common::cold::{count_ups_during, migrated_group, rest_group};
-use common::{Harness, code, get_bytes, pattern, start, status};
-
-async fn bucket(harness: &Harness, name: &str) {
-    harness
-        .client
-        .create_bucket()
-        .bucket(name)
-        .send()
-        .await
-        .unwrap();
-}
-
-async fn put(harness: &Harness, bucket: &str, key: &str, bytes: &[u8]) -> String {
-    let output = harness
-        .client
-        .put_object()
-        .bucket(bucket)
-        .key(key)
-        .body(ByteStream::from(bytes.to_vec()))
-        .send()
-        .await
-        .unwrap();
-    output.e_tag.unwrap()
-}
+use common::{Harness, bucket, code, get_bytes, pattern, put, start, status};
 
 /// The object's ETag and Last-Modified (whole seconds, as sent).
 async fn validators(harness: &Harness, bucket: &str, key: &str) -> (String, DateTime) {

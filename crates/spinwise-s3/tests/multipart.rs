@@ -8,23 +8,13 @@ mod common;
 
 use aws_sdk_s3::primitives::ByteStream;
 use aws_sdk_s3::types::{CompletedMultipartUpload, CompletedPart};
-use common::{Harness, code, get_bytes, pattern, start, start_with, status};
+use common::{Harness, bucket, code, get_bytes, pattern, start, start_with, status};
 use spinwise_s3::{MetaDb, S3Settings, SpinwiseS3};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 const MIB: usize = 1 << 20;
-
-async fn bucket(harness: &Harness, name: &str) {
-    harness
-        .client
-        .create_bucket()
-        .bucket(name)
-        .send()
-        .await
-        .unwrap();
-}
 
 async fn create(harness: &Harness, bucket: &str, key: &str) -> String {
     let output = harness

@@ -7,32 +7,11 @@ mod common;
 
 use aws_sdk_s3::primitives::ByteStream;
 use aws_sdk_s3::types::{Delete, ObjectIdentifier, StorageClass};
-use common::{Harness, code, files_under, get_bytes, md5_hex, pattern, start, start_with, status};
+use common::{
+    bucket, code, files_under, get_bytes, md5_hex, pattern, put, start, start_with, status,
+};
 use spinwise_s3::{EtagMode, S3Settings};
 use std::collections::BTreeSet;
-
-async fn bucket(harness: &Harness, name: &str) {
-    harness
-        .client
-        .create_bucket()
-        .bucket(name)
-        .send()
-        .await
-        .unwrap();
-}
-
-async fn put(harness: &Harness, bucket: &str, key: &str, bytes: &[u8]) -> String {
-    let output = harness
-        .client
-        .put_object()
-        .bucket(bucket)
-        .key(key)
-        .body(ByteStream::from(bytes.to_vec()))
-        .send()
-        .await
-        .unwrap();
-    output.e_tag.unwrap()
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn objects_of_0_1_5mib_and_100mib_round_trip_byte_exact_whole_and_ranged() {

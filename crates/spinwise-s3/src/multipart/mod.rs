@@ -28,9 +28,8 @@ use crate::conditions::{ReadConditions, WriteCondition};
 use crate::meta::{MetaDb, MetaError};
 use crate::names::store_key;
 use crate::service::{
-    Described, SpinwiseS3, WriteTarget, body_stream, check_read, checksum_headers, copy_source,
-    described_from, expected_of, hex, internal, meta_error, now_unix_ms, reader_stream, slow_down,
-    trailer_names,
+    Described, SpinwiseS3, WriteTarget, body_stream, checksum_headers, copy_source, described_from,
+    expected_of, hex, internal, meta_error, now_unix_ms, reader_stream, slow_down, trailer_names,
 };
 use files::{UploadId, parse_part_file_name, parts_stream, random_generation, write_part_file};
 use rows::{PartRow, UploadRow};
@@ -296,9 +295,9 @@ impl SpinwiseS3 {
             input.copy_source_if_modified_since,
             input.copy_source_if_unmodified_since,
         );
-        self.precheck(&source, &conditions).await?;
-        let (reader, view) = self.open_read(&source, range.as_ref()).await?;
-        check_read(&conditions, view.etag().as_ref(), &view.last_modified())?;
+        let (reader, _view) = self
+            .open_checked(&source, range.as_ref(), &conditions)
+            .await?;
         let copied = reader.range();
         if copied.end - copied.start > self.settings.max_part_bytes {
             return Err(self.part_too_large(copied.end - copied.start));

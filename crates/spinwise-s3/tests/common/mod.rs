@@ -189,6 +189,31 @@ pub fn status<E>(
         .unwrap_or(0)
 }
 
+/// Creates bucket `name` (it must not exist).
+pub async fn bucket(harness: &Harness, name: &str) {
+    harness
+        .client
+        .create_bucket()
+        .bucket(name)
+        .send()
+        .await
+        .unwrap();
+}
+
+/// PUTs `bytes` as `key` in `bucket`; returns the ETag (quoted, as sent).
+pub async fn put(harness: &Harness, bucket: &str, key: &str, bytes: &[u8]) -> String {
+    let output = harness
+        .client
+        .put_object()
+        .bucket(bucket)
+        .key(key)
+        .body(aws_sdk_s3::primitives::ByteStream::from(bytes.to_vec()))
+        .send()
+        .await
+        .unwrap();
+    output.e_tag.unwrap()
+}
+
 pub async fn get_bytes(client: &Client, bucket: &str, key: &str, range: Option<&str>) -> Vec<u8> {
     let mut request = client.get_object().bucket(bucket).key(key);
     if let Some(range) = range {
