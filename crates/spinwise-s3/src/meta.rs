@@ -402,3 +402,93 @@ impl MetaDb {
         self.pool.close().await;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A database as a build before public-read buckets left it (schema version 3, one bucket).
+    async fn version_3_database(path: &Path) {
+        let options = SqliteConnectOptions::from_str("sqlite:")
+            .unwrap()
+            .filename(path)
+            .create_if_missing(true);
+        let pool = SqlitePoolOptions::new()
+            .max_connections(1)
+            .connect_with(options)
+            .await
+            .unwrap();
+        for &step in &MIGRATIONS[..3] {
+            sqlx::raw_sql(step).execute(&pool).await.unwrap();
+        }
+        sqlx::raw_sql(
+            "INSERT INTO schema_version (singleton, version) VALUES (1, 3);
+             INSERT INTO buckets (name, created_unix_ms) VALUES ('old', 1);",
+        )
+        .execute(&pool)
+        .await
+        .unwrap();
+        pool.close().await;
+    }
+
+    #[tokio::test]
+    async fn a_database_from_before_public_read_opens_with_its_buckets_private() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(META_FILE);
+        version_3_database(&path).await;
+        let db = MetaDb::open(&path).await.unwrap();
+        assert_eq!(
+            db.bucket_acl("old").await.unwrap(),
+            Some(BucketAcl::Private)
+        );
+        assert!(
+            db.set_bucket_acl("old", BucketAcl::PublicRead)
+                .await
+                .unwrap()
+        );
+        assert_eq!(
+            db.bucket_acl("old").await.unwrap(),
+            Some(BucketAcl::PublicRead)
+        );
+        assert_eq!(db.bucket_acl("missing").await.unwrap(), None);
+        assert!(
+            !db.set_bucket_acl("missing", BucketAcl::PublicRead)
+                .await
+                .unwrap()
+        );
+        db.close().await;
+        // Reopening applies nothing twice and keeps the flag.
+        let db = MetaDb::open(&path).await.unwrap();
+        assert_eq!(
+            db.bucket_acl("old").await.unwrap(),
+            Some(BucketAcl::PublicRead)
+        );
+        db.close().await;
+    }
+
+    #[tokio::test]
+    async fn a_bucket_is_created_with_its_acl_and_an_existing_one_keeps_its_own() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = MetaDb::open(&dir.path().join(META_FILE)).await.unwrap();
+        assert!(
+            db.create_bucket_with_acl("pub", 1, BucketAcl::PublicRead)
+                .await
+                .unwrap()
+        );
+        assert!(db.create_bucket("priv", 1).await.unwrap());
+        assert!(
+            !db.create_bucket_with_acl("priv", 2, BucketAcl::PublicRead)
+                .await
+                .unwrap()
+        );
+        assert_eq!(
+            db.bucket_acl("pub").await.unwrap(),
+            Some(BucketAcl::PublicRead)
+        );
+        assert_eq!(
+            db.bucket_acl("priv").await.unwrap(),
+            Some(BucketAcl::Private)
+        );
+        db.close().await;
+    }
+}
