@@ -21,14 +21,19 @@
 //! - [`names`] maps bucket and key to the store key `"<bucket>/<key>"` (keys never become paths);
 //! - [`restore`] holds the per-bucket restore mode (`sync`/`async`, set by bucket tagging) and
 //!   [`Restorer`]: RestoreObject, restored copies in `DATA/s3-restored`, their expiry;
+//! - [`access`] holds public-read buckets: each bucket's ACL (`private` or `public-read`, set by
+//!   CreateBucket's `x-amz-acl` or PutBucketAcl) and [`PublicReadAccess`], the s3s access check
+//!   that lets anonymous clients read (GET, HEAD, list) a public-read bucket and nothing else;
 //! - [`credentials`] holds the server's key pair (given, saved, or generated once);
-//! - [`server`] serves the s3s service with SigV4 authentication, over plain HTTP or TLS, and
+//! - [`server`] serves the s3s service with SigV4 authentication (anonymous reads of public-read
+//!   buckets aside), over plain HTTP or TLS, and
 //!   stops gracefully;
 //! - [`tls`] holds [`TlsConfig`]: the optional rustls (ring) configuration from PEM files and the
 //!   handshake timeout.
 //!
 //! Dependencies point one way: spinwise-cli → spinwise-s3 → spinwise-store.
 
+pub mod access;
 pub mod body;
 pub(crate) mod conditions;
 pub mod credentials;
@@ -40,6 +45,7 @@ pub mod server;
 pub mod service;
 pub mod tls;
 
+pub use access::{BucketAcl, PublicReadAccess};
 pub use credentials::{CredentialSource, Credentials, CredentialsError};
 pub use meta::{META_FILE, MetaDb, MetaError};
 pub use restore::{RestoreMode, Restorer};

@@ -1,6 +1,7 @@
 //! [`MetaDb`]: the S3 layer's own SQLite database (`DATA/s3.sqlite`, WAL, `synchronous = FULL`),
-//! holding what the store does not know: buckets, and each object's S3 metadata (ETag,
-//! Content-Type, user metadata). The byte/row layout is documented in docs/s3.md.
+//! holding what the store does not know: buckets (and whether each is public-read), and each
+//! object's S3 metadata (ETag, Content-Type, user metadata). The byte/row layout is documented in
+//! docs/s3.md.
 //!
 //! Invariants:
 //! - the store's catalog decides whether an object exists; a metadata row only describes an
@@ -11,6 +12,7 @@
 //! - rows that describe nothing are removed after the next PUT or DELETE of their key and at
 //!   start-up ([`MetaDb::orphans`]).
 
+use crate::access::BucketAcl;
 use sqlx::Row;
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
@@ -31,6 +33,7 @@ const MIGRATIONS: &[&str] = &[
     SCHEMA_V1,
     crate::multipart::rows::SCHEMA_STEP,
     SCHEMA_RESTORE,
+    SCHEMA_PUBLIC_READ,
 ];
 
 const SCHEMA_V1: &str = r#"
@@ -75,6 +78,12 @@ CREATE TABLE restores (
     completed_unix_ms INTEGER,
     expiry_unix_ms INTEGER
 ) STRICT, WITHOUT ROWID;
+"#;
+
+/// Public-read buckets (see [`crate::access`]): 1 when anonymous clients may read the bucket.
+/// Buckets that predate this step stay private (0), the only access they had.
+const SCHEMA_PUBLIC_READ: &str = r#"
+ALTER TABLE buckets ADD COLUMN public_read INTEGER NOT NULL DEFAULT 0 CHECK (public_read IN (0, 1));
 "#;
 
 #[derive(Debug, thiserror::Error)]
@@ -177,15 +186,49 @@ impl MetaDb {
         Ok(())
     }
 
-    /// Creates `name`; false if it already exists.
+    /// Creates `name`, private; false if it already exists.
     pub async fn create_bucket(&self, name: &str, now_unix_ms: i64) -> Result<bool, MetaError> {
+        self.create_bucket_with_acl(name, now_unix_ms, BucketAcl::Private)
+            .await
+    }
+
+    /// Creates `name` with `acl` in one insert, so a bucket is never visible with another ACL
+    /// than the one it was created with; false if it already exists (its ACL is left as it is).
+    pub async fn create_bucket_with_acl(
+        &self,
+        name: &str,
+        now_unix_ms: i64,
+        acl: BucketAcl,
+    ) -> Result<bool, MetaError> {
         let done = sqlx::query(
-            "INSERT INTO buckets (name, created_unix_ms) VALUES (?, ?) ON CONFLICT (name) DO NOTHING",
+            "INSERT INTO buckets (name, created_unix_ms, public_read) VALUES (?, ?, ?) \
+             ON CONFLICT (name) DO NOTHING",
         )
         .bind(name)
         .bind(now_unix_ms)
+        .bind(acl.is_public_read())
         .execute(&self.pool)
         .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    /// `name`'s ACL; `None` when there is no such bucket.
+    pub async fn bucket_acl(&self, name: &str) -> Result<Option<BucketAcl>, MetaError> {
+        let public_read: Option<bool> =
+            sqlx::query_scalar("SELECT public_read FROM buckets WHERE name = ?")
+                .bind(name)
+                .fetch_optional(&self.pool)
+                .await?;
+        Ok(public_read.map(BucketAcl::from_public_read))
+    }
+
+    /// Sets `name`'s ACL (durable on return); false when there is no such bucket.
+    pub async fn set_bucket_acl(&self, name: &str, acl: BucketAcl) -> Result<bool, MetaError> {
+        let done = sqlx::query("UPDATE buckets SET public_read = ? WHERE name = ?")
+            .bind(acl.is_public_read())
+            .bind(name)
+            .execute(&self.pool)
+            .await?;
         Ok(done.rows_affected() == 1)
     }
 
@@ -357,5 +400,95 @@ impl MetaDb {
     /// Closes the connections (checkpointing the WAL).
     pub async fn close(&self) {
         self.pool.close().await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A database as a build before public-read buckets left it (schema version 3, one bucket).
+    async fn version_3_database(path: &Path) {
+        let options = SqliteConnectOptions::from_str("sqlite:")
+            .unwrap()
+            .filename(path)
+            .create_if_missing(true);
+        let pool = SqlitePoolOptions::new()
+            .max_connections(1)
+            .connect_with(options)
+            .await
+            .unwrap();
+        for &step in &MIGRATIONS[..3] {
+            sqlx::raw_sql(step).execute(&pool).await.unwrap();
+        }
+        sqlx::raw_sql(
+            "INSERT INTO schema_version (singleton, version) VALUES (1, 3);
+             INSERT INTO buckets (name, created_unix_ms) VALUES ('old', 1);",
+        )
+        .execute(&pool)
+        .await
+        .unwrap();
+        pool.close().await;
+    }
+
+    #[tokio::test]
+    async fn a_database_from_before_public_read_opens_with_its_buckets_private() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(META_FILE);
+        version_3_database(&path).await;
+        let db = MetaDb::open(&path).await.unwrap();
+        assert_eq!(
+            db.bucket_acl("old").await.unwrap(),
+            Some(BucketAcl::Private)
+        );
+        assert!(
+            db.set_bucket_acl("old", BucketAcl::PublicRead)
+                .await
+                .unwrap()
+        );
+        assert_eq!(
+            db.bucket_acl("old").await.unwrap(),
+            Some(BucketAcl::PublicRead)
+        );
+        assert_eq!(db.bucket_acl("missing").await.unwrap(), None);
+        assert!(
+            !db.set_bucket_acl("missing", BucketAcl::PublicRead)
+                .await
+                .unwrap()
+        );
+        db.close().await;
+        // Reopening applies nothing twice and keeps the flag.
+        let db = MetaDb::open(&path).await.unwrap();
+        assert_eq!(
+            db.bucket_acl("old").await.unwrap(),
+            Some(BucketAcl::PublicRead)
+        );
+        db.close().await;
+    }
+
+    #[tokio::test]
+    async fn a_bucket_is_created_with_its_acl_and_an_existing_one_keeps_its_own() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = MetaDb::open(&dir.path().join(META_FILE)).await.unwrap();
+        assert!(
+            db.create_bucket_with_acl("pub", 1, BucketAcl::PublicRead)
+                .await
+                .unwrap()
+        );
+        assert!(db.create_bucket("priv", 1).await.unwrap());
+        assert!(
+            !db.create_bucket_with_acl("priv", 2, BucketAcl::PublicRead)
+                .await
+                .unwrap()
+        );
+        assert_eq!(
+            db.bucket_acl("pub").await.unwrap(),
+            Some(BucketAcl::PublicRead)
+        );
+        assert_eq!(
+            db.bucket_acl("priv").await.unwrap(),
+            Some(BucketAcl::Private)
+        );
+        db.close().await;
     }
 }

@@ -1,13 +1,14 @@
 //! The HTTP side: the s3s service with SigV4 authentication (header and presigned query, one key
-//! pair, no anonymous access) served by hyper 1 over HTTP/1.1 on tokio, plain or over TLS
-//! ([`crate::tls`]), and its graceful stop.
+//! pair; anonymous requests only read public-read buckets, [`crate::access`]) served by hyper 1
+//! over HTTP/1.1 on tokio, plain or over TLS ([`crate::tls`]), and its graceful stop.
 //!
 //! Invariants:
 //! - the accept loop only accepts: each connection's TLS handshake runs on that connection's own
 //!   task under the handshake timeout, so a slow, silent or non-TLS client delays no one else;
 //!   a failed handshake is logged (debug) and the connection dropped;
-//! - every request is authenticated by s3s before it reaches [`crate::SpinwiseS3`]; a request
-//!   without a signature is refused (AccessDenied), a wrong secret is SignatureDoesNotMatch;
+//! - every request is authenticated by s3s before it reaches [`crate::SpinwiseS3`]; a wrong
+//!   secret is SignatureDoesNotMatch; a request without a signature is refused (AccessDenied)
+//!   unless [`PublicReadAccess`] allows it (a read of a public-read bucket);
 //! - stopping closes the listener first, abandons handshakes still running, then waits for the
 //!   requests in flight to finish;
 //! - a response carrying a [`StatusOverride`] extension gets that status (s3s fixes each
@@ -16,6 +17,7 @@
 //!   ([`close_after_refused_body`]): the body may be unread, and the bytes that follow on the
 //!   connection are then not known to be the next request.
 
+use crate::access::PublicReadAccess;
 use crate::credentials::Credentials;
 use crate::service::SpinwiseS3;
 use crate::tls::TlsConfig;
@@ -39,13 +41,19 @@ const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct StatusOverride(pub(crate) http::StatusCode);
 
-/// The s3s service over `s3`, accepting only requests signed with `credentials`.
+/// The s3s service over `s3`, accepting requests signed with `credentials`, and anonymous reads
+/// of public-read buckets.
 pub fn build_service(s3: SpinwiseS3, credentials: &Credentials) -> S3Service {
+    // Reads the ACLs from the same database (one pool): a PutBucketAcl is seen by the next check.
+    let access = PublicReadAccess::new(s3.meta().clone());
     let mut builder = S3ServiceBuilder::new(s3);
     builder.set_auth(SimpleAuth::from_single(
         credentials.access_key.clone(),
         credentials.secret_key.clone(),
     ));
+    // s3s calls the access check only when auth is set (above); it runs after the signature
+    // check, so a bad signature is refused before an anonymous-read decision is ever made.
+    builder.set_access(access);
     builder.build()
 }
 

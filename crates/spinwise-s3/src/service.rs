@@ -886,11 +886,13 @@ impl S3 for SpinwiseS3 {
         &self,
         req: S3Request<CreateBucketInput>,
     ) -> S3Result<S3Response<CreateBucketOutput>> {
+        // Refused before anything is created: an ACL this server cannot honour creates no bucket.
+        let acl = crate::access::from_create_bucket(&req.input)?;
         let bucket = req.input.bucket;
         check_bucket(&bucket)?;
         if !self
             .meta
-            .create_bucket(&bucket, now_unix_ms())
+            .create_bucket_with_acl(&bucket, now_unix_ms(), acl)
             .await
             .map_err(meta_error)?
         {
@@ -1396,5 +1398,20 @@ impl S3 for SpinwiseS3 {
     ) -> S3Result<S3Response<DeleteBucketTaggingOutput>> {
         self.delete_tagging(&req.input.bucket).await?;
         Ok(S3Response::new(DeleteBucketTaggingOutput::default()))
+    }
+
+    async fn put_bucket_acl(
+        &self,
+        req: S3Request<PutBucketAclInput>,
+    ) -> S3Result<S3Response<PutBucketAclOutput>> {
+        self.put_acl(&req.input).await?;
+        Ok(S3Response::new(PutBucketAclOutput::default()))
+    }
+
+    async fn get_bucket_acl(
+        &self,
+        req: S3Request<GetBucketAclInput>,
+    ) -> S3Result<S3Response<GetBucketAclOutput>> {
+        Ok(S3Response::new(self.get_acl(&req.input.bucket).await?))
     }
 }
