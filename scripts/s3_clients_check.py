@@ -3,7 +3,8 @@
 supported call byte-exact: buckets, PUT/GET/HEAD of 0 B, 1 B, 5 MiB and 100 MiB objects (whole
 and ranged), metadata and copies, listings, deletes, multipart upload (low level, boto3's
 upload_file, and `aws s3 cp` of a 20 MiB file, which the CLI uploads in parts), conditional
-requests (IfNoneMatch="*" and IfMatch PUTs, 304 and 412 GETs) and the error codes
+requests (IfNoneMatch="*" and IfMatch PUTs, 304 and 412 GETs), a public-read bucket read
+anonymously (boto3 UNSIGNED, `aws s3 cp --no-sign-request`) and the error codes
 (SignatureDoesNotMatch, NoSuchBucket, NoSuchKey, ...).
 
 Usage:
@@ -403,6 +404,38 @@ def check_conditional_requests(ctx):
     expect_error(lambda: ctx.s3.put_object(Bucket=bucket, Key="once", Body=b"stale", IfMatch=etag),
                  "PreconditionFailed", 412, "If-Match PUT with a replaced ETag")
     expect_bytes(ctx.get(bucket, "once"), b"replaced", "the key after a stale conditional PUT")
+
+
+@check
+def check_public_read(ctx):
+    """A bucket made public-read with the aws CLI serves anonymous downloads and lists, nothing else."""
+    bucket = ctx.bucket("public")
+    ctx.s3.put_object(Bucket=bucket, Key="open.txt", Body=b"for everyone")
+    anonymous = boto3.client(
+        "s3",
+        endpoint_url=ctx.endpoint,
+        region_name="us-east-1",
+        config=botocore.config.Config(signature_version=botocore.UNSIGNED, s3={"addressing_style": "path"}),
+    )
+    expect_error(lambda: anonymous.get_object(Bucket=bucket, Key="open.txt"), "AccessDenied", 403,
+                 "anonymous GET from a private bucket")
+    ctx.aws("s3api", "put-bucket-acl", "--bucket", bucket, "--acl", "public-read")
+    expect_bytes(anonymous.get_object(Bucket=bucket, Key="open.txt")["Body"].read(), b"for everyone",
+                 "anonymous GET from a public-read bucket")
+    listed = [item["Key"] for item in anonymous.list_objects_v2(Bucket=bucket).get("Contents", [])]
+    expect(listed == ["open.txt"], f"anonymous listing: {listed}")
+    target = os.path.join(ctx.workdir, "public-target")
+    ctx.aws("s3", "cp", "--no-sign-request", f"s3://{bucket}/open.txt", target)
+    with open(target, "rb") as file:
+        expect_bytes(file.read(), b"for everyone", "aws s3 cp --no-sign-request")
+    expect_error(lambda: anonymous.put_object(Bucket=bucket, Key="open.txt", Body=b"vandal"), "AccessDenied", 403,
+                 "anonymous PUT into a public-read bucket")
+    expect_error(lambda: anonymous.delete_object(Bucket=bucket, Key="open.txt"), "AccessDenied", 403,
+                 "anonymous DELETE in a public-read bucket")
+    expect_bytes(ctx.get(bucket, "open.txt"), b"for everyone", "the object after refused anonymous writes")
+    ctx.s3.put_bucket_acl(Bucket=bucket, ACL="private")
+    expect_error(lambda: anonymous.get_object(Bucket=bucket, Key="open.txt"), "AccessDenied", 403,
+                 "anonymous GET after the bucket went private again")
 
 
 @check

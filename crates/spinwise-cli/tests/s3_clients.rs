@@ -1,8 +1,8 @@
 //! Real S3 clients against the real binary: starts `spinwise serve` on an ephemeral port over a
 //! new data directory (time factor 0.001, upkeep migrating what has been staged for 2 s) and runs
 //! scripts/s3_clients_check.py, which drives it with boto3 and the aws CLI (every supported call
-//! byte-exact, multipart through `aws s3 cp` and boto3's upload_file, conditional requests, the
-//! async restore flow, error codes). Missing python3, boto3 or aws fails the test with the
+//! byte-exact, multipart through `aws s3 cp` and boto3's upload_file, conditional requests, a
+//! public-read bucket read anonymously, the async restore flow, error codes). Missing python3, boto3 or aws fails the test with the
 //! install line: CI must provide them, a skipped check would prove nothing.
 
 use std::io::{BufRead as _, BufReader};
