@@ -536,6 +536,21 @@ impl SpinwiseS3 {
         let digests = outcome
             .digests()
             .expect("a committed PUT wrote its row from these digests");
+        self.forget_replaced(&record).await;
+        let etag = given_etag.unwrap_or_else(|| made_etag(etag_mode, &digests, &record));
+        Ok(Ingested {
+            record,
+            etag,
+            checksums: digests.checksums,
+        })
+    }
+
+    /// After a commit of `record`: drops what belonged to the object it replaced (metadata rows
+    /// of other content, a restored copy). A failure leaves only a stale row or copy behind,
+    /// which never describes the committed object (both are keyed by content hash), so it is
+    /// logged rather than failing a PUT that is already durable.
+    async fn forget_replaced(&self, record: &ObjectRecord) {
+        let store_key = record.key.as_str();
         if let Err(error) = self
             .meta
             .delete_object_meta_except(store_key, Some(&record.content_hash))
@@ -546,12 +561,6 @@ impl SpinwiseS3 {
         self.restorer
             .forget(store_key, Some(&record.content_hash))
             .await;
-        let etag = given_etag.unwrap_or_else(|| made_etag(etag_mode, &digests, &record));
-        Ok(Ingested {
-            record,
-            etag,
-            checksums: digests.checksums,
-        })
     }
 
     /// Checks a conditional write against the key's current object. Called under the key's
