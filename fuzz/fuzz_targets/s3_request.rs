@@ -1,8 +1,9 @@
 //! Fuzz target for the S3 request entry points: arbitrary bytes become an HTTP request (method,
 //! target with query, headers, body; see tests/common/raw.rs) answered in process by the real
 //! s3s service over a real store in a temporary directory. The first byte picks the service: odd
-//! → SigV4 authentication as in `spinwise serve` (fuzzes the signature parsers), even → open
-//! access (fuzzes routing, query and XML parsing and every handler behind authentication).
+//! → `spinwise serve`'s own service (`build_service`: SigV4 and the public-read access check, so
+//! it fuzzes the signature parsers and anonymous requests), even → open access (fuzzes routing,
+//! query and XML parsing and every handler behind authentication).
 //!
 //! A crash is: a panic anywhere, a 500 Internal Error, or a file created outside the data
 //! directory.
@@ -15,9 +16,8 @@ mod raw;
 use http_body_util::BodyExt as _;
 use libfuzzer_sys::fuzz_target;
 use s3s::access::{S3Access, S3AccessContext};
-use s3s::auth::SimpleAuth;
 use s3s::service::{S3Service, S3ServiceBuilder};
-use spinwise_s3::{MetaDb, S3Settings, SpinwiseS3};
+use spinwise_s3::{Credentials, MetaDb, S3Settings, SpinwiseS3, build_service};
 use spinwise_store::staging::StagingConfig;
 use spinwise_store::{RackSource, Store, StoreConfig};
 use std::path::Path;
@@ -80,13 +80,15 @@ fn world() -> &'static World {
                     let s3 = SpinwiseS3::new(store, meta, S3Settings::default())
                         .await
                         .expect("the S3 layer");
-                    let mut builder = S3ServiceBuilder::new(s3);
                     if access_open {
+                        let mut builder = S3ServiceBuilder::new(s3);
                         builder.set_access(Open);
+                        builder.build()
                     } else {
-                        builder.set_auth(SimpleAuth::from_single("FUZZACCESSKEY", "fuzz-secret"));
+                        let keys = Credentials::given("FUZZACCESSKEY000", "fuzz-secret-0123456789")
+                            .expect("valid fuzz keys");
+                        build_service(s3, &keys)
                     }
-                    builder.build()
                 }
             };
             (service(true).await, service(false).await)
