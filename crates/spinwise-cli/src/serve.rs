@@ -18,7 +18,7 @@ use clap::Args;
 use spinwise_model::parse_rack;
 use spinwise_s3::{
     CredentialSource, Credentials, EtagMode, META_FILE, MetaDb, RestoreMode, RunningServer,
-    S3Settings, SpinwiseS3, TlsConfig, build_service,
+    S3Settings, SpinwiseS3, TlsConfig, build_service_with,
 };
 use spinwise_store::driver::{DiskEvent, GroupActivity};
 use spinwise_store::{RackSource, SqliteStore, Store, StoreConfig, StoreError};
@@ -49,6 +49,11 @@ pub struct ServeArgs {
     /// Where to listen for S3 requests [default: 127.0.0.1:9000]
     #[arg(long, value_name = "ADDR")]
     pub listen: Option<SocketAddr>,
+    /// A domain for virtual-hosted-style requests: `Host: <bucket>.<NAME>` names the bucket
+    /// (as AWS SDKs send for DNS names); repeat for several. Other hosts stay path style
+    /// [default: none, path style only]
+    #[arg(long = "domain", value_name = "NAME")]
+    pub domains: Vec<String>,
     /// A shipped rack for a new data directory (default dense-jbod-60); for an existing one it
     /// must be the rack the store was created with.
     #[arg(long, value_name = "NAME", conflicts_with = "rack")]
@@ -349,8 +354,9 @@ async fn serve(settings: &ServeSettings) -> CliResult<()> {
             path: settings.listen.to_string(),
             source,
         })?;
-    let server = RunningServer::start_with(listener, build_service(s3, &credentials), tls)
-        .map_err(|source| CliError::Io {
+    let service = build_service_with(s3, &credentials, settings.domains.clone());
+    let server =
+        RunningServer::start_with(listener, service, tls).map_err(|source| CliError::Io {
             path: settings.listen.to_string(),
             source,
         })?;

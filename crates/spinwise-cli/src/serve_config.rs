@@ -6,6 +6,7 @@
 //!   key) and the rack choice (preset or rack file) come whole from one source: a flag for
 //!   either half of a pair replaces both halves from the file, so a file's secret never goes with
 //!   a flag's access key;
+//! - `domains` (a list) comes whole from the flags (`--domain`, repeated) or the file;
 //! - relative paths in the file are relative to the file's directory, so the file means the
 //!   same from any working directory;
 //! - an unknown key, a wrong type or a half pair in the file is an error naming the file, before
@@ -14,7 +15,7 @@
 use crate::error::{CliError, CliResult, io_error};
 use crate::serve::ServeArgs;
 use serde::Deserialize;
-use spinwise_s3::{EtagMode, RestoreMode};
+use spinwise_s3::{BucketDomains, EtagMode, RestoreMode};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
@@ -35,6 +36,7 @@ pub const DEFAULT_ABANDON_UPLOADS_AFTER_DAYS: u64 = 7;
 struct ServeFile {
     data: Option<PathBuf>,
     listen: Option<SocketAddr>,
+    domains: Option<Vec<String>>,
     preset: Option<String>,
     rack: Option<PathBuf>,
     layout: Option<PathBuf>,
@@ -62,6 +64,8 @@ pub enum RackChoice {
 pub struct ServeSettings {
     pub data: PathBuf,
     pub listen: SocketAddr,
+    /// Domains for virtual-hosted-style requests (None: path style only).
+    pub domains: Option<BucketDomains>,
     /// The rack for a new store (None: the default preset); must match an existing store's.
     pub rack: Option<RackChoice>,
     /// A layout file for a new store (None: plan now); must match an existing store's.
@@ -175,6 +179,7 @@ fn merge(args: &ServeArgs, file: ServeFile, base: &Path) -> CliResult<ServeSetti
             Some(listen) => listen,
             None => DEFAULT_LISTEN.parse().expect("the default address parses"),
         },
+        domains: domains(args, file.domains)?,
         rack: flag_rack.or(file_rack),
         layout: args.layout.clone().or(file.layout.map(from_file)),
         time_factor: args.time_factor.or(file.time_factor),
@@ -204,6 +209,24 @@ fn merge(args: &ServeArgs, file: ServeFile, base: &Path) -> CliResult<ServeSetti
         tls: flag_tls.or(file_tls),
         config_file: args.config.clone(),
     })
+}
+
+/// The domains of the flags, else of the file, checked now so a bad one creates nothing.
+fn domains(args: &ServeArgs, from_file: Option<Vec<String>>) -> CliResult<Option<BucketDomains>> {
+    let (names, source) = match (args.domains.is_empty(), from_file) {
+        (false, _) => (args.domains.clone(), "--domain".to_string()),
+        (true, Some(names)) => {
+            let file = args.config.as_deref().unwrap_or(Path::new("?"));
+            (names, format!("{}: `domains`", file.display()))
+        }
+        (true, None) => return Ok(None),
+    };
+    if names.is_empty() {
+        return Ok(None);
+    }
+    BucketDomains::new(&names)
+        .map(Some)
+        .map_err(|error| CliError::Usage(format!("{source}: {error}")))
 }
 
 /// A file value that has its own grammar (`restore_mode`, `etag`), with the file named in the
@@ -262,6 +285,7 @@ mod tests {
         assert_eq!(defaults.etag, EtagMode::Md5);
         assert_eq!(defaults.abandon_uploads_after_days, 7);
         assert_eq!(defaults.tls, None);
+        assert_eq!(defaults.domains, None);
     }
 
     #[test]
@@ -272,6 +296,7 @@ mod tests {
             r#"
 data = "archive"
 listen = "0.0.0.0:9100"
+domains = ["s3.example.com"]
 rack = "racks/mine.toml"
 layout = "/abs/layout.json"
 time_factor = 0.01
@@ -289,6 +314,10 @@ tls_key = "key.pem"
         let from_file = settings(&["--config", &file]).unwrap();
         assert_eq!(from_file.data, dir.path().join("archive"));
         assert_eq!(from_file.listen.to_string(), "0.0.0.0:9100");
+        assert_eq!(
+            from_file.domains,
+            Some(BucketDomains::new(["s3.example.com"]).unwrap())
+        );
         assert_eq!(
             from_file.rack,
             Some(RackChoice::File(dir.path().join("racks/mine.toml")))
@@ -318,13 +347,17 @@ tls_key = "key.pem"
         let dir = tempfile::tempdir().unwrap();
         let file = config_file(
             dir.path(),
-            "listen = \"0.0.0.0:9100\"\nrack = \"mine.toml\"\naccess_key = \"FILEKEY000000000001\"\nsecret_key = \"file-secret-0123456789abcdef\"\netag = \"blake3\"\n",
+            "listen = \"0.0.0.0:9100\"\ndomains = [\"file.test\"]\nrack = \"mine.toml\"\naccess_key = \"FILEKEY000000000001\"\nsecret_key = \"file-secret-0123456789abcdef\"\netag = \"blake3\"\n",
         );
         let flags = [
             "--config",
             file.as_str(),
             "--listen",
             "127.0.0.1:9200",
+            "--domain",
+            "flag-one.test",
+            "--domain",
+            "flag-two.test",
             "--preset",
             "pelican",
             "--access-key",
@@ -334,6 +367,10 @@ tls_key = "key.pem"
         ];
         let merged = settings(&flags).unwrap();
         assert_eq!(merged.listen.to_string(), "127.0.0.1:9200");
+        assert_eq!(
+            merged.domains,
+            Some(BucketDomains::new(["flag-one.test", "flag-two.test"]).unwrap())
+        );
         assert_eq!(merged.rack, Some(RackChoice::Preset("pelican".into())));
         assert_eq!(
             merged.keys,
@@ -361,6 +398,8 @@ tls_key = "key.pem"
             ("tls_key = \"key.pem\"\n", "go together"),
             ("restore_mode = \"later\"\n", "restore_mode"),
             ("etag = \"sha1\"\n", "etag"),
+            ("domains = [\"bad_domain\"]\n", "domains"),
+            ("domains = \"s3.example.com\"\n", "domains"),
         ] {
             let file = config_file(dir.path(), text);
             let error = settings(&["--config", &file]).unwrap_err().to_string();

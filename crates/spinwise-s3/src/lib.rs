@@ -18,6 +18,8 @@
 //!   refusing bad digests and bodies over the limit before anything is committed;
 //! - `conditions` evaluates conditional requests (`If-Match`, `If-None-Match`,
 //!   `If-(Un)Modified-Since`, the copy-source forms, and conditional writes);
+//! - [`hosts`] holds [`BucketDomains`]: virtual-hosted-style addressing (`<bucket>.<domain>`
+//!   hosts) for the server's configured domains;
 //! - [`names`] maps bucket and key to the store key `"<bucket>/<key>"` (keys never become paths);
 //! - [`restore`] holds the per-bucket restore mode (`sync`/`async`, set by bucket tagging) and
 //!   [`Restorer`]: RestoreObject, restored copies in `DATA/s3-restored`, their expiry;
@@ -37,6 +39,7 @@ pub mod access;
 pub mod body;
 pub(crate) mod conditions;
 pub mod credentials;
+pub mod hosts;
 pub mod meta;
 pub mod multipart;
 pub mod names;
@@ -47,8 +50,9 @@ pub mod tls;
 
 pub use access::{BucketAcl, PublicReadAccess};
 pub use credentials::{CredentialSource, Credentials, CredentialsError};
+pub use hosts::{BucketDomains, DomainError};
 pub use meta::{META_FILE, MetaDb, MetaError};
 pub use restore::{RestoreMode, Restorer};
-pub use server::{RunningServer, build_service};
+pub use server::{RunningServer, build_service, build_service_with};
 pub use service::{EtagMode, S3Settings, SpinwiseS3};
 pub use tls::{TlsConfig, TlsError};

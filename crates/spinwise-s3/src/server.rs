@@ -19,6 +19,7 @@
 
 use crate::access::PublicReadAccess;
 use crate::credentials::Credentials;
+use crate::hosts::BucketDomains;
 use crate::service::SpinwiseS3;
 use crate::tls::TlsConfig;
 use hyper_util::rt::{TokioIo, TokioTimer};
@@ -42,8 +43,18 @@ const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
 pub(crate) struct StatusOverride(pub(crate) http::StatusCode);
 
 /// The s3s service over `s3`, accepting requests signed with `credentials`, and anonymous reads
-/// of public-read buckets.
+/// of public-read buckets; path-style addressing only.
 pub fn build_service(s3: SpinwiseS3, credentials: &Credentials) -> S3Service {
+    build_service_with(s3, credentials, None)
+}
+
+/// [`build_service`], also taking `<bucket>.<domain>` hosts as virtual-hosted-style requests
+/// when `domains` are given ([`BucketDomains`]).
+pub fn build_service_with(
+    s3: SpinwiseS3,
+    credentials: &Credentials,
+    domains: Option<BucketDomains>,
+) -> S3Service {
     // Reads the ACLs from the same database (one pool): a PutBucketAcl is seen by the next check.
     let access = PublicReadAccess::new(s3.meta().clone());
     let mut builder = S3ServiceBuilder::new(s3);
@@ -54,6 +65,9 @@ pub fn build_service(s3: SpinwiseS3, credentials: &Credentials) -> S3Service {
     // s3s calls the access check only when auth is set (above); it runs after the signature
     // check, so a bad signature is refused before an anonymous-read decision is ever made.
     builder.set_access(access);
+    if let Some(domains) = domains {
+        builder.set_host(domains);
+    }
     builder.build()
 }
 

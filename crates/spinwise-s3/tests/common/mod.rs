@@ -11,7 +11,8 @@ pub mod wire;
 use aws_sdk_s3::Client;
 use aws_sdk_s3::config::{BehaviorVersion, Credentials as SdkCredentials, Region};
 use spinwise_s3::{
-    Credentials, MetaDb, RunningServer, S3Settings, SpinwiseS3, TlsConfig, build_service,
+    BucketDomains, Credentials, MetaDb, RunningServer, S3Settings, SpinwiseS3, TlsConfig,
+    build_service_with,
 };
 use spinwise_store::staging::StagingConfig;
 use spinwise_store::{RackSource, SqliteStore, Store, StoreConfig};
@@ -57,19 +58,31 @@ pub async fn start() -> Harness {
 }
 
 pub async fn start_with(config: StoreConfig, settings: S3Settings) -> Harness {
-    start_serving(config, settings, None).await
+    start_serving(config, settings, None, None).await
+}
+
+/// The harness with virtual-hosted-style addressing below `domains`.
+pub async fn start_with_domains(domains: BucketDomains) -> Harness {
+    start_serving(config(None), S3Settings::default(), None, Some(domains)).await
 }
 
 /// The harness over TLS: the server uses `tls`, the client trusts `root_pem` only and reaches
 /// the server as `https://127.0.0.1:PORT` (the certificate must name that address).
 pub async fn start_tls(tls: TlsConfig, root_pem: &str) -> Harness {
-    start_serving(config(None), S3Settings::default(), Some((tls, root_pem))).await
+    start_serving(
+        config(None),
+        S3Settings::default(),
+        Some((tls, root_pem)),
+        None,
+    )
+    .await
 }
 
 async fn start_serving(
     config: StoreConfig,
     settings: S3Settings,
     tls: Option<(TlsConfig, &str)>,
+    domains: Option<BucketDomains>,
 ) -> Harness {
     let dir = tempfile::tempdir().unwrap();
     let data_dir = dir.path().join("data");
@@ -82,7 +95,7 @@ async fn start_serving(
         .unwrap();
     let credentials = Credentials::given(ACCESS_KEY, SECRET_KEY).unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let service = build_service(s3, &credentials);
+    let service = build_service_with(s3, &credentials, domains);
     let (server, client) = match tls {
         None => {
             let server = RunningServer::start(listener, service).unwrap();

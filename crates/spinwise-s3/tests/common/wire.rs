@@ -43,10 +43,20 @@ pub fn signed_headers(
     secret_key: &str,
 ) -> Vec<(String, String)> {
     let host = addr.to_string();
-    let mut all: Vec<(&str, &str)> = vec![
-        ("host", host.as_str()),
-        ("x-amz-content-sha256", "UNSIGNED-PAYLOAD"),
-    ];
+    signed_headers_for_host(&host, method, target, headers, access_key, secret_key)
+}
+
+/// [`signed_headers`] with `host` as the `Host` header (a virtual-hosted-style request).
+pub fn signed_headers_for_host(
+    host: &str,
+    method: &str,
+    target: &str,
+    headers: &[(&str, &str)],
+    access_key: &str,
+    secret_key: &str,
+) -> Vec<(String, String)> {
+    let mut all: Vec<(&str, &str)> =
+        vec![("host", host), ("x-amz-content-sha256", "UNSIGNED-PAYLOAD")];
     all.extend_from_slice(headers);
     let identity =
         aws_credential_types::Credentials::new(access_key, secret_key, None, None, "wire").into();
