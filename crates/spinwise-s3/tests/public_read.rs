@@ -17,13 +17,9 @@ use aws_sdk_s3::types::{
     ObjectIdentifier, Permission, RestoreRequest, StorageClass, Tag, Tagging, Type,
 };
 use common::wire::{Answer, exchange, signed_headers};
-use common::{Harness, code, get_bytes, md5_hex, pattern, start, start_with, status};
-use spinwise_s3::{
-    Credentials, MetaDb, RestoreMode, RunningServer, S3Settings, SpinwiseS3, build_service,
-};
-use spinwise_store::Store;
+use common::{code, get_bytes, md5_hex, pattern, restart, start, start_with, status};
+use spinwise_s3::{RestoreMode, S3Settings};
 use std::net::SocketAddr;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 const ALL_USERS: &str = "http://acs.amazonaws.com/groups/global/AllUsers";
@@ -793,49 +789,6 @@ async fn a_wrong_signature_on_a_public_bucket_is_still_signature_does_not_match(
     harness.server.stop().await;
 }
 
-/// Stops the server, closes the store and serves the same data directory again.
-async fn restart(harness: Harness) -> Harness {
-    let Harness {
-        dir,
-        data_dir,
-        mut store,
-        server,
-        ..
-    } = harness;
-    server.stop().await;
-    let started = Instant::now();
-    let closed = loop {
-        match Arc::try_unwrap(store) {
-            Ok(closed) => break closed,
-            Err(shared) => store = shared,
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(60),
-            "the store is still in use"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
-    closed.close().await;
-    let store = Arc::new(Store::open_sqlite(&data_dir).await.unwrap());
-    let meta = MetaDb::open(&data_dir.join(spinwise_s3::META_FILE))
-        .await
-        .unwrap();
-    let s3 = SpinwiseS3::new(Arc::clone(&store), meta, S3Settings::default())
-        .await
-        .unwrap();
-    let credentials = Credentials::given(common::ACCESS_KEY, common::SECRET_KEY).unwrap();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let server = RunningServer::start(listener, build_service(s3, &credentials)).unwrap();
-    let client = common::client(server.local_addr(), common::ACCESS_KEY, common::SECRET_KEY);
-    Harness {
-        dir,
-        data_dir,
-        store,
-        server,
-        client,
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn public_read_survives_a_restart_and_a_deleted_then_recreated_bucket_is_private() {
     let harness = start().await;
@@ -845,7 +798,7 @@ async fn public_read_survives_a_restart_and_a_deleted_then_recreated_bucket_is_p
     put(&harness.client, "closed", "k", b"still closed").await;
     set_acl(&harness.client, "lasting", BucketCannedAcl::PublicRead).await;
 
-    let harness = restart(harness).await;
+    let harness = restart(harness, S3Settings::default()).await;
     let addr = harness.server.local_addr();
     assert!(shows_all_users_read(&harness.client, "lasting").await);
     assert_eq!(

@@ -14,14 +14,12 @@ use aws_sdk_s3::error::BoxError;
 use aws_sdk_s3::primitives::ByteStream;
 use aws_sdk_s3::types::{RestoreRequest, StorageClass, Tag, Tagging};
 use common::cold::{count_ups_during, migrated_group, rest_group};
-use common::{Harness, code, get_bytes, pattern, start_with, status};
+use common::{Harness, code, get_bytes, pattern, restart, start_with, status};
 use spinwise_catalog::{Catalog, ObjectLocation};
-use spinwise_s3::{
-    Credentials, MetaDb, RestoreMode, RunningServer, S3Settings, SpinwiseS3, build_service,
-};
+use spinwise_s3::{RestoreMode, S3Settings};
 use spinwise_sched::scheduler::Kind;
+use spinwise_store::StoreConfig;
 use spinwise_store::driver::{GroupDisks, Job};
-use spinwise_store::{Store, StoreConfig};
 use std::path::Path;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
@@ -444,46 +442,6 @@ async fn restore_object_refuses_standard_objects_unknown_keys_bad_days_and_overf
     assert_eq!(restore_header(client, "rules", "big.bin").await, None);
     assert_eq!(restored_files(&harness.data_dir), 0);
     harness.server.stop().await;
-}
-
-/// Stops the server, closes the store and serves the same data directory again.
-async fn restart(harness: Harness, settings: S3Settings) -> Harness {
-    let Harness {
-        dir,
-        data_dir,
-        mut store,
-        server,
-        ..
-    } = harness;
-    server.stop().await;
-    let started = Instant::now();
-    let closed = loop {
-        match Arc::try_unwrap(store) {
-            Ok(closed) => break closed,
-            Err(shared) => store = shared,
-        }
-        assert!(started.elapsed() < WAIT, "the store is still in use");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
-    closed.close().await;
-    let store = Arc::new(Store::open_sqlite(&data_dir).await.unwrap());
-    let meta = MetaDb::open(&data_dir.join(spinwise_s3::META_FILE))
-        .await
-        .unwrap();
-    let s3 = SpinwiseS3::new(Arc::clone(&store), meta, settings)
-        .await
-        .unwrap();
-    let credentials = Credentials::given(common::ACCESS_KEY, common::SECRET_KEY).unwrap();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let server = RunningServer::start(listener, build_service(s3, &credentials)).unwrap();
-    let client = common::client(server.local_addr(), common::ACCESS_KEY, common::SECRET_KEY);
-    Harness {
-        dir,
-        data_dir,
-        store,
-        server,
-        client,
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

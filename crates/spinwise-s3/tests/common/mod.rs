@@ -117,6 +117,51 @@ async fn start_serving(
     }
 }
 
+/// Stops the server, closes the store once nothing else holds it, and serves the same data
+/// directory again with `settings` and the same keys: what a process restart sees.
+pub async fn restart(harness: Harness, settings: S3Settings) -> Harness {
+    let Harness {
+        dir,
+        data_dir,
+        mut store,
+        server,
+        ..
+    } = harness;
+    server.stop().await;
+    let started = std::time::Instant::now();
+    let closed = loop {
+        match Arc::try_unwrap(store) {
+            Ok(closed) => break closed,
+            Err(shared) => store = shared,
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(60),
+            "the store is still in use"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    };
+    closed.close().await;
+    let store = Arc::new(Store::open_sqlite(&data_dir).await.unwrap());
+    let meta = MetaDb::open(&data_dir.join(spinwise_s3::META_FILE))
+        .await
+        .unwrap();
+    let s3 = SpinwiseS3::new(Arc::clone(&store), meta, settings)
+        .await
+        .unwrap();
+    let credentials = Credentials::given(ACCESS_KEY, SECRET_KEY).unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let server =
+        RunningServer::start(listener, build_service_with(s3, &credentials, None)).unwrap();
+    let client = client(server.local_addr(), ACCESS_KEY, SECRET_KEY);
+    Harness {
+        dir,
+        data_dir,
+        store,
+        server,
+        client,
+    }
+}
+
 pub fn client(addr: SocketAddr, access_key: &str, secret_key: &str) -> Client {
     let http = aws_smithy_http_client::Builder::new().build_http();
     sdk_client(format!("http://{addr}"), http, access_key, secret_key)
