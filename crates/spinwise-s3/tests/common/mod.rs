@@ -87,15 +87,7 @@ async fn start_serving(
     let dir = tempfile::tempdir().unwrap();
     let data_dir = dir.path().join("data");
     let store = Arc::new(Store::init_sqlite(&data_dir, config).await.unwrap());
-    let meta = MetaDb::open(&data_dir.join(spinwise_s3::META_FILE))
-        .await
-        .unwrap();
-    let s3 = SpinwiseS3::new(Arc::clone(&store), meta, settings)
-        .await
-        .unwrap();
-    let credentials = Credentials::given(ACCESS_KEY, SECRET_KEY).unwrap();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let service = build_service_with(s3, &credentials, domains);
+    let (listener, service) = service_over(&store, &data_dir, settings, domains).await;
     let (server, client) = match tls {
         None => {
             let server = RunningServer::start(listener, service).unwrap();
@@ -115,6 +107,25 @@ async fn start_serving(
         server,
         client,
     }
+}
+
+/// The S3 service over `store` (its metadata database in `data_dir`, the test keys) and an
+/// ephemeral port to serve it on.
+async fn service_over(
+    store: &Arc<SqliteStore>,
+    data_dir: &std::path::Path,
+    settings: S3Settings,
+    domains: Option<BucketDomains>,
+) -> (tokio::net::TcpListener, s3s::service::S3Service) {
+    let meta = MetaDb::open(&data_dir.join(spinwise_s3::META_FILE))
+        .await
+        .unwrap();
+    let s3 = SpinwiseS3::new(Arc::clone(store), meta, settings)
+        .await
+        .unwrap();
+    let credentials = Credentials::given(ACCESS_KEY, SECRET_KEY).unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    (listener, build_service_with(s3, &credentials, domains))
 }
 
 /// Stops the server, closes the store once nothing else holds it, and serves the same data
@@ -142,16 +153,8 @@ pub async fn restart(harness: Harness, settings: S3Settings) -> Harness {
     };
     closed.close().await;
     let store = Arc::new(Store::open_sqlite(&data_dir).await.unwrap());
-    let meta = MetaDb::open(&data_dir.join(spinwise_s3::META_FILE))
-        .await
-        .unwrap();
-    let s3 = SpinwiseS3::new(Arc::clone(&store), meta, settings)
-        .await
-        .unwrap();
-    let credentials = Credentials::given(ACCESS_KEY, SECRET_KEY).unwrap();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let server =
-        RunningServer::start(listener, build_service_with(s3, &credentials, None)).unwrap();
+    let (listener, service) = service_over(&store, &data_dir, settings, None).await;
+    let server = RunningServer::start(listener, service).unwrap();
     let client = client(server.local_addr(), ACCESS_KEY, SECRET_KEY);
     Harness {
         dir,
