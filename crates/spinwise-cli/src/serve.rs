@@ -8,7 +8,8 @@
 //! file) they must equal the store's. Settings resolve flag over file over default
 //! (crate::serve_config).
 //! With `--tls-cert` and `--tls-key` it serves HTTPS (rustls); the PEM files are checked before
-//! anything else, so a bad one fails the start and creates nothing.
+//! anything else, so a bad one fails the start and creates nothing. With `--metrics-listen` it
+//! also serves Prometheus metrics on a listener of their own.
 
 use crate::error::{CliError, CliResult, io_error};
 use crate::output::outln;
@@ -16,6 +17,7 @@ use crate::serve_config::{RackChoice, ServeSettings};
 use crate::source::{PRESETS, layout_or_plan, load_preset, read_layout};
 use clap::Args;
 use spinwise_model::parse_rack;
+use spinwise_s3::metrics::{S3Metrics, serve_metrics};
 use spinwise_s3::{
     CredentialSource, Credentials, EtagMode, META_FILE, MetaDb, RestoreMode, RunningServer,
     S3Settings, SpinwiseS3, TlsConfig, build_service_with,
@@ -49,6 +51,11 @@ pub struct ServeArgs {
     /// Where to listen for S3 requests [default: 127.0.0.1:9000]
     #[arg(long, value_name = "ADDR")]
     pub listen: Option<SocketAddr>,
+    /// Serve Prometheus metrics (groups' phases and spin-ups, queued jobs, disks active against
+    /// the budget, S3 answers by status) at http://ADDR/metrics, unauthenticated: bind it where
+    /// only your monitoring reaches [default: off]
+    #[arg(long, value_name = "ADDR")]
+    pub metrics_listen: Option<SocketAddr>,
     /// A domain for virtual-hosted-style requests: `Host: <bucket>.<NAME>` names the bucket
     /// (as AWS SDKs send for DNS names); repeat for several. Other hosts stay path style
     /// [default: none, path style only]
@@ -348,17 +355,16 @@ async fn serve(settings: &ServeSettings) -> CliResult<()> {
         .map_err(|e| CliError::Usage(e.to_string()))?;
     let upkeep = store.start_upkeep().await.map_err(store_error)?;
     let activity = log_activity(&store);
-    let listener = tokio::net::TcpListener::bind(settings.listen)
-        .await
-        .map_err(|source| CliError::Io {
-            path: settings.listen.to_string(),
-            source,
-        })?;
+    let listener = bind(settings.listen).await?;
+    let metrics = start_metrics(settings, &store).await?;
     let service = build_service_with(s3, &credentials, settings.domains.clone());
+    let observed = metrics.as_ref().map(|(metrics, _)| Arc::clone(metrics));
     let server =
-        RunningServer::start_with(listener, service, tls).map_err(|source| CliError::Io {
-            path: settings.listen.to_string(),
-            source,
+        RunningServer::start_observed(listener, service, tls, observed).map_err(|source| {
+            CliError::Io {
+                path: settings.listen.to_string(),
+                source,
+            }
         })?;
     let stop = shutdown_signal();
     outln!(
@@ -377,10 +383,45 @@ async fn serve(settings: &ServeSettings) -> CliResult<()> {
         "upkeep stopped"
     );
     activity.abort();
+    for task in metrics.into_iter().flat_map(|(_, tasks)| tasks) {
+        task.abort();
+    }
     meta.close().await;
     close_store(store).await;
     tracing::info!("stopped");
     Ok(())
+}
+
+async fn bind(addr: SocketAddr) -> CliResult<tokio::net::TcpListener> {
+    tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|source| CliError::Io {
+            path: addr.to_string(),
+            source,
+        })
+}
+
+/// With `--metrics-listen`: the metrics, counting from now, served on their own listener (its
+/// address printed), and the tasks to stop at shutdown.
+async fn start_metrics(
+    settings: &ServeSettings,
+    store: &Arc<SqliteStore>,
+) -> CliResult<Option<(Arc<S3Metrics>, [tokio::task::JoinHandle<()>; 2])>> {
+    let Some(addr) = settings.metrics_listen else {
+        return Ok(None);
+    };
+    let listener = bind(addr).await?;
+    let local = listener.local_addr().map_err(|source| CliError::Io {
+        path: addr.to_string(),
+        source,
+    })?;
+    let metrics = Arc::new(S3Metrics::new(Arc::clone(store)));
+    let tasks = [
+        metrics.watch(),
+        serve_metrics(listener, Arc::clone(&metrics)),
+    ];
+    outln!("metrics on http://{local}/metrics");
+    Ok(Some((metrics, tasks)))
 }
 
 /// Closes the store once the last request's reader has let go of it.

@@ -36,6 +36,7 @@ pub const DEFAULT_ABANDON_UPLOADS_AFTER_DAYS: u64 = 7;
 struct ServeFile {
     data: Option<PathBuf>,
     listen: Option<SocketAddr>,
+    metrics_listen: Option<SocketAddr>,
     domains: Option<Vec<String>>,
     preset: Option<String>,
     rack: Option<PathBuf>,
@@ -64,6 +65,8 @@ pub enum RackChoice {
 pub struct ServeSettings {
     pub data: PathBuf,
     pub listen: SocketAddr,
+    /// Where to serve Prometheus metrics (None: not served).
+    pub metrics_listen: Option<SocketAddr>,
     /// Domains for virtual-hosted-style requests (None: path style only).
     pub domains: Option<BucketDomains>,
     /// The rack for a new store (None: the default preset); must match an existing store's.
@@ -179,6 +182,7 @@ fn merge(args: &ServeArgs, file: ServeFile, base: &Path) -> CliResult<ServeSetti
             Some(listen) => listen,
             None => DEFAULT_LISTEN.parse().expect("the default address parses"),
         },
+        metrics_listen: args.metrics_listen.or(file.metrics_listen),
         domains: domains(args, file.domains)?,
         rack: flag_rack.or(file_rack),
         layout: args.layout.clone().or(file.layout.map(from_file)),
@@ -286,6 +290,7 @@ mod tests {
         assert_eq!(defaults.abandon_uploads_after_days, 7);
         assert_eq!(defaults.tls, None);
         assert_eq!(defaults.domains, None);
+        assert_eq!(defaults.metrics_listen, None);
     }
 
     #[test]
@@ -296,6 +301,7 @@ mod tests {
             r#"
 data = "archive"
 listen = "0.0.0.0:9100"
+metrics_listen = "127.0.0.1:9101"
 domains = ["s3.example.com"]
 rack = "racks/mine.toml"
 layout = "/abs/layout.json"
@@ -314,6 +320,10 @@ tls_key = "key.pem"
         let from_file = settings(&["--config", &file]).unwrap();
         assert_eq!(from_file.data, dir.path().join("archive"));
         assert_eq!(from_file.listen.to_string(), "0.0.0.0:9100");
+        assert_eq!(
+            from_file.metrics_listen.map(|a| a.to_string()),
+            Some("127.0.0.1:9101".into())
+        );
         assert_eq!(
             from_file.domains,
             Some(BucketDomains::new(["s3.example.com"]).unwrap())

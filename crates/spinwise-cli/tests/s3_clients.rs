@@ -2,7 +2,8 @@
 //! new data directory (time factor 0.001, upkeep migrating what has been staged for 2 s) and runs
 //! scripts/s3_clients_check.py, which drives it with boto3 and the aws CLI (every supported call
 //! byte-exact, multipart through `aws s3 cp` and boto3's upload_file, conditional requests, a
-//! public-read bucket read anonymously, the async restore flow, error codes). Missing python3, boto3 or aws fails the test with the
+//! public-read bucket read anonymously, the async restore flow, error codes), then reads the
+//! server's Prometheus metrics: the checks' answers by status and the restores' spin-ups. Missing python3, boto3 or aws fails the test with the
 //! install line: CI must provide them, a skipped check would prove nothing.
 
 use std::io::{BufRead as _, BufReader};
@@ -80,14 +81,15 @@ fn prepare_data_dir(data: &Path) {
     std::fs::write(&path, edited.join("\n") + "\n").unwrap();
 }
 
-/// Starts `serve` and reads stdout up to its "serving S3 on http://ADDR" line.
+/// Starts `serve` (with metrics) and reads stdout up to its "serving S3 on http://ADDR" line;
+/// returns the S3 and the metrics address.
 // The child is handed to the caller, who stops it.
 #[allow(clippy::zombie_processes)]
-fn start(data: &Path, log: &Path) -> (Child, String) {
+fn start(data: &Path, log: &Path) -> (Child, String, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_spinwise"))
         .args(["serve", "--data"])
         .arg(data)
-        .args(["--listen", "127.0.0.1:0"])
+        .args(["--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0"])
         .args(["--access-key", ACCESS_KEY, "--secret-key", SECRET_KEY])
         .env_remove("SPINWISE_ACCESS_KEY")
         .env_remove("SPINWISE_SECRET_KEY")
@@ -97,18 +99,45 @@ fn start(data: &Path, log: &Path) -> (Child, String) {
         .unwrap();
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     let mut printed = Vec::new();
+    let mut metrics = None;
     loop {
         let Some(Ok(line)) = lines.next() else {
             let _ = child.kill();
             let status = child.wait().unwrap();
             panic!("serve ended ({status}) before printing its address: {printed:?}");
         };
+        if let Some(rest) = line.strip_prefix("metrics on http://") {
+            metrics = rest.strip_suffix("/metrics").map(str::to_string);
+        }
         if let Some(rest) = line.strip_prefix("serving S3 on http://") {
             let addr = rest.split_whitespace().next().unwrap().to_string();
-            return (child, addr);
+            let metrics = metrics.unwrap_or_else(|| panic!("no metrics address: {printed:?}"));
+            return (child, addr, metrics);
         }
         printed.push(line);
     }
+}
+
+/// `GET /metrics` from the server's metrics listener: the OpenMetrics text.
+fn scrape(addr: &str) -> String {
+    use std::io::{Read as _, Write as _};
+    let mut socket = std::net::TcpStream::connect(addr).unwrap();
+    socket
+        .write_all(b"GET /metrics HTTP/1.1\r\nHost: metrics\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let mut answer = String::new();
+    socket.read_to_string(&mut answer).unwrap();
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    answer
+}
+
+/// The sum of every sample of the metric `name` (any labels) in `text`.
+fn total(text: &str, name: &str) -> f64 {
+    text.lines()
+        .filter(|line| line.starts_with(name) && !line.starts_with('#'))
+        .filter(|line| line[name.len()..].starts_with(['{', ' ']))
+        .filter_map(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
 }
 
 /// SIGTERM, then the server's log once it exited (it must exit cleanly).
@@ -139,7 +168,7 @@ fn boto3_and_the_aws_cli_pass_every_check_against_spinwise_serve() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("serve.log");
     prepare_data_dir(&dir.path().join("data"));
-    let (child, addr) = start(&dir.path().join("data"), &log);
+    let (child, addr, metrics_addr) = start(&dir.path().join("data"), &log);
     let checked = Command::new("python3")
         .arg(script())
         .args(["--endpoint", &format!("http://{addr}")])
@@ -148,6 +177,7 @@ fn boto3_and_the_aws_cli_pass_every_check_against_spinwise_serve() {
         .env("TMPDIR", dir.path())
         .output()
         .unwrap();
+    let metrics = scrape(&metrics_addr);
     let server_log = stop(child, &log);
     let stdout = String::from_utf8_lossy(&checked.stdout);
     let stderr = String::from_utf8_lossy(&checked.stderr);
@@ -171,4 +201,14 @@ fn boto3_and_the_aws_cli_pass_every_check_against_spinwise_serve() {
             "{check} did not run: {stdout}"
         );
     }
+    // The metrics saw the checks: their answers, the restores' spin-ups, no budget refusal.
+    let ok_answers = total(&metrics, "spinwise_s3_responses_total{status=\"200\"}");
+    assert!(
+        ok_answers > 100.0,
+        "{ok_answers} answers of 200:\n{metrics}"
+    );
+    assert!(total(&metrics, "spinwise_s3_responses_total{status=\"403\"}") > 0.0);
+    let spin_ups = total(&metrics, "spinwise_group_spin_ups_total");
+    assert!(spin_ups >= 1.0, "cold reads spun a group up:\n{metrics}");
+    assert_eq!(total(&metrics, "spinwise_budget_refusals_total"), 0.0);
 }

@@ -8,6 +8,9 @@
 //! - [`meta`] holds [`MetaDb`], the S3 layer's SQLite database (`DATA/s3.sqlite`): buckets and
 //!   per-object ETag, Content-Type and user metadata, written between the store's staging fsync
 //!   and its catalog commit (`Store::put_with`), keyed by the BLAKE3 the store computed;
+//! - [`metrics`] holds [`metrics::S3Metrics`]: Prometheus metrics of a running server (groups'
+//!   phases and spin counts, queued jobs, disks active against the budget, S3 answers by status)
+//!   and the `GET /metrics` listener;
 //! - [`multipart`] holds multipart upload (create, parts, copy parts, complete, abort, list):
 //!   open uploads and parts as rows of the [`MetaDb`], part bytes as files in
 //!   `DATA/s3-multipart/`, completion as one store PUT through the PutObject path; uploads
@@ -41,6 +44,7 @@ pub(crate) mod conditions;
 pub mod credentials;
 pub mod hosts;
 pub mod meta;
+pub mod metrics;
 pub mod multipart;
 pub mod names;
 pub mod restore;

@@ -20,6 +20,7 @@
 use crate::access::PublicReadAccess;
 use crate::credentials::Credentials;
 use crate::hosts::BucketDomains;
+use crate::metrics::S3Metrics;
 use crate::service::SpinwiseS3;
 use crate::tls::TlsConfig;
 use hyper_util::rt::{TokioIo, TokioTimer};
@@ -28,6 +29,7 @@ use s3s::auth::SimpleAuth;
 use s3s::service::{S3Service, S3ServiceBuilder};
 use std::io;
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{oneshot, watch};
@@ -91,10 +93,20 @@ impl RunningServer {
         service: S3Service,
         tls: Option<TlsConfig>,
     ) -> io::Result<RunningServer> {
+        RunningServer::start_observed(listener, service, tls, None)
+    }
+
+    /// [`RunningServer::start_with`], counting every answer's status in `metrics` if given.
+    pub fn start_observed(
+        listener: TcpListener,
+        service: S3Service,
+        tls: Option<TlsConfig>,
+        metrics: Option<Arc<S3Metrics>>,
+    ) -> io::Result<RunningServer> {
         let local_addr = listener.local_addr()?;
         let (stop, stopped) = oneshot::channel();
         let secure = tls.is_some();
-        let task = tokio::spawn(accept_loop(listener, service, tls, stopped));
+        let task = tokio::spawn(accept_loop(listener, service, tls, metrics, stopped));
         Ok(RunningServer {
             local_addr,
             tls: secure,
@@ -122,11 +134,12 @@ impl RunningServer {
     }
 }
 
-/// What every connection task shares: the HTTP settings and the service.
+/// What every connection task shares: the HTTP settings, the service and its metrics.
 #[derive(Clone)]
 struct Connections {
     http: hyper::server::conn::http1::Builder,
     service: S3Service,
+    metrics: Option<Arc<S3Metrics>>,
 }
 
 impl Connections {
@@ -136,13 +149,18 @@ impl Connections {
         IO: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
     {
         let service = self.service;
+        let metrics = self.metrics;
         let with_status = hyper::service::service_fn(move |request: http::Request<_>| {
             let declares_body = declares_body(request.headers());
             let call = hyper::service::Service::call(&service, request);
+            let metrics = metrics.clone();
             async move {
                 let mut response = call.await?;
                 if let Some(StatusOverride(status)) = response.extensions_mut().remove() {
                     *response.status_mut() = status;
+                }
+                if let Some(metrics) = &metrics {
+                    metrics.record_response(response.status().as_u16());
                 }
                 if declares_body {
                     close_after_refused_body(&mut response);
@@ -190,6 +208,7 @@ async fn accept_loop(
     listener: TcpListener,
     service: S3Service,
     tls: Option<TlsConfig>,
+    metrics: Option<Arc<S3Metrics>>,
     mut stop: oneshot::Receiver<()>,
 ) {
     let graceful = GracefulShutdown::new();
@@ -199,7 +218,11 @@ async fn accept_loop(
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(TokioTimer::new())
         .header_read_timeout(HEADER_READ_TIMEOUT);
-    let connections = Connections { http, service };
+    let connections = Connections {
+        http,
+        service,
+        metrics,
+    };
     loop {
         tokio::select! {
             accepted = listener.accept() => {

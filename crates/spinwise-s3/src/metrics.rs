@@ -1,0 +1,316 @@
+//! Prometheus metrics of a running server (`spinwise serve --metrics-listen ADDR`): what an
+//! operator of a power-budgeted store watches — which groups are spinning, how often each spins
+//! up, how much work waits for each, how close the rack runs to its disk budget, how many budget
+//! changes the audit refused — and the S3 answers by status. Served as OpenMetrics text at
+//! `GET /metrics` on a listener of its own (no authentication: bind it where only the monitoring
+//! system reaches).
+//!
+//! Invariants:
+//! - gauges are read from the driver's own snapshot at each scrape, so they are never stale;
+//!   the counters of the driver (jobs served, budget refusals) are carried over by difference,
+//!   so they only grow;
+//! - spin-ups and spin-downs are counted from the driver's activity broadcast by a task of
+//!   [`S3Metrics::watch`]; a broadcast that lagged loses events, which is counted too
+//!   (`spinwise_activity_events_missed_total`) rather than hidden;
+//! - a scrape never blocks S3 requests: it takes the driver's snapshot like any status call.
+
+use http_body_util::Full;
+use hyper::body::Bytes;
+use hyper_util::rt::TokioIo;
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+use spinwise_store::SqliteStore;
+use spinwise_store::driver::{GroupActivity, GroupPhase};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use tokio::net::TcpListener;
+use tokio::sync::broadcast::error::RecvError;
+use tokio::task::JoinHandle;
+
+/// The OpenMetrics text format's content type.
+const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct GroupLabel {
+    group: u32,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct PhaseLabels {
+    group: u32,
+    phase: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct StatusLabel {
+    status: u16,
+}
+
+/// The server's metrics and the store they describe.
+pub struct S3Metrics {
+    store: Arc<SqliteStore>,
+    registry: Registry,
+    responses: Family<StatusLabel, Counter>,
+    spin_ups: Family<GroupLabel, Counter>,
+    spin_downs: Family<GroupLabel, Counter>,
+    missed_events: Counter,
+    phase: Family<PhaseLabels, Gauge>,
+    queued_jobs: Family<GroupLabel, Gauge>,
+    disks_active: Gauge,
+    disks_spinning_up: Gauge,
+    disks_active_peak: Gauge,
+    failed_disks: Gauge,
+    jobs_served: Counter,
+    budget_refusals: Counter,
+    /// The driver's totals at the last scrape (the counters above grow by the difference).
+    last_jobs_served: AtomicU64,
+    last_refusals: AtomicU64,
+}
+
+impl S3Metrics {
+    /// The metrics of a server over `store`, all at zero.
+    pub fn new(store: Arc<SqliteStore>) -> S3Metrics {
+        let metrics = S3Metrics {
+            store,
+            registry: Registry::with_prefix("spinwise"),
+            responses: Family::default(),
+            spin_ups: Family::default(),
+            spin_downs: Family::default(),
+            missed_events: Counter::default(),
+            phase: Family::default(),
+            queued_jobs: Family::default(),
+            disks_active: Gauge::default(),
+            disks_spinning_up: Gauge::default(),
+            disks_active_peak: Gauge::default(),
+            failed_disks: Gauge::default(),
+            jobs_served: Counter::default(),
+            budget_refusals: Counter::default(),
+            last_jobs_served: AtomicU64::new(0),
+            last_refusals: AtomicU64::new(0),
+        };
+        // Every group's series exist from the start (at 0), so a rate over them is defined
+        // before a group first spins and a dashboard lists the quiet groups too.
+        for group in 0..metrics.store.layout().groups.len() as u32 {
+            metrics
+                .spin_ups
+                .get_or_create(&GroupLabel { group })
+                .inc_by(0);
+            metrics
+                .spin_downs
+                .get_or_create(&GroupLabel { group })
+                .inc_by(0);
+        }
+        metrics.registered()
+    }
+
+    /// Registers every metric (clones share their values) under the `spinwise_` prefix.
+    fn registered(mut self) -> S3Metrics {
+        let registry = &mut self.registry;
+        registry.register(
+            "s3_responses",
+            "S3 answers sent, by HTTP status",
+            self.responses.clone(),
+        );
+        registry.register(
+            "group_spin_ups",
+            "Spin-ups of each disk group",
+            self.spin_ups.clone(),
+        );
+        registry.register(
+            "group_spin_downs",
+            "Spin-downs of each disk group (finished)",
+            self.spin_downs.clone(),
+        );
+        registry.register(
+            "activity_events_missed",
+            "Power-change events the spin counters missed (the broadcast lagged)",
+            self.missed_events.clone(),
+        );
+        registry.register(
+            "group_phase",
+            "1 for each group's current phase (resting, spinning_up, active, spinning_down)",
+            self.phase.clone(),
+        );
+        registry.register(
+            "group_queued_jobs",
+            "Jobs waiting for each group (reads, migration, rebuild, scrub)",
+            self.queued_jobs.clone(),
+        );
+        registry.register(
+            "disks_active",
+            "Disks the budget audit books active now",
+            self.disks_active.clone(),
+        );
+        registry.register(
+            "disks_spinning_up",
+            "Disks the budget audit books spinning up now",
+            self.disks_spinning_up.clone(),
+        );
+        registry.register(
+            "disks_active_peak",
+            "Most disks booked active at once since the server started",
+            self.disks_active_peak.clone(),
+        );
+        registry.register(
+            "failed_disks",
+            "Disks marked failed",
+            self.failed_disks.clone(),
+        );
+        registry.register(
+            "jobs_served",
+            "Jobs the driver finished",
+            self.jobs_served.clone(),
+        );
+        registry.register(
+            "budget_refusals",
+            "Power changes the budget audit refused (each also logged)",
+            self.budget_refusals.clone(),
+        );
+        self
+    }
+
+    /// Counts one S3 answer.
+    pub fn record_response(&self, status: u16) {
+        self.responses.get_or_create(&StatusLabel { status }).inc();
+    }
+
+    /// Counts spin-ups and spin-downs from the driver's activity broadcast until the driver
+    /// closes it.
+    pub fn watch(self: &Arc<Self>) -> JoinHandle<()> {
+        let metrics = Arc::clone(self);
+        let mut activity = self.store.rack_io().driver.subscribe_activity();
+        tokio::spawn(async move {
+            loop {
+                match activity.recv().await {
+                    Ok(GroupActivity::Up { group, .. }) => {
+                        metrics.spin_ups.get_or_create(&GroupLabel { group }).inc();
+                    }
+                    Ok(GroupActivity::Down { group, .. }) => {
+                        metrics
+                            .spin_downs
+                            .get_or_create(&GroupLabel { group })
+                            .inc();
+                    }
+                    Ok(GroupActivity::GoingDown { .. }) => {}
+                    Err(RecvError::Lagged(missed)) => {
+                        metrics.missed_events.inc_by(missed);
+                    }
+                    Err(RecvError::Closed) => return,
+                }
+            }
+        })
+    }
+
+    /// Reads the driver's snapshot into the gauges and counters, then encodes everything.
+    pub async fn scrape(&self) -> Result<String, String> {
+        let state = self
+            .store
+            .rack_io()
+            .driver
+            .state()
+            .await
+            .map_err(|error| format!("reading the driver's state: {error}"))?;
+        for group in &state.groups {
+            for phase in [
+                GroupPhase::Resting,
+                GroupPhase::SpinningUp,
+                GroupPhase::Active,
+                GroupPhase::SpinningDown,
+            ] {
+                let labels = PhaseLabels {
+                    group: group.group,
+                    phase: phase_name(phase),
+                };
+                self.phase
+                    .get_or_create(&labels)
+                    .set(i64::from(group.phase == phase));
+            }
+            self.queued_jobs
+                .get_or_create(&GroupLabel { group: group.group })
+                .set(group.queued_jobs as i64);
+        }
+        self.disks_active.set(i64::from(state.audit.active_now));
+        self.disks_spinning_up
+            .set(i64::from(state.audit.spinning_up_now));
+        self.disks_active_peak
+            .set(i64::from(state.audit.max_active));
+        self.failed_disks.set(state.failed_disks.len() as i64);
+        carry(&self.jobs_served, &self.last_jobs_served, state.jobs_served);
+        carry(
+            &self.budget_refusals,
+            &self.last_refusals,
+            state.audit.refusals,
+        );
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &self.registry)
+            .map_err(|error| format!("encoding the metrics: {error}"))?;
+        Ok(text)
+    }
+}
+
+/// Grows `counter` by how far `total` moved since the last scrape.
+fn carry(counter: &Counter, last: &AtomicU64, total: u64) {
+    let before = last.swap(total, Ordering::Relaxed);
+    counter.inc_by(total.saturating_sub(before));
+}
+
+fn phase_name(phase: GroupPhase) -> &'static str {
+    match phase {
+        GroupPhase::Resting => "resting",
+        GroupPhase::SpinningUp => "spinning_up",
+        GroupPhase::Active => "active",
+        GroupPhase::SpinningDown => "spinning_down",
+    }
+}
+
+/// Serves `GET /metrics` on `listener` until the task is aborted; anything else is 404.
+pub fn serve_metrics(listener: TcpListener, metrics: Arc<S3Metrics>) -> JoinHandle<()> {
+    tokio::spawn(async move {
+        loop {
+            let Ok((socket, _)) = listener.accept().await else {
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                continue;
+            };
+            let metrics = Arc::clone(&metrics);
+            tokio::spawn(async move {
+                let service = hyper::service::service_fn(move |request| {
+                    let metrics = Arc::clone(&metrics);
+                    async move { Ok::<_, std::convert::Infallible>(answer(&metrics, &request).await) }
+                });
+                let connection = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(socket), service);
+                if let Err(error) = connection.await {
+                    tracing::debug!(%error, "a metrics connection ended with an error");
+                }
+            });
+        }
+    })
+}
+
+async fn answer<B>(metrics: &S3Metrics, request: &http::Request<B>) -> http::Response<Full<Bytes>> {
+    let respond = |status: http::StatusCode, content_type: &str, body: String| {
+        http::Response::builder()
+            .status(status)
+            .header(http::header::CONTENT_TYPE, content_type)
+            .body(Full::new(Bytes::from(body)))
+            .expect("a valid response")
+    };
+    if request.method() != http::Method::GET || request.uri().path() != "/metrics" {
+        return respond(
+            http::StatusCode::NOT_FOUND,
+            "text/plain",
+            "only GET /metrics is served here\n".into(),
+        );
+    }
+    match metrics.scrape().await {
+        Ok(text) => respond(http::StatusCode::OK, CONTENT_TYPE, text),
+        Err(error) => respond(
+            http::StatusCode::SERVICE_UNAVAILABLE,
+            "text/plain",
+            format!("{error}\n"),
+        ),
+    }
+}
