@@ -39,7 +39,8 @@ pub const DEFAULT_PRESET: &str = "dense-jbod-60";
 #[derive(Args)]
 pub struct ServeArgs {
     /// A TOML file with any of these settings, named as the flags with `_` for `-` (`data`,
-    /// `listen`, `preset` or `rack`, `layout`, `time_factor`, `access_key` and `secret_key`,
+    /// `listen`, `metrics_listen`, `domains` (a list), `preset` or `rack`, `layout`,
+    /// `time_factor`, `access_key` and `secret_key`,
     /// `max_put_bytes`, `restore_mode`, `restore_capacity_bytes`, `etag`,
     /// `abandon_uploads_after_days`, `tls_cert` and `tls_key`); flags and environment override
     /// it, relative paths in it are relative to its directory (docs/s3.md "Configuration file").
