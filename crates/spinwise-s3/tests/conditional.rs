@@ -34,7 +34,7 @@ async fn get_answers_304_or_412_by_etag_and_date_and_the_body_otherwise() {
     let harness = start().await;
     bucket(&harness, "cond").await;
     let bytes = pattern(70_000, 1);
-    put(&harness, "cond", "a", &bytes).await;
+    put(&harness.client, "cond", "a", &bytes).await;
     let (etag, modified) = validators(&harness, "cond", "a").await;
     let client = &harness.client;
     let get = || client.get_object().bucket("cond").key("a");
@@ -90,7 +90,7 @@ async fn get_answers_304_or_412_by_etag_and_date_and_the_body_otherwise() {
 async fn head_answers_304_and_412_like_get() {
     let harness = start().await;
     bucket(&harness, "cond").await;
-    put(&harness, "cond", "a", b"head me").await;
+    put(&harness.client, "cond", "a", b"head me").await;
     let (etag, _) = validators(&harness, "cond", "a").await;
     let head = || harness.client.head_object().bucket("cond").key("a");
     assert_eq!(
@@ -160,7 +160,7 @@ async fn put_if_match_overwrites_only_the_named_version_and_never_creates() {
     let harness = start().await;
     bucket(&harness, "cas").await;
     let client = &harness.client;
-    let first = put(&harness, "cas", "k", b"version 1").await;
+    let first = put(&harness.client, "cas", "k", b"version 1").await;
     let put_if = |etag: &str, bytes: &'static [u8], key: &'static str| {
         client
             .put_object()
@@ -206,7 +206,7 @@ async fn copies_check_their_source_conditions_and_copy_nothing_when_they_fail() 
     let harness = start().await;
     bucket(&harness, "copy").await;
     let client = &harness.client;
-    let etag = put(&harness, "copy", "source", b"source bytes").await;
+    let etag = put(&harness.client, "copy", "source", b"source bytes").await;
     let refused = client
         .copy_object()
         .bucket("copy")
@@ -264,7 +264,7 @@ async fn complete_multipart_with_if_none_match_refuses_an_existing_key_and_keeps
     let harness = start().await;
     bucket(&harness, "multi").await;
     let client = &harness.client;
-    put(&harness, "multi", "taken", b"already here").await;
+    put(&harness.client, "multi", "taken", b"already here").await;
     for (key, expected_status) in [("taken", Some(412)), ("free", None)] {
         let upload = client
             .create_multipart_upload()
@@ -328,7 +328,7 @@ async fn a_304_or_412_for_a_cold_object_spins_no_group_up() {
     let harness = start().await;
     bucket(&harness, "cold").await;
     let bytes = pattern(200_000, 9);
-    put(&harness, "cold", "c", &bytes).await;
+    put(&harness.client, "cold", "c", &bytes).await;
     harness.store.flush(|_| {}).await.unwrap();
     let (etag, _) = validators(&harness, "cold", "c").await;
     let group = migrated_group(&harness.store, "cold/c").await;
@@ -366,8 +366,8 @@ async fn conditional_deletes_remove_only_the_named_version() {
     let harness = start().await;
     bucket(&harness, "deletes").await;
     let client = &harness.client;
-    let old = put(&harness, "deletes", "k", b"old").await;
-    let new = put(&harness, "deletes", "k", b"new").await;
+    let old = put(&harness.client, "deletes", "k", b"old").await;
+    let new = put(&harness.client, "deletes", "k", b"new").await;
     let stale = client
         .delete_object()
         .bucket("deletes")

@@ -25,7 +25,7 @@ async fn a_cold_read_counts_its_groups_spin_up_and_the_gauges_show_the_driver() 
     let watching = metrics.watch();
     bucket(&harness, "watched").await;
     let bytes = pattern(300_000, 5);
-    put(&harness, "watched", "cold", &bytes).await;
+    put(&harness.client, "watched", "cold", &bytes).await;
     harness.store.flush(|_| {}).await.unwrap();
     let group = migrated_group(&harness.store, "watched/cold").await;
     rest_group(&harness.store, group).await;

@@ -17,7 +17,9 @@ use aws_sdk_s3::types::{
     ObjectIdentifier, Permission, RestoreRequest, StorageClass, Tag, Tagging, Type,
 };
 use common::wire::{Answer, exchange, signed_headers};
-use common::{code, get_bytes, md5_hex, pattern, restart, start, start_with, status};
+use common::{
+    code, get_bytes, get_error, md5_hex, pattern, put, restart, start, start_with, status,
+};
 use spinwise_s3::{RestoreMode, S3Settings};
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -52,19 +54,6 @@ async fn create(client: &Client, bucket: &str, acl: Option<BucketCannedAcl>) {
         .send()
         .await
         .unwrap();
-}
-
-async fn put(client: &Client, bucket: &str, key: &str, bytes: &[u8]) -> String {
-    client
-        .put_object()
-        .bucket(bucket)
-        .key(key)
-        .body(ByteStream::from(bytes.to_vec()))
-        .send()
-        .await
-        .unwrap()
-        .e_tag
-        .unwrap()
 }
 
 async fn set_acl(client: &Client, bucket: &str, acl: BucketCannedAcl) {
@@ -116,26 +105,11 @@ async fn shows_all_users_read(client: &Client, bucket: &str) -> bool {
     false
 }
 
-/// "status code" of an anonymous GET that must fail.
-async fn anonymous_get_error(client: &Client, bucket: &str, key: &str) -> String {
-    let error = client
-        .get_object()
-        .bucket(bucket)
-        .key(key)
-        .send()
-        .await
-        .expect_err("the anonymous GET should fail");
-    format!("{} {}", status(&error), code(&error))
-}
-
 /// Asserts that every anonymous read of `bucket` (and its `key`) is refused with 403
 /// AccessDenied, through the SDK and as bare HTTP.
 async fn assert_anonymous_reads_refused(addr: SocketAddr, bucket: &str, key: &str) {
     let anonymous = anonymous(addr);
-    assert_eq!(
-        anonymous_get_error(&anonymous, bucket, key).await,
-        "403 AccessDenied"
-    );
+    assert_eq!(get_error(&anonymous, bucket, key).await, "403 AccessDenied");
     let head = anonymous
         .head_object()
         .bucket(bucket)
@@ -853,7 +827,7 @@ async fn an_anonymous_get_of_a_cold_object_in_an_async_public_bucket_is_invalid_
         .unwrap();
     assert_eq!(head.storage_class, Some(StorageClass::Glacier));
     assert_eq!(
-        anonymous_get_error(&anonymous, "vault", "cold.bin").await,
+        get_error(&anonymous, "vault", "cold.bin").await,
         "403 InvalidObjectState"
     );
     // Anonymous clients cannot restore it; the owner can, and then everyone reads the copy.

@@ -11,10 +11,9 @@ use aws_sdk_s3::Client;
 use aws_sdk_s3::config::interceptors::BeforeDeserializationInterceptorContextRef;
 use aws_sdk_s3::config::{ConfigBag, Intercept, RuntimeComponents};
 use aws_sdk_s3::error::BoxError;
-use aws_sdk_s3::primitives::ByteStream;
 use aws_sdk_s3::types::{RestoreRequest, StorageClass, Tag, Tagging};
 use common::cold::{count_ups_during, migrated_group, rest_group};
-use common::{Harness, code, get_bytes, pattern, restart, start_with, status};
+use common::{Harness, code, get_bytes, get_error, pattern, put, restart, start_with, status};
 use spinwise_catalog::{Catalog, ObjectLocation};
 use spinwise_s3::{RestoreMode, S3Settings};
 use spinwise_sched::scheduler::Kind;
@@ -78,29 +77,6 @@ async fn restore(client: &Client, bucket: &str, key: &str, days: i32) -> Result<
         Ok(_) => Ok(*statuses.0.lock().unwrap().last().unwrap()),
         Err(error) => Err(format!("{} {}", status(&error), code(&error))),
     }
-}
-
-async fn put(client: &Client, bucket: &str, key: &str, bytes: &[u8]) {
-    client
-        .put_object()
-        .bucket(bucket)
-        .key(key)
-        .body(ByteStream::from(bytes.to_vec()))
-        .send()
-        .await
-        .unwrap();
-}
-
-/// The status and code of a GET that must fail.
-async fn get_error(client: &Client, bucket: &str, key: &str) -> String {
-    let error = client
-        .get_object()
-        .bucket(bucket)
-        .key(key)
-        .send()
-        .await
-        .expect_err("the GET should fail");
-    format!("{} {}", status(&error), code(&error))
 }
 
 async fn restore_header(client: &Client, bucket: &str, key: &str) -> Option<String> {

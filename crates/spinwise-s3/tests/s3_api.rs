@@ -20,7 +20,7 @@ async fn objects_of_0_1_5mib_and_100mib_round_trip_byte_exact_whole_and_ranged()
     for (index, size) in [0usize, 1, 5 << 20, 100 << 20].into_iter().enumerate() {
         let key = format!("object-{size}");
         let bytes = pattern(size, index as u64);
-        let etag = put(&harness, "sizes", &key, &bytes).await;
+        let etag = put(&harness.client, "sizes", &key, &bytes).await;
         assert_eq!(etag, format!("\"{}\"", md5_hex(&bytes)), "{size} B");
         let got = get_bytes(&harness.client, "sizes", &key, None).await;
         assert!(got == bytes, "{size} B object differs after GET");
@@ -88,7 +88,7 @@ async fn buckets_are_created_listed_headed_and_deleted_only_when_empty() {
         .unwrap_err();
     assert_eq!(status(&missing), 404);
 
-    put(&harness, "alpha", "k", b"held").await;
+    put(&harness.client, "alpha", "k", b"held").await;
     let refused = client.delete_bucket().bucket("alpha").send().await;
     assert_eq!(code(&refused.unwrap_err()), "BucketNotEmpty");
     client
@@ -139,7 +139,7 @@ async fn unknown_bucket_unknown_key_bad_range_and_bad_keys_get_their_s3_errors()
         .await;
     assert_eq!(status(&head.unwrap_err()), 404);
 
-    put(&harness, "here", "small", b"0123456789").await;
+    put(&harness.client, "here", "small", b"0123456789").await;
     let past_end = client
         .get_object()
         .bucket("here")
@@ -291,7 +291,7 @@ async fn blake3_etag_mode_names_objects_by_content_hash_and_still_checks_content
     for (key, size_bytes) in [("small", 10), ("large", 3 << 20)] {
         let body = pattern(size_bytes, 7);
         let blake3_hex: String = blake3::hash(&body).to_hex().to_string();
-        let etag = put(&harness, "fast", key, &body).await;
+        let etag = put(&harness.client, "fast", key, &body).await;
         assert_eq!(etag, format!("\"{blake3_hex}\""), "{key}");
         let head = client.head_object().bucket("fast").key(key).send().await;
         assert_eq!(head.unwrap().e_tag.unwrap(), etag);
@@ -343,7 +343,7 @@ async fn storage_class_is_standard_while_staged_and_glacier_instant_retrieval_af
     let client = &harness.client;
     bucket(&harness, "cold").await;
     let bytes = pattern(3 << 20, 7);
-    put(&harness, "cold", "archive.bin", &bytes).await;
+    put(&harness.client, "cold", "archive.bin", &bytes).await;
     let head = client
         .head_object()
         .bucket("cold")
@@ -502,9 +502,9 @@ async fn list_objects_v2_honours_prefix_delimiter_start_after_max_keys_and_token
         "z",
     ];
     for key in keys {
-        put(&harness, "tree", key, key.as_bytes()).await;
+        put(&harness.client, "tree", key, key.as_bytes()).await;
     }
-    put(&harness, "treeish", "not-in-tree", b"x").await;
+    put(&harness.client, "treeish", "not-in-tree", b"x").await;
 
     let all = client
         .list_objects_v2()
@@ -622,7 +622,7 @@ async fn delete_object_and_delete_objects_remove_keys_and_absent_keys_are_not_er
     let client = &harness.client;
     bucket(&harness, "bin").await;
     for key in ["a", "b", "c", "d"] {
-        put(&harness, "bin", key, key.as_bytes()).await;
+        put(&harness.client, "bin", key, key.as_bytes()).await;
     }
     client
         .delete_object()
@@ -680,7 +680,7 @@ async fn keys_with_dot_dot_and_slashes_are_plain_keys_and_create_no_files() {
     ];
     for (index, key) in keys.iter().enumerate() {
         let bytes = pattern(1000 + index, index as u64);
-        put(&harness, "paths", key, &bytes).await;
+        put(&harness.client, "paths", key, &bytes).await;
         assert_eq!(get_bytes(client, "paths", key, None).await, bytes, "{key}");
     }
     let listed = client

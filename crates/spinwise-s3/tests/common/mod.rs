@@ -262,9 +262,8 @@ pub async fn bucket(harness: &Harness, name: &str) {
 }
 
 /// PUTs `bytes` as `key` in `bucket`; returns the ETag (quoted, as sent).
-pub async fn put(harness: &Harness, bucket: &str, key: &str, bytes: &[u8]) -> String {
-    let output = harness
-        .client
+pub async fn put(client: &Client, bucket: &str, key: &str, bytes: &[u8]) -> String {
+    let output = client
         .put_object()
         .bucket(bucket)
         .key(key)
@@ -273,6 +272,18 @@ pub async fn put(harness: &Harness, bucket: &str, key: &str, bytes: &[u8]) -> St
         .await
         .unwrap();
     output.e_tag.unwrap()
+}
+
+/// The status and code of a GET that must fail (`"403 AccessDenied"`).
+pub async fn get_error(client: &Client, bucket: &str, key: &str) -> String {
+    let error = client
+        .get_object()
+        .bucket(bucket)
+        .key(key)
+        .send()
+        .await
+        .expect_err("the GET should fail");
+    format!("{} {}", status(&error), code(&error))
 }
 
 pub async fn get_bytes(client: &Client, bucket: &str, key: &str, range: Option<&str>) -> Vec<u8> {
