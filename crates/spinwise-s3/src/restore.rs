@@ -23,9 +23,10 @@
 //!   with 503 SlowDown before anything is written;
 //! - start-up restarts ongoing restores, drops expired copies and removes files no row names.
 
+use crate::body::BodyStream;
 use crate::meta::MetaDb;
 use crate::server::StatusOverride;
-use crate::service::{ChunkStream, SpinwiseS3};
+use crate::service::{ChunkStream, ObjectView, SpinwiseS3};
 use bytes::Bytes;
 use s3s::dto::{
     GetBucketTaggingOutput, GetObjectOutput, Range, RestoreObjectInput, RestoreObjectOutput, Tag,
@@ -206,6 +207,14 @@ fn http_date(unix_ms: i64) -> String {
 
 fn invalid_state(message: &str) -> S3Error {
     S3Error::with_message(S3ErrorCode::InvalidObjectState, message.to_string())
+}
+
+/// A restored copy opened for reading: its bytes, the range of the object they are, and the
+/// object's view.
+pub(crate) struct RestoredSource {
+    pub(crate) stream: BodyStream,
+    pub(crate) bytes: std::ops::Range<u64>,
+    pub(crate) view: ObjectView,
 }
 
 /// The restores, their copies and the sweeper that expires them.
@@ -971,14 +980,17 @@ impl SpinwiseS3 {
         Ok(response)
     }
 
-    /// The GET of a migrated object served from its restored copy, refused in an async bucket
-    /// when there is none; `None` when the store should serve it (staged, or a sync bucket).
-    pub(crate) async fn get_restored(
+    /// The bytes of a migrated object's restored copy (all, or `range`) with the object's view
+    /// and the byte range they cover; refused in an async bucket when there is no usable copy.
+    /// `None` when the store should serve the bytes (staged, or a sync bucket without a copy).
+    /// GETs, CopyObject and UploadPartCopy all read a cold source through this, so an async
+    /// bucket's GLACIER objects are unreadable by every path until restored, as in S3.
+    pub(crate) async fn restored_source(
         &self,
         bucket: &str,
         store_key: &str,
         range: Option<&Range>,
-    ) -> S3Result<Option<GetObjectOutput>> {
+    ) -> S3Result<Option<RestoredSource>> {
         let record = self
             .store()
             .stat(store_key)
@@ -998,6 +1010,29 @@ impl SpinwiseS3 {
             };
         };
         let view = self.view(record).await?;
+        Ok(Some(RestoredSource {
+            stream: Box::pin(stream),
+            bytes,
+            view,
+        }))
+    }
+
+    /// The GET of a migrated object served from its restored copy (see
+    /// [`SpinwiseS3::restored_source`]).
+    pub(crate) async fn get_restored(
+        &self,
+        bucket: &str,
+        store_key: &str,
+        range: Option<&Range>,
+    ) -> S3Result<Option<GetObjectOutput>> {
+        let Some(RestoredSource {
+            stream,
+            bytes,
+            view,
+        }) = self.restored_source(bucket, store_key, range).await?
+        else {
+            return Ok(None);
+        };
         let content_range = range.map(|_| {
             format!(
                 "bytes {}-{}/{}",
@@ -1018,7 +1053,7 @@ impl SpinwiseS3 {
             storage_class: Some(s3s::dto::StorageClass::from_static(
                 self.storage_class_in(bucket, &view.record).await?,
             )),
-            restore: restorer.restore_header(&view.record).await?,
+            restore: self.restorer().restore_header(&view.record).await?,
             ..Default::default()
         }))
     }

@@ -14,7 +14,8 @@
 //!   writes and deletes are checked under the key's lock, so none races another write;
 //! - a full scheduler queue or full staging answers 503 SlowDown with Retry-After; nothing of
 //!   such a request is stored.
-//! - a GET of a migrated object is served from its restored copy when one is usable, refused
+//! - a GET (or a copy's source read) of a migrated object is served from its restored copy when
+//!   one is usable, refused
 //!   (403 InvalidObjectState) in an async bucket when none is, and read through the scheduler
 //!   otherwise; a PUT or DELETE drops the key's restored copy ([`crate::restore`]).
 
@@ -26,7 +27,7 @@ use crate::multipart::expiry::UploadExpiry;
 use crate::names::{
     after_prefix, bucket_prefix, check_bucket, decode_token, encode_token, store_key,
 };
-use crate::restore::{RestoreMode, RestoreSettings, Restorer};
+use crate::restore::{RestoreMode, RestoreSettings, RestoredSource, Restorer};
 use base64::Engine as _;
 use bytes::Bytes;
 use futures::{Stream, TryStreamExt as _};
@@ -598,18 +599,35 @@ impl SpinwiseS3 {
         check_read(conditions, view.etag().as_ref(), &view.last_modified())
     }
 
-    /// [`SpinwiseS3::open_read`] for a copy's source: `conditions` checked before the bytes are
-    /// opened and again on the object opened.
-    pub(crate) async fn open_checked(
+    /// A copy's source (CopyObject, UploadPartCopy): `conditions` checked before the bytes are
+    /// opened and again on the object opened. A migrated source is read from its restored copy
+    /// when there is one and refused in an async bucket when there is not (S3 copies a GLACIER
+    /// object only once restored); otherwise the store streams it.
+    pub(crate) async fn open_copy_source(
         &self,
+        source_bucket: &str,
         store_key: &str,
         range: Option<&Range>,
         conditions: &ReadConditions,
-    ) -> S3Result<(ObjectReader, ObjectView)> {
+    ) -> S3Result<RestoredSource> {
         self.precheck(store_key, conditions).await?;
-        let (reader, view) = self.open_read(store_key, range).await?;
+        let source = match self
+            .restored_source(source_bucket, store_key, range)
+            .await?
+        {
+            Some(restored) => restored,
+            None => {
+                let (reader, view) = self.open_read(store_key, range).await?;
+                RestoredSource {
+                    bytes: reader.range(),
+                    stream: reader_stream(reader),
+                    view,
+                }
+            }
+        };
+        let view = &source.view;
         check_read(conditions, view.etag().as_ref(), &view.last_modified())?;
-        Ok((reader, view))
+        Ok(source)
     }
 
     /// Opens `store_key` for reading (all, or `range`): the reader and the view of the object it
@@ -1203,7 +1221,9 @@ impl S3 for SpinwiseS3 {
             input.copy_source_if_modified_since,
             input.copy_source_if_unmodified_since,
         );
-        let (reader, view) = self.open_checked(&source, None, &conditions).await?;
+        let RestoredSource { stream, view, .. } = self
+            .open_copy_source(&source_bucket, &source, None, &conditions)
+            .await?;
         let described = match replace {
             true => described_from(input.content_type, input.metadata),
             false => Described {
@@ -1216,7 +1236,6 @@ impl S3 for SpinwiseS3 {
                     .unwrap_or_default(),
             },
         };
-        let stream = reader_stream(reader);
         let target = WriteTarget {
             bucket: &input.bucket,
             store_key: &target,

@@ -2,7 +2,8 @@
 //! GETs of migrated objects until RestoreObject brought a verified copy back (HEAD shows the
 //! restore ongoing, then its expiry), the copy serves whole and ranged GETs and expires; sync
 //! buckets wait for the spin-up; bucket tagging switches the mode; concurrent restores of one
-//! group share a spin-up; RestoreObject's errors; a finished restore survives a restart; a
+//! group share a spin-up; copies of a GLACIER object are refused until restored and then read
+//! the copy; RestoreObject's errors; a finished restore survives a restart; a
 //! restore the scheduler's full queue refuses waits and finishes later.
 
 mod common;
@@ -11,7 +12,9 @@ use aws_sdk_s3::Client;
 use aws_sdk_s3::config::interceptors::BeforeDeserializationInterceptorContextRef;
 use aws_sdk_s3::config::{ConfigBag, Intercept, RuntimeComponents};
 use aws_sdk_s3::error::BoxError;
-use aws_sdk_s3::types::{RestoreRequest, StorageClass, Tag, Tagging};
+use aws_sdk_s3::types::{
+    CompletedMultipartUpload, CompletedPart, RestoreRequest, StorageClass, Tag, Tagging,
+};
 use common::cold::{count_ups_during, migrated_group, rest_group};
 use common::{Harness, code, get_bytes, get_error, pattern, put, restart, start_with, status};
 use spinwise_catalog::{Catalog, ObjectLocation};
@@ -380,6 +383,93 @@ async fn concurrent_restores_of_objects_in_one_group_share_one_spin_up() {
     assert_eq!(ups, 1, "two restores in one group took {ups} spin-ups");
     assert!(get_bytes(client, "pair", "first", None).await == first);
     assert!(get_bytes(client, "pair", "second", None).await == second);
+    harness.server.stop().await;
+}
+
+/// CopyObject of `source` in bucket "vault" to `target`: the error as "status code" if refused.
+async fn copy(client: &Client, source: &str, target: &str) -> Result<(), String> {
+    let copied = client
+        .copy_object()
+        .bucket("vault")
+        .key(target)
+        .copy_source(format!("vault/{source}"))
+        .send()
+        .await;
+    copied
+        .map(|_| ())
+        .map_err(|error| format!("{} {}", status(&error), code(&error)))
+}
+
+/// UploadPartCopy of bytes 1000.. of `source` as part 1 of a new upload to `target`, then
+/// CompleteMultipartUpload: the error as "status code" if the part copy is refused.
+async fn part_copy(client: &Client, source: &str, target: &str) -> Result<(), String> {
+    let upload = client
+        .create_multipart_upload()
+        .bucket("vault")
+        .key(target)
+        .send()
+        .await
+        .unwrap();
+    let upload_id = upload.upload_id().unwrap();
+    let part = client
+        .upload_part_copy()
+        .bucket("vault")
+        .key(target)
+        .upload_id(upload_id)
+        .part_number(1)
+        .copy_source(format!("vault/{source}"))
+        .copy_source_range("bytes=1000-")
+        .send()
+        .await
+        .map_err(|error| format!("{} {}", status(&error), code(&error)))?;
+    let etag = part.copy_part_result().and_then(|r| r.e_tag()).unwrap();
+    let parts = CompletedMultipartUpload::builder()
+        .parts(CompletedPart::builder().part_number(1).e_tag(etag).build())
+        .build();
+    client
+        .complete_multipart_upload()
+        .bucket("vault")
+        .key(target)
+        .upload_id(upload_id)
+        .multipart_upload(parts)
+        .send()
+        .await
+        .unwrap();
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn copies_of_a_glacier_object_are_refused_until_restored_then_read_the_copy_without_a_spin_up()
+ {
+    let harness = start_with(config(), settings(RestoreMode::Async, 86_400)).await;
+    let client = &harness.client;
+    let bytes = pattern(2 << 20, 31);
+    cold_object(&harness, "vault", "tape.bin", &bytes).await;
+    let group = migrated_group(&harness.store, "vault/tape.bin").await;
+
+    let refused = count_ups_during(&harness.store, async {
+        let refusal = Err("403 InvalidObjectState".to_string());
+        assert_eq!(copy(client, "tape.bin", "copy.bin").await, refusal);
+        assert_eq!(part_copy(client, "tape.bin", "part.bin").await, refusal);
+    })
+    .await;
+    assert_eq!(refused, 0, "a refused copy spun a group up");
+    assert_eq!(
+        get_error(client, "vault", "copy.bin").await,
+        "404 NoSuchKey"
+    );
+
+    assert_eq!(restore(client, "vault", "tape.bin", 1).await, Ok(202));
+    wait_restored(client, "vault", "tape.bin").await;
+    rest_group(&harness.store, group).await;
+    let ups = count_ups_during(&harness.store, async {
+        assert_eq!(copy(client, "tape.bin", "copy.bin").await, Ok(()));
+        assert_eq!(part_copy(client, "tape.bin", "part.bin").await, Ok(()));
+    })
+    .await;
+    assert_eq!(ups, 0, "copies of a restored object spun {ups} groups up");
+    assert!(get_bytes(client, "vault", "copy.bin", None).await == bytes);
+    assert!(get_bytes(client, "vault", "part.bin", None).await[..] == bytes[1000..]);
     harness.server.stop().await;
 }
 

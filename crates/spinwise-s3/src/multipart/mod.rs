@@ -27,9 +27,10 @@ use crate::body::{BodyStream, Expected, Upload, Wanted};
 use crate::conditions::{ReadConditions, WriteCondition};
 use crate::meta::{MetaDb, MetaError};
 use crate::names::store_key;
+use crate::restore::RestoredSource;
 use crate::service::{
     Described, SpinwiseS3, WriteTarget, body_stream, checksum_headers, copy_source, described_from,
-    expected_of, hex, internal, meta_error, now_unix_ms, reader_stream, slow_down, trailer_names,
+    expected_of, hex, internal, meta_error, now_unix_ms, slow_down, trailer_names,
 };
 use files::{UploadId, parse_part_file_name, parts_stream, random_generation, write_part_file};
 use rows::{PartRow, UploadRow};
@@ -295,14 +296,12 @@ impl SpinwiseS3 {
             input.copy_source_if_modified_since,
             input.copy_source_if_unmodified_since,
         );
-        let (reader, _view) = self
-            .open_checked(&source, range.as_ref(), &conditions)
+        let RestoredSource { stream, bytes, .. } = self
+            .open_copy_source(&source_bucket, &source, range.as_ref(), &conditions)
             .await?;
-        let copied = reader.range();
-        if copied.end - copied.start > self.settings.max_part_bytes {
-            return Err(self.part_too_large(copied.end - copied.start));
+        if bytes.end - bytes.start > self.settings.max_part_bytes {
+            return Err(self.part_too_large(bytes.end - bytes.start));
         }
-        let stream = reader_stream(reader);
         let (part, _) = self
             .write_part(
                 &input.bucket,
