@@ -474,6 +474,29 @@ def check_restore_async(ctx):
     expect('"Restore"' in shown and "GLACIER" in shown, f"aws s3api head-object: {shown}")
     again = ctx.aws("s3api", "restore-object", "--bucket", bucket, "--key", "cold.bin", "--restore-request", "Days=2")
     expect(again.strip() == "", f"aws s3api restore-object of a restored object: {again!r}")
+    check_restore_tiers(ctx, bucket)
+
+
+def check_restore_tiers(ctx, bucket):
+    """The tier as the aws CLI sends it (GlacierJobParameters); an unknown tier is refused."""
+    data = pattern(200_000, 44)
+    ctx.s3.put_object(Bucket=bucket, Key="bulk.bin", Body=data)
+    wait_for_class(ctx, bucket, "bulk.bin", "GLACIER")
+    expect_error(
+        lambda: ctx.s3.restore_object(
+            Bucket=bucket, Key="bulk.bin", RestoreRequest={"Days": 1, "GlacierJobParameters": {"Tier": "Fast"}}
+        ),
+        "InvalidArgument", 400, "RestoreObject with an unknown tier",
+    )
+    asked = ctx.aws(
+        "s3api", "restore-object", "--bucket", bucket, "--key", "bulk.bin",
+        "--restore-request", "Days=1,GlacierJobParameters={Tier=Bulk}",
+    )
+    expect(asked.strip() == "", f"aws s3api restore-object with Tier=Bulk: {asked!r}")
+    restore = ctx.s3.head_object(Bucket=bucket, Key="bulk.bin").get("Restore", "")
+    # Ongoing while it waits for its group to spin up for other work (or already done if the
+    # group was still up from the migration that just wrote it).
+    expect("ongoing-request=" in restore, f"x-amz-restore after a Bulk restore: {restore!r}")
 
 
 def parse_arguments():

@@ -41,7 +41,7 @@ pub struct ServeArgs {
     /// A TOML file with any of these settings, named as the flags with `_` for `-` (`data`,
     /// `listen`, `metrics_listen`, `domains` (a list), `preset` or `rack`, `layout`,
     /// `time_factor`, `access_key` and `secret_key`,
-    /// `max_put_bytes`, `restore_mode`, `restore_capacity_bytes`, `etag`,
+    /// `max_put_bytes`, `restore_mode`, `restore_capacity_bytes`, `restore_bulk_wait_s`, `etag`,
     /// `abandon_uploads_after_days`, `tls_cert` and `tls_key`); flags and environment override
     /// it, relative paths in it are relative to its directory (docs/s3.md "Configuration file").
     #[arg(long, value_name = "FILE", env = "SPINWISE_CONFIG")]
@@ -107,6 +107,12 @@ pub struct ServeArgs {
     /// over it answers 503 SlowDown [default: 17179869184]
     #[arg(long, value_name = "BYTES")]
     pub restore_capacity_bytes: Option<u64>,
+    /// How long a RestoreObject with Tier Bulk waits for its group to spin up for other work
+    /// (a GET, another restore, a migration, a scrub) before it spins the group up itself; a
+    /// Bulk restore rides that spin-up and costs none of its own (docs/s3.md "Restore tiers")
+    /// [default: 43200]
+    #[arg(long, value_name = "SECONDS")]
+    pub restore_bulk_wait_s: Option<u64>,
     /// What a PUT's ETag is: `md5` (S3's; clients such as rclone check it) or `blake3` (the
     /// store's content hash, 64 hex digits: no MD5 pass over the body, the costliest step of a
     /// large PUT on a small machine; docs/s3.md "ETags") [default: md5]
@@ -347,6 +353,7 @@ async fn serve(settings: &ServeSettings) -> CliResult<()> {
         max_put_bytes: settings.max_put_bytes,
         default_restore_mode: settings.restore_mode,
         restore_capacity_bytes: settings.restore_capacity_bytes,
+        restore_bulk_wait_s: settings.restore_bulk_wait_s,
         etag_mode: settings.etag,
         abandon_uploads_after_s: settings.abandon_uploads_after_days.saturating_mul(86_400),
         ..S3Settings::default()

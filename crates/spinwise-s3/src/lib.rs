@@ -26,6 +26,8 @@
 //! - [`names`] maps bucket and key to the store key `"<bucket>/<key>"` (keys never become paths);
 //! - [`restore`] holds the per-bucket restore mode (`sync`/`async`, set by bucket tagging) and
 //!   [`Restorer`]: RestoreObject, restored copies in `DATA/s3-restored`, their expiry;
+//! - [`tier`] holds [`RestoreTier`]: what RestoreObject's Tier means here, and the wait of a
+//!   Bulk restore for a spin-up of its group that happens anyway;
 //! - [`access`] holds public-read buckets: each bucket's ACL (`private` or `public-read`, set by
 //!   CreateBucket's `x-amz-acl` or PutBucketAcl) and [`PublicReadAccess`], the s3s access check
 //!   that lets anonymous clients read (GET, HEAD, list) a public-read bucket and nothing else;
@@ -50,6 +52,7 @@ pub mod names;
 pub mod restore;
 pub mod server;
 pub mod service;
+pub mod tier;
 pub mod tls;
 
 pub use access::{BucketAcl, PublicReadAccess};
@@ -59,4 +62,5 @@ pub use meta::{META_FILE, MetaDb, MetaError};
 pub use restore::{RestoreMode, Restorer};
 pub use server::{RunningServer, build_service, build_service_with};
 pub use service::{EtagMode, S3Settings, SpinwiseS3};
+pub use tier::RestoreTier;
 pub use tls::{TlsConfig, TlsError};

@@ -34,6 +34,7 @@ const MIGRATIONS: &[&str] = &[
     crate::multipart::rows::SCHEMA_STEP,
     SCHEMA_RESTORE,
     SCHEMA_PUBLIC_READ,
+    SCHEMA_RESTORE_TIER,
 ];
 
 const SCHEMA_V1: &str = r#"
@@ -84,6 +85,13 @@ CREATE TABLE restores (
 /// Buckets that predate this step stay private (0), the only access they had.
 const SCHEMA_PUBLIC_READ: &str = r#"
 ALTER TABLE buckets ADD COLUMN public_read INTEGER NOT NULL DEFAULT 0 CHECK (public_read IN (0, 1));
+"#;
+
+/// Restore tiers (see [`crate::tier`]): the Tier each restore was asked with. Restores that
+/// predate this step were all queued at once: `Standard`.
+const SCHEMA_RESTORE_TIER: &str = r#"
+ALTER TABLE restores ADD COLUMN tier TEXT NOT NULL DEFAULT 'Standard'
+    CHECK (tier IN ('Expedited', 'Standard', 'Bulk'));
 "#;
 
 #[derive(Debug, thiserror::Error)]
@@ -407,8 +415,8 @@ impl MetaDb {
 mod tests {
     use super::*;
 
-    /// A database as a build before public-read buckets left it (schema version 3, one bucket).
-    async fn version_3_database(path: &Path) {
+    /// A database as a build of schema `version` left it, after `then` ran on it.
+    async fn old_database(path: &Path, version: usize, then: &'static str) {
         let options = SqliteConnectOptions::from_str("sqlite:")
             .unwrap()
             .filename(path)
@@ -418,17 +426,39 @@ mod tests {
             .connect_with(options)
             .await
             .unwrap();
-        for &step in &MIGRATIONS[..3] {
+        for &step in &MIGRATIONS[..version] {
             sqlx::raw_sql(step).execute(&pool).await.unwrap();
         }
-        sqlx::raw_sql(
-            "INSERT INTO schema_version (singleton, version) VALUES (1, 3);
-             INSERT INTO buckets (name, created_unix_ms) VALUES ('old', 1);",
-        )
-        .execute(&pool)
-        .await
-        .unwrap();
+        sqlx::query("INSERT INTO schema_version (singleton, version) VALUES (1, ?)")
+            .bind(version as i64)
+            .execute(&pool)
+            .await
+            .unwrap();
+        sqlx::raw_sql(then).execute(&pool).await.unwrap();
         pool.close().await;
+    }
+
+    /// A database as a build before public-read buckets left it (schema version 3, one bucket).
+    async fn version_3_database(path: &Path) {
+        let bucket = "INSERT INTO buckets (name, created_unix_ms) VALUES ('old', 1);";
+        old_database(path, 3, bucket).await;
+    }
+
+    #[tokio::test]
+    async fn restores_from_before_tiers_open_as_standard_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(META_FILE);
+        let restore = "INSERT INTO restores (store_key, content_hash, file_name, size_bytes, \
+                       days, state, requested_unix_ms) \
+                       VALUES ('b/k', zeroblob(32), 'f', 1, 1, 'ongoing', 5);";
+        old_database(&path, 4, restore).await;
+        let db = MetaDb::open(&path).await.unwrap();
+        let tier: String = sqlx::query_scalar("SELECT tier FROM restores")
+            .fetch_one(db.pool())
+            .await
+            .unwrap();
+        assert_eq!(tier, "Standard");
+        db.close().await;
     }
 
     #[tokio::test]

@@ -27,6 +27,7 @@ use crate::body::BodyStream;
 use crate::meta::MetaDb;
 use crate::server::StatusOverride;
 use crate::service::{ChunkStream, ObjectView, SpinwiseS3};
+use crate::tier::{self, RestoreTier, Ride};
 use bytes::Bytes;
 use s3s::dto::{
     GetBucketTaggingOutput, GetObjectOutput, Range, RestoreObjectInput, RestoreObjectOutput, Tag,
@@ -125,6 +126,9 @@ pub struct RestoreSettings {
     pub max_days: i32,
     /// The most bytes restored copies (ongoing and finished) may hold together.
     pub capacity_bytes: u64,
+    /// How long a Bulk restore waits for a spin-up of its group that happens anyway before it
+    /// queues its read (seconds; [`crate::tier`]).
+    pub bulk_wait_s: u64,
 }
 
 /// Why a restore failed.
@@ -173,6 +177,8 @@ struct RestoreRow {
     state: State,
     error: Option<String>,
     expiry_unix_ms: Option<i64>,
+    tier: RestoreTier,
+    requested_unix_ms: i64,
 }
 
 impl RestoreRow {
@@ -263,6 +269,10 @@ impl Restorer {
 
     pub fn settings(&self) -> &RestoreSettings {
         &self.settings
+    }
+
+    pub(crate) fn store(&self) -> &Arc<SqliteStore> {
+        &self.store
     }
 
     async fn recover(self: &Arc<Self>) -> Result<(), RestoreError> {
@@ -375,7 +385,7 @@ impl Restorer {
     async fn rows(&self) -> Result<Vec<RestoreRow>, RestoreError> {
         let rows = sqlx::query(
             "SELECT store_key, content_hash, file_name, size_bytes, days, state, error, \
-             expiry_unix_ms FROM restores ORDER BY store_key",
+             expiry_unix_ms, tier, requested_unix_ms FROM restores ORDER BY store_key",
         )
         .fetch_all(&self.pool)
         .await?;
@@ -385,7 +395,7 @@ impl Restorer {
     async fn row(&self, store_key: &str) -> Result<Option<RestoreRow>, RestoreError> {
         let row = sqlx::query(
             "SELECT store_key, content_hash, file_name, size_bytes, days, state, error, \
-             expiry_unix_ms FROM restores WHERE store_key = ?",
+             expiry_unix_ms, tier, requested_unix_ms FROM restores WHERE store_key = ?",
         )
         .bind(store_key)
         .fetch_optional(&self.pool)
@@ -461,6 +471,7 @@ impl Restorer {
         self: &Arc<Self>,
         record: &ObjectRecord,
         days: i32,
+        tier: RestoreTier,
     ) -> S3Result<Requested> {
         let _deciding = self.deciding.lock().await;
         let now = now_unix_ms();
@@ -487,8 +498,13 @@ impl Restorer {
         if let Some(old) = &existing {
             self.remove_row(old).await.map_err(internal)?;
         }
-        let row = self.insert_ongoing(record, days, now).await?;
-        tracing::info!(key = row.store_key, days, "restore requested");
+        let row = self.insert_ongoing(record, days, tier, now).await?;
+        tracing::info!(
+            key = row.store_key,
+            days,
+            tier = tier.as_str(),
+            "restore requested"
+        );
         tokio::spawn(Arc::clone(self).run(row));
         Ok(Requested::Started)
     }
@@ -538,6 +554,7 @@ impl Restorer {
         &self,
         record: &ObjectRecord,
         days: i32,
+        tier: RestoreTier,
         now: i64,
     ) -> S3Result<RestoreRow> {
         let row = RestoreRow {
@@ -549,10 +566,12 @@ impl Restorer {
             state: State::Ongoing,
             error: None,
             expiry_unix_ms: None,
+            tier,
+            requested_unix_ms: now,
         };
         sqlx::query(
             "INSERT INTO restores (store_key, content_hash, file_name, size_bytes, days, state, \
-             requested_unix_ms) VALUES (?, ?, ?, ?, ?, 'ongoing', ?)",
+             requested_unix_ms, tier) VALUES (?, ?, ?, ?, ?, 'ongoing', ?, ?)",
         )
         .bind(&row.store_key)
         .bind(&row.content_hash[..])
@@ -560,6 +579,7 @@ impl Restorer {
         .bind(row.size_bytes as i64)
         .bind(row.days)
         .bind(now)
+        .bind(tier.as_str())
         .execute(&self.pool)
         .await
         .map_err(sql_error)?;
@@ -578,7 +598,9 @@ impl Restorer {
     /// holds the restorer only weakly, so a stopping server is not kept alive by it (start-up
     /// resumes the ongoing row).
     async fn run(self: Arc<Self>, row: RestoreRow) {
-        let mut restorer = self;
+        let Some(mut restorer) = self.wait_for_tier(&row).await else {
+            return;
+        };
         let mut wait = BUSY_RETRY_FIRST;
         loop {
             match restorer.copy(&row).await {
@@ -604,6 +626,34 @@ impl Restorer {
                 outcome => return restorer.record(&row, outcome).await,
             }
         }
+    }
+
+    /// A Bulk restore's wait for a spin-up of its group that happens anyway, up to its
+    /// start-by time ([`crate::tier`]); other tiers go at once. `None` when the server stopped
+    /// meanwhile or the row is gone (the object was replaced or deleted).
+    async fn wait_for_tier(self: Arc<Self>, row: &RestoreRow) -> Option<Arc<Self>> {
+        if row.tier != RestoreTier::Bulk {
+            return Some(self);
+        }
+        let Some(group) = tier::group_of(&self.store, &row.store_key).await else {
+            return Some(self); // no longer migrated: the read says what happened
+        };
+        let start_by =
+            tier::start_by_unix_ms(row.tier, row.requested_unix_ms, self.settings.bulk_wait_s);
+        let weak = Arc::downgrade(&self);
+        drop(self);
+        let ride = tier::wait_for_spin_up(weak.clone(), group, start_by).await;
+        let restorer = weak.upgrade()?;
+        if ride == Ride::Stopped || !restorer.still_ongoing(row).await {
+            return None;
+        }
+        tracing::info!(
+            key = row.store_key,
+            group,
+            ride = ?ride,
+            "bulk restore queues its read"
+        );
+        Some(restorer)
     }
 
     /// True unless `row` is provably no longer this restore's ongoing row (a failed lookup
@@ -799,6 +849,7 @@ fn parse_row(row: &sqlx::sqlite::SqliteRow) -> Result<RestoreRow, RestoreError> 
         <[u8; 32]>::try_from(hash.as_slice()).map_err(|_| corrupt("hash is not 32 bytes"))?;
     let size_bytes: i64 = row.get(3);
     let state: String = row.get(5);
+    let tier: String = row.get(8);
     Ok(RestoreRow {
         content_hash,
         file_name: row.get(2),
@@ -807,8 +858,37 @@ fn parse_row(row: &sqlx::sqlite::SqliteRow) -> Result<RestoreRow, RestoreError> 
         state: State::parse(&state).ok_or_else(|| corrupt("unknown state"))?,
         error: row.get(6),
         expiry_unix_ms: row.get(7),
+        tier: tier.parse().map_err(|_| corrupt("unknown tier"))?,
+        requested_unix_ms: row.get(9),
         store_key,
     })
+}
+
+/// The tier of a RestoreRequest: `GlacierJobParameters/Tier` (what the aws CLI and SDK
+/// examples send for GLACIER objects) or the request's own `Tier`; Standard when neither is
+/// given. Two different tiers, or a name S3 does not know, are `InvalidArgument`.
+fn requested_tier(request: &s3s::dto::RestoreRequest) -> S3Result<RestoreTier> {
+    let named = [
+        request.glacier_job_parameters.as_ref().map(|p| &p.tier),
+        request.tier.as_ref(),
+    ];
+    let mut tiers = named.into_iter().flatten().map(|tier| {
+        tier.as_str()
+            .parse::<RestoreTier>()
+            .map_err(|message| S3Error::with_message(S3ErrorCode::InvalidArgument, message))
+    });
+    let first = tiers.next().transpose()?.unwrap_or_default();
+    match tiers.next().transpose()? {
+        Some(second) if second != first => Err(S3Error::with_message(
+            S3ErrorCode::InvalidArgument,
+            format!(
+                "GlacierJobParameters asks for tier {} and the request for {}",
+                first.as_str(),
+                second.as_str()
+            ),
+        )),
+        _ => Ok(first),
+    }
 }
 
 /// A failed restores-table statement, as the client's 500.
@@ -961,6 +1041,7 @@ impl SpinwiseS3 {
                 format!("Days must be 1 to {max_days}, not {days}"),
             ));
         }
+        let tier = requested_tier(&request)?;
         let record = self
             .store()
             .stat(&store_key)
@@ -972,7 +1053,7 @@ impl SpinwiseS3 {
             ));
         }
         let mut response = S3Response::new(RestoreObjectOutput::default());
-        if self.restorer().request(&record, days).await? == Requested::Started {
+        if self.restorer().request(&record, days, tier).await? == Requested::Started {
             response
                 .extensions
                 .insert(StatusOverride(http::StatusCode::ACCEPTED));

@@ -83,6 +83,9 @@ pub struct S3Settings {
     /// The most bytes restored copies may hold (`DATA/s3-restored`); a restore over it is
     /// refused with 503 SlowDown.
     pub restore_capacity_bytes: u64,
+    /// How long a Bulk restore waits for a spin-up of its group that happens anyway before it
+    /// queues its read (seconds; default 12 h, the upper end of S3 Glacier's Bulk retrievals).
+    pub restore_bulk_wait_s: u64,
     /// What a PutObject or CopyObject ETag is (multipart ETags are always S3's MD5 form).
     pub etag_mode: EtagMode,
 }
@@ -121,6 +124,7 @@ impl S3Settings {
             day_s: self.restore_day_s,
             max_days: self.restore_max_days,
             capacity_bytes: self.restore_capacity_bytes,
+            bulk_wait_s: self.restore_bulk_wait_s,
         }
     }
 }
@@ -139,6 +143,7 @@ impl Default for S3Settings {
             restore_day_s: 86_400,
             restore_max_days: 30_000,
             restore_capacity_bytes: 16 << 30,
+            restore_bulk_wait_s: 12 * 3600,
             etag_mode: EtagMode::Md5,
         }
     }

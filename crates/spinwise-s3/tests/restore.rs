@@ -2,7 +2,8 @@
 //! GETs of migrated objects until RestoreObject brought a verified copy back (HEAD shows the
 //! restore ongoing, then its expiry), the copy serves whole and ranged GETs and expires; sync
 //! buckets wait for the spin-up; bucket tagging switches the mode; concurrent restores of one
-//! group share a spin-up; copies of a GLACIER object are refused until restored and then read
+//! group share a spin-up; Bulk restores wait for a spin-up that happens anyway (or their
+//! deadline, across a restart); copies of a GLACIER object are refused until restored and then read
 //! the copy; RestoreObject's errors; a finished restore survives a restart; a
 //! restore the scheduler's full queue refuses waits and finishes later.
 
@@ -12,8 +13,10 @@ use aws_sdk_s3::Client;
 use aws_sdk_s3::config::interceptors::BeforeDeserializationInterceptorContextRef;
 use aws_sdk_s3::config::{ConfigBag, Intercept, RuntimeComponents};
 use aws_sdk_s3::error::BoxError;
+use aws_sdk_s3::types::builders::RestoreRequestBuilder;
 use aws_sdk_s3::types::{
-    CompletedMultipartUpload, CompletedPart, RestoreRequest, StorageClass, Tag, Tagging,
+    CompletedMultipartUpload, CompletedPart, GlacierJobParameters, RestoreRequest, StorageClass,
+    Tag, Tagging, Tier,
 };
 use common::cold::{count_ups_during, migrated_group, rest_group};
 use common::{Harness, code, get_bytes, get_error, pattern, put, restart, start_with, status};
@@ -66,12 +69,31 @@ impl Intercept for Statuses {
 
 /// RestoreObject with `days`; the HTTP status on success, the error code otherwise.
 async fn restore(client: &Client, bucket: &str, key: &str, days: i32) -> Result<u16, String> {
+    restore_asking(client, bucket, key, RestoreRequest::builder().days(days)).await
+}
+
+/// RestoreObject with Days 1 and `tier` as `GlacierJobParameters/Tier` (as the aws CLI sends it).
+async fn restore_tier(client: &Client, bucket: &str, key: &str, tier: Tier) -> Result<u16, String> {
+    let parameters = GlacierJobParameters::builder().tier(tier).build().unwrap();
+    let request = RestoreRequest::builder()
+        .days(1)
+        .glacier_job_parameters(parameters);
+    restore_asking(client, bucket, key, request).await
+}
+
+/// RestoreObject with `request`; the HTTP status on success, the error code otherwise.
+async fn restore_asking(
+    client: &Client,
+    bucket: &str,
+    key: &str,
+    request: RestoreRequestBuilder,
+) -> Result<u16, String> {
     let statuses = Statuses::default();
     let result = client
         .restore_object()
         .bucket(bucket)
         .key(key)
-        .restore_request(RestoreRequest::builder().days(days).build())
+        .restore_request(request.build())
         .customize()
         .interceptor(statuses.clone())
         .send()
@@ -473,6 +495,106 @@ async fn copies_of_a_glacier_object_are_refused_until_restored_then_read_the_cop
     harness.server.stop().await;
 }
 
+/// Is the restore of `key` still ongoing?
+async fn ongoing(client: &Client, bucket: &str, key: &str) -> bool {
+    let header = restore_header(client, bucket, key).await;
+    header.as_deref() == Some("ongoing-request=\"true\"")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bulk_restores_wait_for_a_spin_up_that_happens_anyway_and_ride_it() {
+    let harness = start_with(config(), settings(RestoreMode::Async, 86_400)).await;
+    let client = &harness.client;
+    client.create_bucket().bucket("bulk").send().await.unwrap();
+    let objects: Vec<(&str, Vec<u8>)> = ["first", "second", "third"]
+        .into_iter()
+        .zip(21..)
+        .map(|(key, seed)| (key, pattern(300_000, seed)))
+        .collect();
+    for (key, bytes) in &objects {
+        put(client, "bulk", key, bytes).await;
+    }
+    harness.store.flush(|_| {}).await.unwrap();
+    let group = migrated_group(&harness.store, "bulk/first").await;
+    for (key, _) in &objects {
+        let store_key = format!("bulk/{key}");
+        assert_eq!(migrated_group(&harness.store, &store_key).await, group);
+    }
+    rest_group(&harness.store, group).await;
+
+    // Two Bulk restores queue nothing: after several spin-up times they still wait.
+    let waited = count_ups_during(&harness.store, async {
+        assert_eq!(
+            restore_tier(client, "bulk", "first", Tier::Bulk).await,
+            Ok(202)
+        );
+        assert_eq!(
+            restore_tier(client, "bulk", "second", Tier::Bulk).await,
+            Ok(202)
+        );
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        assert!(ongoing(client, "bulk", "first").await);
+        assert!(ongoing(client, "bulk", "second").await);
+    })
+    .await;
+    assert_eq!(waited, 0, "Bulk restores spun their group up on their own");
+
+    // A Standard restore in the same group spins it up; the Bulk ones ride that spin-up.
+    let ridden = count_ups_during(&harness.store, async {
+        let standard = restore_tier(client, "bulk", "third", Tier::Standard).await;
+        assert_eq!(standard, Ok(202));
+        for (key, _) in &objects {
+            wait_restored(client, "bulk", key).await;
+        }
+    })
+    .await;
+    assert_eq!(
+        ridden, 1,
+        "three restores in one group took {ridden} spin-ups"
+    );
+    for (key, bytes) in &objects {
+        assert!(get_bytes(client, "bulk", key, None).await == *bytes);
+    }
+    harness.server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bulk_restore_no_spin_up_comes_for_starts_at_its_deadline_even_across_a_restart() {
+    let settings = S3Settings {
+        restore_bulk_wait_s: 4,
+        ..settings(RestoreMode::Async, 86_400)
+    };
+    let harness = start_with(config(), settings.clone()).await;
+    let bytes = pattern(700_000, 51);
+    cold_object(&harness, "late", "tape.bin", &bytes).await;
+    let requested = Instant::now();
+    let asked = restore_tier(&harness.client, "late", "tape.bin", Tier::Bulk).await;
+    assert_eq!(asked, Ok(202));
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert!(ongoing(&harness.client, "late", "tape.bin").await);
+
+    // The wait survives a restart and keeps its deadline (request time + 4 s).
+    let harness = restart(harness, settings).await;
+    let client = &harness.client;
+    assert!(ongoing(client, "late", "tape.bin").await);
+    let ups = count_ups_during(&harness.store, async {
+        wait_restored(client, "late", "tape.bin").await;
+    })
+    .await;
+    let took = requested.elapsed();
+    assert!(
+        took >= Duration::from_secs(4),
+        "started before its deadline: {took:?}"
+    );
+    assert!(
+        took < Duration::from_secs(30),
+        "the deadline was not kept: {took:?}"
+    );
+    assert_eq!(ups, 1);
+    assert!(get_bytes(client, "late", "tape.bin", None).await == bytes);
+    harness.server.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn restore_object_refuses_standard_objects_unknown_keys_bad_days_and_overflowing_capacity() {
     let mut settings = settings(RestoreMode::Async, 86_400);
@@ -498,6 +620,23 @@ async fn restore_object_refuses_standard_objects_unknown_keys_bad_days_and_overf
     );
     assert_eq!(
         restore(client, "rules", "big.bin", 11).await,
+        Err("400 InvalidArgument".into())
+    );
+    assert_eq!(
+        restore_tier(client, "rules", "big.bin", Tier::from("Fast")).await,
+        Err("400 InvalidArgument".into())
+    );
+    let two_tiers = RestoreRequest::builder()
+        .days(1)
+        .tier(Tier::Bulk)
+        .glacier_job_parameters(
+            GlacierJobParameters::builder()
+                .tier(Tier::Standard)
+                .build()
+                .unwrap(),
+        );
+    assert_eq!(
+        restore_asking(client, "rules", "big.bin", two_tiers).await,
         Err("400 InvalidArgument".into())
     );
     // 2 MiB does not fit the 1 MiB of restored copies.

@@ -1,0 +1,185 @@
+//! Restore tiers: what RestoreObject's `Tier` means on a rack whose disks sleep, and the wait
+//! of a `Bulk` restore for a spin-up that happens anyway. docs/s3.md "Restore tiers" describes
+//! the behaviour.
+//!
+//! - `Expedited` and `Standard` (the default) queue the restore's read at once; the scheduler
+//!   batches it with every other read of the object's group. The scheduler has no priorities,
+//!   so Expedited is not faster than Standard.
+//! - `Bulk` queues nothing until the object's group is up (spinning up or active) for other
+//!   work — a GET, another restore, a migration, a scrub — and then rides that spin-up, or until
+//!   its start-by time (request time + `restore_bulk_wait_s`) passes and it queues its read
+//!   anyway; the spin-up that read causes wakes every other Bulk restore of that group, so they
+//!   share it. A Bulk restore therefore never costs a spin-up of its own before its deadline.
+//!
+//! Invariants: the wait holds the restorer only weakly (a stopping server is not kept alive by
+//! restores waiting for hours; start-up resumes them with the same start-by time, which is
+//! derived from the stored request time); it subscribes to the driver's activity before it
+//! looks at the group's phase, so an `Up` between the look and the subscription is not lost;
+//! missed activity (a lagging receiver) is made up by looking at the driver's state again.
+
+use crate::restore::Restorer;
+use crate::service::now_unix_ms;
+use spinwise_catalog::{Catalog as _, GroupIndex, ObjectLocation};
+use spinwise_store::SqliteStore;
+use spinwise_store::driver::{GroupActivity, GroupPhase};
+use std::str::FromStr;
+use std::sync::Weak;
+use std::time::Duration;
+use tokio::sync::broadcast;
+
+/// RestoreObject's `Tier`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum RestoreTier {
+    /// Queued at once, like Standard (the scheduler has no priorities).
+    Expedited,
+    /// Queued at once (S3's default when no Tier is given).
+    #[default]
+    Standard,
+    /// Waits for a spin-up of the object's group that happens anyway, up to its start-by time.
+    Bulk,
+}
+
+impl RestoreTier {
+    /// The name S3 uses, which is also how the restores table stores it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RestoreTier::Expedited => "Expedited",
+            RestoreTier::Standard => "Standard",
+            RestoreTier::Bulk => "Bulk",
+        }
+    }
+}
+
+impl FromStr for RestoreTier {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<RestoreTier, String> {
+        match text {
+            "Expedited" => Ok(RestoreTier::Expedited),
+            "Standard" => Ok(RestoreTier::Standard),
+            "Bulk" => Ok(RestoreTier::Bulk),
+            other => Err(format!(
+                "the restore tier must be Expedited, Standard or Bulk, not `{other}`"
+            )),
+        }
+    }
+}
+
+/// Why a Bulk restore stopped waiting.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Ride {
+    /// The object's group is up for other work: the read joins it.
+    SpinUp,
+    /// The start-by time passed: the read is queued and may spin the group up.
+    Deadline,
+    /// The server is stopping (the restorer or the driver is gone); start-up resumes the wait.
+    Stopped,
+}
+
+/// The group holding a migrated object's blob; `None` for a staged object or a blob the
+/// catalog no longer has (the restore's read then reports what happened).
+pub(crate) async fn group_of(store: &SqliteStore, store_key: &str) -> Option<GroupIndex> {
+    let record = store.stat(store_key).await.ok()?;
+    let ObjectLocation::Migrated { blob, .. } = record.location else {
+        return None;
+    };
+    Some(store.catalog().blob(blob).await.ok()??.group)
+}
+
+/// Whether `group` is spinning up or active now (so a read queued for it rides that spin-up).
+/// A failed look counts as down: the wait goes on until an `Up` or the deadline.
+async fn is_up(store: &SqliteStore, group: GroupIndex) -> bool {
+    let Ok(state) = store.rack_io().driver.state().await else {
+        return false;
+    };
+    state
+        .groups
+        .iter()
+        .find(|g| g.group == group)
+        .is_some_and(|g| matches!(g.phase, GroupPhase::SpinningUp | GroupPhase::Active))
+}
+
+/// Waits until `group` is up for other work or `start_by_unix_ms` (wall clock) has passed.
+pub(crate) async fn wait_for_spin_up(
+    restorer: Weak<Restorer>,
+    group: GroupIndex,
+    start_by_unix_ms: i64,
+) -> Ride {
+    let mut activity = {
+        let Some(strong) = restorer.upgrade() else {
+            return Ride::Stopped;
+        };
+        let activity = strong.store().rack_io().driver.subscribe_activity();
+        if is_up(strong.store(), group).await {
+            return Ride::SpinUp;
+        }
+        activity
+    };
+    loop {
+        let left_ms = start_by_unix_ms.saturating_sub(now_unix_ms());
+        if left_ms <= 0 {
+            return Ride::Deadline;
+        }
+        let left = Duration::from_millis(u64::try_from(left_ms).unwrap_or(0));
+        tokio::select! {
+            event = activity.recv() => match event {
+                Ok(GroupActivity::Up { group: up, .. }) if up == group => return Ride::SpinUp,
+                Ok(_) => {}
+                Err(broadcast::error::RecvError::Lagged(_)) => {
+                    let Some(strong) = restorer.upgrade() else {
+                        return Ride::Stopped;
+                    };
+                    if is_up(strong.store(), group).await {
+                        return Ride::SpinUp;
+                    }
+                }
+                Err(broadcast::error::RecvError::Closed) => return Ride::Stopped,
+            },
+            () = tokio::time::sleep(left) => {}
+        }
+        if restorer.strong_count() == 0 {
+            return Ride::Stopped;
+        }
+    }
+}
+
+/// The start-by time of a restore of `tier` requested at `requested_unix_ms`: at once unless
+/// Bulk, which waits up to `bulk_wait_s`.
+pub(crate) fn start_by_unix_ms(tier: RestoreTier, requested_unix_ms: i64, bulk_wait_s: u64) -> i64 {
+    match tier {
+        RestoreTier::Bulk => {
+            let wait_ms = i64::try_from(bulk_wait_s.saturating_mul(1000)).unwrap_or(i64::MAX);
+            requested_unix_ms.saturating_add(wait_ms)
+        }
+        RestoreTier::Expedited | RestoreTier::Standard => requested_unix_ms,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tiers_parse_their_s3_names_and_nothing_else() {
+        for tier in [
+            RestoreTier::Expedited,
+            RestoreTier::Standard,
+            RestoreTier::Bulk,
+        ] {
+            assert_eq!(tier.as_str().parse::<RestoreTier>(), Ok(tier));
+        }
+        assert!("bulk".parse::<RestoreTier>().is_err());
+        assert!("".parse::<RestoreTier>().is_err());
+    }
+
+    #[test]
+    fn only_bulk_restores_wait_and_then_for_the_configured_time() {
+        assert_eq!(start_by_unix_ms(RestoreTier::Standard, 1_000, 60), 1_000);
+        assert_eq!(start_by_unix_ms(RestoreTier::Expedited, 1_000, 60), 1_000);
+        assert_eq!(start_by_unix_ms(RestoreTier::Bulk, 1_000, 60), 61_000);
+        assert_eq!(
+            start_by_unix_ms(RestoreTier::Bulk, 1_000, u64::MAX),
+            i64::MAX
+        );
+    }
+}
