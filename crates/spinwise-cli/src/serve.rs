@@ -19,8 +19,8 @@ use clap::Args;
 use spinwise_model::parse_rack;
 use spinwise_s3::metrics::{S3Metrics, serve_metrics};
 use spinwise_s3::{
-    CredentialSource, Credentials, EtagMode, META_FILE, MetaDb, RestoreMode, RunningServer,
-    S3Settings, SpinwiseS3, TlsConfig, build_service_with,
+    CredentialSource, Credentials, EtagMode, META_FILE, MetaDb, RestoreMode, Restorer,
+    RunningServer, S3Settings, SpinwiseS3, TlsConfig, build_service_with,
 };
 use spinwise_store::driver::{DiskEvent, GroupActivity};
 use spinwise_store::{RackSource, SqliteStore, Store, StoreConfig, StoreError};
@@ -364,7 +364,7 @@ async fn serve(settings: &ServeSettings) -> CliResult<()> {
     let upkeep = store.start_upkeep().await.map_err(store_error)?;
     let activity = log_activity(&store);
     let listener = bind(settings.listen).await?;
-    let metrics = start_metrics(settings, &store).await?;
+    let metrics = start_metrics(settings, &store, s3.restorer()).await?;
     let service = build_service_with(s3, &credentials, settings.domains.clone());
     let observed = metrics.as_ref().map(|(metrics, _)| Arc::clone(metrics));
     let server =
@@ -414,6 +414,7 @@ async fn bind(addr: SocketAddr) -> CliResult<tokio::net::TcpListener> {
 async fn start_metrics(
     settings: &ServeSettings,
     store: &Arc<SqliteStore>,
+    restorer: &Arc<Restorer>,
 ) -> CliResult<Option<(Arc<S3Metrics>, [tokio::task::JoinHandle<()>; 2])>> {
     let Some(addr) = settings.metrics_listen else {
         return Ok(None);
@@ -423,7 +424,8 @@ async fn start_metrics(
         path: addr.to_string(),
         source,
     })?;
-    let metrics = Arc::new(S3Metrics::new(Arc::clone(store)));
+    let metrics = S3Metrics::new(Arc::clone(store)).with_restores(Arc::clone(restorer));
+    let metrics = Arc::new(metrics);
     let tasks = [
         metrics.watch(),
         serve_metrics(listener, Arc::clone(&metrics)),

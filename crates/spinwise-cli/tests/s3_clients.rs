@@ -3,7 +3,8 @@
 //! scripts/s3_clients_check.py, which drives it with boto3 and the aws CLI (every supported call
 //! byte-exact, multipart through `aws s3 cp` and boto3's upload_file, conditional requests, a
 //! public-read bucket read anonymously, the async restore flow, error codes), then reads the
-//! server's Prometheus metrics: the checks' answers by status and the restores' spin-ups. Missing python3, boto3 or aws fails the test with the
+//! server's Prometheus metrics: the checks' answers by status, the restores' spin-ups and that
+//! the restore gauges are served. Missing python3, boto3 or aws fails the test with the
 //! install line: CI must provide them, a skipped check would prove nothing.
 
 use std::io::{BufRead as _, BufReader};
@@ -211,4 +212,16 @@ fn boto3_and_the_aws_cli_pass_every_check_against_spinwise_serve() {
     let spin_ups = total(&metrics, "spinwise_group_spin_ups_total");
     assert!(spin_ups >= 1.0, "cold reads spun a group up:\n{metrics}");
     assert_eq!(total(&metrics, "spinwise_budget_refusals_total"), 0.0);
+    // serve wires the restore gauges: every state and tier has a series. (The checks delete
+    // their buckets at the end, which drops their restores, so the counts are 0 by now;
+    // tests/restore.rs checks the values.)
+    let restore_series = metrics
+        .lines()
+        .filter(|line| line.starts_with("spinwise_restores{state="))
+        .count();
+    assert_eq!(restore_series, 9, "{metrics}");
+    assert!(
+        metrics.contains("spinwise_restores_waiting_for_spin_up 0"),
+        "{metrics}"
+    );
 }

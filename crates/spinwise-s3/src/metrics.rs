@@ -12,8 +12,13 @@
 //! - spin-ups and spin-downs are counted from the driver's activity broadcast by a task of
 //!   [`S3Metrics::watch`]; a broadcast that lagged loses events, which is counted too
 //!   (`spinwise_activity_events_missed_total`) rather than hidden;
-//! - a scrape never blocks S3 requests: it takes the driver's snapshot like any status call.
+//! - a scrape never blocks S3 requests: it takes the driver's snapshot like any status call;
+//! - with [`S3Metrics::with_restores`], restores by state and tier are counted from the
+//!   restores table at each scrape (every pair has a series, 0 when none), and the Bulk
+//!   restores waiting for a spin-up from the restorer's live count.
 
+use crate::restore::Restorer;
+use crate::tier::RestoreTier;
 use http_body_util::Full;
 use hyper::body::Bytes;
 use hyper_util::rt::TokioIo;
@@ -49,6 +54,28 @@ struct StatusLabel {
     status: u16,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RestoreLabels {
+    state: &'static str,
+    tier: &'static str,
+}
+
+/// The restores' states and tiers, every pair of which has a series.
+const RESTORE_STATES: [&str; 3] = ["ongoing", "done", "failed"];
+const RESTORE_TIERS: [RestoreTier; 3] = [
+    RestoreTier::Expedited,
+    RestoreTier::Standard,
+    RestoreTier::Bulk,
+];
+
+/// The restore gauges, read from the [`Restorer`] at each scrape.
+struct RestoreGauges {
+    restorer: Arc<Restorer>,
+    restores: Family<RestoreLabels, Gauge>,
+    bytes: Family<RestoreLabels, Gauge>,
+    waiting: Gauge,
+}
+
 /// The server's metrics and the store they describe.
 pub struct S3Metrics {
     store: Arc<SqliteStore>,
@@ -68,6 +95,7 @@ pub struct S3Metrics {
     /// The driver's totals at the last scrape (the counters above grow by the difference).
     last_jobs_served: AtomicU64,
     last_refusals: AtomicU64,
+    restores: Option<RestoreGauges>,
 }
 
 impl S3Metrics {
@@ -90,6 +118,7 @@ impl S3Metrics {
             budget_refusals: Counter::default(),
             last_jobs_served: AtomicU64::new(0),
             last_refusals: AtomicU64::new(0),
+            restores: None,
         };
         // Every group's series exist from the start (at 0), so a rate over them is defined
         // before a group first spins and a dashboard lists the quiet groups too.
@@ -172,6 +201,35 @@ impl S3Metrics {
         self
     }
 
+    /// Adds the restores' gauges: restores and their bytes by state and tier, and the Bulk
+    /// restores waiting for a spin-up now.
+    pub fn with_restores(mut self, restorer: Arc<Restorer>) -> S3Metrics {
+        let gauges = RestoreGauges {
+            restorer,
+            restores: Family::default(),
+            bytes: Family::default(),
+            waiting: Gauge::default(),
+        };
+        let registry = &mut self.registry;
+        registry.register(
+            "restores",
+            "Restores by state and tier (done includes copies expired but not yet swept)",
+            gauges.restores.clone(),
+        );
+        registry.register(
+            "restore_bytes",
+            "Bytes of the objects restored or being restored, by state and tier",
+            gauges.bytes.clone(),
+        );
+        registry.register(
+            "restores_waiting_for_spin_up",
+            "Bulk restores waiting for their group to spin up for other work",
+            gauges.waiting.clone(),
+        );
+        self.restores = Some(gauges);
+        self
+    }
+
     /// Counts one S3 answer.
     pub fn record_response(&self, status: u16) {
         self.responses.get_or_create(&StatusLabel { status }).inc();
@@ -244,10 +302,43 @@ impl S3Metrics {
             &self.last_refusals,
             state.audit.refusals,
         );
+        if let Some(restores) = &self.restores {
+            restores.read().await?;
+        }
         let mut text = String::new();
         prometheus_client::encoding::text::encode(&mut text, &self.registry)
             .map_err(|error| format!("encoding the metrics: {error}"))?;
         Ok(text)
+    }
+}
+
+impl RestoreGauges {
+    /// Sets every (state, tier) series, those without rows to 0.
+    async fn read(&self) -> Result<(), String> {
+        let census = self
+            .restorer
+            .census()
+            .await
+            .map_err(|error| format!("reading the restores: {error}"))?;
+        for state in RESTORE_STATES {
+            for tier in RESTORE_TIERS {
+                let found = census.iter().find(|c| c.state == state && c.tier == tier);
+                let labels = RestoreLabels {
+                    state,
+                    tier: tier.as_str(),
+                };
+                let (restores, bytes) = found.map_or((0, 0), |c| (c.restores, c.bytes));
+                self.restores
+                    .get_or_create(&labels)
+                    .set(i64::try_from(restores).unwrap_or(i64::MAX));
+                self.bytes
+                    .get_or_create(&labels)
+                    .set(i64::try_from(bytes).unwrap_or(i64::MAX));
+            }
+        }
+        let waiting = self.restorer.waiting_for_spin_up();
+        self.waiting.set(i64::try_from(waiting).unwrap_or(i64::MAX));
+        Ok(())
     }
 }
 

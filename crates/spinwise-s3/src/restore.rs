@@ -41,6 +41,7 @@ use sqlx::sqlite::SqlitePool;
 use std::io::{self, Read as _, Seek as _};
 use std::path::PathBuf;
 use std::str::FromStr;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::io::AsyncWriteExt as _;
@@ -232,6 +233,35 @@ pub struct Restorer {
     retry_after_s: u32,
     /// Serializes RestoreObject decisions (state check, capacity check, row insert).
     deciding: Mutex<()>,
+    /// Bulk restores waiting for a spin-up now (shared with their waits, which hold the
+    /// restorer only weakly).
+    waiting: Arc<AtomicUsize>,
+}
+
+/// How many restores are in one state and tier, and the bytes of their objects.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RestoreCensus {
+    /// `ongoing`, `done` or `failed`.
+    pub state: String,
+    pub tier: RestoreTier,
+    pub restores: u64,
+    pub bytes: u64,
+}
+
+/// Counts one Bulk restore as waiting while it lives.
+struct Waiting(Arc<AtomicUsize>);
+
+impl Waiting {
+    fn new(count: &Arc<AtomicUsize>) -> Waiting {
+        count.fetch_add(1, Ordering::Relaxed);
+        Waiting(Arc::clone(count))
+    }
+}
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 impl std::fmt::Debug for Restorer {
@@ -261,6 +291,7 @@ impl Restorer {
             settings,
             retry_after_s,
             deciding: Mutex::new(()),
+            waiting: Arc::new(AtomicUsize::new(0)),
         });
         restorer.recover().await?;
         tokio::spawn(sweep_until_dropped(Arc::downgrade(&restorer)));
@@ -273,6 +304,38 @@ impl Restorer {
 
     pub(crate) fn store(&self) -> &Arc<SqliteStore> {
         &self.store
+    }
+
+    /// Bulk restores waiting for a spin-up of their group now.
+    pub fn waiting_for_spin_up(&self) -> usize {
+        self.waiting.load(Ordering::Relaxed)
+    }
+
+    /// The restores by state and tier (the rows of the restores table; done rows include
+    /// copies expired but not yet swept).
+    pub async fn census(&self) -> Result<Vec<RestoreCensus>, RestoreError> {
+        let rows = sqlx::query(
+            "SELECT state, tier, COUNT(*), COALESCE(SUM(size_bytes), 0) FROM restores \
+             GROUP BY state, tier ORDER BY state, tier",
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|row| {
+                let tier: String = row.get(1);
+                let count: i64 = row.get(2);
+                let bytes: i64 = row.get(3);
+                Ok(RestoreCensus {
+                    state: row.get(0),
+                    tier: tier.parse().map_err(|message| RestoreError::Corrupt {
+                        key: "(census)".into(),
+                        message,
+                    })?,
+                    restores: u64::try_from(count).unwrap_or(0),
+                    bytes: u64::try_from(bytes).unwrap_or(0),
+                })
+            })
+            .collect()
     }
 
     async fn recover(self: &Arc<Self>) -> Result<(), RestoreError> {
@@ -640,9 +703,11 @@ impl Restorer {
         };
         let start_by =
             tier::start_by_unix_ms(row.tier, row.requested_unix_ms, self.settings.bulk_wait_s);
+        let waiting = Waiting::new(&self.waiting);
         let weak = Arc::downgrade(&self);
         drop(self);
         let ride = tier::wait_for_spin_up(weak.clone(), group, start_by).await;
+        drop(waiting);
         let restorer = weak.upgrade()?;
         if ride == Ride::Stopped || !restorer.still_ongoing(row).await {
             return None;

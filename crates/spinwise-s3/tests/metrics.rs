@@ -7,16 +7,10 @@ mod common;
 
 use common::cold::{migrated_group, rest_group};
 use common::wire::exchange;
-use common::{bucket, get_bytes, pattern, put, start};
+use common::{bucket, get_bytes, pattern, put, sample, start};
 use spinwise_s3::metrics::{S3Metrics, serve_metrics};
 use std::sync::Arc;
 use std::time::Duration;
-
-/// The value of the sample `name{labels}` in `text` (labels as the encoder writes them).
-fn sample(text: &str, series: &str) -> Option<f64> {
-    text.lines()
-        .find_map(|line| line.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cold_read_counts_its_groups_spin_up_and_the_gauges_show_the_driver() {

@@ -3,7 +3,7 @@
 //! restore ongoing, then its expiry), the copy serves whole and ranged GETs and expires; sync
 //! buckets wait for the spin-up; bucket tagging switches the mode; concurrent restores of one
 //! group share a spin-up; Bulk restores wait for a spin-up that happens anyway (or their
-//! deadline, across a restart); copies of a GLACIER object are refused until restored and then read
+//! deadline, across a restart), as the restore metrics show; copies of a GLACIER object are refused until restored and then read
 //! the copy; RestoreObject's errors; a finished restore survives a restart; a
 //! restore the scheduler's full queue refuses waits and finishes later.
 
@@ -19,8 +19,11 @@ use aws_sdk_s3::types::{
     Tag, Tagging, Tier,
 };
 use common::cold::{count_ups_during, migrated_group, rest_group};
-use common::{Harness, code, get_bytes, get_error, pattern, put, restart, start_with, status};
+use common::{
+    Harness, code, get_bytes, get_error, pattern, put, restart, sample, start_with, status,
+};
 use spinwise_catalog::{Catalog, ObjectLocation};
+use spinwise_s3::metrics::S3Metrics;
 use spinwise_s3::{RestoreMode, S3Settings};
 use spinwise_sched::scheduler::Kind;
 use spinwise_store::StoreConfig;
@@ -521,6 +524,8 @@ async fn bulk_restores_wait_for_a_spin_up_that_happens_anyway_and_ride_it() {
         assert_eq!(migrated_group(&harness.store, &store_key).await, group);
     }
     rest_group(&harness.store, group).await;
+    let metrics =
+        S3Metrics::new(Arc::clone(&harness.store)).with_restores(Arc::clone(&harness.restorer));
 
     // Two Bulk restores queue nothing: after several spin-up times they still wait.
     let waited = count_ups_during(&harness.store, async {
@@ -538,6 +543,11 @@ async fn bulk_restores_wait_for_a_spin_up_that_happens_anyway_and_ride_it() {
     })
     .await;
     assert_eq!(waited, 0, "Bulk restores spun their group up on their own");
+    let scraped = metrics.scrape().await.unwrap();
+    let waiting = sample(&scraped, "spinwise_restores_waiting_for_spin_up");
+    assert_eq!(waiting, Some(2.0), "{scraped}");
+    let ongoing_bulk = "spinwise_restores{state=\"ongoing\",tier=\"Bulk\"}";
+    assert_eq!(sample(&scraped, ongoing_bulk), Some(2.0), "{scraped}");
 
     // A Standard restore in the same group spins it up; the Bulk ones ride that spin-up.
     let ridden = count_ups_during(&harness.store, async {
@@ -552,6 +562,24 @@ async fn bulk_restores_wait_for_a_spin_up_that_happens_anyway_and_ride_it() {
         ridden, 1,
         "three restores in one group took {ridden} spin-ups"
     );
+    let scraped = metrics.scrape().await.unwrap();
+    let expected = [
+        ("spinwise_restores_waiting_for_spin_up", 0.0),
+        ("spinwise_restores{state=\"ongoing\",tier=\"Bulk\"}", 0.0),
+        ("spinwise_restores{state=\"done\",tier=\"Bulk\"}", 2.0),
+        ("spinwise_restores{state=\"done\",tier=\"Standard\"}", 1.0),
+        (
+            "spinwise_restore_bytes{state=\"done\",tier=\"Bulk\"}",
+            600_000.0,
+        ),
+    ];
+    for (series, value) in expected {
+        assert_eq!(
+            sample(&scraped, series),
+            Some(value),
+            "{series}:\n{scraped}"
+        );
+    }
     for (key, bytes) in &objects {
         assert!(get_bytes(client, "bulk", key, None).await == *bytes);
     }

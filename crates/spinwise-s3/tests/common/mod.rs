@@ -11,7 +11,7 @@ pub mod wire;
 use aws_sdk_s3::Client;
 use aws_sdk_s3::config::{BehaviorVersion, Credentials as SdkCredentials, Region};
 use spinwise_s3::{
-    BucketDomains, Credentials, MetaDb, RunningServer, S3Settings, SpinwiseS3, TlsConfig,
+    BucketDomains, Credentials, MetaDb, Restorer, RunningServer, S3Settings, SpinwiseS3, TlsConfig,
     build_service_with,
 };
 use spinwise_store::staging::StagingConfig;
@@ -28,6 +28,8 @@ pub struct Harness {
     pub dir: tempfile::TempDir,
     pub data_dir: PathBuf,
     pub store: Arc<SqliteStore>,
+    /// The server's restores (holds the store: dropped before a restart closes it).
+    pub restorer: Arc<Restorer>,
     pub server: RunningServer,
     pub client: Client,
 }
@@ -87,7 +89,7 @@ async fn start_serving(
     let dir = tempfile::tempdir().unwrap();
     let data_dir = dir.path().join("data");
     let store = Arc::new(Store::init_sqlite(&data_dir, config).await.unwrap());
-    let (listener, service) = service_over(&store, &data_dir, settings, domains).await;
+    let (listener, service, restorer) = service_over(&store, &data_dir, settings, domains).await;
     let (server, client) = match tls {
         None => {
             let server = RunningServer::start(listener, service).unwrap();
@@ -104,6 +106,7 @@ async fn start_serving(
         dir,
         data_dir,
         store,
+        restorer,
         server,
         client,
     }
@@ -116,7 +119,11 @@ async fn service_over(
     data_dir: &std::path::Path,
     settings: S3Settings,
     domains: Option<BucketDomains>,
-) -> (tokio::net::TcpListener, s3s::service::S3Service) {
+) -> (
+    tokio::net::TcpListener,
+    s3s::service::S3Service,
+    Arc<Restorer>,
+) {
     let meta = MetaDb::open(&data_dir.join(spinwise_s3::META_FILE))
         .await
         .unwrap();
@@ -125,7 +132,12 @@ async fn service_over(
         .unwrap();
     let credentials = Credentials::given(ACCESS_KEY, SECRET_KEY).unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    (listener, build_service_with(s3, &credentials, domains))
+    let restorer = Arc::clone(s3.restorer());
+    (
+        listener,
+        build_service_with(s3, &credentials, domains),
+        restorer,
+    )
 }
 
 /// Stops the server, closes the store once nothing else holds it, and serves the same data
@@ -135,10 +147,12 @@ pub async fn restart(harness: Harness, settings: S3Settings) -> Harness {
         dir,
         data_dir,
         mut store,
+        restorer,
         server,
         ..
     } = harness;
     server.stop().await;
+    drop(restorer);
     let started = std::time::Instant::now();
     let closed = loop {
         match Arc::try_unwrap(store) {
@@ -153,13 +167,14 @@ pub async fn restart(harness: Harness, settings: S3Settings) -> Harness {
     };
     closed.close().await;
     let store = Arc::new(Store::open_sqlite(&data_dir).await.unwrap());
-    let (listener, service) = service_over(&store, &data_dir, settings, None).await;
+    let (listener, service, restorer) = service_over(&store, &data_dir, settings, None).await;
     let server = RunningServer::start(listener, service).unwrap();
     let client = client(server.local_addr(), ACCESS_KEY, SECRET_KEY);
     Harness {
         dir,
         data_dir,
         store,
+        restorer,
         server,
         client,
     }
@@ -309,4 +324,10 @@ pub fn files_under(root: &std::path::Path) -> Vec<String> {
         }
     }
     found
+}
+
+/// The value of the metrics sample `name{labels}` in `text` (labels as the encoder writes them).
+pub fn sample(text: &str, series: &str) -> Option<f64> {
+    text.lines()
+        .find_map(|line| line.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
 }
