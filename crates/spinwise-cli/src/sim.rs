@@ -8,8 +8,8 @@ use crate::switch_latency::SwitchLatency;
 use clap::{Args, ValueEnum};
 use serde_json::json;
 use spinwise_sim::{
-    Arrivals, BlobSizes, DEFAULT_FAILED_BYTES, DEFAULT_FAILED_STACKS, DiskFailure, PolicyKind,
-    Report, SimConfig, parse_trace, simulate,
+    Arrivals, BlobSizes, DEFAULT_FAILED_BYTES, DEFAULT_FAILED_STACKS, Deferral, DiskFailure,
+    PolicyKind, Report, SimConfig, parse_trace, simulate,
 };
 use std::path::PathBuf;
 use std::time::Instant;
@@ -84,6 +84,20 @@ pub struct SimArgs {
     /// `mount_latency_high_load_s` (the stragglers under load, Pelican §4.1).
     #[arg(long)]
     pub no_high_load_mounts: bool,
+    /// The share of client reads (0 to 1) that may wait for their group to spin up for other
+    /// work, as S3 RestoreObject's Bulk tier does (docs/s3.md "Restore tiers"): such a read
+    /// arriving while its group rests is queued only at the group's next spin-up, or after
+    /// --bulk-wait-hours.
+    #[arg(long, value_name = "F")]
+    pub bulk_fraction: Option<f64>,
+    /// The longest a Bulk read waits before it is queued anyway, in hours.
+    #[arg(
+        long,
+        value_name = "H",
+        default_value_t = 12.0,
+        requires = "bulk_fraction"
+    )]
+    pub bulk_wait_hours: f64,
     /// Print one JSON object instead of a summary.
     #[arg(long)]
     pub json: bool,
@@ -153,6 +167,10 @@ fn sim_config(args: &SimArgs) -> CliResult<SimConfig> {
             lost_bytes: args.failed_bytes.unwrap_or(DEFAULT_FAILED_BYTES),
             lost_stacks: args.failed_stacks.unwrap_or(DEFAULT_FAILED_STACKS),
         }),
+        deferral: args.bulk_fraction.map(|fraction| Deferral {
+            fraction,
+            wait_hours: args.bulk_wait_hours,
+        }),
     })
 }
 
@@ -171,6 +189,9 @@ fn print_json(report: &Report, config: &SimConfig, switch_latency: SwitchLatency
         "throughput_gbps": report.throughput_gbps,
         "ttfb_s": report.time_to_first_byte_s,
         "ttfb_by_class_s": report.ttfb_by_class_s,
+        "bulk": config.deferral,
+        "bulk_requests": report.deferred,
+        "bulk_ttfb_s": report.deferred_ttfb_s,
         "completion_s": report.completion_time_s,
         "service_s": report.service_time_s,
         "spin_up_s": report.spin_up_s,
@@ -237,6 +258,18 @@ fn print_summary(
         report.throughput_gbps
     );
     print_latencies(report);
+    if let Some(deferral) = config.deferral {
+        let bulk = &report.deferred_ttfb_s;
+        outln!(
+            "bulk reads    {} ({} of reads, waiting ≤ {} h for a spin-up): first byte mean {:.2} s, p99 {:.2} s, max {:.2} s",
+            report.deferred,
+            deferral.fraction,
+            deferral.wait_hours,
+            bulk.mean,
+            bulk.p99,
+            bulk.max
+        );
+    }
     print_disks_and_power(report);
     outln!(
         "simulated     {} events in {elapsed_ms:.0} ms (trace {:016x})",

@@ -13,13 +13,14 @@ mod common;
 use common::{TempDir, spinwise};
 use std::path::Path;
 
-const EXPERIMENTS: [&str; 9] = [
+const EXPERIMENTS: [&str; 10] = [
     "pelican-fig5",
     "pelican-fig6",
     "pelican-fig7",
     "pelican-fig8",
     "pelican-fig9",
     "pelican-plateau",
+    "bulk-restores",
     "flamingo-fig5a",
     "flamingo-fig6ab",
     "flamingo-fig6c",
@@ -268,6 +269,30 @@ fn pelican_fig8_quick_sweeps_the_reordering_bound_at_5_requests_per_second() {
     assert!(
         throughput[1] > throughput[0],
         "a larger u batches more: {throughput:?}"
+    );
+}
+
+#[test]
+fn bulk_restores_quick_saves_spin_ups_when_every_read_may_wait() {
+    let table = check_quick(
+        "bulk-restores",
+        2,
+        &["spin_ups_vs_bulk", "power_vs_bulk", "bulk_ttfb_vs_bulk"],
+        &["Pelican §4.5", "Fig. 9(a)"],
+    );
+    assert_eq!(table.numbers("bulk_fraction"), [0.0, 1.0]);
+    assert_eq!(table.numbers("bulk_wait_hours"), [0.0, 0.1]);
+    let spin_ups = table.numbers("spin_ups_per_disk_year");
+    assert!(
+        spin_ups[1] < spin_ups[0] / 2.0,
+        "reads that wait for spin-ups cause fewer: {spin_ups:?}"
+    );
+    let bulk = table.numbers("bulk_requests");
+    let requests = table.numbers("requests");
+    assert_eq!(bulk[0], 0.0);
+    assert_eq!(
+        bulk[1], requests[1],
+        "every read of the all-Bulk run is Bulk"
     );
 }
 

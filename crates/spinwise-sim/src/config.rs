@@ -5,7 +5,8 @@
 //! loop derives from it (window bounds in µs, the Poisson arrival rate, link rate) is finite and
 //! positive, the expected number of requests (Poisson, burst or trace) is within
 //! [`MAX_REQUESTS`], and a configured disk failure lies in `[warmup_hours, hours)` with 1 to
-//! `lost_bytes` stripe stacks. Nothing in the loop re-checks.
+//! `lost_bytes` stripe stacks, and a deferral has a fraction in [0, 1], a wait of at most
+//! [`MAX_HOURS`] and a policy that spins groups. Nothing in the loop re-checks.
 
 use crate::workload::{Arrivals, BURST_SPREAD_S, BlobSizes};
 use serde::Serialize;
@@ -64,6 +65,19 @@ impl Default for DiskFailure {
     }
 }
 
+/// Client reads that may wait for their group to spin up for other work before they are
+/// queued: S3 RestoreObject's `Bulk` tier as the server implements it (docs/s3.md "Restore
+/// tiers"). Such a read arriving while its group is resting is held outside the scheduler
+/// until the group is spun up for another request (the policy's `SpinUp`), or until
+/// `wait_hours` after its arrival, when it is submitted anyway.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Deferral {
+    /// The share of client reads that may wait, each drawn independently (0 to 1).
+    pub fraction: f64,
+    /// The longest a read waits before it is submitted, in hours.
+    pub wait_hours: f64,
+}
+
 /// Which scheduling policy runs the rack.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -103,6 +117,8 @@ pub struct SimConfig {
     pub blob_sizes: BlobSizes,
     /// A disk failure and its rebuild, if any.
     pub failure: Option<DiskFailure>,
+    /// Client reads that may wait for a spin-up that happens anyway (Bulk restores), if any.
+    pub deferral: Option<Deferral>,
 }
 
 impl Default for SimConfig {
@@ -118,6 +134,7 @@ impl Default for SimConfig {
             arrivals: Arrivals::Poisson,
             blob_sizes: BlobSizes::Fixed,
             failure: None,
+            deferral: None,
         }
     }
 }
@@ -173,6 +190,18 @@ pub enum SimError {
     RandomLayout { width: u32, chosen: u32 },
     #[error("the random layout's scheduler refused its placement sets: {0}")]
     Placement(#[from] PlacementError),
+    #[error(
+        "a deferral needs a fraction in [0, 1] and a wait of 0 to {max_hours} hours, got {fraction} and {wait_hours}"
+    )]
+    Deferral {
+        fraction: f64,
+        wait_hours: f64,
+        max_hours: f64,
+    },
+    #[error(
+        "deferred reads wait for their group's spin-up; the random layout spins single disks, not groups"
+    )]
+    DeferralPolicy,
 }
 
 impl SimConfig {
@@ -245,6 +274,25 @@ impl SimConfig {
         if let Some(failure) = &self.failure {
             self.validate_failure(failure)?;
         }
+        if let Some(deferral) = &self.deferral {
+            self.validate_deferral(deferral)?;
+        }
+        Ok(())
+    }
+
+    fn validate_deferral(&self, deferral: &Deferral) -> Result<(), SimError> {
+        let ok = (0.0..=1.0).contains(&deferral.fraction)
+            && (0.0..=MAX_HOURS).contains(&deferral.wait_hours);
+        if !ok {
+            return Err(SimError::Deferral {
+                fraction: deferral.fraction,
+                wait_hours: deferral.wait_hours,
+                max_hours: MAX_HOURS,
+            });
+        }
+        if self.policy == PolicyKind::Random {
+            return Err(SimError::DeferralPolicy);
+        }
         Ok(())
     }
 
@@ -308,6 +356,11 @@ impl SimConfig {
     pub(crate) fn failure_us(&self) -> Option<u64> {
         self.failure
             .map(|f| hours_to_us(f.at_hours.unwrap_or(self.warmup_hours)))
+    }
+
+    /// How long a deferred read waits at most, in µs (0 without a deferral).
+    pub(crate) fn deferral_wait_us(&self) -> u64 {
+        self.deferral.map_or(0, |d| hours_to_us(d.wait_hours))
     }
 
     pub(crate) fn warmup_us(&self) -> u64 {

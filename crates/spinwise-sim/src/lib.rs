@@ -117,8 +117,8 @@ mod sim;
 pub mod workload;
 
 pub use config::{
-    DEFAULT_BLOB_BYTES, DEFAULT_FAILED_BYTES, DEFAULT_FAILED_STACKS, DiskFailure, MAX_BLOB_BYTES,
-    MAX_FAILED_BYTES, MAX_HOURS, MAX_REQUESTS, PolicyKind, SimConfig, SimError,
+    DEFAULT_BLOB_BYTES, DEFAULT_FAILED_BYTES, DEFAULT_FAILED_STACKS, Deferral, DiskFailure,
+    MAX_BLOB_BYTES, MAX_FAILED_BYTES, MAX_HOURS, MAX_REQUESTS, PolicyKind, SimConfig, SimError,
 };
 pub use report::{Power, RebuildReport, Report, Summary};
 pub use sim::simulate;

@@ -91,6 +91,11 @@ pub struct Report {
     pub service_time_s: Summary,
     /// Group spin-ups started in the window: `SpinUp` → every disk spun up and mounted.
     pub spin_up_s: Summary,
+    /// Client reads arriving in the window that could wait for their group's spin-up
+    /// ([`crate::config::Deferral`]; 0 without one), and their arrival → first byte, wait
+    /// included (a subset of `time_to_first_byte_s`).
+    pub deferred: u64,
+    pub deferred_ttfb_s: Summary,
     /// Bytes delivered inside the window × 8 / window length.
     pub throughput_gbps: f64,
     /// `SpinUp` actions in the window.

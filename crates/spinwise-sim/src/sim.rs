@@ -48,6 +48,10 @@ enum Event {
     Timeout,
     /// The configured disk fails: its stripe stacks start being rebuilt.
     Fail,
+    /// A deferred read's wait is over: submit it unless its group's spin-up released it
+    /// already (then the event is stale). `token` names the read while it waits (it gets its
+    /// request id when submitted, so ids stay in submission order).
+    Deadline { group: GroupIndex, token: u64 },
 }
 
 impl Event {
@@ -62,6 +66,7 @@ impl Event {
             Event::FlowDone { generation } => (5, generation, 0u64),
             Event::Timeout => (6, 0, 0),
             Event::Fail => (7, 0, 0),
+            Event::Deadline { group, token } => (8, u64::from(group), token),
         };
         let mut bytes = [0u8; 17];
         bytes[0] = tag;
@@ -78,6 +83,31 @@ struct InFlight {
     arrival_us: u64,
     serve_us: Option<u64>,
     first_byte_us: Option<u64>,
+    /// A client read that could wait for its group's spin-up ([`crate::config::Deferral`]).
+    deferred: bool,
+}
+
+impl InFlight {
+    fn new(request: Request, arrival_us: u64, deferred: bool) -> InFlight {
+        InFlight {
+            request,
+            arrival_us,
+            serve_us: None,
+            first_byte_us: None,
+            deferred,
+        }
+    }
+}
+
+/// A client read before it is submitted; a deferred one is held outside the scheduler in
+/// `Loop::waiting` until its group spins up or its wait ends.
+#[derive(Clone, Copy, Debug)]
+struct ClientRead {
+    /// Names a deferred read while it waits (0 for a read submitted on arrival).
+    token: u64,
+    group: GroupIndex,
+    bytes: u64,
+    arrival_us: u64,
 }
 
 /// The requests in flight by id. Ids are handed out in increasing order and inserted when handed
@@ -213,6 +243,14 @@ struct Loop<'a> {
     burst_times_us: Vec<u64>,
     arrivals_made: usize,
     rebuild: Option<Rebuild>,
+    /// Units the policy has spun up and not yet spun down (`SpinUp` to `SpinDown`).
+    up: Vec<bool>,
+    /// Deferred reads waiting, by request target, in arrival order.
+    waiting: Vec<Vec<ClientRead>>,
+    next_waiting_token: u64,
+    /// Client reads arriving in the window drawn as deferrable, and their times to first byte.
+    deferred: u64,
+    deferred_ttfb_us: Vec<u64>,
     /// Disks spun up in the window (a group spin-up counts each of its disks).
     disk_spin_ups: u64,
     high_load_spin_ups: u64,
@@ -250,6 +288,7 @@ pub fn simulate(rack: &Rack, layout: &Layout, config: &SimConfig) -> Result<Repo
     };
     let window_us = config.window_us();
     let units = model.unit_disks.len();
+    let targets = model.target_disks.len();
     let class_count = model.target_classes.as_ref().map_or(0, |_| model.classes);
     let mut rng = ChaCha8Rng::seed_from_u64(config.seed);
     let burst_times_us = match config.arrivals {
@@ -286,6 +325,11 @@ pub fn simulate(rack: &Rack, layout: &Layout, config: &SimConfig) -> Result<Repo
         burst_times_us,
         arrivals_made: 0,
         rebuild,
+        up: vec![false; units],
+        waiting: vec![Vec::new(); targets],
+        next_waiting_token: 0,
+        deferred: 0,
+        deferred_ttfb_us: Vec::new(),
         disk_spin_ups: 0,
         high_load_spin_ups: 0,
         requests: 0,
@@ -458,6 +502,10 @@ impl Loop<'_> {
         }
         assert!(self.scheduler.is_idle(), "the scheduler ended with work");
         assert!(self.in_flight.is_empty(), "accepted requests left unserved");
+        assert!(
+            self.waiting.iter().all(Vec::is_empty),
+            "deferred reads left waiting"
+        );
         assert_eq!(self.network.flows(), 0, "flows left running");
         if let Some(rebuild) = &self.rebuild {
             assert!(
@@ -530,40 +578,87 @@ impl Loop<'_> {
                 self.schedule_flow_wake();
             }
             Event::FlowDone { generation } => return self.flow_done(now_us, generation),
+            Event::Deadline { group, token } => return self.deadline(now_us, group, token),
         }
         true
     }
 
-    /// A client request arrives: the scheduler accepts it (it is then in flight) or rejects it
-    /// (counted if inside the measured window); the next arrival is drawn.
+    /// A client request arrives. A deferrable read whose group is not up waits outside the
+    /// scheduler (until the group's next `SpinUp` or its deadline); any other request is
+    /// submitted now. The next arrival is drawn.
     fn arrive(&mut self, now_us: u64) {
-        let id = self.next_request;
-        self.next_request += 1;
         let (group, bytes) = self.next_client_request();
         self.arrivals_made += 1;
-        let request = Request {
-            id,
-            group,
-            bytes,
-            kind: Kind::Client,
-        };
         let counted = self.in_window(now_us);
         self.requests += u64::from(counted);
-        match self.scheduler.submit(now_us, request) {
-            Ok(()) => {
-                self.in_flight.insert(
-                    id,
-                    InFlight {
-                        request,
-                        arrival_us: now_us,
-                        serve_us: None,
-                        first_byte_us: None,
-                    },
-                );
-            }
-            Err(_) => self.rejected += u64::from(counted),
+        // Drawn only when a deferral is configured: other runs draw exactly as before.
+        let deferred = self
+            .config
+            .deferral
+            .is_some_and(|d| self.rng.random::<f64>() < d.fraction);
+        self.deferred += u64::from(deferred && counted);
+        if deferred && !self.up[group as usize] {
+            let token = self.next_waiting_token;
+            self.next_waiting_token += 1;
+            self.waiting[group as usize].push(ClientRead {
+                token,
+                group,
+                bytes,
+                arrival_us: now_us,
+            });
+            let deadline_us = now_us + self.config.deferral_wait_us();
+            self.push(deadline_us, Event::Deadline { group, token });
+        } else {
+            let read = ClientRead {
+                token: 0,
+                group,
+                bytes,
+                arrival_us: now_us,
+            };
+            self.admit(now_us, read, deferred);
         }
         self.schedule_next_arrival(now_us);
+    }
+
+    /// Submits a client read (it gets the next request id now): the scheduler accepts it (it is
+    /// then in flight) or rejects it (counted if it arrived inside the measured window).
+    fn admit(&mut self, now_us: u64, read: ClientRead, deferred: bool) {
+        let request = Request {
+            id: self.next_request,
+            group: read.group,
+            bytes: read.bytes,
+            kind: Kind::Client,
+        };
+        self.next_request += 1;
+        match self.scheduler.submit(now_us, request) {
+            Ok(()) => {
+                let flight = InFlight::new(request, read.arrival_us, deferred);
+                self.in_flight.insert(request.id, flight);
+            }
+            Err(_) => self.rejected += u64::from(self.in_window(read.arrival_us)),
+        }
+    }
+
+    /// Submits every deferred read waiting for `group` (it is spinning up for other work).
+    fn release(&mut self, now_us: u64, group: GroupIndex) {
+        let Some(waiting) = self.waiting.get_mut(group as usize) else {
+            return;
+        };
+        for read in std::mem::take(waiting) {
+            self.admit(now_us, read, true);
+        }
+    }
+
+    /// A deferred read's wait ended: submits it if still waiting; `false` if its group's
+    /// spin-up released it already.
+    fn deadline(&mut self, now_us: u64, group: GroupIndex, token: u64) -> bool {
+        let waiting = &mut self.waiting[group as usize];
+        let Some(index) = waiting.iter().position(|w| w.token == token) else {
+            return false;
+        };
+        let read = waiting.remove(index);
+        self.admit(now_us, read, true);
+        true
     }
 
     /// A flow ended (`false` if the network had already rescheduled it: a stale wake-up). The
@@ -592,6 +687,10 @@ impl Loop<'_> {
         let serve_us = flight.serve_us.expect("served");
         let first_byte_us = flight.first_byte_us.expect("flow started");
         self.ttfb_us.push(first_byte_us - flight.arrival_us);
+        if flight.deferred {
+            self.deferred_ttfb_us
+                .push(first_byte_us - flight.arrival_us);
+        }
         if let Some(classes) = &self.model.target_classes {
             let class = classes[flight.request.group as usize] as usize;
             self.ttfb_by_class_us[class].push(first_byte_us - flight.arrival_us);
@@ -674,15 +773,8 @@ impl Loop<'_> {
             }
             self.next_request += 1;
             rebuild.submitted += 1;
-            self.in_flight.insert(
-                request.id,
-                InFlight {
-                    request,
-                    arrival_us: now_us,
-                    serve_us: None,
-                    first_byte_us: None,
-                },
-            );
+            self.in_flight
+                .insert(request.id, InFlight::new(request, now_us, false));
         }
     }
 
@@ -719,6 +811,8 @@ impl Loop<'_> {
     fn perform(&mut self, now_us: u64, action: Action) {
         match action {
             Action::SpinUp(group) => {
+                self.up[group as usize] = true;
+                self.release(now_us, group);
                 let in_window = self.in_window(now_us);
                 self.spin_ups += u64::from(in_window);
                 self.spin_up_started_us[group as usize] = Some(now_us);
@@ -749,6 +843,7 @@ impl Loop<'_> {
                 self.push(now_us + ready_us, Event::GroupSpunUp { group });
             }
             Action::SpinDown(group) => {
+                self.up[group as usize] = false;
                 // Disks stay active (and drawing) while the group unmounts; one unmount sample per
                 // group, the disks then spin down together.
                 let unmount_us = sample_us(&self.rack.disk_model.unmount_latency_s, &mut self.rng);
@@ -808,6 +903,8 @@ impl Loop<'_> {
             completion_time_s: Summary::of_us(&mut self.completion_us),
             service_time_s: Summary::of_us(&mut self.service_us),
             spin_up_s: Summary::of_us(&mut self.spin_up_us),
+            deferred: self.deferred,
+            deferred_ttfb_s: Summary::of_us(&mut self.deferred_ttfb_us),
             throughput_gbps: self.network.delivered_in_window_bytes() * 8.0 / window_s / 1e9,
             spin_ups: self.spin_ups,
             spin_ups_per_disk_per_year: self.disk_spin_ups as f64 * per_disk_year,
@@ -847,17 +944,13 @@ mod tests {
     use super::*;
 
     fn flight(id: u64) -> InFlight {
-        InFlight {
-            request: Request {
-                id,
-                group: 0,
-                bytes: 1,
-                kind: Kind::Client,
-            },
-            arrival_us: id,
-            serve_us: None,
-            first_byte_us: None,
-        }
+        let request = Request {
+            id,
+            group: 0,
+            bytes: 1,
+            kind: Kind::Client,
+        };
+        InFlight::new(request, id, false)
     }
 
     #[test]

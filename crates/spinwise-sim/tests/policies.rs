@@ -1,7 +1,8 @@
 //! Every policy (pelican, flamingo, fp, random) driven by the simulator over random small racks
 //! (`spinwise_testkit::racks::schedulable_rack`: generated as TOML and parsed, as in the planner's
 //! properties, with spinning up never cheaper than active), their planned layouts, and
-//! random workloads (rate, duration, seed, blob size). For each case and policy: the independent
+//! random workloads (rate, duration, seed, blob size, and for the policies that spin groups a
+//! share of Bulk reads that wait for a spin-up). For each case and policy: the independent
 //! disk-level checker finds no budget violation, every accepted request completes, and the
 //! scheduler took a meaningful number of steps (the report's processed `events`; each one is
 //! followed by polling the policy until it has nothing to do).
@@ -20,7 +21,7 @@ use proptest::test_runner::{RngSeed, TestCaseError, TestRunner};
 use spinwise_plan::plan;
 use spinwise_sched::random::PlacementError;
 use spinwise_sched::scheduler::SchedulerError;
-use spinwise_sim::{PolicyKind, SimConfig, SimError, simulate};
+use spinwise_sim::{Deferral, PolicyKind, SimConfig, SimError, simulate};
 use spinwise_testkit::racks::{GeneratedRack, schedulable_rack};
 use std::collections::BTreeMap;
 
@@ -36,16 +37,29 @@ struct Workload {
     rate_per_s: f64,
     seed: u64,
     blob_bytes: u64,
+    /// Reads that may wait for a spin-up (Bulk), for every policy that spins groups.
+    deferral: Option<Deferral>,
 }
 
 fn workload() -> impl Strategy<Value = Workload> {
-    (0.05f64..3.0, any::<u64>(), 10_000_000u64..2_000_000_000).prop_map(
-        |(rate_per_s, seed, blob_bytes)| Workload {
+    let deferral = prop::option::of((0.0f64..=1.0, 0.0f64..2.0)).prop_map(|bulk| {
+        bulk.map(|(fraction, wait_hours)| Deferral {
+            fraction,
+            wait_hours,
+        })
+    });
+    (
+        0.05f64..3.0,
+        any::<u64>(),
+        10_000_000u64..2_000_000_000,
+        deferral,
+    )
+        .prop_map(|(rate_per_s, seed, blob_bytes, deferral)| Workload {
             rate_per_s,
             seed,
             blob_bytes,
-        },
-    )
+            deferral,
+        })
 }
 
 /// Runs of each policy, and cases skipped by reason.
@@ -79,6 +93,8 @@ fn every_policy_keeps_budgets(
             blob_bytes: workload.blob_bytes,
             network_gbps: Some(40.0),
             policy,
+            // The random layout spins single disks: reads cannot wait for a group there.
+            deferral: workload.deferral.filter(|_| policy != PolicyKind::Random),
             ..SimConfig::default()
         };
         let report = match simulate(&rack, &layout, &config) {

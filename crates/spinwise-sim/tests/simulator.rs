@@ -7,8 +7,8 @@
 
 use spinwise_model::{BindError, Layout, Rack, parse_rack};
 use spinwise_sim::{
-    Arrivals, BlobSizes, DiskFailure, MAX_FAILED_BYTES, MAX_REQUESTS, PolicyKind, SimConfig,
-    SimError, parse_trace, simulate,
+    Arrivals, BlobSizes, Deferral, DiskFailure, MAX_FAILED_BYTES, MAX_REQUESTS, PolicyKind,
+    SimConfig, SimError, parse_trace, simulate,
 };
 use std::sync::OnceLock;
 
@@ -613,4 +613,91 @@ fn the_random_layout_has_no_per_class_time_to_first_byte() {
     assert!(report.time_to_first_byte_s.count > 0, "{report:?}");
     assert!(report.ttfb_by_class_s.is_empty());
     assert_eq!(report.rebuild_class, None);
+}
+
+#[test]
+fn bulk_reads_spin_no_group_up_before_their_deadline_and_all_complete_after_it() {
+    let (rack, layout) = pelican();
+    let wait_hours = 100.0;
+    let config = SimConfig {
+        network_gbps: Some(40.0),
+        deferral: Some(Deferral {
+            fraction: 1.0,
+            wait_hours,
+        }),
+        ..SimConfig::new(0.5, 3.0, 1.0, 5)
+    };
+    let report = simulate(rack, layout, &config).unwrap();
+    // Every read waits for a spin-up no one else causes: none happens in the window.
+    assert_eq!(report.spin_ups, 0, "{report:?}");
+    assert_eq!(report.deferred, report.requests);
+    assert!(report.requests > 3000, "{report:?}");
+    // Each is served once its deadline released it, after the run's own arrivals.
+    assert_eq!(report.completed + report.rejected, report.requests);
+    assert_eq!(report.deferred_ttfb_s.count, report.completed);
+    let earliest_release_s = (wait_hours - 3.0) * 3600.0;
+    assert!(
+        report.time_to_first_byte_s.p50 >= earliest_release_s,
+        "{report:?}"
+    );
+    assert_eq!(report.budget_violations, 0);
+}
+
+#[test]
+fn bulk_reads_ride_the_spin_ups_other_reads_cause_and_save_most_when_all_may_wait() {
+    let (rack, layout) = pelican();
+    let run = |fraction: Option<f64>| {
+        let config = SimConfig {
+            network_gbps: Some(40.0),
+            deferral: fraction.map(|fraction| Deferral {
+                fraction,
+                wait_hours: 1.0,
+            }),
+            ..SimConfig::new(0.5, 7.0, 2.0, 9)
+        };
+        simulate(rack, layout, &config).unwrap()
+    };
+    let plain = run(None);
+    let half = run(Some(0.5));
+    let all = run(Some(1.0));
+    assert!(half.spin_ups < plain.spin_ups, "{half:?} vs {plain:?}");
+    assert!(all.spin_ups * 10 < plain.spin_ups, "{all:?} vs {plain:?}");
+    assert!(all.power_w.mean < plain.power_w.mean);
+    // About half the reads were drawn Bulk, and most rode a spin-up the other reads caused
+    // long before their one-hour deadline.
+    let share = half.deferred as f64 / half.requests as f64;
+    assert!((0.45..0.55).contains(&share), "{share}");
+    assert!(half.deferred_ttfb_s.mean < 1800.0, "{half:?}");
+    // The same seed and deferral give the same trace; no deferral draws what it always drew.
+    assert_eq!(run(Some(0.5)).trace_hash, half.trace_hash);
+    assert_eq!(run(None).trace_hash, plain.trace_hash);
+    for report in [&plain, &half, &all] {
+        assert_eq!(report.budget_violations, 0);
+        assert_eq!(report.completed + report.rejected, report.requests);
+    }
+}
+
+#[test]
+fn bad_deferrals_are_refused_with_typed_errors() {
+    let (rack, layout) = pelican();
+    let with = |fraction, wait_hours, policy| SimConfig {
+        deferral: Some(Deferral {
+            fraction,
+            wait_hours,
+        }),
+        policy,
+        ..SimConfig::new(1.0, 2.0, 1.0, 0)
+    };
+    for (fraction, wait_hours) in [(1.5, 1.0), (-0.1, 1.0), (f64::NAN, 1.0), (0.5, -1.0)] {
+        let config = with(fraction, wait_hours, PolicyKind::Pelican);
+        assert!(matches!(
+            simulate(rack, layout, &config).unwrap_err(),
+            SimError::Deferral { .. }
+        ));
+    }
+    let random = with(0.5, 1.0, PolicyKind::Random);
+    assert_eq!(
+        simulate(rack, layout, &random).unwrap_err(),
+        SimError::DeferralPolicy
+    );
 }

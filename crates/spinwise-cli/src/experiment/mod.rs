@@ -15,6 +15,7 @@
 //! - Which policies a sweep runs is a `&[PolicyKind]` constant per experiment; adding a policy to
 //!   a sweep is a one-line change (labels come from the policy's serialized name).
 
+mod bulk;
 mod flamingo;
 mod pelican;
 mod plateau;
@@ -138,6 +139,11 @@ pub const EXPERIMENTS: &[Experiment] = &[
         name: "pelican-plateau",
         description: "What Pelican's 40 Gbps plateau needs: throughput and rejects at 4, 5 and 8 req/s with the group-switch latencies scaled down, and without the high-load mount stragglers",
         run: plateau::plateau,
+    },
+    Experiment {
+        name: "bulk-restores",
+        description: "S3's Bulk restore tier on the pelican rack at 40 Gbps: spin-ups, power and time to first byte vs the share of reads that may wait for a spin-up, for waits of 1 and 4 h at 0.125, 0.5 and 2 req/s",
+        run: bulk::bulk_restores,
     },
     Experiment {
         name: "flamingo-fig5a",

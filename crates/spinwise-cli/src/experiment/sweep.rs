@@ -17,7 +17,7 @@ use rayon::prelude::*;
 use serde::Serialize;
 use spinwise_model::{Layout, Rack};
 use spinwise_report::LinePoint;
-use spinwise_sim::{BlobSizes, DiskFailure, PolicyKind, Report, SimConfig, simulate};
+use spinwise_sim::{BlobSizes, Deferral, DiskFailure, PolicyKind, Report, SimConfig, simulate};
 use std::collections::BTreeMap;
 
 /// A rack and the layout runs use on it.
@@ -98,6 +98,11 @@ pub struct Job {
     /// A change to the rack's group-switch latencies (the `pelican-plateau` sensitivity sweep);
     /// the default is the rack as described.
     pub switch_latency: SwitchLatency,
+    /// Reads that may wait for a spin-up that happens anyway (the `bulk-restores` sweep).
+    pub deferral: Option<Deferral>,
+    /// Overrides the context's warm-up (a deferral's wait needs a warm-up at least as long to
+    /// measure a steady state).
+    pub warmup_hours: Option<f64>,
 }
 
 /// One run: every input and every metric, flat for CSV. Durations in seconds, power in W.
@@ -128,6 +133,15 @@ pub struct Row {
     /// The job's [`SwitchLatency`]: 1 and `true` for the rack as described.
     pub switch_latency_scale: f64,
     pub high_load_mounts: bool,
+    /// The job's [`Deferral`]: the share of reads that may wait, and the longest wait (0 and 0
+    /// without one); how many such reads arrived in the window, how many completed, and their
+    /// time to first byte (wait included).
+    pub bulk_fraction: f64,
+    pub bulk_wait_hours: f64,
+    pub bulk_requests: u64,
+    pub bulk_completed: u64,
+    pub bulk_ttfb_mean_s: f64,
+    pub bulk_ttfb_p99_s: f64,
     pub requests: u64,
     pub completed: u64,
     pub rejected: u64,
@@ -292,16 +306,18 @@ fn run_one(
     }
     let rack = rack_override.as_ref().unwrap_or(&setup.rack);
     let layout = layout_override.as_ref().unwrap_or(&setup.layout);
+    let warmup_hours = job.warmup_hours.unwrap_or(context.warmup_hours);
     let config = SimConfig {
         rate_per_s: job.rate_per_s,
-        hours: context.warmup_hours + job.measured_hours.unwrap_or(context.hours),
-        warmup_hours: context.warmup_hours,
+        hours: warmup_hours + job.measured_hours.unwrap_or(context.hours),
+        warmup_hours,
         seed: run_seed(context.base_seed, index, seed_index),
         blob_bytes: context.blob_bytes,
         network_gbps: job.network_gbps,
         policy: job.policy,
         blob_sizes: context.blob_sizes,
         failure: job.failure,
+        deferral: job.deferral,
         ..SimConfig::default()
     };
     let report = simulate(rack, layout, &config).map_err(|source| CliError::Sim {
@@ -358,6 +374,12 @@ fn row(
         max_queue_depth: layout.scheduler.max_queue_depth,
         switch_latency_scale: switch_latency.scale,
         high_load_mounts: switch_latency.high_load_mounts,
+        bulk_fraction: job.deferral.map_or(0.0, |d| d.fraction),
+        bulk_wait_hours: job.deferral.map_or(0.0, |d| d.wait_hours),
+        bulk_requests: report.deferred,
+        bulk_completed: report.deferred_ttfb_s.count,
+        bulk_ttfb_mean_s: report.deferred_ttfb_s.mean,
+        bulk_ttfb_p99_s: report.deferred_ttfb_s.p99,
         requests: report.requests,
         completed: report.completed,
         rejected: report.rejected,
