@@ -318,7 +318,7 @@ fn baseline(rows: &[Row], rates: &[f64]) -> Comparison {
         paper: "peak near 0.5 req/s (Pelican §4.5, Fig. 9(a))".into(),
         ours: listed.join(", "),
         note: match peak {
-            Some((0.5, _)) => "agrees: the baseline is pelican-fig9's run".into(),
+            Some((0.5, _)) => "agrees (Pelican's scheduler as in pelican-fig9, with this sweep's seeds and warm-up)".into(),
             Some((r, _)) => format!(
                 "peak at {} req/s among the rates run here (pelican-fig9 sweeps more)",
                 rate(r)
