@@ -248,6 +248,9 @@ struct Loop<'a> {
     /// Deferred reads waiting, by request target, in arrival order.
     waiting: Vec<Vec<ClientRead>>,
     next_waiting_token: u64,
+    /// Bulk reads a full queue refused, by target, oldest first; and how many in all.
+    refused: Vec<VecDeque<ClientRead>>,
+    refused_reads: usize,
     /// Client reads arriving in the window drawn as deferrable, and their times to first byte.
     deferred: u64,
     deferred_ttfb_us: Vec<u64>,
@@ -328,6 +331,8 @@ pub fn simulate(rack: &Rack, layout: &Layout, config: &SimConfig) -> Result<Repo
         up: vec![false; units],
         waiting: vec![Vec::new(); targets],
         next_waiting_token: 0,
+        refused: vec![VecDeque::new(); targets],
+        refused_reads: 0,
         deferred: 0,
         deferred_ttfb_us: Vec::new(),
         disk_spin_ups: 0,
@@ -503,7 +508,7 @@ impl Loop<'_> {
         assert!(self.scheduler.is_idle(), "the scheduler ended with work");
         assert!(self.in_flight.is_empty(), "accepted requests left unserved");
         assert!(
-            self.waiting.iter().all(Vec::is_empty),
+            self.waiting.iter().all(Vec::is_empty) && self.refused_reads == 0,
             "deferred reads left waiting"
         );
         assert_eq!(self.network.flows(), 0, "flows left running");
@@ -620,23 +625,40 @@ impl Loop<'_> {
         self.schedule_next_arrival(now_us);
     }
 
-    /// Submits a client read (it gets the next request id now): the scheduler accepts it (it is
-    /// then in flight) or rejects it (counted if it arrived inside the measured window).
+    /// Submits a client read: the scheduler accepts it (it is then in flight) or its full queue
+    /// refuses it. A refused ordinary read is rejected (counted if it arrived inside the
+    /// measured window); a refused Bulk read is kept in `refused` and tried again as places
+    /// free, as the S3 server retries a restore a busy queue refuses.
     fn admit(&mut self, now_us: u64, read: ClientRead, deferred: bool) {
+        if self.submit_read(now_us, read, deferred) {
+            return;
+        }
+        if deferred {
+            self.refused[read.group as usize].push_back(read);
+            self.refused_reads += 1;
+        } else {
+            // A rejected read used up its id, as it always has (traces stay as they were).
+            self.next_request += 1;
+            self.rejected += u64::from(self.in_window(read.arrival_us));
+        }
+    }
+
+    /// Offers `read` to the scheduler under the next request id; `true` when accepted (the id
+    /// is then taken and the read is in flight).
+    fn submit_read(&mut self, now_us: u64, read: ClientRead, deferred: bool) -> bool {
         let request = Request {
             id: self.next_request,
             group: read.group,
             bytes: read.bytes,
             kind: Kind::Client,
         };
-        self.next_request += 1;
-        match self.scheduler.submit(now_us, request) {
-            Ok(()) => {
-                let flight = InFlight::new(request, read.arrival_us, deferred);
-                self.in_flight.insert(request.id, flight);
-            }
-            Err(_) => self.rejected += u64::from(self.in_window(read.arrival_us)),
+        if self.scheduler.submit(now_us, request).is_err() {
+            return false;
         }
+        self.next_request += 1;
+        let flight = InFlight::new(request, read.arrival_us, deferred);
+        self.in_flight.insert(request.id, flight);
+        true
     }
 
     /// Submits every deferred read waiting for `group` (it is spinning up for other work).
@@ -646,6 +668,23 @@ impl Loop<'_> {
         };
         for read in std::mem::take(waiting) {
             self.admit(now_us, read, true);
+        }
+    }
+
+    /// A queue place freed: tries the refused Bulk reads again, oldest first within each group,
+    /// moving on at a group's first read refused again.
+    fn retry_refused(&mut self, now_us: u64) {
+        if self.refused_reads == 0 {
+            return;
+        }
+        for group in 0..self.refused.len() {
+            while let Some(&read) = self.refused[group].front() {
+                if !self.submit_read(now_us, read, true) {
+                    break;
+                }
+                self.refused[group].pop_front();
+                self.refused_reads -= 1;
+            }
         }
     }
 
@@ -678,6 +717,7 @@ impl Loop<'_> {
         }
         // A completion freed a place in some class's queue.
         self.submit_rebuild_stacks(now_us);
+        self.retry_refused(now_us);
         true
     }
 
@@ -864,6 +904,7 @@ impl Loop<'_> {
                     rebuild.dispatched += 1;
                 }
                 self.submit_rebuild_stacks(now_us);
+                self.retry_refused(now_us);
             }
         }
     }

@@ -701,3 +701,28 @@ fn bad_deferrals_are_refused_with_typed_errors() {
         SimError::DeferralPolicy
     );
 }
+
+#[test]
+fn bulk_reads_a_full_queue_refuses_are_retried_as_places_free_never_rejected() {
+    let (rack, layout) = pelican();
+    let mut shallow = layout.clone();
+    shallow.scheduler.max_queue_depth = 20;
+    let run = |deferral| {
+        let config = SimConfig {
+            network_gbps: Some(40.0),
+            deferral,
+            ..SimConfig::new(2.0, 3.0, 1.0, 13)
+        };
+        simulate(rack, &shallow, &config).unwrap()
+    };
+    let plain = run(None);
+    assert!(plain.rejected > 0, "the shallow queue overflows: {plain:?}");
+    // A deadline releases ~75 reads of a group into a queue of 20: the rest wait for places.
+    let bulk = run(Some(Deferral {
+        fraction: 1.0,
+        wait_hours: 0.5,
+    }));
+    assert_eq!(bulk.rejected, 0, "{bulk:?}");
+    assert_eq!(bulk.completed, bulk.requests);
+    assert_eq!(bulk.budget_violations, 0);
+}

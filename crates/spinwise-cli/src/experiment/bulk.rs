@@ -256,7 +256,7 @@ fn findings(rows: &[Row], rates: &[f64], waits: &[f64]) -> String {
         }
         match get(1.0, |r| r.reject_rate) {
             Some(rejected) if rejected > 0.0 => text.push_str(&format!(
-                "; all-Bulk rejects {:.2}% of reads (below)",
+                "; all-Bulk rejects {:.2}% of reads",
                 rejected * 100.0
             )),
             _ => {}
@@ -270,10 +270,10 @@ fn findings(rows: &[Row], rates: &[f64], waits: &[f64]) -> String {
          every few seconds spins as often with Bulk reads as without, which is why a partial \
          share saves little at high rates and the whole share saves most. The price is the \
          Bulk reads' time to first byte, bounded by the wait plus a spin-up and the queue. \
-         Rejects in an all-Bulk run come from a deadline's spin-up releasing a group's whole \
-         backlog at once into a class queue of 1,000: the simulator counts such reads rejected, \
-         while the S3 server retries a restore the queue refuses until it is taken \
-         (docs/s3.md \"Restore\"), so there they are delayed, not lost.\n",
+         When a deadline's spin-up releases more of a group's backlog than its class queue \
+         has room for, the reads refused are tried again as places free, as the S3 server \
+         retries a restore the queue refuses (docs/s3.md \"Restore\"): they are delayed, \
+         never rejected.\n",
     );
     text
 }
