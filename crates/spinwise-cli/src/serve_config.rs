@@ -29,6 +29,8 @@ pub const DEFAULT_MAX_PUT_BYTES: u64 = 5 << 30;
 pub const DEFAULT_RESTORE_CAPACITY_BYTES: u64 = 16 << 30;
 /// How long a Bulk restore waits for a spin-up that happens anyway: 12 h.
 pub const DEFAULT_RESTORE_BULK_WAIT_S: u64 = 12 * 3600;
+/// The most restores ongoing at once.
+pub const DEFAULT_RESTORE_MAX_ONGOING: u64 = 10_000;
 /// Days after which an open multipart upload is aborted by default.
 pub const DEFAULT_ABANDON_UPLOADS_AFTER_DAYS: u64 = 7;
 
@@ -50,6 +52,7 @@ struct ServeFile {
     restore_mode: Option<String>,
     restore_capacity_bytes: Option<u64>,
     restore_bulk_wait_s: Option<u64>,
+    restore_max_ongoing: Option<u64>,
     etag: Option<String>,
     abandon_uploads_after_days: Option<u64>,
     tls_cert: Option<PathBuf>,
@@ -84,6 +87,7 @@ pub struct ServeSettings {
     pub restore_mode: RestoreMode,
     pub restore_capacity_bytes: u64,
     pub restore_bulk_wait_s: u64,
+    pub restore_max_ongoing: u64,
     pub etag: EtagMode,
     pub abandon_uploads_after_days: u64,
     /// The TLS certificate chain and key files (None: plain HTTP).
@@ -209,6 +213,10 @@ fn merge(args: &ServeArgs, file: ServeFile, base: &Path) -> CliResult<ServeSetti
             .restore_bulk_wait_s
             .or(file.restore_bulk_wait_s)
             .unwrap_or(DEFAULT_RESTORE_BULK_WAIT_S),
+        restore_max_ongoing: args
+            .restore_max_ongoing
+            .or(file.restore_max_ongoing)
+            .unwrap_or(DEFAULT_RESTORE_MAX_ONGOING),
         etag: match (args.etag, file.etag) {
             (Some(mode), _) => mode,
             (None, Some(text)) => parse_in_file(args, "etag", &text)?,
@@ -295,6 +303,7 @@ mod tests {
         assert_eq!(defaults.restore_mode, RestoreMode::Sync);
         assert_eq!(defaults.restore_capacity_bytes, 16 << 30);
         assert_eq!(defaults.restore_bulk_wait_s, 12 * 3600);
+        assert_eq!(defaults.restore_max_ongoing, 10_000);
         assert_eq!(defaults.etag, EtagMode::Md5);
         assert_eq!(defaults.abandon_uploads_after_days, 7);
         assert_eq!(defaults.tls, None);
@@ -321,6 +330,7 @@ max_put_bytes = 1000
 restore_mode = "async"
 restore_capacity_bytes = 2000
 restore_bulk_wait_s = 60
+restore_max_ongoing = 5
 etag = "blake3"
 abandon_uploads_after_days = 0
 tls_cert = "cert.pem"
@@ -355,6 +365,7 @@ tls_key = "key.pem"
         assert_eq!(from_file.restore_mode, RestoreMode::Async);
         assert_eq!(from_file.restore_capacity_bytes, 2000);
         assert_eq!(from_file.restore_bulk_wait_s, 60);
+        assert_eq!(from_file.restore_max_ongoing, 5);
         assert_eq!(from_file.etag, EtagMode::Blake3);
         assert_eq!(from_file.abandon_uploads_after_days, 0);
         assert_eq!(

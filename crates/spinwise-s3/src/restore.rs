@@ -26,7 +26,7 @@
 use crate::body::BodyStream;
 use crate::meta::MetaDb;
 use crate::server::StatusOverride;
-use crate::service::{ChunkStream, ObjectView, SpinwiseS3};
+use crate::service::{ChunkStream, ObjectView, SpinwiseS3, slow_down};
 use crate::tier::{self, RestoreTier, Ride};
 use bytes::Bytes;
 use s3s::dto::{
@@ -130,6 +130,8 @@ pub struct RestoreSettings {
     /// How long a Bulk restore waits for a spin-up of its group that happens anyway before it
     /// queues its read (seconds; [`crate::tier`]).
     pub bulk_wait_s: u64,
+    /// The most restores ongoing at once.
+    pub max_ongoing: u64,
 }
 
 /// Why a restore failed.
@@ -589,27 +591,34 @@ impl Restorer {
         Ok(())
     }
 
-    /// `SlowDown` with Retry-After when the restored copies (other than this key's) and this
-    /// object would not fit the staging budget for restores.
+    /// `SlowDown` with Retry-After when [`RestoreSettings::max_ongoing`] restores are ongoing
+    /// already, or when the restored copies (other than this key's) and this object would not
+    /// fit the staging budget for restores.
     async fn check_room_for(&self, record: &ObjectRecord) -> S3Result<()> {
+        let ongoing: i64 =
+            sqlx::query_scalar("SELECT COUNT(*) FROM restores WHERE state = 'ongoing'")
+                .fetch_one(&self.pool)
+                .await
+                .map_err(sql_error)?;
+        if u64::try_from(ongoing).unwrap_or(0) >= self.settings.max_ongoing {
+            return Err(slow_down(
+                format!(
+                    "{ongoing} restores are ongoing, the most this server runs at once (retry later)"
+                ),
+                self.retry_after_s,
+            ));
+        }
         let used = self.used_bytes(&record.key).await.map_err(sql_error)?;
         if used.saturating_add(record.size_bytes) <= self.settings.capacity_bytes {
             return Ok(());
         }
-        let mut error = S3Error::with_message(
-            S3ErrorCode::SlowDown,
+        Err(slow_down(
             format!(
                 "restored copies hold {used} of {} bytes; this object needs {} more (retry after copies expire)",
                 self.settings.capacity_bytes, record.size_bytes
             ),
-        );
-        let mut headers = http::HeaderMap::new();
-        headers.insert(
-            http::header::RETRY_AFTER,
-            http::HeaderValue::from(self.retry_after_s),
-        );
-        error.set_headers(headers);
-        Err(error)
+            self.retry_after_s,
+        ))
     }
 
     /// Records a new ongoing restore of `record` (its copy named for this request's time).

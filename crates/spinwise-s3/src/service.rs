@@ -86,6 +86,9 @@ pub struct S3Settings {
     /// How long a Bulk restore waits for a spin-up of its group that happens anyway before it
     /// queues its read (seconds; default 12 h, the upper end of S3 Glacier's Bulk retrievals).
     pub restore_bulk_wait_s: u64,
+    /// The most restores ongoing at once (each is a task and, for Bulk, a wait); one more is
+    /// refused with 503 SlowDown.
+    pub restore_max_ongoing: u64,
     /// What a PutObject or CopyObject ETag is (multipart ETags are always S3's MD5 form).
     pub etag_mode: EtagMode,
 }
@@ -125,6 +128,7 @@ impl S3Settings {
             max_days: self.restore_max_days,
             capacity_bytes: self.restore_capacity_bytes,
             bulk_wait_s: self.restore_bulk_wait_s,
+            max_ongoing: self.restore_max_ongoing,
         }
     }
 }
@@ -144,6 +148,7 @@ impl Default for S3Settings {
             restore_max_days: 30_000,
             restore_capacity_bytes: 16 << 30,
             restore_bulk_wait_s: 12 * 3600,
+            restore_max_ongoing: 10_000,
             etag_mode: EtagMode::Md5,
         }
     }

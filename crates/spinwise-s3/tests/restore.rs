@@ -587,6 +587,35 @@ async fn bulk_restores_wait_for_a_spin_up_that_happens_anyway_and_ride_it() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restore_beyond_the_ongoing_limit_is_slowed_down_and_starts_nothing() {
+    let settings = S3Settings {
+        restore_max_ongoing: 1,
+        ..settings(RestoreMode::Async, 86_400)
+    };
+    let harness = start_with(config(), settings).await;
+    let client = &harness.client;
+    client.create_bucket().bucket("few").send().await.unwrap();
+    put(client, "few", "waits", &pattern(100_000, 61)).await;
+    put(client, "few", "next", &pattern(100_000, 62)).await;
+    harness.store.flush(|_| {}).await.unwrap();
+    let group = migrated_group(&harness.store, "few/waits").await;
+    rest_group(&harness.store, group).await;
+
+    // A Bulk restore of a resting group stays ongoing: the one restore allowed.
+    assert_eq!(
+        restore_tier(client, "few", "waits", Tier::Bulk).await,
+        Ok(202)
+    );
+    assert_eq!(
+        restore(client, "few", "next", 1).await,
+        Err("503 SlowDown".into())
+    );
+    assert!(ongoing(client, "few", "waits").await);
+    assert_eq!(restore_header(client, "few", "next").await, None);
+    harness.server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_bulk_restore_no_spin_up_comes_for_starts_at_its_deadline_even_across_a_restart() {
     let settings = S3Settings {
         restore_bulk_wait_s: 4,
