@@ -1,8 +1,11 @@
-//! 32 concurrent clients doing mixed PUT/GET/DELETE through a real server while the store's
-//! upkeep migrates staged objects underneath them (GETs of migrated objects wait for emulated
-//! spin-ups). Afterwards every acknowledged object reads back byte-exact and the bucket lists
-//! exactly the acknowledged keys; the only errors allowed during the run are the documented 503
-//! SlowDown; resident memory stays flat.
+//! 32 concurrent clients doing mixed PUT/GET/DELETE, and now and then a RestoreObject (Standard
+//! or Bulk), through a real server while the store's upkeep migrates staged objects underneath
+//! them (GETs of migrated objects wait for emulated spin-ups, or read a restored copy). A GET
+//! must return the bytes last acknowledged even when a restored copy of an older version exists.
+//! Afterwards every acknowledged object reads back byte-exact and the bucket lists exactly the
+//! acknowledged keys; the only errors allowed during the run are the documented 503 SlowDown
+//! (and RestoreObject's documented answers for a staged object or a restore under way);
+//! resident memory stays flat.
 //!
 //! `SPINWISE_SOAK_SECONDS` sets the run's length (default 15 for CI; docs/BENCHMARKS.md records a
 //! several-minute run: `SPINWISE_SOAK_SECONDS=300 cargo test --release -p spinwise-s3 --test soak
@@ -12,6 +15,7 @@ mod common;
 
 use aws_sdk_s3::Client;
 use aws_sdk_s3::primitives::ByteStream;
+use aws_sdk_s3::types::{GlacierJobParameters, RestoreRequest, Tier};
 use common::{Harness, code, config, pattern, start_with, status};
 use spinwise_s3::S3Settings;
 use std::collections::BTreeMap;
@@ -29,6 +33,9 @@ struct Tally {
     puts: u64,
     gets: u64,
     deletes: u64,
+    restores: u64,
+    /// RestoreObject answered 403 (the object was still staged) or 409 (one under way).
+    restores_refused: u64,
     slow_downs: u64,
     bytes_put: u64,
 }
@@ -132,6 +139,12 @@ async fn client_loop(client: Client, id: u64, until: Instant) -> (Expected, Tall
                     Err(error) => panic!("client {id}: GET {key}: {error:?}"),
                 }
             }
+            _ if dice.roll(4) == 0 => {
+                if expected.contains_key(&key) {
+                    let tier = [Tier::Standard, Tier::Bulk][dice.roll(2) as usize].clone();
+                    restore(&client, id, &key, tier, &mut tally).await;
+                }
+            }
             _ => match client.delete_object().bucket(BUCKET).key(&key).send().await {
                 Ok(_) => {
                     expected.remove(&key);
@@ -143,6 +156,39 @@ async fn client_loop(client: Client, id: u64, until: Instant) -> (Expected, Tall
         }
     }
     (expected, tally)
+}
+
+/// RestoreObject of an acknowledged key: started, extended, already under way, refused as
+/// staged (`STANDARD` needs no restore) or slowed down are all documented answers.
+async fn restore(client: &Client, id: u64, key: &str, tier: Tier, tally: &mut Tally) {
+    let parameters = GlacierJobParameters::builder().tier(tier).build().unwrap();
+    let request = RestoreRequest::builder()
+        .days(1)
+        .glacier_job_parameters(parameters)
+        .build();
+    let asked = client
+        .restore_object()
+        .bucket(BUCKET)
+        .key(key)
+        .restore_request(request)
+        .send()
+        .await;
+    match asked {
+        Ok(_) => tally.restores += 1,
+        Err(error) if is_slow_down(&error) => tally.slow_downs += 1,
+        Err(error) => {
+            let answer = (status(&error), code(&error));
+            let documented = [
+                (403, "InvalidObjectState".to_string()),
+                (409, "RestoreAlreadyInProgress".to_string()),
+            ];
+            assert!(
+                documented.contains(&answer),
+                "client {id}: RestoreObject {key}: {error:?}"
+            );
+            tally.restores_refused += 1;
+        }
+    }
 }
 
 async fn listed_keys(client: &Client) -> Vec<String> {
@@ -206,6 +252,8 @@ async fn thirty_two_clients_mixing_puts_gets_and_deletes_lose_nothing_and_memory
         total.puts += tally.puts;
         total.gets += tally.gets;
         total.deletes += tally.deletes;
+        total.restores += tally.restores;
+        total.restores_refused += tally.restores_refused;
         total.slow_downs += tally.slow_downs;
         total.bytes_put += tally.bytes_put;
     }
@@ -217,7 +265,8 @@ async fn thirty_two_clients_mixing_puts_gets_and_deletes_lose_nothing_and_memory
     println!(
         "soak: {seconds} s, {CLIENTS} clients: {total:?}, {:.0} requests/s, {:.1} MB/s put; \
          upkeep: {} objects migrated, errors {:?}; store: {} objects, {} staged",
-        (total.puts + total.gets + total.deletes) as f64 / elapsed_s,
+        (total.puts + total.gets + total.deletes + total.restores + total.restores_refused) as f64
+            / elapsed_s,
         total.bytes_put as f64 / elapsed_s / 1e6,
         report.duties.objects_migrated,
         report.errors,
