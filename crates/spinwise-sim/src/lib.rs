@@ -91,6 +91,10 @@
 //!   disks. The
 //!   scheduler's fair share charges disk time (a client read b / k, a stack b). The report's
 //!   rebuild time runs from the failure to the last stack served; the run drains it.
+//! - **Bulk reads.** With [`SimConfig::deferral`], a share of the client reads may wait for a
+//!   spin-up other work causes, as the S3 server's Bulk restores do: a Bulk read whose group is
+//!   not up is held outside the scheduler until the policy spins that group up or its wait
+//!   ends, and one a full queue refuses is tried again as places free (docs/simulator.md).
 //! - **Window.** Metrics cover requests that *arrive* in `[warmup_hours, hours)` (a burst: the
 //!   whole run), and time inside it (throughput = client bytes delivered inside the window / its
 //!   length; power and active disks time-weighted over it; spin-ups and disk TB per disk scaled

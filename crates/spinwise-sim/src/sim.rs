@@ -8,7 +8,10 @@
 //! every random choice comes from the one `ChaCha8Rng` in a fixed call order; every accepted
 //! request is served to its last byte before `simulate` returns (arrivals stop at `hours`, then
 //! the queues drain), and the scheduler ends idle; after a configured disk failure, every lost
-//! stripe stack is rebuilt before `simulate` returns (the rebuild outlives `hours` if it must).
+//! stripe stack is rebuilt before `simulate` returns (the rebuild outlives `hours` if it must);
+//! with a deferral, every Bulk read is submitted (at its group's spin-up, at its deadline, or
+//! again after a full queue refused it) and served before `simulate` returns, and a run without
+//! one draws exactly what it drew before deferrals existed.
 
 use crate::config::PolicyKind;
 use crate::config::{SimConfig, SimError};
