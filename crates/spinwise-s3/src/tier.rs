@@ -19,7 +19,7 @@
 
 use crate::restore::Restorer;
 use crate::service::now_unix_ms;
-use spinwise_catalog::{Catalog as _, GroupIndex, ObjectLocation};
+use spinwise_catalog::GroupIndex;
 use spinwise_store::SqliteStore;
 use spinwise_store::driver::{GroupActivity, GroupPhase};
 use std::str::FromStr;
@@ -76,27 +76,19 @@ pub(crate) enum Ride {
     Stopped,
 }
 
-/// The group holding a migrated object's blob; `None` for a staged object or a blob the
-/// catalog no longer has (the restore's read then reports what happened).
+/// The group holding a migrated object's blob; `None` for a staged object, a key gone, or a
+/// blob the catalog no longer has (the restore's read then reports what happened).
 pub(crate) async fn group_of(store: &SqliteStore, store_key: &str) -> Option<GroupIndex> {
-    let record = store.stat(store_key).await.ok()?;
-    let ObjectLocation::Migrated { blob, .. } = record.location else {
-        return None;
-    };
-    Some(store.catalog().blob(blob).await.ok()??.group)
+    store.migrated_group(store_key).await.ok().flatten()
 }
 
 /// Whether `group` is spinning up or active now (so a read queued for it rides that spin-up).
 /// A failed look counts as down: the wait goes on until an `Up` or the deadline.
 async fn is_up(store: &SqliteStore, group: GroupIndex) -> bool {
-    let Ok(state) = store.rack_io().driver.state().await else {
-        return false;
-    };
-    state
-        .groups
-        .iter()
-        .find(|g| g.group == group)
-        .is_some_and(|g| matches!(g.phase, GroupPhase::SpinningUp | GroupPhase::Active))
+    matches!(
+        store.group_phase(group).await,
+        Some(GroupPhase::SpinningUp | GroupPhase::Active)
+    )
 }
 
 /// Waits until `group` is up for other work or `start_by_unix_ms` (wall clock) has passed.

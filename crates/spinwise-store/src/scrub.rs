@@ -180,12 +180,7 @@ impl<C: Catalog> Store<C> {
     }
 
     pub(crate) async fn group_is_active(&self, group: GroupIndex) -> bool {
-        self.rack_io().driver.state().await.is_ok_and(|state| {
-            state
-                .groups
-                .iter()
-                .any(|g| g.group == group && g.phase == crate::driver::GroupPhase::Active)
-        })
+        self.group_phase(group).await == Some(crate::driver::GroupPhase::Active)
     }
 
     /// Stripe-stack bytes a scrub of `blob` reads (all k + r stacks).

@@ -18,6 +18,7 @@
 //!   looks the object up again (crate::compact).
 
 use crate::config::{self, STAGING_DIR, STORE_FILE, StoreConfig};
+use crate::driver::GroupPhase;
 use crate::error::{StoreError, StoreResult, io_error};
 use crate::rack::{StoreRack, create_disks, open_rack};
 use crate::read::{MigratedReader, ReadTiming};
@@ -29,7 +30,7 @@ use bytes::Bytes;
 use serde::Serialize;
 use spinwise_catalog::{Catalog, ObjectLocation, ObjectRecord, SqliteCatalog};
 use spinwise_ec::RepairReport;
-use spinwise_model::{Layout, Rack};
+use spinwise_model::{GroupIndex, Layout, Rack};
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -279,6 +280,26 @@ impl<C: Catalog> Store<C> {
             .object(key)
             .await?
             .ok_or_else(|| StoreError::NoSuchKey { key: key.into() })
+    }
+
+    /// The group holding a migrated object's blob; `None` while the object is staged.
+    pub async fn migrated_group(&self, key: &str) -> StoreResult<Option<GroupIndex>> {
+        let ObjectLocation::Migrated { blob, .. } = self.stat(key).await?.location else {
+            return Ok(None);
+        };
+        let record = self.catalog.blob(blob).await?;
+        Ok(record.map(|blob| blob.group))
+    }
+
+    /// `group`'s power phase now, from the driver; `None` if the driver cannot answer (it has
+    /// stopped) or has no such group.
+    pub async fn group_phase(&self, group: GroupIndex) -> Option<GroupPhase> {
+        let state = self.rack_io.driver.state().await.ok()?;
+        state
+            .groups
+            .iter()
+            .find(|g| g.group == group)
+            .map(|g| g.phase)
     }
 
     /// A reader of the object's bytes (all, or `range`), in chunks of bounded size, each

@@ -1,18 +1,14 @@
 //! Cold objects for tests: which group holds a migrated object, putting a group to rest so its
 //! next read needs a spin-up, and counting the spin-ups a piece of work causes.
 
-use spinwise_catalog::{Catalog, ObjectLocation};
 use spinwise_sched::scheduler::Kind;
 use spinwise_store::SqliteStore;
 use spinwise_store::driver::{GroupActivity, GroupDisks, GroupPhase, Job};
 
 /// The group a migrated object's blob lives in (panics if the object is still staged).
 pub async fn migrated_group(store: &SqliteStore, store_key: &str) -> u32 {
-    let record = store.stat(store_key).await.unwrap();
-    let ObjectLocation::Migrated { blob, .. } = record.location else {
-        panic!("{store_key} is still staged");
-    };
-    store.catalog().blob(blob).await.unwrap().unwrap().group
+    let group = store.migrated_group(store_key).await.unwrap();
+    group.unwrap_or_else(|| panic!("{store_key} is still staged"))
 }
 
 /// Brings other groups up until `group` is down (the budgets keep only a few up), so the next
