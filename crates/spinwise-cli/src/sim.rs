@@ -98,6 +98,12 @@ pub struct SimArgs {
         requires = "bulk_fraction"
     )]
     pub bulk_wait_hours: f64,
+    /// The share of client reads (0 to 1) submitted as Expedited, as S3 RestoreObject's
+    /// Expedited tier does (docs/s3.md "Restore tiers"): the scheduler serves them ahead of the
+    /// standard reads and brings their group up first. With --bulk-fraction, the two shares add
+    /// up to at most 1.
+    #[arg(long, value_name = "F", default_value_t = 0.0)]
+    pub expedited_fraction: f64,
     /// Print one JSON object instead of a summary.
     #[arg(long)]
     pub json: bool,
@@ -171,6 +177,7 @@ fn sim_config(args: &SimArgs) -> CliResult<SimConfig> {
             fraction,
             wait_hours: args.bulk_wait_hours,
         }),
+        expedited_fraction: args.expedited_fraction,
     })
 }
 
@@ -192,6 +199,10 @@ fn print_json(report: &Report, config: &SimConfig, switch_latency: SwitchLatency
         "bulk": config.deferral,
         "bulk_requests": report.deferred,
         "bulk_ttfb_s": report.deferred_ttfb_s,
+        "expedited_fraction": config.expedited_fraction,
+        "expedited_requests": report.expedited,
+        "expedited_ttfb_s": report.expedited_ttfb_s,
+        "standard_ttfb_s": report.standard_ttfb_s,
         "completion_s": report.completion_time_s,
         "service_s": report.service_time_s,
         "spin_up_s": report.spin_up_s,
@@ -268,6 +279,18 @@ fn print_summary(
             bulk.mean,
             bulk.p99,
             bulk.max
+        );
+    }
+    if config.expedited_fraction > 0.0 {
+        let (expedited, standard) = (&report.expedited_ttfb_s, &report.standard_ttfb_s);
+        outln!(
+            "expedited     {} ({} of reads): first byte mean {:.2} s, p99 {:.2} s; standard reads mean {:.2} s, p99 {:.2} s",
+            report.expedited,
+            config.expedited_fraction,
+            expedited.mean,
+            expedited.p99,
+            standard.mean,
+            standard.p99
         );
     }
     print_disks_and_power(report);

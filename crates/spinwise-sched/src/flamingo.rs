@@ -1,13 +1,14 @@
 //! Flamingo's constraint-aware IO scheduler (Flamingo §3.2), sans-IO: requests and completions in,
 //! spin-up / spin-down / serve actions out, every call carrying the driver's `now_us`.
 //!
-//! Unlike Pelican's class scheduler it has no classes: each group has its own queue (rebuild
-//! requests first, then client requests, each FIFO), every active group serves one request at a
+//! Unlike Pelican's class scheduler it has no classes: each group has its own queue (expedited
+//! reads first, then rebuild requests, then client requests, each FIFO), every active group serves one request at a
 //! time, and as many groups spin concurrently as the layout's hard group constraints allow under
 //! exact multi-state accounting ([`GroupBudget`]: spinning up costs more than active). A group
 //! with queued work that is resting is brought up as follows:
 //!
-//! - **Which group.** Waiting groups are ranked by queue depth (deepest first), then by the
+//! - **Which group.** Waiting groups are ranked by whether they hold an expedited read, then by
+//!   queue depth (deepest first), then by the
 //!   arrival time of their oldest queued request, then by index. A group whose oldest request has
 //!   waited at least the starvation bound ([`DEFAULT_STARVATION_BOUND_US`], settable) is
 //!   *starving*; the one with the oldest head goes before everything else (below).
@@ -38,6 +39,12 @@
 //! starving group is done once per poll, not once for the held groups and again to bring it up.
 //! Each shortcut skips only steps that would decide the same, so the actions are unchanged.
 //!
+//! **Expedited reads** ([`Kind::Expedited`]) are urgent from arrival: a resting group holding
+//! one is starving at once (ranked among starving groups by when each started starving: an
+//! expedited read's arrival, a standard request's arrival plus the bound), and an active group
+//! serves its expedited reads before its rebuild and standard work. Groups waiting with an
+//! expedited read also rank first in the pass over waiting groups.
+//!
 //! Idle groups stay active until their resources are wanted (a later request for them costs no
 //! spin-up). Bounded queue: at most `max_queue_depth × classes` requests queued over the whole
 //! rack (classes from the layout, one per group if it has none), the same total Pelican's class
@@ -52,6 +59,7 @@ use crate::budget::{GroupBudget, StateIndex};
 use crate::policy::Policy;
 use crate::scheduler::{Action, Kind, Rejected, Request, SchedulerError, spin_up_state};
 use spinwise_model::{GroupIndex, Layout};
+use std::cmp::Reverse;
 use std::collections::{BTreeSet, VecDeque};
 use std::ops::Bound;
 
@@ -81,6 +89,8 @@ struct Queued {
 #[derive(Debug)]
 struct Group {
     phase: Phase,
+    /// Expedited client reads: served first, and urgent from arrival (module documentation).
+    expedited: VecDeque<Queued>,
     rebuild: VecDeque<Queued>,
     client: VecDeque<Queued>,
     serving: Option<u64>,
@@ -95,14 +105,25 @@ struct Group {
 
 impl Group {
     fn depth(&self) -> usize {
-        self.rebuild.len() + self.client.len()
+        self.expedited.len() + self.rebuild.len() + self.client.len()
     }
 
     /// Arrival of the oldest queued request.
     fn head_arrival_us(&self) -> Option<u64> {
-        let rebuild = self.rebuild.front().map(|q| q.arrival_us);
-        let client = self.client.front().map(|q| q.arrival_us);
-        rebuild.into_iter().chain(client).min()
+        [&self.expedited, &self.rebuild, &self.client]
+            .into_iter()
+            .filter_map(|queue| queue.front().map(|q| q.arrival_us))
+            .min()
+    }
+
+    /// When the group starts starving if it still waits then: its oldest standard request's
+    /// arrival plus `bound_us`, or its oldest expedited read's arrival, whichever is first.
+    fn urgent_at_us(&self, bound_us: u64) -> Option<u64> {
+        let standard = [&self.rebuild, &self.client]
+            .into_iter()
+            .filter_map(|queue| queue.front().map(|q| q.arrival_us.saturating_add(bound_us)));
+        let expedited = self.expedited.front().map(|q| q.arrival_us);
+        standard.chain(expedited).min()
     }
 
     fn idle(&self) -> bool {
@@ -135,8 +156,9 @@ pub struct Flamingo {
     newcomers: Vec<GroupIndex>,
     /// Scratch for the greedy search's blockers (spares an allocation per search).
     blockers_scratch: std::cell::RefCell<Vec<GroupIndex>>,
-    /// (arrival of the oldest queued request, group) of every resting group with queued work:
-    /// the starving group and the next timeout are its first entries, not a walk over groups.
+    /// (when it starts starving, [`Group::urgent_at_us`], group) of every resting group with
+    /// queued work: the starving group and the next timeout are its first entries, not a walk
+    /// over groups.
     waiting: BTreeSet<(u64, GroupIndex)>,
     /// A poll with this starving group (or none) found no request to serve and could not bring
     /// the starving group up, and nothing those two steps look at has changed since: the next
@@ -163,6 +185,7 @@ impl Flamingo {
         let groups = (0..group_count)
             .map(|_| Group {
                 phase: Phase::Resting,
+                expedited: VecDeque::new(),
                 rebuild: VecDeque::new(),
                 client: VecDeque::new(),
                 serving: None,
@@ -212,13 +235,14 @@ impl Flamingo {
             .count()
     }
 
-    /// The resting group with queued work whose oldest request has waited longest, if that is at
-    /// least the starvation bound (ties: lower index).
+    /// The resting group with queued work that has been starving longest, if any (ties: lower
+    /// index): a standard request starves once it has waited the starvation bound, an expedited
+    /// read from its arrival.
     fn starving(&self, now_us: u64) -> Option<GroupIndex> {
-        // The first waiting group has the oldest head: if it has not waited the bound, none has.
+        // The first waiting group starves first: if it does not starve yet, none does.
         self.waiting
             .first()
-            .filter(|(at, _)| now_us.saturating_sub(*at) >= self.starvation_bound_us)
+            .filter(|(urgent_at_us, _)| *urgent_at_us <= now_us)
             .map(|&(_, group)| group)
     }
 
@@ -228,7 +252,7 @@ impl Flamingo {
         let was_resting = state.phase == Phase::Resting;
         state.phase = phase;
         if was_resting != (phase == Phase::Resting)
-            && let Some(at) = state.head_arrival_us()
+            && let Some(at) = state.urgent_at_us(self.starvation_bound_us)
         {
             if was_resting {
                 self.waiting.remove(&(at, group));
@@ -285,7 +309,8 @@ impl Flamingo {
         room.fits()
     }
 
-    /// Serves the head of an active, free group that is not `held` (rebuild work first).
+    /// Serves the head of an active, free group that is not `held` (expedited reads first, then
+    /// rebuild work).
     fn serve(&mut self, held: &[GroupIndex]) -> Option<Action> {
         let index = self.groups.iter().enumerate().position(|(index, g)| {
             g.phase == Phase::Active
@@ -294,9 +319,8 @@ impl Flamingo {
                 && !held.contains(&(index as GroupIndex))
         })?;
         let group = &mut self.groups[index];
-        let queued = group
-            .rebuild
-            .pop_front()
+        let queued = (group.expedited.pop_front())
+            .or_else(|| group.rebuild.pop_front())
             .or_else(|| group.client.pop_front())
             .expect("the group has queued work");
         group.serving = Some(queued.request.id);
@@ -352,15 +376,17 @@ impl Flamingo {
         groups: &[GroupIndex],
         starving: Option<GroupIndex>,
     ) -> Option<Action> {
-        let mut waiting: Vec<(std::cmp::Reverse<usize>, u64, GroupIndex)> = groups
+        type Rank = (Reverse<bool>, Reverse<usize>, u64, GroupIndex);
+        let mut waiting: Vec<Rank> = groups
             .iter()
             .map(|group| (*group, &self.groups[*group as usize]))
             .filter(|(_, g)| g.phase == Phase::Resting)
             .filter_map(|(group, g)| {
                 let at = g.head_arrival_us()?;
-                Some((std::cmp::Reverse(g.depth()), at, group))
+                let expedited = !g.expedited.is_empty();
+                Some((Reverse(expedited), Reverse(g.depth()), at, group))
             })
-            .filter(|(_, _, group)| {
+            .filter(|(_, _, _, group)| {
                 starving.is_none_or(|c| c != *group && !self.budget.interact(c, *group))
             })
             .collect();
@@ -378,7 +404,7 @@ impl Flamingo {
                 g.idle() || g.phase == Phase::SpinningDown
             })
             .collect();
-        for (_, _, group) in waiting {
+        for (_, _, _, group) in waiting {
             let action = if self.budget.try_enter(group, self.spinning_up) {
                 self.set_phase(group, Phase::SpinningUp);
                 Some(Action::SpinUp(group))
@@ -473,12 +499,14 @@ impl Policy for Flamingo {
             request,
             arrival_us: now_us,
         };
-        let head_before_us = group.head_arrival_us();
+        let bound_us = self.starvation_bound_us;
+        let head_before_us = group.urgent_at_us(bound_us);
         match request.kind {
+            Kind::Expedited => group.expedited.push_back(queued),
             Kind::Rebuild => group.rebuild.push_back(queued),
             Kind::Client => group.client.push_back(queued),
         }
-        let head_us = group.head_arrival_us().expect("just queued");
+        let head_us = group.urgent_at_us(bound_us).expect("just queued");
         if group.phase == Phase::Resting && head_before_us != Some(head_us) {
             if let Some(before_us) = head_before_us {
                 self.waiting.remove(&(before_us, request.group));
@@ -562,15 +590,14 @@ impl Policy for Flamingo {
     }
 
     fn next_timeout_us(&self) -> Option<u64> {
-        // The oldest head that crosses the bound after `now_us`: arrival > now_us − bound.
-        let after = match self.now_us.checked_sub(self.starvation_bound_us) {
-            Some(arrival_us) => Bound::Excluded((arrival_us, GroupIndex::MAX)),
-            None => Bound::Unbounded,
-        };
+        // The first group that starts starving after `now_us`.
+        let after = Bound::Excluded((self.now_us, GroupIndex::MAX));
         self.waiting
             .range((after, Bound::Unbounded))
             .next()
-            .map(|&(at, _)| at + self.starvation_bound_us)
+            .map(|&(urgent_at_us, _)| urgent_at_us)
+            // A bound so long that the time saturates is never reached.
+            .filter(|urgent_at_us| *urgent_at_us != u64::MAX)
     }
 
     fn is_idle(&self) -> bool {
@@ -605,7 +632,11 @@ mod tests {
         flamingo.settled = None;
         let waiting: BTreeSet<(u64, GroupIndex)> = (0..flamingo.groups.len() as GroupIndex)
             .filter(|g| flamingo.groups[*g as usize].phase == Phase::Resting)
-            .filter_map(|g| Some((flamingo.groups[g as usize].head_arrival_us()?, g)))
+            .filter_map(|g| {
+                let urgent_at_us =
+                    flamingo.groups[g as usize].urgent_at_us(flamingo.starvation_bound_us)?;
+                Some((urgent_at_us, g))
+            })
             .collect();
         assert_eq!(flamingo.waiting, waiting, "the waiting index is stale");
     }
@@ -616,7 +647,7 @@ mod tests {
         #[test]
         fn flamingo_decides_the_same_with_and_without_its_memo(
             preset in 0usize..2,
-            arrivals in prop::collection::vec((0u64..600_000_000, any::<u32>(), any::<bool>(), 1u64..3_000_000_000), 1..200),
+            arrivals in prop::collection::vec((0u64..600_000_000, any::<u32>(), 0u8..3, 1u64..3_000_000_000), 1..200),
             bound_s in 1u64..300,
         ) {
             let layout = &layouts()[preset];
@@ -624,8 +655,8 @@ mod tests {
             let arrivals: Vec<(u64, Request)> = arrivals
                 .iter()
                 .enumerate()
-                .map(|(id, (at, group, rebuild, bytes))| {
-                    let kind = if *rebuild { Kind::Rebuild } else { Kind::Client };
+                .map(|(id, (at, group, kind, bytes))| {
+                    let kind = [Kind::Client, Kind::Rebuild, Kind::Expedited][*kind as usize];
                     (*at, Request { id: id as u64, group: group % groups, bytes: *bytes, kind })
                 })
                 .collect();

@@ -10,11 +10,12 @@
 //!
 //! [`FullyProvisioned`] is Pelican's FP baseline (§4.1): a rack with power and cooling for every
 //! disk, where every group spins up once and stays spinning, and each group serves its own FIFO
-//! queue, one request at a time. It must run on a rack whose budgets allow that
+//! queue, one request at a time; expedited reads ([`Kind::Expedited`]) go ahead of the group's
+//! standard requests, behind its earlier expedited ones. It must run on a rack whose budgets allow that
 //! (`Rack::fully_provisioned`); on a right-provisioned rack its spin-ups would break budgets,
 //! which the simulator's independent checker would report.
 
-use crate::scheduler::{Action, ClassScheduler, Rejected, Request};
+use crate::scheduler::{Action, ClassScheduler, Kind, Rejected, Request};
 use spinwise_model::{GroupIndex, Layout};
 use std::collections::VecDeque;
 
@@ -70,6 +71,8 @@ enum Spin {
 pub struct FullyProvisioned {
     spin: Vec<Spin>,
     queues: Vec<VecDeque<Request>>,
+    /// Per group, how many of the queue's first requests are expedited reads.
+    expedited: Vec<usize>,
     serving: Vec<Option<u64>>,
     max_queue_depth: u32,
     /// Groups whose spin-up has not been handed out yet (all of them, at the start).
@@ -86,6 +89,7 @@ impl FullyProvisioned {
         FullyProvisioned {
             spin: vec![Spin::Resting; groups],
             queues: vec![VecDeque::new(); groups],
+            expedited: vec![0; groups],
             serving: vec![None; groups],
             max_queue_depth: layout.scheduler.max_queue_depth,
             to_spin_up: (0..groups as GroupIndex).collect(),
@@ -121,7 +125,13 @@ impl Policy for FullyProvisioned {
                 depth: queue.len() as u32,
             });
         }
-        queue.push_back(request);
+        if request.kind == Kind::Expedited {
+            let expedited = &mut self.expedited[request.group as usize];
+            queue.insert(*expedited, request);
+            *expedited += 1;
+        } else {
+            queue.push_back(request);
+        }
         self.mark_ready(request.group);
         Ok(())
     }
@@ -135,6 +145,9 @@ impl Policy for FullyProvisioned {
         let request = self.queues[group as usize]
             .pop_front()
             .expect("a ready group has a queued request");
+        if request.kind == Kind::Expedited {
+            self.expedited[group as usize] -= 1;
+        }
         self.serving[group as usize] = Some(request.id);
         Some(Action::Serve(request))
     }

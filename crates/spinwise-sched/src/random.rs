@@ -7,7 +7,8 @@
 //! books are [`GroupBudget::per_disk`] (one singleton group per disk, one constraint per hard
 //! domain of the rack), and a request's `group` field is the index of its placement set.
 //!
-//! Scheduling is strict FIFO, kept simple on purpose: only the head request (the oldest not yet
+//! Scheduling is strict FIFO, kept simple on purpose (an expedited read, [`Kind::Expedited`], goes
+//! ahead of every standard request, behind earlier expedited ones): only the head request (the oldest not yet
 //! served) is worked for. Its resting disks are spun up as the budgets allow; when a disk does not
 //! fit, the active disks blocking it that no request in service uses and the head does not need
 //! are spun down. The head is served once all its disks are active and none of them is serving
@@ -33,7 +34,7 @@
 
 use crate::budget::{GroupBudget, StateIndex};
 use crate::policy::Policy;
-use crate::scheduler::{Action, Rejected, Request, SchedulerError};
+use crate::scheduler::{Action, Kind, Rejected, Request, SchedulerError};
 use spinwise_model::{DiskIndex, GroupIndex, Rack};
 use std::collections::VecDeque;
 use thiserror::Error;
@@ -76,7 +77,10 @@ pub struct RandomPlacement {
     phase: Vec<Phase>,
     /// The request each disk is serving, if any.
     serving: Vec<Option<u64>>,
+    /// FIFO, except that expedited reads go ahead of every standard one (behind earlier
+    /// expedited reads): the first `expedited` entries are the expedited reads.
     queue: VecDeque<Request>,
+    expedited: usize,
     max_queued: usize,
     in_service: usize,
     spinning_up: StateIndex,
@@ -112,6 +116,7 @@ impl RandomPlacement {
             phase: vec![Phase::Resting; disks],
             serving: vec![None; disks],
             queue: VecDeque::new(),
+            expedited: 0,
             max_queued,
             in_service: 0,
             spinning_up,
@@ -145,6 +150,9 @@ impl RandomPlacement {
             self.serving[*disk as usize] = Some(head.id);
         }
         self.queue.pop_front();
+        if head.kind == Kind::Expedited {
+            self.expedited -= 1;
+        }
         self.in_service += 1;
         Some(Action::Serve(head))
     }
@@ -249,8 +257,14 @@ impl Policy for RandomPlacement {
             });
         }
         // A request behind the head changes nothing a poll looks at; a new head does.
-        self.stalled &= !self.queue.is_empty();
-        self.queue.push_back(request);
+        if request.kind == Kind::Expedited {
+            self.stalled &= self.expedited > 0;
+            self.queue.insert(self.expedited, request);
+            self.expedited += 1;
+        } else {
+            self.stalled &= !self.queue.is_empty();
+            self.queue.push_back(request);
+        }
         Ok(())
     }
 
@@ -325,7 +339,6 @@ impl Policy for RandomPlacement {
 mod tests {
     use super::*;
     use crate::lockstep::{assert_same_actions, planned};
-    use crate::scheduler::Kind;
     use proptest::prelude::*;
     use proptest::test_runner::RngSeed;
     use std::sync::OnceLock;
@@ -374,16 +387,17 @@ mod tests {
 
         #[test]
         fn random_placement_decides_the_same_with_and_without_its_memo(
-            arrivals in prop::collection::vec((0u64..300_000_000, any::<u32>(), 1u64..2_000_000_000), 1..120),
+            arrivals in prop::collection::vec((0u64..300_000_000, any::<u32>(), 1u64..2_000_000_000, any::<bool>()), 1..120),
             max_queued in 1usize..50,
         ) {
             let (rack, sets) = pelican();
             let arrivals: Vec<(u64, Request)> = arrivals
                 .iter()
                 .enumerate()
-                .map(|(id, (at, set, bytes))| {
+                .map(|(id, (at, set, bytes, expedited))| {
                     let group = set % sets.len() as u32;
-                    (*at, Request { id: id as u64, group, bytes: *bytes, kind: Kind::Client })
+                    let kind = if *expedited { Kind::Expedited } else { Kind::Client };
+                    (*at, Request { id: id as u64, group, bytes: *bytes, kind })
                 })
                 .collect();
             let make = || RandomPlacement::new(rack, sets.clone(), max_queued).unwrap();

@@ -49,6 +49,16 @@
 //! u = 500 GB and k = 15 that is ~33 GB of disk time (~5 minutes at 105 MB/s) per turn, so the two
 //! spin-ups of a round trip cost a few percent.
 //!
+//! # Expedited reads
+//!
+//! A [`Kind::Expedited`] read waits in its class's expedited FIFO, which is the head of the client
+//! side: on the client queue's turns it is served before every standard read, whatever the
+//! reordering queue holds. If its group is not the spinning one, the spinning group loses the
+//! client turn (the rebuild may still use it out of turn, within the affinity bound), so the
+//! class switches to the expedited read's group once the request in hand is done. The standard
+//! reads it passes keep their reordering counters: the bound u limits how far reordering moves a
+//! request, and expedited reads are the driver's to bound (it admits a few at a time).
+//!
 //! Invariants: at most one group per class is not resting; at most one request per class is
 //! being served, and only by an active group; requests queued per class never exceed the
 //! layout's `max_queue_depth`.
@@ -60,11 +70,27 @@ use spinwise_model::{GroupIndex, Layout, ResourceKind};
 use std::collections::VecDeque;
 use thiserror::Error;
 
-/// What a request asks of the disks.
+/// What a request asks of the disks, and how urgently.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
+    /// A client read, served in arrival order within the reordering bound.
     Client,
+    /// A client read that goes ahead of every [`Kind::Client`] read (S3's Expedited restore
+    /// tier). Each policy serves it next on its group and brings its group up before groups
+    /// waiting only for standard reads; it still takes the client side's fair share, never the
+    /// rebuild's, and never breaks a hard budget. Expedited reads are served first-in-first-out
+    /// among themselves. Each one may cost a group switch that batching would have saved, so the
+    /// driver bounds how many it admits (the server's `--restore-expedited-max-ongoing`).
+    Expedited,
+    /// Upkeep under the rebuild share: a lost stripe stack regenerated, a scrub, a compaction.
     Rebuild,
+}
+
+impl Kind {
+    /// A client read of either urgency.
+    pub fn is_client(self) -> bool {
+        matches!(self, Kind::Client | Kind::Expedited)
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -109,6 +135,8 @@ enum Phase {
 #[derive(Debug)]
 struct Class {
     client: ReorderQueue<Request>,
+    /// Expedited client reads, FIFO, served before `client` on the client side's turns.
+    expedited: VecDeque<Request>,
     rebuild: ReorderQueue<Request>,
     fair: FairShare,
     /// The class's one non-resting group.
@@ -172,6 +200,7 @@ impl ClassScheduler {
             .map(|_| {
                 Ok(Class {
                     client: ReorderQueue::new(bound_bytes),
+                    expedited: VecDeque::new(),
                     rebuild: ReorderQueue::new(bound_bytes),
                     fair: FairShare::new(share)?,
                     current: None,
@@ -217,18 +246,14 @@ impl ClassScheduler {
 
     /// Requests queued (not yet being served) across all classes.
     pub fn queued(&self) -> usize {
-        self.classes
-            .iter()
-            .map(|c| c.client.len() + c.rebuild.len())
-            .sum()
+        self.classes.iter().map(Class::depth).sum()
     }
 
     /// Whether nothing is queued, served or changing state.
     pub fn is_idle(&self) -> bool {
         self.pending.is_empty()
             && self.classes.iter().all(|c| {
-                c.client.is_empty()
-                    && c.rebuild.is_empty()
+                c.depth() == 0
                     && c.serving.is_none()
                     && !matches!(
                         c.current,
@@ -248,7 +273,7 @@ impl ClassScheduler {
         }
         let class_index = self.class_of[request.group as usize];
         let class = &mut self.classes[class_index as usize];
-        let depth = (class.client.len() + class.rebuild.len()) as u32;
+        let depth = class.depth() as u32;
         if depth >= self.max_queue_depth {
             return Err(Rejected::QueueFull {
                 class: class_index,
@@ -257,9 +282,14 @@ impl ClassScheduler {
         }
         let cost = self.cost_model.cost(request.bytes);
         match request.kind {
-            Kind::Client => class.client.push(request, request.group, cost),
-            Kind::Rebuild => class.rebuild.push(request, request.group, cost),
-        };
+            Kind::Client => {
+                class.client.push(request, request.group, cost);
+            }
+            Kind::Expedited => class.expedited.push_back(request),
+            Kind::Rebuild => {
+                class.rebuild.push(request, request.group, cost);
+            }
+        }
         Ok(())
     }
 
@@ -342,11 +372,8 @@ impl ClassScheduler {
         }
         let chosen = class
             .fair
-            .choose(!class.rebuild.is_empty(), !class.client.is_empty())?;
-        let head_of = |class: &Class, queue: Queue| match queue {
-            Queue::Rebuild => class.rebuild.front().map(|e| e.group),
-            Queue::Client => class.client.front().map(|e| e.group),
-        };
+            .choose(!class.rebuild.is_empty(), class.has_client_work())?;
+        let head_of = Class::head_group;
         match class.current {
             Some((group, Phase::Active)) => {
                 // Work for the spinning group first: the fair choice if its head is for this
@@ -368,25 +395,23 @@ impl ClassScheduler {
                     class.switch_started_us = Some(now_us);
                     return Some(Action::SpinDown(group));
                 };
-                let entry = match queue {
-                    Queue::Rebuild => class.rebuild.pop_front(),
-                    Queue::Client => class.client.pop_front(),
-                }
-                .expect("the queue's head was just seen");
+                let request = class
+                    .pop_head(queue)
+                    .expect("the queue's head was just seen");
                 let in_turn = queue == chosen;
                 class.overtaken_cost = if in_turn {
                     0
                 } else {
-                    let cost = disk_bytes(&entry.item, data_disks);
+                    let cost = disk_bytes(&request, data_disks);
                     class.overtaken_cost.saturating_add(cost)
                 };
                 class.serving = Some(Serving {
-                    request: entry.item,
+                    request,
                     queue,
                     in_turn,
                     started_us: now_us,
                 });
-                Some(Action::Serve(entry.item))
+                Some(Action::Serve(request))
             }
             Some(_) => None,
             None => {
@@ -425,12 +450,12 @@ impl ClassScheduler {
 
 /// The disk-bytes of `request` on a code with `data_disks` (k) data fragments: the bytes one disk
 /// of the group moves while serving it, proportional to its service time, which is what group
-/// affinity's bound u / k counts (module documentation). A client read of b bytes: ⌈b / k⌉; a rebuild of one stack of b bytes: b. At
-/// least 1, like every cost.
+/// affinity's bound u / k counts (module documentation). A client read of b bytes: ⌈b / k⌉; a
+/// rebuild of one stack of b bytes: b. At least 1, like every cost.
 pub fn disk_bytes(request: &Request, data_disks: u32) -> u64 {
     let bytes = request.bytes.max(1);
     match request.kind {
-        Kind::Client => bytes.div_ceil(u64::from(data_disks.max(1))),
+        Kind::Client | Kind::Expedited => bytes.div_ceil(u64::from(data_disks.max(1))),
         Kind::Rebuild => bytes,
     }
 }
@@ -446,8 +471,39 @@ fn elapsed_us(start_us: u64, end_us: u64) -> u64 {
 
 /// Whether a class still has queued work for `group` at the head of either queue.
 fn wanted(class: &Class, group: GroupIndex) -> bool {
-    class.client.front().is_some_and(|e| e.group == group)
-        || class.rebuild.front().is_some_and(|e| e.group == group)
+    [Queue::Client, Queue::Rebuild]
+        .into_iter()
+        .any(|queue| class.head_group(queue) == Some(group))
+}
+
+impl Class {
+    /// Requests queued, of every kind.
+    fn depth(&self) -> usize {
+        self.client.len() + self.expedited.len() + self.rebuild.len()
+    }
+
+    fn has_client_work(&self) -> bool {
+        !self.expedited.is_empty() || !self.client.is_empty()
+    }
+
+    /// The group of `queue`'s next request; on the client side an expedited read comes first.
+    fn head_group(&self, queue: Queue) -> Option<GroupIndex> {
+        match queue {
+            Queue::Rebuild => self.rebuild.front().map(|e| e.group),
+            Queue::Client => (self.expedited.front().map(|r| r.group))
+                .or_else(|| self.client.front().map(|e| e.group)),
+        }
+    }
+
+    /// Takes `queue`'s next request (the one [`Class::head_group`] names).
+    fn pop_head(&mut self, queue: Queue) -> Option<Request> {
+        match queue {
+            Queue::Rebuild => self.rebuild.pop_front().map(|e| e.item),
+            Queue::Client => {
+                (self.expedited.pop_front()).or_else(|| self.client.pop_front().map(|e| e.item))
+            }
+        }
+    }
 }
 
 /// The state a spinning-up group is charged: the last state before active on the spin-up path.

@@ -223,7 +223,7 @@ fn rebuild_and_client_requests_of_equal_disk_time_alternate_at_a_half_share() {
 /// read from k disks at once, a rebuild stack at one disk's rate (k reads and a write in parallel).
 fn service_us(request: &Request, k: u64, disk_bytes_per_us: u64) -> u64 {
     match request.kind {
-        Kind::Client => request.bytes.div_ceil(k * disk_bytes_per_us),
+        Kind::Client | Kind::Expedited => request.bytes.div_ceil(k * disk_bytes_per_us),
         Kind::Rebuild => request.bytes.div_ceil(disk_bytes_per_us),
     }
 }
@@ -309,7 +309,7 @@ fn saturate(
                 switch_us += SPIN_UP_US;
                 match owner(group) {
                     Kind::Rebuild => tally.rebuild_switch_us += switch_us,
-                    Kind::Client => tally.client_switch_us += switch_us,
+                    Kind::Client | Kind::Expedited => tally.client_switch_us += switch_us,
                 }
                 switch_us = 0;
                 scheduler.spun_up(now_us, group);
@@ -318,7 +318,7 @@ fn saturate(
                 let took_us = service_us(&request, k, disk_bytes_per_us);
                 now_us += took_us;
                 match request.kind {
-                    Kind::Client => tally.client_serving_us += took_us,
+                    Kind::Client | Kind::Expedited => tally.client_serving_us += took_us,
                     Kind::Rebuild => tally.rebuild_serving_us += took_us,
                 }
                 scheduler.served(now_us, &request);
@@ -349,7 +349,7 @@ fn a_saturated_class_gives_rebuild_half_of_the_disk_time_at_a_half_share() {
     let next = |kind: Kind| {
         next_id += 1;
         let bytes = match kind {
-            Kind::Client => 1_000_000_000,
+            Kind::Client | Kind::Expedited => 1_000_000_000,
             Kind::Rebuild => 66_532_000,
         };
         Request {
@@ -381,7 +381,7 @@ fn a_rebuild_shares_its_class_with_clients_of_other_groups_instead_of_keeping_it
     let next = |kind: Kind| {
         next_id += 1;
         let (group, bytes) = match kind {
-            Kind::Client => (client_group, 1_000_000_000),
+            Kind::Client | Kind::Expedited => (client_group, 1_000_000_000),
             Kind::Rebuild => (rebuild_group, 66_532_000),
         };
         Request {
@@ -437,7 +437,7 @@ fn a_rebuild_gets_half_of_its_class_time_including_spin_ups_against_clients_spre
             .wrapping_mul(6_364_136_223_846_793_005)
             .wrapping_add(1_442_695_040_888_963_407);
         let (group, bytes) = match kind {
-            Kind::Client => (
+            Kind::Client | Kind::Expedited => (
                 client_groups[((state >> 33) % client_groups.len() as u64) as usize],
                 1_000_000_000,
             ),

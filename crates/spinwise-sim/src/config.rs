@@ -6,7 +6,8 @@
 //! positive, the expected number of requests (Poisson, burst or trace) is within
 //! [`MAX_REQUESTS`], and a configured disk failure lies in `[warmup_hours, hours)` with 1 to
 //! `lost_bytes` stripe stacks, and a deferral has a fraction in [0, 1], a wait of at most
-//! [`MAX_HOURS`] and a policy that spins groups. Nothing in the loop re-checks.
+//! [`MAX_HOURS`] and a policy that spins groups, and the expedited and deferred fractions add up
+//! to at most 1. Nothing in the loop re-checks.
 
 use crate::workload::{Arrivals, BURST_SPREAD_S, BlobSizes};
 use serde::Serialize;
@@ -20,6 +21,9 @@ use thiserror::Error;
 /// the loop costs about a microsecond per request: 5 M requests (a simulated week at 8 req/s) is
 /// ~120 MB and a few seconds. Larger studies run several seeds, not one longer run.
 pub const MAX_REQUESTS: f64 = 5_000_000.0;
+
+/// How far the Bulk and Expedited shares may add up beyond 1 through rounding.
+const SHARE_TOLERANCE: f64 = 1e-9;
 
 /// Longest simulated duration, in hours (one year). Simulated time is kept in integer
 /// microseconds (`u64`), far from overflow here; the bound mainly catches unit mistakes
@@ -119,6 +123,10 @@ pub struct SimConfig {
     pub failure: Option<DiskFailure>,
     /// Client reads that may wait for a spin-up that happens anyway (Bulk restores), if any.
     pub deferral: Option<Deferral>,
+    /// The share of client reads submitted as [`spinwise_sched::scheduler::Kind::Expedited`]
+    /// (Expedited restores: ahead of the standard reads), each drawn independently; 0 to 1, and
+    /// at most 1 with the deferred share (a read is Bulk, Expedited or standard).
+    pub expedited_fraction: f64,
 }
 
 impl Default for SimConfig {
@@ -135,6 +143,7 @@ impl Default for SimConfig {
             blob_sizes: BlobSizes::Fixed,
             failure: None,
             deferral: None,
+            expedited_fraction: 0.0,
         }
     }
 }
@@ -202,6 +211,13 @@ pub enum SimError {
         "deferred reads wait for their group's spin-up; the random layout spins single disks, not groups"
     )]
     DeferralPolicy,
+    #[error(
+        "the expedited share must lie in [0, 1] and add up to at most 1 with the Bulk share ({bulk_fraction}), got {expedited_fraction}"
+    )]
+    Expedited {
+        expedited_fraction: f64,
+        bulk_fraction: f64,
+    },
 }
 
 impl SimConfig {
@@ -277,7 +293,28 @@ impl SimConfig {
         if let Some(deferral) = &self.deferral {
             self.validate_deferral(deferral)?;
         }
+        let bulk_fraction = self.bulk_fraction();
+        let expedited_fraction = self.expedited_fraction;
+        // The tolerance takes a share computed as 1 − bulk back to exactly what is left.
+        let fits = expedited_fraction + bulk_fraction <= 1.0 + SHARE_TOLERANCE;
+        if !((0.0..=1.0).contains(&expedited_fraction) && fits) {
+            return Err(SimError::Expedited {
+                expedited_fraction,
+                bulk_fraction,
+            });
+        }
         Ok(())
+    }
+
+    /// The share of client reads that may wait for a spin-up (0 without a deferral).
+    pub(crate) fn bulk_fraction(&self) -> f64 {
+        self.deferral.map_or(0.0, |d| d.fraction)
+    }
+
+    /// Whether a read's tier is drawn at all: runs with neither Bulk nor Expedited reads draw
+    /// exactly what they drew before tiers existed.
+    pub(crate) fn draws_tiers(&self) -> bool {
+        self.deferral.is_some() || self.expedited_fraction > 0.0
     }
 
     fn validate_deferral(&self, deferral: &Deferral) -> Result<(), SimError> {

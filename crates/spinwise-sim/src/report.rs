@@ -96,6 +96,13 @@ pub struct Report {
     /// included (a subset of `time_to_first_byte_s`).
     pub deferred: u64,
     pub deferred_ttfb_s: Summary,
+    /// Client reads arriving in the window submitted as expedited
+    /// ([`crate::config::SimConfig::expedited_fraction`]; 0 without), their arrival → first
+    /// byte, and that of the other reads that are neither expedited nor deferred (both subsets of
+    /// `time_to_first_byte_s`).
+    pub expedited: u64,
+    pub expedited_ttfb_s: Summary,
+    pub standard_ttfb_s: Summary,
     /// Bytes delivered inside the window × 8 / window length.
     pub throughput_gbps: f64,
     /// `SpinUp` actions in the window.

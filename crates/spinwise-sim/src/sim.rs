@@ -90,6 +90,17 @@ struct InFlight {
     deferred: bool,
 }
 
+/// How urgent a client read is: the S3 restore tier it stands for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Tier {
+    /// Submitted on arrival, in the scheduler's order.
+    Standard,
+    /// Submitted on arrival as [`Kind::Expedited`].
+    Expedited,
+    /// May wait for its group's spin-up ([`crate::config::Deferral`]).
+    Bulk,
+}
+
 impl InFlight {
     fn new(request: Request, arrival_us: u64, deferred: bool) -> InFlight {
         InFlight {
@@ -108,6 +119,8 @@ impl InFlight {
 struct ClientRead {
     /// Names a deferred read while it waits (0 for a read submitted on arrival).
     token: u64,
+    /// `Client` or `Expedited`.
+    kind: Kind,
     group: GroupIndex,
     bytes: u64,
     arrival_us: u64,
@@ -257,6 +270,9 @@ struct Loop<'a> {
     /// Client reads arriving in the window drawn as deferrable, and their times to first byte.
     deferred: u64,
     deferred_ttfb_us: Vec<u64>,
+    expedited: u64,
+    expedited_ttfb_us: Vec<u64>,
+    standard_ttfb_us: Vec<u64>,
     /// Disks spun up in the window (a group spin-up counts each of its disks).
     disk_spin_ups: u64,
     high_load_spin_ups: u64,
@@ -338,6 +354,9 @@ pub fn simulate(rack: &Rack, layout: &Layout, config: &SimConfig) -> Result<Repo
         refused_reads: 0,
         deferred: 0,
         deferred_ttfb_us: Vec::new(),
+        expedited: 0,
+        expedited_ttfb_us: Vec::new(),
+        standard_ttfb_us: Vec::new(),
         disk_spin_ups: 0,
         high_load_spin_ups: 0,
         requests: 0,
@@ -599,17 +618,20 @@ impl Loop<'_> {
         self.arrivals_made += 1;
         let counted = self.in_window(now_us);
         self.requests += u64::from(counted);
-        // Drawn only when a deferral is configured: other runs draw exactly as before.
-        let deferred = self
-            .config
-            .deferral
-            .is_some_and(|d| self.rng.random::<f64>() < d.fraction);
+        let tier = self.draw_tier();
+        let deferred = tier == Tier::Bulk;
         self.deferred += u64::from(deferred && counted);
+        self.expedited += u64::from(tier == Tier::Expedited && counted);
+        let kind = match tier {
+            Tier::Expedited => Kind::Expedited,
+            Tier::Standard | Tier::Bulk => Kind::Client,
+        };
         if deferred && !self.up[group as usize] {
             let token = self.next_waiting_token;
             self.next_waiting_token += 1;
             self.waiting[group as usize].push(ClientRead {
                 token,
+                kind,
                 group,
                 bytes,
                 arrival_us: now_us,
@@ -619,6 +641,7 @@ impl Loop<'_> {
         } else {
             let read = ClientRead {
                 token: 0,
+                kind,
                 group,
                 bytes,
                 arrival_us: now_us,
@@ -626,6 +649,24 @@ impl Loop<'_> {
             self.admit(now_us, read, deferred);
         }
         self.schedule_next_arrival(now_us);
+    }
+
+    /// A client read's tier: one uniform draw u, Bulk below the Bulk share, Expedited in the
+    /// next `expedited_fraction`. Drawn only when a tier is configured: other runs draw exactly
+    /// as before, and a run with Bulk reads only draws what it drew before Expedited existed.
+    fn draw_tier(&mut self) -> Tier {
+        if !self.config.draws_tiers() {
+            return Tier::Standard;
+        }
+        let draw = self.rng.random::<f64>();
+        let bulk_fraction = self.config.bulk_fraction();
+        if draw < bulk_fraction {
+            Tier::Bulk
+        } else if draw < bulk_fraction + self.config.expedited_fraction {
+            Tier::Expedited
+        } else {
+            Tier::Standard
+        }
     }
 
     /// Submits a client read: the scheduler accepts it (it is then in flight) or its full queue
@@ -653,7 +694,7 @@ impl Loop<'_> {
             id: self.next_request,
             group: read.group,
             bytes: read.bytes,
-            kind: Kind::Client,
+            kind: read.kind,
         };
         if self.scheduler.submit(now_us, request).is_err() {
             return false;
@@ -730,9 +771,13 @@ impl Loop<'_> {
         let serve_us = flight.serve_us.expect("served");
         let first_byte_us = flight.first_byte_us.expect("flow started");
         self.ttfb_us.push(first_byte_us - flight.arrival_us);
+        let ttfb_us = first_byte_us - flight.arrival_us;
         if flight.deferred {
-            self.deferred_ttfb_us
-                .push(first_byte_us - flight.arrival_us);
+            self.deferred_ttfb_us.push(ttfb_us);
+        } else if flight.request.kind == Kind::Expedited {
+            self.expedited_ttfb_us.push(ttfb_us);
+        } else {
+            self.standard_ttfb_us.push(ttfb_us);
         }
         if let Some(classes) = &self.model.target_classes {
             let class = classes[flight.request.group as usize] as usize;
@@ -751,7 +796,7 @@ impl Loop<'_> {
         let group = request.group as usize;
         let sources = &self.model.read_disks[group];
         let path = match request.kind {
-            Kind::Client => FlowPath::client_read(sources),
+            Kind::Client | Kind::Expedited => FlowPath::client_read(sources),
             Kind::Rebuild => {
                 let failed = self.rebuild.as_ref().and_then(|r| r.failed_disk);
                 let targets: Vec<DiskIndex> = self.model.target_disks[group]
@@ -949,6 +994,9 @@ impl Loop<'_> {
             spin_up_s: Summary::of_us(&mut self.spin_up_us),
             deferred: self.deferred,
             deferred_ttfb_s: Summary::of_us(&mut self.deferred_ttfb_us),
+            expedited: self.expedited,
+            expedited_ttfb_s: Summary::of_us(&mut self.expedited_ttfb_us),
+            standard_ttfb_s: Summary::of_us(&mut self.standard_ttfb_us),
             throughput_gbps: self.network.delivered_in_window_bytes() * 8.0 / window_s / 1e9,
             spin_ups: self.spin_ups,
             spin_ups_per_disk_per_year: self.disk_spin_ups as f64 * per_disk_year,

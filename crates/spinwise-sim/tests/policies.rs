@@ -2,7 +2,8 @@
 //! (`spinwise_testkit::racks::schedulable_rack`: generated as TOML and parsed, as in the planner's
 //! properties, with spinning up never cheaper than active), their planned layouts, and
 //! random workloads (rate, duration, seed, blob size, and for the policies that spin groups a
-//! share of Bulk reads that wait for a spin-up). For each case and policy: the independent
+//! share of Bulk reads that wait for a spin-up; for every policy a share of Expedited reads that
+//! go ahead of the others). For each case and policy: the independent
 //! disk-level checker finds no budget violation, every accepted request completes, and the
 //! scheduler took a meaningful number of steps (the report's processed `events`; each one is
 //! followed by polling the policy until it has nothing to do).
@@ -39,6 +40,8 @@ struct Workload {
     blob_bytes: u64,
     /// Reads that may wait for a spin-up (Bulk), for every policy that spins groups.
     deferral: Option<Deferral>,
+    /// The share of reads submitted as Expedited (at most 1 with the Bulk share).
+    expedited_fraction: f64,
 }
 
 fn workload() -> impl Strategy<Value = Workload> {
@@ -48,18 +51,24 @@ fn workload() -> impl Strategy<Value = Workload> {
             wait_hours,
         })
     });
+    // Half the cases have no Expedited reads; the others take a share of what Bulk leaves.
+    let expedited = prop_oneof![Just(0.0f64), 0.0f64..=1.0];
     (
         0.05f64..3.0,
         any::<u64>(),
         10_000_000u64..2_000_000_000,
         deferral,
+        expedited,
     )
-        .prop_map(|(rate_per_s, seed, blob_bytes, deferral)| Workload {
-            rate_per_s,
-            seed,
-            blob_bytes,
-            deferral,
-        })
+        .prop_map(
+            |(rate_per_s, seed, blob_bytes, deferral, expedited)| Workload {
+                rate_per_s,
+                seed,
+                blob_bytes,
+                deferral,
+                expedited_fraction: expedited * (1.0 - deferral.map_or(0.0, |d| d.fraction)),
+            },
+        )
 }
 
 /// Runs of each policy, and cases skipped by reason.
@@ -95,6 +104,7 @@ fn every_policy_keeps_budgets(
             policy,
             // The random layout spins single disks: reads cannot wait for a group there.
             deferral: workload.deferral.filter(|_| policy != PolicyKind::Random),
+            expedited_fraction: workload.expedited_fraction,
             ..SimConfig::default()
         };
         let report = match simulate(&rack, &layout, &config) {
