@@ -59,6 +59,14 @@
 //! reads it passes keep their reordering counters: the bound u limits how far reordering moves a
 //! request, and expedited reads are the driver's to bound (it admits a few at a time).
 //!
+//! Across classes, an expedited read also goes first where the classes compete for a budget (a
+//! layout with one group per class, such as the dense JBOD's, where the enclosure's power lets
+//! two groups spin): `poll_action` steps classes holding an expedited read before the others,
+//! so a freed budget goes to them, and when its group's spin-up is refused, the busy groups of
+//! other classes (without expedited reads of their own) that stand in its way are made to yield,
+//! as few as make room — one serving finishes its request, then spins down instead of serving
+//! more; its class brings it back up when the budget allows.
+//!
 //! Invariants: at most one group per class is not resting; at most one request per class is
 //! being served, and only by an active group; requests queued per class never exceed the
 //! layout's `max_queue_depth`.
@@ -149,6 +157,10 @@ struct Class {
     /// that had no group), and the queue charged for it once known.
     switch_started_us: Option<u64>,
     switch_queue: Option<Queue>,
+    /// Another class's expedited read needs what this class's active group holds: once the
+    /// request in hand is done, the group spins down instead of serving more (cleared when it
+    /// rests). See the module documentation, "Expedited reads".
+    must_yield: bool,
 }
 
 /// The request a class is serving and how to charge it when it is done.
@@ -208,6 +220,7 @@ impl ClassScheduler {
                     serving: None,
                     switch_started_us: None,
                     switch_queue: None,
+                    must_yield: false,
                 })
             })
             .collect::<Result<Vec<_>, SchedulerError>>()?;
@@ -326,6 +339,7 @@ impl ClassScheduler {
             .enter(group, resting)
             .expect("resting is the cheapest state");
         class.current = None;
+        class.must_yield = false;
     }
 
     /// The request handed out by `Serve` is finished at `now_us`; its queue is charged the time
@@ -354,9 +368,14 @@ impl ClassScheduler {
         if let Some(action) = self.pending.pop_front() {
             return Some(action);
         }
-        for class_index in 0..self.classes.len() {
-            if let Some(action) = self.step(class_index, now_us) {
-                return Some(action);
+        // Classes with an expedited read first: a freed budget goes to them.
+        for urgent in [true, false] {
+            for class_index in 0..self.classes.len() {
+                if self.classes[class_index].expedited.is_empty() != urgent
+                    && let Some(action) = self.step(class_index, now_us)
+                {
+                    return Some(action);
+                }
             }
         }
         None
@@ -375,6 +394,11 @@ impl ClassScheduler {
             .choose(!class.rebuild.is_empty(), class.has_client_work())?;
         let head_of = Class::head_group;
         match class.current {
+            Some((group, Phase::Active)) if class.must_yield => {
+                class.current = Some((group, Phase::SpinningDown));
+                class.switch_started_us = Some(now_us);
+                Some(Action::SpinDown(group))
+            }
             Some((group, Phase::Active)) => {
                 // Work for the spinning group first: the fair choice if its head is for this
                 // group, else the other queue's head if that is. Switching groups costs a spin-up,
@@ -428,23 +452,63 @@ impl ClassScheduler {
     }
 
     /// Spins `group` up if the budgets allow; otherwise spins down idle groups of other classes
-    /// that stand in its way, and waits.
+    /// that stand in its way, and waits. For an expedited read, busy groups that stand in its way
+    /// are made to yield too, as few as make room (module documentation, "Expedited reads").
     fn try_spin_up(&mut self, class_index: usize, group: GroupIndex) -> Option<Action> {
         if self.budget.enter(group, self.spinning_up).is_ok() {
             self.classes[class_index].current = Some((group, Phase::SpinningUp));
             return Some(Action::SpinUp(group));
         }
+        let class = &self.classes[class_index];
+        let expedited = class.expedited.front().is_some_and(|r| r.group == group);
+        // What the idle blockers and those already spinning down free, for an expedited read.
+        let mut room = expedited.then(|| self.budget.room(group, self.spinning_up));
+        let mut busy = Vec::new();
         for blocker in self.budget.blockers(group, self.spinning_up) {
             let other = &mut self.classes[self.class_of[blocker as usize] as usize];
-            let idle = other.serving.is_none()
-                && other.current == Some((blocker, Phase::Active))
-                && !wanted(other, blocker);
-            if idle {
-                other.current = Some((blocker, Phase::SpinningDown));
-                self.pending.push_back(Action::SpinDown(blocker));
+            let phase = other.current.filter(|(g, _)| *g == blocker).map(|(_, p)| p);
+            let idle = other.serving.is_none() && !wanted(other, blocker);
+            let freed = match phase {
+                Some(Phase::Active) if idle => {
+                    other.current = Some((blocker, Phase::SpinningDown));
+                    self.pending.push_back(Action::SpinDown(blocker));
+                    true
+                }
+                Some(Phase::Active) => {
+                    if expedited && other.expedited.is_empty() {
+                        busy.push(blocker);
+                    }
+                    false
+                }
+                Some(Phase::SpinningDown) => true,
+                _ => false,
+            };
+            if let (true, Some(room)) = (freed, room.as_mut()) {
+                self.budget.release(room, blocker);
             }
         }
+        if let Some(room) = room.as_mut() {
+            self.make_room_for_expedited(room, &busy);
+        }
         self.pending.pop_front()
+    }
+
+    /// Makes busy groups of `busy` (classes without expedited reads) yield, in order, until
+    /// `room` fits: an idle one spins down now, one serving spins down after its request.
+    fn make_room_for_expedited(&mut self, room: &mut crate::budget::Room, busy: &[GroupIndex]) {
+        for &blocker in busy {
+            if room.fits() {
+                return;
+            }
+            self.budget.release(room, blocker);
+            let other = &mut self.classes[self.class_of[blocker as usize] as usize];
+            if other.serving.is_none() {
+                other.current = Some((blocker, Phase::SpinningDown));
+                self.pending.push_back(Action::SpinDown(blocker));
+            } else {
+                other.must_yield = true;
+            }
+        }
     }
 }
 
