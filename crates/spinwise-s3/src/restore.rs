@@ -116,6 +116,9 @@ impl FromStr for RestoreMode {
     }
 }
 
+/// S3's error code for an Expedited restore refused for lack of capacity (503).
+pub const EXPEDITED_NOT_AVAILABLE: &str = "GlacierExpeditedRetrievalNotAvailable";
+
 /// The restore settings (part of [`crate::S3Settings`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RestoreSettings {
@@ -132,6 +135,8 @@ pub struct RestoreSettings {
     pub bulk_wait_s: u64,
     /// The most restores ongoing at once.
     pub max_ongoing: u64,
+    /// The most Expedited restores ongoing at once (also counted in `max_ongoing`).
+    pub expedited_max_ongoing: u64,
 }
 
 /// Why a restore failed.
@@ -560,6 +565,9 @@ impl Restorer {
             }
         }
         self.check_room_for(record).await?;
+        if tier == RestoreTier::Expedited {
+            self.check_expedited_capacity().await?;
+        }
         if let Some(old) = &existing {
             self.remove_row(old).await.map_err(internal)?;
         }
@@ -619,6 +627,33 @@ impl Restorer {
             ),
             self.retry_after_s,
         ))
+    }
+
+    /// S3's `503 GlacierExpeditedRetrievalNotAvailable` (with Retry-After) when
+    /// [`RestoreSettings::expedited_max_ongoing`] Expedited restores are ongoing already: S3
+    /// answers so when it lacks the capacity for one more, and here each one may cost a group
+    /// switch. The client may retry later or ask for Standard.
+    async fn check_expedited_capacity(&self) -> S3Result<()> {
+        let ongoing: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM restores WHERE state = 'ongoing' AND tier = 'Expedited'",
+        )
+        .fetch_one(&self.pool)
+        .await
+        .map_err(sql_error)?;
+        if u64::try_from(ongoing).unwrap_or(0) < self.settings.expedited_max_ongoing {
+            return Ok(());
+        }
+        let mut error = slow_down(
+            format!(
+                "{ongoing} Expedited restores are ongoing, the most this server runs at once; \
+                 retry later or ask for Standard"
+            ),
+            self.retry_after_s,
+        );
+        error.set_code(S3ErrorCode::Custom(EXPEDITED_NOT_AVAILABLE.into()));
+        // A code s3s does not know has no status of its own.
+        error.set_status_code(http::StatusCode::SERVICE_UNAVAILABLE);
+        Err(error)
     }
 
     /// Records a new ongoing restore of `record` (its copy named for this request's time).
@@ -790,9 +825,10 @@ impl Restorer {
     /// renames it to `<name>`.
     async fn copy(&self, row: &RestoreRow) -> Result<(), RestoreError> {
         let part = self.part_path(&row.file_name);
+        let priority = row.tier.read_priority();
         let mut reader = self
             .store
-            .get_with(&row.store_key, None, ContentCheck::WholeObject)
+            .get_prioritized(&row.store_key, None, ContentCheck::WholeObject, priority)
             .await?;
         if reader.record().content_hash != row.content_hash {
             return Err(RestoreError::Replaced);

@@ -89,9 +89,19 @@ pub struct S3Settings {
     /// The most restores ongoing at once (each is a task and, for Bulk, a wait); one more is
     /// refused with 503 SlowDown.
     pub restore_max_ongoing: u64,
+    /// The most Expedited restores ongoing at once; one more is refused with 503
+    /// GlacierExpeditedRetrievalNotAvailable (each may cost a group switch that batching would
+    /// have saved, so they are few; docs/s3.md "Restore tiers").
+    pub restore_expedited_max_ongoing: u64,
     /// What a PutObject or CopyObject ETag is (multipart ETags are always S3's MD5 form).
     pub etag_mode: EtagMode,
 }
+
+/// The default for [`S3Settings::restore_expedited_max_ongoing`]: 8. Each Expedited restore
+/// may make a class switch groups once before the standard reads it passes (two transitions,
+/// ~20 s on the Pelican rack), so 8 at once delay the standard reads of a class by at most a few
+/// minutes, while one restore per disk group of the laptop preset can still go ahead.
+pub const DEFAULT_EXPEDITED_MAX_ONGOING: u64 = 8;
 
 /// How single-PUT ETags are made.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -129,6 +139,7 @@ impl S3Settings {
             capacity_bytes: self.restore_capacity_bytes,
             bulk_wait_s: self.restore_bulk_wait_s,
             max_ongoing: self.restore_max_ongoing,
+            expedited_max_ongoing: self.restore_expedited_max_ongoing,
         }
     }
 }
@@ -149,6 +160,7 @@ impl Default for S3Settings {
             restore_capacity_bytes: 16 << 30,
             restore_bulk_wait_s: 12 * 3600,
             restore_max_ongoing: 10_000,
+            restore_expedited_max_ongoing: DEFAULT_EXPEDITED_MAX_ONGOING,
             etag_mode: EtagMode::Md5,
         }
     }

@@ -2,9 +2,12 @@
 //! of a `Bulk` restore for a spin-up that happens anyway. docs/s3.md "Restore tiers" describes
 //! the behaviour.
 //!
-//! - `Expedited` and `Standard` (the default) queue the restore's read at once; the scheduler
-//!   batches it with every other read of the object's group. The scheduler has no priorities,
-//!   so Expedited is not faster than Standard.
+//! - `Standard` (the default) queues the restore's read at once; the scheduler batches it with
+//!   every other read of the object's group.
+//! - `Expedited` queues its read at once as an expedited scheduler request
+//!   ([`ReadPriority::Expedited`]): ahead of every standard read, its group brought up next. At
+//!   most `restore_expedited_max_ongoing` run at once; one more is refused with 503
+//!   GlacierExpeditedRetrievalNotAvailable, as S3 answers when it lacks Expedited capacity.
 //! - `Bulk` queues nothing until the object's group is up (spinning up or active) for other
 //!   work — a GET, another restore, a migration, a scrub — and then rides that spin-up, or until
 //!   its start-by time (request time + `restore_bulk_wait_s`) passes and it queues its read
@@ -20,7 +23,7 @@
 use crate::restore::Restorer;
 use crate::service::now_unix_ms;
 use spinwise_catalog::GroupIndex;
-use spinwise_store::SqliteStore;
+use spinwise_store::{ReadPriority, SqliteStore};
 use spinwise_store::driver::{GroupActivity, GroupPhase};
 use std::str::FromStr;
 use std::sync::Weak;
@@ -30,7 +33,7 @@ use tokio::sync::broadcast;
 /// RestoreObject's `Tier`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum RestoreTier {
-    /// Queued at once, like Standard (the scheduler has no priorities).
+    /// Queued at once, ahead of the standard reads (a bounded number at a time).
     Expedited,
     /// Queued at once (S3's default when no Tier is given).
     #[default]
@@ -46,6 +49,17 @@ impl RestoreTier {
             RestoreTier::Expedited => "Expedited",
             RestoreTier::Standard => "Standard",
             RestoreTier::Bulk => "Bulk",
+        }
+    }
+}
+
+impl RestoreTier {
+    /// How urgently the restore's read is submitted once it starts (a Bulk restore has waited
+    /// for its ride by then and reads at Standard).
+    pub fn read_priority(self) -> ReadPriority {
+        match self {
+            RestoreTier::Expedited => ReadPriority::Expedited,
+            RestoreTier::Standard | RestoreTier::Bulk => ReadPriority::Standard,
         }
     }
 }

@@ -60,5 +60,5 @@ pub use config::{RackSource, StoreConfig};
 pub use error::StoreError;
 pub use migrate::{FlushProgress, FlushReport};
 pub use staging::{ContentCheck, StagingConfig, StagingError, StagingLog};
-pub use store::{ObjectReader, SqliteStore, Store, StoreRecovery, StoreStatus};
+pub use store::{ObjectReader, ReadPriority, SqliteStore, Store, StoreRecovery, StoreStatus};
 pub use upkeep::{UpkeepConfig, UpkeepHandle, UpkeepReport};

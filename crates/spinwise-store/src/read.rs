@@ -337,13 +337,14 @@ struct ReadContext {
 
 impl<C: Catalog> Store<C> {
     /// Starts reading `range` (object bytes) of the migrated object `record` in `blob` at
-    /// `offset`.
+    /// `offset`, as a scheduler request of `kind` (a client read of either urgency).
     pub(crate) async fn read_migrated(
         &self,
         record: &ObjectRecord,
         blob: u64,
         offset: u64,
         range: Range<u64>,
+        kind: Kind,
     ) -> StoreResult<MigratedReader> {
         let blob = self.catalog().blob(blob).await?.ok_or_else(|| {
             StoreError::Driver(format!(
@@ -365,7 +366,7 @@ impl<C: Catalog> Store<C> {
         let job = Job::new(
             context.blob.group,
             range.end - range.start,
-            Kind::Client,
+            kind,
             move |group: &GroupDisks| decode_range(group, &context, sender),
         );
         let job = rack

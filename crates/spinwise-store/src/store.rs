@@ -31,6 +31,7 @@ use serde::Serialize;
 use spinwise_catalog::{Catalog, ObjectLocation, ObjectRecord, SqliteCatalog};
 use spinwise_ec::RepairReport;
 use spinwise_model::{GroupIndex, Layout, Rack};
+use spinwise_sched::scheduler::Kind;
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -40,6 +41,27 @@ use tokio::io::AsyncRead;
 /// How often GET looks an object up again when its staging segment vanished between the catalog
 /// lookup and opening the file (the object was deleted, overwritten or migrated meanwhile).
 const GET_ATTEMPTS: u32 = 3;
+
+/// How urgently a read of a migrated object is wanted: RestoreObject's tier as the scheduler
+/// sees it (a Bulk restore waits before it reads, then reads at Standard).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ReadPriority {
+    /// In the scheduler's order: batched with the other reads of its group.
+    #[default]
+    Standard,
+    /// Ahead of every standard read ([`Kind::Expedited`]): its group is brought up next.
+    Expedited,
+}
+
+impl ReadPriority {
+    /// The scheduler request kind a read at this priority is submitted as.
+    pub fn kind(self) -> Kind {
+        match self {
+            ReadPriority::Standard => Kind::Client,
+            ReadPriority::Expedited => Kind::Expedited,
+        }
+    }
+}
 
 /// What the store holds and how its disks are, for `status`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
@@ -317,11 +339,28 @@ impl<C: Catalog> Store<C> {
         range: Option<Range<u64>>,
         check: ContentCheck,
     ) -> StoreResult<ObjectReader> {
+        self.get_prioritized(key, range, check, ReadPriority::Standard)
+            .await
+    }
+
+    /// [`Store::get_with`] at `priority`: an [`ReadPriority::Expedited`] read of a migrated
+    /// object goes ahead of the scheduler's standard reads ([`Kind::Expedited`]). A staged
+    /// object is read at once either way.
+    pub async fn get_prioritized(
+        &self,
+        key: &str,
+        range: Option<Range<u64>>,
+        check: ContentCheck,
+        priority: ReadPriority,
+    ) -> StoreResult<ObjectReader> {
         let mut attempt = 0;
         loop {
             attempt += 1;
             let may_retry = attempt < GET_ATTEMPTS;
-            if let Some(reader) = self.open_reader(key, &range, check, may_retry).await? {
+            let opened = self
+                .open_reader(key, &range, check, priority, may_retry)
+                .await?;
+            if let Some(reader) = opened {
                 return Ok(reader);
             }
         }
@@ -335,6 +374,7 @@ impl<C: Catalog> Store<C> {
         key: &str,
         range: &Option<Range<u64>>,
         check: ContentCheck,
+        priority: ReadPriority,
         may_retry: bool,
     ) -> StoreResult<Option<ObjectReader>> {
         let record = self.stat(key).await?;
@@ -351,7 +391,7 @@ impl<C: Catalog> Store<C> {
             ObjectLocation::Staged { segment, offset } => (segment, offset),
             ObjectLocation::Migrated { blob, offset } => {
                 let opened = self
-                    .read_migrated(&record, blob, offset, range.clone())
+                    .read_migrated(&record, blob, offset, range.clone(), priority.kind())
                     .await;
                 let reader = match opened {
                     Err(_) if may_retry && self.moved(&record).await? => return Ok(None),
