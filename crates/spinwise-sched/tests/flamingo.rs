@@ -2,14 +2,21 @@
 //! up, 1 s spin down, 1 GB/s per request), budgets checked disk by disk from the rack after every
 //! action: it never exceeds a hard budget, spins idle groups down to make room, keeps more groups
 //! spinning than Pelican's one per class when the budgets allow, and lets no request starve.
+//!
+//! Expedited reads, stepped by hand: a resting group holding one is starving at once (no
+//! timeout needed) and is brought up before deeper groups, taking the disks of a busy group once
+//! that group's batch is done; groups holding one rank first among those that may spin beside a
+//! starving group; an active group serves them before its rebuild and standard work.
 
 mod common;
 
 use common::{
-    SPIN_DOWN_US, SPIN_UP_US, disk_level_violations, drive_policy, planned, read, same_class_pair,
+    SPIN_DOWN_US, SPIN_UP_US, disk_level_violations, drive_policy, expedited, planned, poll_all,
+    read, same_class_pair, served_ids, settle,
 };
 use proptest::prelude::*;
 use spinwise_model::{Layout, Rack, ResourceKind};
+use spinwise_sched::budget::GroupBudget;
 use spinwise_sched::flamingo::{DEFAULT_STARVATION_BOUND_US, Flamingo};
 use spinwise_sched::policy::Policy;
 use spinwise_sched::scheduler::{Action, ClassScheduler, Kind, Rejected, Request};
@@ -203,4 +210,122 @@ fn rebuild_requests_of_a_group_are_served_before_its_client_requests() {
     );
     let order: Vec<u64> = trace.served.iter().map(|(_, r)| r.id).collect();
     assert_eq!(order, vec![1, 0]);
+}
+
+/// Whether `a` and `b` of `layout` cannot both spin up at once (nothing else spinning).
+fn collide(layout: &Layout, a: u32, b: u32) -> bool {
+    let spinning_up = layout.state_index("spinning_up").unwrap();
+    let mut books = GroupBudget::from_layout(layout);
+    books.enter(a, spinning_up).unwrap();
+    !books.fits(b, spinning_up)
+}
+
+#[test]
+fn a_resting_group_with_one_expedited_read_is_brought_up_before_a_deeper_group_of_standard_reads() {
+    // b holds three standard reads, a one expedited read that arrived last; they cannot spin
+    // together. Depth (and age) would pick b; the expedited read picks a.
+    let (_, layout) = &planned()[1];
+    let (a, b) = same_class_pair(layout);
+    let mut flamingo = Flamingo::new(layout).unwrap();
+    assert!(collide(layout, a, b));
+    for id in 0..3 {
+        flamingo.submit(id, read(id, b)).unwrap();
+    }
+    flamingo.submit(3, expedited(3, a)).unwrap();
+    let first = poll_all(&mut flamingo, 3);
+    assert_eq!(first, [Action::SpinUp(a)]);
+    let actions = settle(&mut flamingo, 3, &first);
+    assert_eq!(served_ids(&actions), [3, 0, 1, 2], "{actions:?}");
+}
+
+#[test]
+fn an_active_group_serves_its_expedited_reads_before_its_rebuild_and_standard_work() {
+    let (_, layout) = &planned()[1];
+    let rebuild = |id| Request {
+        kind: Kind::Rebuild,
+        ..read(id, 0)
+    };
+    let mut flamingo = Flamingo::new(layout).unwrap();
+    for request in [rebuild(1), rebuild(2), read(3, 0), read(4, 0)] {
+        flamingo.submit(0, request).unwrap();
+    }
+    assert_eq!(poll_all(&mut flamingo, 0), [Action::SpinUp(0)]);
+    flamingo.spun_up(SPIN_UP_US, 0);
+    assert_eq!(
+        poll_all(&mut flamingo, SPIN_UP_US),
+        [Action::Serve(rebuild(1))]
+    );
+    flamingo.submit(SPIN_UP_US + 1, expedited(5, 0)).unwrap();
+    flamingo.submit(SPIN_UP_US + 2, expedited(6, 0)).unwrap();
+    assert_eq!(poll_all(&mut flamingo, SPIN_UP_US + 2), []);
+    let now_us = SPIN_UP_US + 1_000_000;
+    flamingo.served(now_us, &rebuild(1));
+    let rest = settle(&mut flamingo, now_us, &[]);
+    assert_eq!(served_ids(&rest), [5, 6, 2, 3, 4], "{rest:?}");
+}
+
+#[test]
+fn an_expedited_read_starves_its_group_at_once_which_takes_the_disks_once_the_busy_batch_is_done() {
+    let (_, layout) = &planned()[1];
+    let (a, b) = same_class_pair(layout);
+    let mut flamingo = Flamingo::new(layout).unwrap();
+    flamingo.submit(0, read(0, b)).unwrap();
+    assert_eq!(poll_all(&mut flamingo, 0), [Action::SpinUp(b)]);
+    flamingo.submit(5, expedited(9, a)).unwrap();
+    assert_eq!(poll_all(&mut flamingo, 5), [], "a collides with b");
+    // A standard read would ask for a wake-up at 5 µs + the bound; a is starving already.
+    assert_eq!(flamingo.next_timeout_us(), None);
+    flamingo.spun_up(SPIN_UP_US, b);
+    // b serves the batch it was brought up for.
+    assert_eq!(
+        poll_all(&mut flamingo, SPIN_UP_US),
+        [Action::Serve(read(0, b))]
+    );
+    // Later reads for b wait: b is held, and spun down once its read is done.
+    flamingo.submit(SPIN_UP_US + 1, read(1, b)).unwrap();
+    flamingo.submit(SPIN_UP_US + 2, read(2, b)).unwrap();
+    assert_eq!(poll_all(&mut flamingo, SPIN_UP_US + 2), []);
+    let mut now_us = SPIN_UP_US + 1_000_000;
+    flamingo.served(now_us, &read(0, b));
+    assert_eq!(poll_all(&mut flamingo, now_us), [Action::SpinDown(b)]);
+    now_us += SPIN_DOWN_US;
+    flamingo.spun_down(now_us, b);
+    let up = poll_all(&mut flamingo, now_us);
+    assert_eq!(up, [Action::SpinUp(a)]);
+    let rest = settle(&mut flamingo, now_us, &up);
+    assert_eq!(served_ids(&rest), [9, 1, 2], "{rest:?}");
+}
+
+#[test]
+fn while_a_starving_group_waits_groups_with_expedited_reads_rank_first_among_those_that_may_spin() {
+    // x (expedited, starving) cannot spin beside y, which is spinning up. Groups sharing no hard
+    // constraint with x may spin meanwhile: c with one expedited read and d with three standard
+    // reads, which cannot spin together. c goes first although d is deeper and older.
+    let (_, layout) = &planned()[1];
+    let (x, y) = same_class_pair(layout);
+    let mut flamingo = Flamingo::new(layout).unwrap();
+    let groups = layout.groups.len() as u32;
+    let free = |g: &u32| !flamingo.budget().interact(x, *g);
+    let c = (0..groups)
+        .find(free)
+        .expect("a group sharing nothing with x");
+    let d = (c + 1..groups)
+        .find(|g| free(g) && collide(layout, c, *g))
+        .expect("a group colliding with c");
+    assert!(collide(layout, x, y));
+    flamingo.submit(0, read(0, y)).unwrap();
+    let up_y = poll_all(&mut flamingo, 0);
+    assert_eq!(up_y, [Action::SpinUp(y)]);
+    for id in 1..4 {
+        flamingo.submit(id, read(id, d)).unwrap();
+    }
+    flamingo.submit(4, expedited(4, x)).unwrap();
+    flamingo.submit(5, expedited(5, c)).unwrap();
+    let up_c = poll_all(&mut flamingo, 5);
+    assert_eq!(up_c, [Action::SpinUp(c)]);
+    let actions = settle(&mut flamingo, 5, &[up_y, up_c].concat());
+    let order = served_ids(&actions);
+    let position = |id| order.iter().position(|served| *served == id).unwrap();
+    assert!(position(5) < position(1), "{actions:?}");
+    assert!(position(4) < position(1), "{actions:?}");
 }

@@ -1,11 +1,14 @@
 //! The random layout's disk-level scheduler driven by the fixed-latency event loop: it serves in
-//! arrival order, never exceeds a hard budget (checked from the rack's domains and each disk's
+//! arrival order (expedited reads ahead of the standard ones, in arrival order among
+//! themselves), never exceeds a hard budget (checked from the rack's domains and each disk's
 //! state in the books after every action), spins idle disks down to make room, and refuses bad
 //! placement sets with typed errors.
 
 mod common;
 
-use common::{drive_policy, planned, read, same_class_pair};
+use common::{
+    drive_policy, expedited, planned, poll_all, read, same_class_pair, served_ids, settle,
+};
 use proptest::prelude::*;
 use spinwise_model::{Amount, DiskIndex, Layout, Rack, ResourceKind};
 use spinwise_sched::policy::Policy;
@@ -145,4 +148,26 @@ fn the_one_fifo_is_bounded_and_unknown_sets_are_refused() {
         policy.submit(0, read(3, 10_000)),
         Err(Rejected::UnknownGroup { .. })
     ));
+}
+
+#[test]
+fn expedited_reads_go_ahead_of_every_standard_read_in_arrival_order() {
+    // Read 0 is the head and its disks are spinning up when expedited reads 2 and 3 arrive:
+    // they become the head in turn, and the standard reads follow in arrival order.
+    let (rack, layout) = &planned()[1];
+    let sets = group_sets(rack, layout);
+    let mut policy = RandomPlacement::new(rack, sets.clone(), 100).unwrap();
+    policy.submit(0, read(0, 0)).unwrap();
+    policy.submit(0, read(1, 1)).unwrap();
+    let spin_ups = poll_all(&mut policy, 0);
+    assert_eq!(
+        spin_ups.len(),
+        sets[0].len(),
+        "the head's disks: {spin_ups:?}"
+    );
+    policy.submit(1, expedited(2, 2)).unwrap();
+    policy.submit(1, expedited(3, 3)).unwrap();
+    policy.submit(1, read(4, 4)).unwrap();
+    let actions = settle(&mut policy, 1, &spin_ups);
+    assert_eq!(served_ids(&actions), [2, 3, 0, 1, 4], "{actions:?}");
 }

@@ -3,10 +3,16 @@
 //! disk's rate): it batches requests of a group under the reordering
 //! bound, serves everything it accepts, keeps one group per class, and — checked disk by disk
 //! from the rack after every action — never exceeds a hard budget.
+//!
+//! Expedited reads, stepped by hand: one goes next on its class's client turns, before every
+//! standard read (for another group, the class switches once the request in hand is done),
+//! expedited reads are first-in-first-out among themselves, count in the class's queue depth,
+//! yield to a rebuild for the spinning group only within the affinity bound, and make as few
+//! busy groups of other classes yield as make room for their spin-up.
 
 mod common;
 
-use common::{disk_level_violations, planned};
+use common::{disk_level_violations, expedited, planned, poll_all, served_ids, settle};
 use proptest::prelude::*;
 use spinwise_model::{Layout, Rack};
 use spinwise_sched::scheduler::{Action, ClassScheduler, Kind, Rejected, Request};
@@ -467,4 +473,245 @@ fn a_rebuild_gets_half_of_its_class_time_including_spin_ups_against_clients_spre
         tally.client_switch_us > tally.client_serving_us / 10,
         "clients did pay for spin-ups: {tally:?}"
     );
+}
+
+/// A class with group `a` active and serving read 0, reads 1 to 3 for `a` queued behind it (the
+/// state every expedited test below starts from), at 11 s on the test clock.
+fn serving_the_first_of_four_reads_for(layout: &Layout, a: u32) -> ClassScheduler {
+    let mut scheduler = ClassScheduler::new(layout).unwrap();
+    for id in 0..4 {
+        scheduler.submit(0, client(id, a)).unwrap();
+    }
+    assert_eq!(poll_all(&mut scheduler, 0), [Action::SpinUp(a)]);
+    scheduler.spun_up(SPIN_UP_US, a);
+    assert_eq!(
+        poll_all(&mut scheduler, SPIN_UP_US),
+        [Action::Serve(client(0, a))]
+    );
+    scheduler
+}
+
+#[test]
+fn an_expedited_read_for_another_group_of_the_class_is_served_right_after_the_request_in_hand() {
+    let (_, layout) = &planned()[1];
+    let groups = class_of_group_zero(layout);
+    let (a, b) = (groups[0], groups[1]);
+    let mut scheduler = serving_the_first_of_four_reads_for(layout, a);
+    let mut now_us = SPIN_UP_US + 1;
+    scheduler.submit(now_us, expedited(10, b)).unwrap();
+    assert_eq!(
+        poll_all(&mut scheduler, now_us),
+        [],
+        "one request at a time per class: the read in hand is not cut short"
+    );
+    now_us += 1_000_000;
+    scheduler.served(now_us, &client(0, a));
+    // Reads 1 to 3 are for the spinning group, yet the class switches to b at once.
+    assert_eq!(poll_all(&mut scheduler, now_us), [Action::SpinDown(a)]);
+    now_us += SPIN_DOWN_US;
+    scheduler.spun_down(now_us, a);
+    assert_eq!(poll_all(&mut scheduler, now_us), [Action::SpinUp(b)]);
+    now_us += SPIN_UP_US;
+    scheduler.spun_up(now_us, b);
+    assert_eq!(
+        poll_all(&mut scheduler, now_us),
+        [Action::Serve(expedited(10, b))]
+    );
+    now_us += 1_000_000;
+    scheduler.served(now_us, &expedited(10, b));
+    // Then back to a for the standard reads it passed, in their order.
+    let rest = settle(&mut scheduler, now_us, &[]);
+    assert_eq!(
+        rest[..2],
+        [Action::SpinDown(b), Action::SpinUp(a)],
+        "{rest:?}"
+    );
+    assert_eq!(served_ids(&rest), [1, 2, 3]);
+}
+
+#[test]
+fn an_expedited_read_for_the_spinning_group_is_served_next_before_its_earlier_standard_reads() {
+    let (_, layout) = &planned()[1];
+    let a = class_of_group_zero(layout)[0];
+    let mut scheduler = serving_the_first_of_four_reads_for(layout, a);
+    scheduler.submit(SPIN_UP_US + 1, expedited(10, a)).unwrap();
+    let now_us = SPIN_UP_US + 1_000_000;
+    scheduler.served(now_us, &client(0, a));
+    let rest = settle(&mut scheduler, now_us, &[]);
+    assert_eq!(served_ids(&rest), [10, 1, 2, 3], "{rest:?}");
+    assert_eq!(rest.len(), 4, "no group switch: {rest:?}");
+}
+
+#[test]
+fn expedited_reads_are_served_first_in_first_out_among_themselves_whatever_their_groups() {
+    // Expedited reads for c, b, c and standard reads for a, all queued on an idle class: the
+    // expedited ones go first and in arrival order, though batching c's two would save a switch.
+    let (_, layout) = &planned()[1];
+    let groups = class_of_group_zero(layout);
+    let (a, b, c) = (groups[0], groups[1], groups[2]);
+    let mut scheduler = ClassScheduler::new(layout).unwrap();
+    for request in [
+        client(0, a),
+        expedited(1, c),
+        expedited(2, b),
+        client(3, a),
+        expedited(4, c),
+    ] {
+        scheduler.submit(0, request).unwrap();
+    }
+    let actions = settle(&mut scheduler, 0, &[]);
+    assert_eq!(served_ids(&actions), [1, 2, 4, 0, 3], "{actions:?}");
+    let spin_ups: Vec<u32> = actions
+        .iter()
+        .filter_map(|action| match action {
+            Action::SpinUp(group) => Some(*group),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(spin_ups, [c, b, c, a]);
+}
+
+#[test]
+fn a_full_class_refuses_expedited_reads_too_and_counts_them_in_its_depth() {
+    let (_, layout) = &planned()[1];
+    let mut small = layout.clone();
+    small.scheduler.max_queue_depth = 3;
+    let a = class_of_group_zero(&small)[0];
+    let mut scheduler = ClassScheduler::new(&small).unwrap();
+    scheduler.submit(0, expedited(0, a)).unwrap();
+    scheduler.submit(0, expedited(1, a)).unwrap();
+    scheduler.submit(0, client(2, a)).unwrap();
+    assert_eq!(scheduler.queued(), 3);
+    for request in [expedited(3, a), client(4, a)] {
+        assert!(
+            matches!(
+                scheduler.submit(0, request),
+                Err(Rejected::QueueFull { depth: 3, .. })
+            ),
+            "{request:?}"
+        );
+    }
+    // A place freed by serving an expedited read takes an expedited read again.
+    assert_eq!(poll_all(&mut scheduler, 0), [Action::SpinUp(a)]);
+    scheduler.spun_up(SPIN_UP_US, a);
+    assert_eq!(
+        poll_all(&mut scheduler, SPIN_UP_US),
+        [Action::Serve(expedited(0, a))]
+    );
+    scheduler.submit(SPIN_UP_US, expedited(3, a)).unwrap();
+    assert_eq!(scheduler.queued(), 3);
+}
+
+#[test]
+fn a_rebuild_for_the_spinning_group_may_pass_an_expedited_read_only_within_the_affinity_bound() {
+    // Rebuild stacks of 10 GB and two standard reads for a. The rebuild paid a's spin-up, so the
+    // client side has the next turns: read 20 is in hand when an expedited read for b arrives.
+    // The client turn is now b's, whose head is for another group: the standard read 21, for
+    // the spinning group, does not take it, while a's rebuild may use the turn out of turn until
+    // it has taken u / k of disk-bytes (~33 GB on Pelican: 4 stacks); then the class switches.
+    let (_, layout) = &planned()[1];
+    let groups = class_of_group_zero(layout);
+    let (a, b) = (groups[0], groups[1]);
+    let stack = |id: u64| Request {
+        id,
+        group: a,
+        bytes: 10_000_000_000,
+        kind: Kind::Rebuild,
+    };
+    let mut scheduler = ClassScheduler::new(layout).unwrap();
+    for request in (0..10).map(stack).chain([client(20, a), client(21, a)]) {
+        scheduler.submit(0, request).unwrap();
+    }
+    assert_eq!(poll_all(&mut scheduler, 0), [Action::SpinUp(a)]);
+    scheduler.spun_up(SPIN_UP_US, a);
+    assert_eq!(
+        poll_all(&mut scheduler, SPIN_UP_US),
+        [Action::Serve(client(20, a))]
+    );
+    scheduler.submit(SPIN_UP_US + 1, expedited(100, b)).unwrap();
+    let now_us = SPIN_UP_US + 1_000_000;
+    scheduler.served(now_us, &client(20, a));
+    let rest = settle(&mut scheduler, now_us, &[]);
+    let bound = (layout.scheduler.reordering_bound_gb * 1e9) as u64 / u64::from(layout.erasure.k);
+    let out_of_turn = bound.div_ceil(scheduler.disk_bytes(&stack(0)));
+    assert_eq!(out_of_turn, 4, "Pelican's u / k against 10 GB stacks");
+    let order = served_ids(&rest);
+    assert_eq!(order[..5], [0, 1, 2, 3, 100], "{rest:?}");
+    let mut others = order[5..].to_vec();
+    others.sort_unstable();
+    assert_eq!(others, [4, 5, 6, 7, 8, 9, 21]);
+}
+
+#[test]
+fn an_expedited_read_makes_as_few_busy_groups_of_other_classes_yield_as_make_room() {
+    // The dense JBOD: one group per class. Groups 0 and 2 are active and serving the first of
+    // four reads each; group 4 cannot spin up beside both, but can beside either. A standard
+    // read for 4 waits until one of their classes runs dry; an expedited one has one of them
+    // (only one) spin down after its read in hand, and that group's class resumes afterwards.
+    let (_, layout) = &planned()[2];
+    assert!(layout.classes.is_none(), "one class per group");
+    let (a, c, b) = (0, 2, 4);
+    let books = ClassScheduler::new(layout).unwrap().budget().clone();
+    let spinning_up = layout.state_index("spinning_up").unwrap();
+    let active = layout.state_index(&layout.active_state).unwrap();
+    let fits_beside = |busy: &[u32]| {
+        let mut books = books.clone();
+        for group in busy {
+            books.enter(*group, active).unwrap();
+        }
+        books.fits(b, spinning_up)
+    };
+    assert!(!fits_beside(&[a, c]) && fits_beside(&[a]) && fits_beside(&[c]));
+    let run_with = |newcomer: Request| {
+        let mut scheduler = ClassScheduler::new(layout).unwrap();
+        for id in 0..4 {
+            scheduler.submit(0, client(id, a)).unwrap();
+            scheduler.submit(0, client(20 + id, c)).unwrap();
+        }
+        let mut up = poll_all(&mut scheduler, 0);
+        up.sort_by_key(|action| format!("{action:?}"));
+        assert_eq!(up, [Action::SpinUp(a), Action::SpinUp(c)]);
+        scheduler.spun_up(SPIN_UP_US, a);
+        scheduler.spun_up(SPIN_UP_US, c);
+        let in_hand = poll_all(&mut scheduler, SPIN_UP_US);
+        assert_eq!(in_hand.len(), 2, "{in_hand:?}");
+        scheduler.submit(SPIN_UP_US + 1, newcomer).unwrap();
+        assert_eq!(poll_all(&mut scheduler, SPIN_UP_US + 1), []);
+        settle(&mut scheduler, SPIN_UP_US + 1, &in_hand)
+    };
+    let position = |actions: &[Action], id| served_ids(actions).iter().position(|s| *s == id);
+    let standard = run_with(client(10, b));
+    let ran_dry = |ids: [u64; 3]| {
+        ids.iter()
+            .all(|id| position(&standard, *id) < position(&standard, 10))
+    };
+    assert!(ran_dry([1, 2, 3]) || ran_dry([21, 22, 23]), "{standard:?}");
+    let expedited_run = run_with(expedited(10, b));
+    let up_b = expedited_run
+        .iter()
+        .position(|action| *action == Action::SpinUp(b))
+        .unwrap();
+    let yielded: Vec<&Action> = expedited_run[..up_b]
+        .iter()
+        .filter(|action| matches!(action, Action::SpinDown(_)))
+        .collect();
+    assert_eq!(yielded.len(), 1, "{expedited_run:?}");
+    let Action::SpinDown(yielded) = *yielded[0] else {
+        unreachable!()
+    };
+    let first_after = if yielded == a { 1 } else { 21 };
+    assert!(
+        position(&expedited_run, 10) < position(&expedited_run, first_after),
+        "{expedited_run:?}"
+    );
+    // Only the request in hand went before it on the yielding group.
+    assert_eq!(
+        expedited_run[..up_b]
+            .iter()
+            .filter(|action| matches!(action, Action::Serve(r) if r.group == yielded))
+            .count(),
+        0,
+        "{expedited_run:?}"
+    );
+    assert_eq!(served_ids(&expedited_run).len(), 7);
 }

@@ -1,5 +1,7 @@
-//! Shared helpers for the scheduler tests: planned presets and the independent, disk-level budget
-//! checker (it reads the rack's domains, not the layout's group constraints).
+//! Shared helpers for the scheduler tests: planned presets, the independent, disk-level budget
+//! checker (it reads the rack's domains, not the layout's group constraints), a fixed-latency
+//! event loop for any policy, and, for tests that step a policy by hand, `poll_all` and
+//! `settle` (finish what is in hand and everything after it, one action at a time).
 
 #![allow(dead_code)] // each test crate uses a different subset
 
@@ -171,6 +173,80 @@ pub fn read(id: u64, group: u32) -> spinwise_sched::scheduler::Request {
         bytes: 1_000_000_000,
         kind: spinwise_sched::scheduler::Kind::Client,
     }
+}
+
+/// An expedited client read of 1 GB ([`read`] at [`spinwise_sched::scheduler::Kind::Expedited`]).
+pub fn expedited(id: u64, group: u32) -> spinwise_sched::scheduler::Request {
+    spinwise_sched::scheduler::Request {
+        kind: spinwise_sched::scheduler::Kind::Expedited,
+        ..read(id, group)
+    }
+}
+
+/// Finishes `unfinished` (actions already handed out, in order) and then performs the actions
+/// `policy` hands out from `now_us` on, one at a time with the fixed latencies of
+/// [`drive_policy`] (each finishes before the next starts), polling after every completion and
+/// at the policy's timeouts, until nothing is left; returns the new actions in the order handed
+/// out. For tests that step a policy by hand into a state and then let it finish.
+pub fn settle<P: spinwise_sched::policy::Policy>(
+    policy: &mut P,
+    mut now_us: u64,
+    unfinished: &[spinwise_sched::scheduler::Action],
+) -> Vec<spinwise_sched::scheduler::Action> {
+    use spinwise_sched::scheduler::Action;
+    let mut handed_out = Vec::new();
+    let mut outstanding: std::collections::VecDeque<Action> = unfinished.iter().copied().collect();
+    loop {
+        while let Some(action) = policy.poll_action(now_us) {
+            handed_out.push(action);
+            outstanding.push_back(action);
+        }
+        let Some(action) = outstanding.pop_front() else {
+            match policy.next_timeout_us() {
+                Some(at) => {
+                    assert!(at > now_us, "a timeout must lie in the future");
+                    now_us = at;
+                    continue;
+                }
+                None => break,
+            }
+        };
+        match action {
+            Action::SpinUp(unit) => {
+                now_us += SPIN_UP_US;
+                policy.spun_up(now_us, unit);
+            }
+            Action::SpinDown(unit) => {
+                now_us += SPIN_DOWN_US;
+                policy.spun_down(now_us, unit);
+            }
+            Action::Serve(request) => {
+                now_us += request.bytes.div_ceil(BYTES_PER_US);
+                policy.served(now_us, &request);
+            }
+        }
+    }
+    assert!(policy.is_idle(), "work left behind");
+    handed_out
+}
+
+/// The ids of the `Serve` actions among `actions`, in order.
+pub fn served_ids(actions: &[spinwise_sched::scheduler::Action]) -> Vec<u64> {
+    actions
+        .iter()
+        .filter_map(|action| match action {
+            spinwise_sched::scheduler::Action::Serve(request) => Some(request.id),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Everything `policy` hands out at `now_us`, polled until `None`.
+pub fn poll_all<P: spinwise_sched::policy::Policy>(
+    policy: &mut P,
+    now_us: u64,
+) -> Vec<spinwise_sched::scheduler::Action> {
+    std::iter::from_fn(|| policy.poll_action(now_us)).collect()
 }
 
 /// Two groups of the same class of a layout with classes (on Pelican they collide).
