@@ -23,8 +23,8 @@
 use crate::restore::Restorer;
 use crate::service::now_unix_ms;
 use spinwise_catalog::GroupIndex;
-use spinwise_store::{ReadPriority, SqliteStore};
 use spinwise_store::driver::{GroupActivity, GroupPhase};
+use spinwise_store::{ReadPriority, SqliteStore};
 use std::str::FromStr;
 use std::sync::Weak;
 use std::time::Duration;

@@ -3,7 +3,9 @@
 //! restore ongoing, then its expiry), the copy serves whole and ranged GETs and expires; sync
 //! buckets wait for the spin-up; bucket tagging switches the mode; concurrent restores of one
 //! group share a spin-up; Bulk restores wait for a spin-up that happens anyway (or their
-//! deadline, across a restart), as the restore metrics show; copies of a GLACIER object are refused until restored and then read
+//! deadline, across a restart), as the restore metrics show; Expedited restores make a busy
+//! group yield and finish ahead of a waiting Standard one, and beyond their limit get 503
+//! GlacierExpeditedRetrievalNotAvailable; copies of a GLACIER object are refused until restored and then read
 //! the copy; RestoreObject's errors; a finished restore survives a restart; a
 //! restore the scheduler's full queue refuses waits and finishes later.
 
@@ -27,8 +29,9 @@ use spinwise_s3::metrics::S3Metrics;
 use spinwise_s3::{RestoreMode, S3Settings};
 use spinwise_sched::scheduler::Kind;
 use spinwise_store::StoreConfig;
-use spinwise_store::driver::{GroupDisks, Job};
+use spinwise_store::driver::{GroupDisks, GroupPhase, Job, JobHandle};
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -841,5 +844,187 @@ async fn a_restore_refused_by_a_full_scheduler_queue_waits_and_finishes_once_the
     let header = wait_restored(client, "busy", "later.bin").await;
     assert!(header.contains("expiry-date"), "{header}");
     assert!(get_bytes(client, "busy", "later.bin", None).await == bytes);
+    harness.server.stop().await;
+}
+
+/// Puts `key` (`bytes`) in `bucket` and migrates it into a group not in `taken` (migration
+/// prefers a spinning group, so those are put to rest first); returns that group.
+async fn cold_object_outside(
+    harness: &Harness,
+    bucket: &str,
+    key: &str,
+    bytes: &[u8],
+    taken: &[u32],
+) -> u32 {
+    for _ in 0..5 {
+        for group in taken {
+            rest_group(&harness.store, *group).await;
+        }
+        put(&harness.client, bucket, key, bytes).await;
+        harness.store.flush(|_| {}).await.unwrap();
+        let group = migrated_group(&harness.store, &format!("{bucket}/{key}")).await;
+        if !taken.contains(&group) {
+            return group;
+        }
+    }
+    panic!("{key} never landed outside groups {taken:?}");
+}
+
+/// Submits a job on `group` that holds it until `gate` opens, and waits up to `patience` until
+/// it is served (the group is up and busy); `false` if it is still queued then.
+async fn hold_group(
+    harness: &Harness,
+    group: u32,
+    gate: &Arc<Gate>,
+    patience: Duration,
+) -> (JobHandle<()>, bool) {
+    let started = Arc::new(AtomicBool::new(false));
+    let (job_gate, job_started) = (gate.clone(), started.clone());
+    let job = Job::new(group, 0, Kind::Client, move |_: &GroupDisks| {
+        job_started.store(true, Ordering::SeqCst);
+        job_gate.wait();
+    });
+    let handle = harness.store.rack_io().driver.submit(job).await.unwrap();
+    let since = Instant::now();
+    while !started.load(Ordering::SeqCst) && since.elapsed() < patience {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    (handle, started.load(Ordering::SeqCst))
+}
+
+/// Jobs in each stream of [`an_expedited_restore_makes_a_busy_group_yield_and_finishes_while_a_standard_one_waits`].
+const JOBS_PER_STREAM: usize = 80;
+
+/// Waits until no group has been spinning up for 600 ms: the groups that fit the budget are up.
+async fn wait_for_full_budget(harness: &Harness) {
+    let driver = &harness.store.rack_io().driver;
+    let (since, mut quiet_since) = (Instant::now(), Instant::now());
+    while quiet_since.elapsed() < Duration::from_millis(600) {
+        let state = driver.state().await.unwrap();
+        if state
+            .groups
+            .iter()
+            .any(|g| g.phase == GroupPhase::SpinningUp)
+        {
+            quiet_since = Instant::now();
+        }
+        assert!(since.elapsed() < WAIT, "groups never stopped spinning up");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_expedited_restore_makes_a_busy_group_yield_and_finishes_while_a_standard_one_waits() {
+    let harness = start_with(config(), settings(RestoreMode::Async, 86_400)).await;
+    let client = &harness.client;
+    client.create_bucket().bucket("tiers").send().await.unwrap();
+    let (urgent, patient) = (pattern(400_000, 71), pattern(400_000, 72));
+    let urgent_group = cold_object_outside(&harness, "tiers", "urgent", &urgent, &[]).await;
+    let patient_group =
+        cold_object_outside(&harness, "tiers", "patient", &patient, &[urgent_group]).await;
+    let others: Vec<u32> = (0..10)
+        .filter(|g| ![urgent_group, patient_group].contains(g))
+        .collect();
+
+    // Every other group streams 80 short jobs (~3 s each) queued behind each other: more
+    // groups than the enclosure's power lets spin. Once the budget is full (no spin-up for
+    // 600 ms), groups that are up stay up until their streams end.
+    let driver = &harness.store.rack_io().driver;
+    let streamed: Vec<Arc<AtomicUsize>> = others.iter().map(|_| Arc::default()).collect();
+    let mut stream = Vec::new();
+    for _ in 0..JOBS_PER_STREAM {
+        for (&group, streamed) in others.iter().zip(&streamed) {
+            let streamed = streamed.clone();
+            let job = Job::new(group, 0, Kind::Client, move |_: &GroupDisks| {
+                std::thread::sleep(Duration::from_millis(40));
+                streamed.fetch_add(1, Ordering::SeqCst);
+            });
+            stream.push(driver.submit(job).await.unwrap());
+        }
+    }
+    wait_for_full_budget(&harness).await;
+
+    // A Standard restore waits for a stream to end.
+    let standard = restore_tier(client, "tiers", "patient", Tier::Standard).await;
+    assert_eq!(standard, Ok(202));
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert!(ongoing(client, "tiers", "patient").await);
+
+    // An Expedited restore makes streaming groups yield after their jobs in hand and finishes
+    // long before a stream would have: the Standard one is still waiting.
+    assert_eq!(
+        restore_tier(client, "tiers", "urgent", Tier::Expedited).await,
+        Ok(202)
+    );
+    wait_restored(client, "tiers", "urgent").await;
+    let done: Vec<usize> = streamed.iter().map(|s| s.load(Ordering::SeqCst)).collect();
+    assert!(
+        done.iter().all(|jobs| *jobs < JOBS_PER_STREAM),
+        "a stream ended before the Expedited restore (jobs done per stream: {done:?})"
+    );
+    assert!(
+        ongoing(client, "tiers", "patient").await,
+        "the Standard restore finished before the Expedited one"
+    );
+    assert!(get_bytes(client, "tiers", "urgent", None).await == urgent);
+
+    for handle in stream {
+        handle.wait().await.unwrap();
+    }
+    wait_restored(client, "tiers", "patient").await;
+    assert!(get_bytes(client, "tiers", "patient", None).await == patient);
+    harness.server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn expedited_restores_beyond_their_limit_get_glacier_expedited_retrieval_not_available() {
+    let settings = S3Settings {
+        restore_expedited_max_ongoing: 1,
+        ..settings(RestoreMode::Async, 86_400)
+    };
+    let harness = start_with(config(), settings).await;
+    let client = &harness.client;
+    client
+        .create_bucket()
+        .bucket("scarce")
+        .send()
+        .await
+        .unwrap();
+    let objects: Vec<(&str, Vec<u8>)> = ["first", "second"]
+        .into_iter()
+        .zip(81..)
+        .map(|(key, seed)| (key, pattern(200_000, seed)))
+        .collect();
+    for (key, bytes) in &objects {
+        put(client, "scarce", key, bytes).await;
+    }
+    harness.store.flush(|_| {}).await.unwrap();
+    let group = migrated_group(&harness.store, "scarce/first").await;
+
+    // The first Expedited restore stays ongoing behind a job that holds its group.
+    let gate = Arc::new(Gate::default());
+    let (held, served) = hold_group(&harness, group, &gate, WAIT).await;
+    assert!(served, "group {group} never served");
+    let first = restore_tier(client, "scarce", "first", Tier::Expedited).await;
+    assert_eq!(first, Ok(202));
+    assert!(ongoing(client, "scarce", "first").await);
+
+    // One more Expedited restore is refused and starts nothing; a Standard one is not limited.
+    assert_eq!(
+        restore_tier(client, "scarce", "second", Tier::Expedited).await,
+        Err("503 GlacierExpeditedRetrievalNotAvailable".into())
+    );
+    assert_eq!(restore_header(client, "scarce", "second").await, None);
+    assert_eq!(
+        restore_tier(client, "scarce", "second", Tier::Standard).await,
+        Ok(202)
+    );
+
+    gate.open();
+    held.wait().await.unwrap();
+    for (key, bytes) in &objects {
+        wait_restored(client, "scarce", key).await;
+        assert!(get_bytes(client, "scarce", key, None).await == *bytes);
+    }
     harness.server.stop().await;
 }

@@ -64,8 +64,16 @@
 //! two groups spin): `poll_action` steps classes holding an expedited read before the others,
 //! so a freed budget goes to them, and when its group's spin-up is refused, the busy groups of
 //! other classes (without expedited reads of their own) that stand in its way are made to yield,
-//! as few as make room — one serving finishes its request, then spins down instead of serving
-//! more; its class brings it back up when the budget allows.
+//! as few as make room, those between requests first: such a group spins down at once, one
+//! serving finishes its request and then spins down instead of serving more. Who yields is
+//! decided afresh on every poll (a group's request ending is followed by a poll in which the
+//! expedited class steps before the group's own class could serve it more). The yielding class
+//! brings its group back up when the budget allows. A spin-up may need several busy groups to
+//! yield (on the dense JBOD a spinning-up group draws what about four active ones do); those
+//! between requests go at once and the others after their requests. There is no reservation:
+//! while the room is not yet made, a group whose spin-up needs less than the expedited one's
+//! could take what was freed; on layouts whose groups all cost the same, as the planner's, none
+//! can.
 //!
 //! Invariants: at most one group per class is not resting; at most one request per class is
 //! being served, and only by an active group; requests queued per class never exceed the
@@ -158,8 +166,9 @@ struct Class {
     switch_started_us: Option<u64>,
     switch_queue: Option<Queue>,
     /// Another class's expedited read needs what this class's active group holds: once the
-    /// request in hand is done, the group spins down instead of serving more (cleared when it
-    /// rests). See the module documentation, "Expedited reads".
+    /// request in hand is done, the group spins down instead of serving more. Decided afresh on
+    /// every poll (a stale flag would spin a group down for room made since another way). See
+    /// the module documentation, "Expedited reads".
     must_yield: bool,
 }
 
@@ -368,6 +377,10 @@ impl ClassScheduler {
         if let Some(action) = self.pending.pop_front() {
             return Some(action);
         }
+        // Who must yield is decided afresh on every poll, by the expedited reads still waiting.
+        for class in &mut self.classes {
+            class.must_yield = false;
+        }
         // Classes with an expedited read first: a freed budget goes to them.
         for urgent in [true, false] {
             for class_index in 0..self.classes.len() {
@@ -476,7 +489,7 @@ impl ClassScheduler {
                 }
                 Some(Phase::Active) => {
                     if expedited && other.expedited.is_empty() {
-                        busy.push(blocker);
+                        busy.push((other.serving.is_some(), blocker));
                     }
                     false
                 }
@@ -488,13 +501,17 @@ impl ClassScheduler {
             }
         }
         if let Some(room) = room.as_mut() {
+            // Groups between requests first: they can go now.
+            busy.sort_unstable();
+            let busy: Vec<GroupIndex> = busy.into_iter().map(|(_, group)| group).collect();
             self.make_room_for_expedited(room, &busy);
         }
         self.pending.pop_front()
     }
 
     /// Makes busy groups of `busy` (classes without expedited reads) yield, in order, until
-    /// `room` fits: an idle one spins down now, one serving spins down after its request.
+    /// `room` fits: one between requests spins down now, one serving is flagged to spin down
+    /// after its request (if this poll's expedited reads still need it then).
     fn make_room_for_expedited(&mut self, room: &mut crate::budget::Room, busy: &[GroupIndex]) {
         for &blocker in busy {
             if room.fits() {

@@ -643,6 +643,42 @@ fn a_rebuild_for_the_spinning_group_may_pass_an_expedited_read_only_within_the_a
 }
 
 #[test]
+fn a_group_asked_to_yield_keeps_serving_when_the_room_is_made_another_way_first() {
+    // The dense JBOD again: groups 0 and 2 are active and serving; 0 has two more reads queued,
+    // 2 none. An expedited read for 4 needs one of them gone. Group 2's read ends first and 2,
+    // now idle, makes the room: group 0 must then go on serving, not spin down for a room
+    // already made (who yields is decided afresh on every poll).
+    let (_, layout) = &planned()[2];
+    let (a, c, b) = (0, 2, 4);
+    let mut scheduler = ClassScheduler::new(layout).unwrap();
+    for id in 0..3 {
+        scheduler.submit(0, client(id, a)).unwrap();
+    }
+    scheduler.submit(0, client(20, c)).unwrap();
+    let mut up = poll_all(&mut scheduler, 0);
+    up.sort_by_key(|action| format!("{action:?}"));
+    assert_eq!(up, [Action::SpinUp(a), Action::SpinUp(c)]);
+    scheduler.spun_up(SPIN_UP_US, a);
+    scheduler.spun_up(SPIN_UP_US, c);
+    let mut in_hand = served_ids(&poll_all(&mut scheduler, SPIN_UP_US));
+    in_hand.sort_unstable();
+    assert_eq!(in_hand, [0, 20]);
+    let now_us = SPIN_UP_US + 1;
+    scheduler.submit(now_us, expedited(10, b)).unwrap();
+    assert_eq!(poll_all(&mut scheduler, now_us), []);
+
+    scheduler.served(now_us + 1, &client(20, c));
+    assert_eq!(poll_all(&mut scheduler, now_us + 1), [Action::SpinDown(c)]);
+    scheduler.spun_down(now_us + 2, c);
+    assert_eq!(poll_all(&mut scheduler, now_us + 2), [Action::SpinUp(b)]);
+    scheduler.served(now_us + 3, &client(0, a));
+    assert_eq!(
+        poll_all(&mut scheduler, now_us + 3),
+        [Action::Serve(client(1, a))]
+    );
+}
+
+#[test]
 fn an_expedited_read_makes_as_few_busy_groups_of_other_classes_yield_as_make_room() {
     // The dense JBOD: one group per class. Groups 0 and 2 are active and serving the first of
     // four reads each; group 4 cannot spin up beside both, but can beside either. A standard
