@@ -459,14 +459,7 @@ def check_restore_async(ctx):
     accepted = ctx.s3.restore_object(Bucket=bucket, Key="cold.bin", RestoreRequest={"Days": 1})
     status = accepted["ResponseMetadata"]["HTTPStatusCode"]
     expect(status == 202, f"RestoreObject answered {status}, expected 202 Accepted")
-    deadline = time.time() + 60
-    while True:
-        restore = ctx.s3.head_object(Bucket=bucket, Key="cold.bin").get("Restore", "")
-        if 'ongoing-request="false"' in restore:
-            break
-        expect('ongoing-request="true"' in restore, f"x-amz-restore while restoring: {restore!r}")
-        expect(time.time() < deadline, "the restore did not finish within 60 s")
-        time.sleep(0.1)
+    restore = wait_restored(ctx, bucket, "cold.bin")
     expect("expiry-date=" in restore, f"a finished restore shows its expiry: {restore!r}")
     expect_bytes(ctx.get(bucket, "cold.bin"), data, "GET of the restored copy")
     expect_bytes(ctx.get(bucket, "cold.bin", "bytes=1000-2999"), data[1000:3000], "ranged GET of the restored copy")
@@ -477,8 +470,31 @@ def check_restore_async(ctx):
     check_restore_tiers(ctx, bucket)
 
 
+def wait_restored(ctx, bucket, key):
+    """Polls HEAD until the restore of `key` is done (60 s at most); returns x-amz-restore."""
+    deadline = time.time() + 60
+    while True:
+        restore = ctx.s3.head_object(Bucket=bucket, Key=key).get("Restore", "")
+        if 'ongoing-request="false"' in restore:
+            return restore
+        expect('ongoing-request="true"' in restore, f"x-amz-restore of {key} while restoring: {restore!r}")
+        expect(time.time() < deadline, f"the restore of {key} did not finish within 60 s")
+        time.sleep(0.1)
+
+
 def check_restore_tiers(ctx, bucket):
-    """The tier as the aws CLI sends it (GlacierJobParameters); an unknown tier is refused."""
+    """The tier as the aws CLI sends it (GlacierJobParameters); an unknown tier is refused; an
+    Expedited restore through boto3 brings the object back."""
+    urgent = pattern(150_000, 45)
+    ctx.s3.put_object(Bucket=bucket, Key="urgent.bin", Body=urgent)
+    wait_for_class(ctx, bucket, "urgent.bin", "GLACIER")
+    accepted = ctx.s3.restore_object(
+        Bucket=bucket, Key="urgent.bin", RestoreRequest={"Days": 1, "GlacierJobParameters": {"Tier": "Expedited"}}
+    )
+    status = accepted["ResponseMetadata"]["HTTPStatusCode"]
+    expect(status == 202, f"an Expedited RestoreObject answered {status}, expected 202 Accepted")
+    wait_restored(ctx, bucket, "urgent.bin")
+    expect_bytes(ctx.get(bucket, "urgent.bin"), urgent, "GET after an Expedited restore")
     data = pattern(200_000, 44)
     ctx.s3.put_object(Bucket=bucket, Key="bulk.bin", Body=data)
     wait_for_class(ctx, bucket, "bulk.bin", "GLACIER")
