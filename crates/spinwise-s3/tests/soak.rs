@@ -1,10 +1,11 @@
-//! 32 concurrent clients doing mixed PUT/GET/DELETE, and now and then a RestoreObject (Standard
-//! or Bulk), through a real server while the store's upkeep migrates staged objects underneath
+//! 32 concurrent clients doing mixed PUT/GET/DELETE, and now and then a RestoreObject (Standard,
+//! Bulk or Expedited), through a real server while the store's upkeep migrates staged objects underneath
 //! them (GETs of migrated objects wait for emulated spin-ups, or read a restored copy). A GET
 //! must return the bytes last acknowledged even when a restored copy of an older version exists.
 //! Afterwards every acknowledged object reads back byte-exact and the bucket lists exactly the
 //! acknowledged keys; the only errors allowed during the run are the documented 503 SlowDown
-//! (and RestoreObject's documented answers for a staged object or a restore under way);
+//! (and RestoreObject's documented answers for a staged object, a restore under way or no
+//! Expedited capacity left);
 //! resident memory stays flat.
 //!
 //! `SPINWISE_SOAK_SECONDS` sets the run's length (default 15 for CI; docs/BENCHMARKS.md records a
@@ -141,7 +142,8 @@ async fn client_loop(client: Client, id: u64, until: Instant) -> (Expected, Tall
             }
             _ if dice.roll(4) == 0 => {
                 if expected.contains_key(&key) {
-                    let tier = [Tier::Standard, Tier::Bulk][dice.roll(2) as usize].clone();
+                    let tiers = [Tier::Standard, Tier::Bulk, Tier::Expedited];
+                    let tier = tiers[dice.roll(3) as usize].clone();
                     restore(&client, id, &key, tier, &mut tally).await;
                 }
             }
@@ -159,7 +161,8 @@ async fn client_loop(client: Client, id: u64, until: Instant) -> (Expected, Tall
 }
 
 /// RestoreObject of an acknowledged key: started, extended, already under way, refused as
-/// staged (`STANDARD` needs no restore) or slowed down are all documented answers.
+/// staged (`STANDARD` needs no restore), slowed down, or (Expedited) refused for lack of
+/// Expedited capacity are all documented answers.
 async fn restore(client: &Client, id: u64, key: &str, tier: Tier, tally: &mut Tally) {
     let parameters = GlacierJobParameters::builder().tier(tier).build().unwrap();
     let request = RestoreRequest::builder()
@@ -181,6 +184,7 @@ async fn restore(client: &Client, id: u64, key: &str, tier: Tier, tally: &mut Ta
             let documented = [
                 (403, "InvalidObjectState".to_string()),
                 (409, "RestoreAlreadyInProgress".to_string()),
+                (503, "GlacierExpeditedRetrievalNotAvailable".to_string()),
             ];
             assert!(
                 documented.contains(&answer),
