@@ -64,13 +64,12 @@
 //! two groups spin): `poll_action` steps classes holding an expedited read before the others,
 //! so a freed budget goes to them, and when its group's spin-up is refused, the busy groups of
 //! other classes (without expedited reads of their own) that stand in its way are made to yield,
-//! as few as make room, those between requests first: such a group spins down at once, one
-//! serving finishes its request and then spins down instead of serving more. Who yields is
-//! decided afresh on every poll (a group's request ending is followed by a poll in which the
-//! expedited class steps before the group's own class could serve it more). The yielding class
-//! brings its group back up when the budget allows. A spin-up may need several busy groups to
-//! yield (on the dense JBOD a spinning-up group draws what about four active ones do); those
-//! between requests go at once and the others after their requests. There is no reservation:
+//! as few as make room: a group between requests spins down at once, and a group serving one
+//! yields when it is done, since the poll that follows `served` steps the expedited class
+//! before the group's own class could serve it more. Who yields is decided afresh on every poll,
+//! so no group spins down for room made meanwhile another way. The yielding class brings its
+//! group back up when the budget allows. A spin-up may need several busy groups to yield (on the
+//! dense JBOD a spinning-up group draws what about four active ones do). There is no reservation:
 //! while the room is not yet made, a group whose spin-up needs less than the expedited one's
 //! could take what was freed; on layouts whose groups all cost the same, as the planner's, none
 //! can.
@@ -165,11 +164,6 @@ struct Class {
     /// that had no group), and the queue charged for it once known.
     switch_started_us: Option<u64>,
     switch_queue: Option<Queue>,
-    /// Another class's expedited read needs what this class's active group holds: once the
-    /// request in hand is done, the group spins down instead of serving more. Decided afresh on
-    /// every poll (a stale flag would spin a group down for room made since another way). See
-    /// the module documentation, "Expedited reads".
-    must_yield: bool,
 }
 
 /// The request a class is serving and how to charge it when it is done.
@@ -229,7 +223,6 @@ impl ClassScheduler {
                     serving: None,
                     switch_started_us: None,
                     switch_queue: None,
-                    must_yield: false,
                 })
             })
             .collect::<Result<Vec<_>, SchedulerError>>()?;
@@ -348,7 +341,6 @@ impl ClassScheduler {
             .enter(group, resting)
             .expect("resting is the cheapest state");
         class.current = None;
-        class.must_yield = false;
     }
 
     /// The request handed out by `Serve` is finished at `now_us`; its queue is charged the time
@@ -377,11 +369,8 @@ impl ClassScheduler {
         if let Some(action) = self.pending.pop_front() {
             return Some(action);
         }
-        // Who must yield is decided afresh on every poll, by the expedited reads still waiting.
-        for class in &mut self.classes {
-            class.must_yield = false;
-        }
-        // Classes with an expedited read first: a freed budget goes to them.
+        // Classes with an expedited read first: a freed budget goes to them, and a busy group
+        // that finished its request yields to them before its own class serves it more.
         for urgent in [true, false] {
             for class_index in 0..self.classes.len() {
                 if self.classes[class_index].expedited.is_empty() != urgent
@@ -407,11 +396,6 @@ impl ClassScheduler {
             .choose(!class.rebuild.is_empty(), class.has_client_work())?;
         let head_of = Class::head_group;
         match class.current {
-            Some((group, Phase::Active)) if class.must_yield => {
-                class.current = Some((group, Phase::SpinningDown));
-                class.switch_started_us = Some(now_us);
-                Some(Action::SpinDown(group))
-            }
             Some((group, Phase::Active)) => {
                 // Work for the spinning group first: the fair choice if its head is for this
                 // group, else the other queue's head if that is. Switching groups costs a spin-up,
@@ -487,9 +471,11 @@ impl ClassScheduler {
                     self.pending.push_back(Action::SpinDown(blocker));
                     true
                 }
+                // A group serving a request yields once it is done: the poll after `served`
+                // steps this class before the group's own one.
                 Some(Phase::Active) => {
-                    if expedited && other.expedited.is_empty() {
-                        busy.push((other.serving.is_some(), blocker));
+                    if expedited && other.expedited.is_empty() && other.serving.is_none() {
+                        busy.push(blocker);
                     }
                     false
                 }
@@ -501,17 +487,13 @@ impl ClassScheduler {
             }
         }
         if let Some(room) = room.as_mut() {
-            // Groups between requests first: they can go now.
-            busy.sort_unstable();
-            let busy: Vec<GroupIndex> = busy.into_iter().map(|(_, group)| group).collect();
             self.make_room_for_expedited(room, &busy);
         }
         self.pending.pop_front()
     }
 
-    /// Makes busy groups of `busy` (classes without expedited reads) yield, in order, until
-    /// `room` fits: one between requests spins down now, one serving is flagged to spin down
-    /// after its request (if this poll's expedited reads still need it then).
+    /// Spins down busy groups of `busy` (between requests, of classes without expedited reads),
+    /// in order, until `room` fits.
     fn make_room_for_expedited(&mut self, room: &mut crate::budget::Room, busy: &[GroupIndex]) {
         for &blocker in busy {
             if room.fits() {
@@ -519,12 +501,8 @@ impl ClassScheduler {
             }
             self.budget.release(room, blocker);
             let other = &mut self.classes[self.class_of[blocker as usize] as usize];
-            if other.serving.is_none() {
-                other.current = Some((blocker, Phase::SpinningDown));
-                self.pending.push_back(Action::SpinDown(blocker));
-            } else {
-                other.must_yield = true;
-            }
+            other.current = Some((blocker, Phase::SpinningDown));
+            self.pending.push_back(Action::SpinDown(blocker));
         }
     }
 }
