@@ -13,7 +13,7 @@ mod common;
 use common::{TempDir, spinwise};
 use std::path::Path;
 
-const EXPERIMENTS: [&str; 10] = [
+const EXPERIMENTS: [&str; 11] = [
     "pelican-fig5",
     "pelican-fig6",
     "pelican-fig7",
@@ -21,6 +21,7 @@ const EXPERIMENTS: [&str; 10] = [
     "pelican-fig9",
     "pelican-plateau",
     "bulk-restores",
+    "expedited-restores",
     "flamingo-fig5a",
     "flamingo-fig6ab",
     "flamingo-fig6c",
@@ -293,6 +294,77 @@ fn bulk_restores_quick_saves_spin_ups_when_every_read_may_wait() {
     assert_eq!(
         bulk[1], requests[1],
         "every read of the all-Bulk run is Bulk"
+    );
+}
+
+#[test]
+fn expedited_restores_quick_serves_expedited_reads_first_and_the_standard_ones_pay() {
+    let table = check_quick(
+        "expedited-restores",
+        4,
+        &[
+            "ttfb_vs_expedited",
+            "flamingo_ttfb_vs_expedited",
+            "spin_ups_vs_expedited",
+            "throughput_vs_expedited",
+            "standard_p99_vs_expedited",
+        ],
+        &[
+            "Pelican §4.2",
+            "1–5 minutes",
+            "--restore-expedited-max-ongoing",
+        ],
+    );
+    assert_eq!(
+        table.column("policy"),
+        ["pelican", "pelican", "flamingo", "flamingo"]
+    );
+    let fractions = table.numbers("expedited_fraction");
+    assert_eq!(fractions, [0.0, 0.2, 0.0, 0.2]);
+    assert!(table.numbers("rate_per_s").iter().all(|r| *r >= 1.0));
+    let requests = table.numbers("requests");
+    let completed = table.numbers("completed");
+    let expedited = table.numbers("expedited_requests");
+    let expedited_completed = table.numbers("expedited_completed");
+    let standard_completed = table.numbers("standard_completed");
+    let expedited_mean = table.numbers("expedited_ttfb_mean_s");
+    let standard_mean = table.numbers("standard_ttfb_mean_s");
+    let standard_p99 = table.numbers("standard_ttfb_p99_s");
+    let all_mean = table.numbers("ttfb_mean_s");
+    assert!(table.numbers("bulk_requests").iter().all(|b| *b == 0.0));
+    for (i, fraction) in fractions.iter().enumerate() {
+        assert_eq!(
+            expedited_completed[i] + standard_completed[i],
+            completed[i],
+            "row {i}: every completed read is Expedited or standard"
+        );
+        if *fraction == 0.0 {
+            assert_eq!(expedited[i], 0.0, "row {i}: no Expedited reads at share 0");
+            assert_eq!(expedited_completed[i], 0.0);
+            assert!(
+                (standard_mean[i] - all_mean[i]).abs() <= 1e-9 * all_mean[i],
+                "row {i}: at share 0 the standard reads are all reads"
+            );
+        } else {
+            let share = expedited[i] / requests[i];
+            assert!(
+                (share - fraction).abs() < 0.05,
+                "row {i}: {share} of the reads Expedited, asked {fraction}"
+            );
+            assert!(expedited_completed[i] > 0.0);
+            assert!(
+                expedited_mean[i] < standard_mean[i],
+                "row {i}: an Expedited read's first byte comes sooner at 1 req/s: \
+                 {} s vs {} s",
+                expedited_mean[i],
+                standard_mean[i]
+            );
+        }
+    }
+    // Pelican's scheduler (the server's) pays for them with the standard reads' first byte.
+    assert!(
+        standard_mean[1] > standard_mean[0] && standard_p99[1] > standard_p99[0],
+        "standard reads wait longer behind Expedited ones: {standard_mean:?}, {standard_p99:?}"
     );
 }
 

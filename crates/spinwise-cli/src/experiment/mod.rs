@@ -16,6 +16,7 @@
 //!   a sweep is a one-line change (labels come from the policy's serialized name).
 
 mod bulk;
+mod expedited;
 mod flamingo;
 mod pelican;
 mod plateau;
@@ -146,6 +147,11 @@ pub const EXPERIMENTS: &[Experiment] = &[
         run: bulk::bulk_restores,
     },
     Experiment {
+        name: "expedited-restores",
+        description: "S3's Expedited restore tier on the pelican rack at 40 Gbps: Expedited vs standard reads' time to first byte, spin-ups and throughput vs the share of reads submitted as Expedited, Pelican and Flamingo at 0.25, 1 and 2 req/s",
+        run: expedited::expedited_restores,
+    },
+    Experiment {
         name: "flamingo-fig5a",
         description: "Flamingo Fig. 5(a): the synthesized layout of the pelican rack vs Pelican's hand-designed one, throughput and time to first byte vs rate",
         run: flamingo::fig5a,
@@ -217,7 +223,7 @@ fn list(json: bool) -> CliResult<()> {
         );
     } else {
         for experiment in EXPERIMENTS {
-            outln!("{:<17} {}", experiment.name, experiment.description);
+            outln!("{:<18} {}", experiment.name, experiment.description);
         }
     }
     Ok(())

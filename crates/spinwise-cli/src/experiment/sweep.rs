@@ -103,6 +103,9 @@ pub struct Job {
     /// Overrides the context's warm-up (a deferral's wait needs a warm-up at least as long to
     /// measure a steady state).
     pub warmup_hours: Option<f64>,
+    /// The share of client reads submitted as Expedited, served ahead of the standard ones (the
+    /// `expedited-restores` sweep); 0 (the default) draws no tier, as before Expedited existed.
+    pub expedited_fraction: f64,
 }
 
 /// One run: every input and every metric, flat for CSV. Durations in seconds, power in W.
@@ -142,6 +145,17 @@ pub struct Row {
     pub bulk_completed: u64,
     pub bulk_ttfb_mean_s: f64,
     pub bulk_ttfb_p99_s: f64,
+    /// The job's Expedited share (0 without); how many Expedited reads arrived in the window,
+    /// how many completed, and their time to first byte; then the first byte of the standard
+    /// reads, those neither Expedited nor Bulk (all reads when neither tier is drawn).
+    pub expedited_fraction: f64,
+    pub expedited_requests: u64,
+    pub expedited_completed: u64,
+    pub expedited_ttfb_mean_s: f64,
+    pub expedited_ttfb_p99_s: f64,
+    pub standard_completed: u64,
+    pub standard_ttfb_mean_s: f64,
+    pub standard_ttfb_p99_s: f64,
     pub requests: u64,
     pub completed: u64,
     pub rejected: u64,
@@ -318,6 +332,7 @@ fn run_one(
         blob_sizes: context.blob_sizes,
         failure: job.failure,
         deferral: job.deferral,
+        expedited_fraction: job.expedited_fraction,
         ..SimConfig::default()
     };
     let report = simulate(rack, layout, &config).map_err(|source| CliError::Sim {
@@ -380,6 +395,14 @@ fn row(
         bulk_completed: report.deferred_ttfb_s.count,
         bulk_ttfb_mean_s: report.deferred_ttfb_s.mean,
         bulk_ttfb_p99_s: report.deferred_ttfb_s.p99,
+        expedited_fraction: config.expedited_fraction,
+        expedited_requests: report.expedited,
+        expedited_completed: report.expedited_ttfb_s.count,
+        expedited_ttfb_mean_s: report.expedited_ttfb_s.mean,
+        expedited_ttfb_p99_s: report.expedited_ttfb_s.p99,
+        standard_completed: report.standard_ttfb_s.count,
+        standard_ttfb_mean_s: report.standard_ttfb_s.mean,
+        standard_ttfb_p99_s: report.standard_ttfb_s.p99,
         requests: report.requests,
         completed: report.completed,
         rejected: report.rejected,
