@@ -42,7 +42,8 @@ pub struct ServeArgs {
     /// `listen`, `metrics_listen`, `domains` (a list), `preset` or `rack`, `layout`,
     /// `time_factor`, `access_key` and `secret_key`,
     /// `max_put_bytes`, `restore_mode`, `restore_capacity_bytes`, `restore_bulk_wait_s`,
-    /// `restore_max_ongoing`, `restore_expedited_max_ongoing`, `etag`,
+    /// `restore_max_ongoing`, `restore_expedited_max_ongoing`, `restore_expedited_per_hour`,
+    /// `etag`,
     /// `abandon_uploads_after_days`, `tls_cert` and `tls_key`); flags and environment override
     /// it, relative paths in it are relative to its directory (docs/s3.md "Configuration file").
     #[arg(long, value_name = "FILE", env = "SPINWISE_CONFIG")]
@@ -124,6 +125,13 @@ pub struct ServeArgs {
     /// S3 does when it lacks Expedited capacity (docs/s3.md "Restore tiers") [default: 8]
     #[arg(long, value_name = "N")]
     pub restore_expedited_max_ongoing: Option<u64>,
+    /// The most RestoreObject calls with Tier Expedited started an hour, in bursts of up to
+    /// --restore-expedited-max-ongoing: a steady stream of them slows every other read, since
+    /// each may cost a spin-up that batching would have saved (docs/experiments.md
+    /// "expedited-restores"). One more answers 503 GlacierExpeditedRetrievalNotAvailable with a
+    /// Retry-After of when the next may start; 0 refuses them all [default: 36]
+    #[arg(long, value_name = "N")]
+    pub restore_expedited_per_hour: Option<u64>,
     /// What a PUT's ETag is: `md5` (S3's; clients such as rclone check it) or `blake3` (the
     /// store's content hash, 64 hex digits: no MD5 pass over the body, the costliest step of a
     /// large PUT on a small machine; docs/s3.md "ETags") [default: md5]
@@ -367,6 +375,7 @@ async fn serve(settings: &ServeSettings) -> CliResult<()> {
         restore_bulk_wait_s: settings.restore_bulk_wait_s,
         restore_max_ongoing: settings.restore_max_ongoing,
         restore_expedited_max_ongoing: settings.restore_expedited_max_ongoing,
+        restore_expedited_per_hour: settings.restore_expedited_per_hour,
         etag_mode: settings.etag,
         abandon_uploads_after_s: settings.abandon_uploads_after_days.saturating_mul(86_400),
         ..S3Settings::default()

@@ -33,6 +33,8 @@ pub const DEFAULT_RESTORE_BULK_WAIT_S: u64 = 12 * 3600;
 pub const DEFAULT_RESTORE_MAX_ONGOING: u64 = 10_000;
 /// The most Expedited restores ongoing at once (see spinwise-s3's `DEFAULT_EXPEDITED_MAX_ONGOING`).
 pub const DEFAULT_RESTORE_EXPEDITED_MAX_ONGOING: u64 = spinwise_s3::DEFAULT_EXPEDITED_MAX_ONGOING;
+/// The most Expedited restores started an hour (see spinwise-s3's `DEFAULT_EXPEDITED_PER_HOUR`).
+pub const DEFAULT_RESTORE_EXPEDITED_PER_HOUR: u64 = spinwise_s3::DEFAULT_EXPEDITED_PER_HOUR;
 /// Days after which an open multipart upload is aborted by default.
 pub const DEFAULT_ABANDON_UPLOADS_AFTER_DAYS: u64 = 7;
 
@@ -56,6 +58,7 @@ struct ServeFile {
     restore_bulk_wait_s: Option<u64>,
     restore_max_ongoing: Option<u64>,
     restore_expedited_max_ongoing: Option<u64>,
+    restore_expedited_per_hour: Option<u64>,
     etag: Option<String>,
     abandon_uploads_after_days: Option<u64>,
     tls_cert: Option<PathBuf>,
@@ -92,6 +95,7 @@ pub struct ServeSettings {
     pub restore_bulk_wait_s: u64,
     pub restore_max_ongoing: u64,
     pub restore_expedited_max_ongoing: u64,
+    pub restore_expedited_per_hour: u64,
     pub etag: EtagMode,
     pub abandon_uploads_after_days: u64,
     /// The TLS certificate chain and key files (None: plain HTTP).
@@ -225,6 +229,10 @@ fn merge(args: &ServeArgs, file: ServeFile, base: &Path) -> CliResult<ServeSetti
             .restore_expedited_max_ongoing
             .or(file.restore_expedited_max_ongoing)
             .unwrap_or(DEFAULT_RESTORE_EXPEDITED_MAX_ONGOING),
+        restore_expedited_per_hour: args
+            .restore_expedited_per_hour
+            .or(file.restore_expedited_per_hour)
+            .unwrap_or(DEFAULT_RESTORE_EXPEDITED_PER_HOUR),
         etag: match (args.etag, file.etag) {
             (Some(mode), _) => mode,
             (None, Some(text)) => parse_in_file(args, "etag", &text)?,
@@ -313,6 +321,7 @@ mod tests {
         assert_eq!(defaults.restore_bulk_wait_s, 12 * 3600);
         assert_eq!(defaults.restore_max_ongoing, 10_000);
         assert_eq!(defaults.restore_expedited_max_ongoing, 8);
+        assert_eq!(defaults.restore_expedited_per_hour, 36);
         assert_eq!(defaults.etag, EtagMode::Md5);
         assert_eq!(defaults.abandon_uploads_after_days, 7);
         assert_eq!(defaults.tls, None);
@@ -341,6 +350,7 @@ restore_capacity_bytes = 2000
 restore_bulk_wait_s = 60
 restore_max_ongoing = 5
 restore_expedited_max_ongoing = 2
+restore_expedited_per_hour = 12
 etag = "blake3"
 abandon_uploads_after_days = 0
 tls_cert = "cert.pem"
@@ -377,6 +387,7 @@ tls_key = "key.pem"
         assert_eq!(from_file.restore_bulk_wait_s, 60);
         assert_eq!(from_file.restore_max_ongoing, 5);
         assert_eq!(from_file.restore_expedited_max_ongoing, 2);
+        assert_eq!(from_file.restore_expedited_per_hour, 12);
         assert_eq!(from_file.etag, EtagMode::Blake3);
         assert_eq!(from_file.abandon_uploads_after_days, 0);
         assert_eq!(

@@ -61,6 +61,8 @@ pub use hosts::{BucketDomains, DomainError};
 pub use meta::{META_FILE, MetaDb, MetaError};
 pub use restore::{RestoreMode, Restorer};
 pub use server::{RunningServer, build_service, build_service_with};
-pub use service::{DEFAULT_EXPEDITED_MAX_ONGOING, EtagMode, S3Settings, SpinwiseS3};
+pub use service::{
+    DEFAULT_EXPEDITED_MAX_ONGOING, DEFAULT_EXPEDITED_PER_HOUR, EtagMode, S3Settings, SpinwiseS3,
+};
 pub use tier::RestoreTier;
 pub use tls::{TlsConfig, TlsError};

@@ -27,7 +27,7 @@ use crate::body::BodyStream;
 use crate::meta::MetaDb;
 use crate::server::StatusOverride;
 use crate::service::{ChunkStream, ObjectView, SpinwiseS3, slow_down};
-use crate::tier::{self, RestoreTier, Ride};
+use crate::tier::{self, ExpeditedTokens, RestoreTier, Ride};
 use bytes::Bytes;
 use s3s::dto::{
     GetBucketTaggingOutput, GetObjectOutput, Range, RestoreObjectInput, RestoreObjectOutput, Tag,
@@ -137,6 +137,18 @@ pub struct RestoreSettings {
     pub max_ongoing: u64,
     /// The most Expedited restores ongoing at once (also counted in `max_ongoing`).
     pub expedited_max_ongoing: u64,
+    /// The most Expedited restores started an hour, with bursts of up to
+    /// `expedited_max_ongoing` ([`crate::tier::ExpeditedTokens`]); 0 refuses them all.
+    pub expedited_per_hour: u64,
+}
+
+/// S3's `503 GlacierExpeditedRetrievalNotAvailable` with Retry-After.
+fn expedited_not_available(message: String, retry_after_s: u32) -> S3Error {
+    let mut error = slow_down(message, retry_after_s);
+    error.set_code(S3ErrorCode::Custom(EXPEDITED_NOT_AVAILABLE.into()));
+    // A code s3s does not know has no status of its own.
+    error.set_status_code(http::StatusCode::SERVICE_UNAVAILABLE);
+    error
 }
 
 /// Why a restore failed.
@@ -238,8 +250,9 @@ pub struct Restorer {
     dir: PathBuf,
     settings: RestoreSettings,
     retry_after_s: u32,
-    /// Serializes RestoreObject decisions (state check, capacity check, row insert).
-    deciding: Mutex<()>,
+    /// Serializes RestoreObject decisions (state check, capacity checks, row insert), and holds
+    /// the Expedited rate limit they take from.
+    deciding: Mutex<ExpeditedTokens>,
     /// Bulk restores waiting for a spin-up now (shared with their waits, which hold the
     /// restorer only weakly).
     waiting: Arc<AtomicUsize>,
@@ -291,13 +304,20 @@ impl Restorer {
     ) -> Result<Arc<Restorer>, RestoreError> {
         let dir = store.data_dir().join(RESTORED_DIR);
         tokio::fs::create_dir_all(&dir).await?;
+        let expedited = ExpeditedTokens::new(
+            settings.expedited_per_hour,
+            settings
+                .expedited_max_ongoing
+                .min(settings.expedited_per_hour),
+            std::time::Instant::now(),
+        );
         let restorer = Arc::new(Restorer {
             store,
             pool: meta.pool().clone(),
             dir,
             settings,
             retry_after_s,
-            deciding: Mutex::new(()),
+            deciding: Mutex::new(expedited),
             waiting: Arc::new(AtomicUsize::new(0)),
         });
         restorer.recover().await?;
@@ -543,7 +563,7 @@ impl Restorer {
         days: i32,
         tier: RestoreTier,
     ) -> S3Result<Requested> {
-        let _deciding = self.deciding.lock().await;
+        let mut deciding = self.deciding.lock().await;
         let now = now_unix_ms();
         let existing = self.row(&record.key).await.map_err(internal)?;
         if let Some(row) = existing
@@ -567,6 +587,8 @@ impl Restorer {
         self.check_room_for(record).await?;
         if tier == RestoreTier::Expedited {
             self.check_expedited_capacity().await?;
+            let taken = deciding.take(std::time::Instant::now());
+            taken.map_err(|wait_s| self.expedited_rate_exceeded(wait_s))?;
         }
         if let Some(old) = &existing {
             self.remove_row(old).await.map_err(internal)?;
@@ -643,17 +665,30 @@ impl Restorer {
         if u64::try_from(ongoing).unwrap_or(0) < self.settings.expedited_max_ongoing {
             return Ok(());
         }
-        let mut error = slow_down(
+        Err(expedited_not_available(
             format!(
                 "{ongoing} Expedited restores are ongoing, the most this server runs at once; \
                  retry later or ask for Standard"
             ),
             self.retry_after_s,
-        );
-        error.set_code(S3ErrorCode::Custom(EXPEDITED_NOT_AVAILABLE.into()));
-        // A code s3s does not know has no status of its own.
-        error.set_status_code(http::StatusCode::SERVICE_UNAVAILABLE);
-        Err(error)
+        ))
+    }
+
+    /// The 503 for an Expedited restore over [`RestoreSettings::expedited_per_hour`], with a
+    /// Retry-After of when the next one may start (`None`: never, the rate is 0).
+    fn expedited_rate_exceeded(&self, wait_s: Option<u64>) -> S3Error {
+        let per_hour = self.settings.expedited_per_hour;
+        let retry_after_s = wait_s.map_or(self.retry_after_s, |s| {
+            u32::try_from(s.max(1)).unwrap_or(u32::MAX)
+        });
+        let message = match wait_s {
+            Some(_) => format!(
+                "Expedited restores are limited to {per_hour} an hour here; retry later or ask \
+                 for Standard"
+            ),
+            None => "Expedited restores are switched off here; ask for Standard".to_string(),
+        };
+        expedited_not_available(message, retry_after_s)
     }
 
     /// Records a new ongoing restore of `record` (its copy named for this request's time).

@@ -93,6 +93,10 @@ pub struct S3Settings {
     /// GlacierExpeditedRetrievalNotAvailable (each may cost a group switch that batching would
     /// have saved, so they are few; docs/s3.md "Restore tiers").
     pub restore_expedited_max_ongoing: u64,
+    /// The most Expedited restores started an hour (bursts up to the ongoing limit); one more
+    /// is refused with 503 GlacierExpeditedRetrievalNotAvailable and a Retry-After of when the
+    /// next may start; 0 refuses every Expedited restore.
+    pub restore_expedited_per_hour: u64,
     /// What a PutObject or CopyObject ETag is (multipart ETags are always S3's MD5 form).
     pub etag_mode: EtagMode,
 }
@@ -102,6 +106,12 @@ pub struct S3Settings {
 /// ~20 s on the Pelican rack), so 8 at once delay the standard reads of a class by at most a few
 /// minutes, while one restore per disk group of the laptop preset can still go ahead.
 pub const DEFAULT_EXPEDITED_MAX_ONGOING: u64 = 8;
+
+/// The default for [`S3Settings::restore_expedited_per_hour`]: 36, what one AWS provisioned
+/// capacity unit guarantees (three Expedited retrievals every five minutes). That is 0.01 a
+/// second, a fifth of the highest steady rate that left the standard reads unharmed on the
+/// pelican rack (`spinwise experiment expedited-restores`, docs/experiments.md).
+pub const DEFAULT_EXPEDITED_PER_HOUR: u64 = 36;
 
 /// How single-PUT ETags are made.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -140,6 +150,7 @@ impl S3Settings {
             bulk_wait_s: self.restore_bulk_wait_s,
             max_ongoing: self.restore_max_ongoing,
             expedited_max_ongoing: self.restore_expedited_max_ongoing,
+            expedited_per_hour: self.restore_expedited_per_hour,
         }
     }
 }
@@ -161,6 +172,7 @@ impl Default for S3Settings {
             restore_bulk_wait_s: 12 * 3600,
             restore_max_ongoing: 10_000,
             restore_expedited_max_ongoing: DEFAULT_EXPEDITED_MAX_ONGOING,
+            restore_expedited_per_hour: DEFAULT_EXPEDITED_PER_HOUR,
             etag_mode: EtagMode::Md5,
         }
     }

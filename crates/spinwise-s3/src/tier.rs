@@ -27,7 +27,7 @@ use spinwise_store::driver::{GroupActivity, GroupPhase};
 use spinwise_store::{ReadPriority, SqliteStore};
 use std::str::FromStr;
 use std::sync::Weak;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio::sync::broadcast;
 
 /// RestoreObject's `Tier`.
@@ -161,6 +161,51 @@ pub(crate) fn start_by_unix_ms(tier: RestoreTier, requested_unix_ms: i64, bulk_w
     }
 }
 
+/// The rate limit on Expedited restores: a token bucket refilled at `per_hour` tokens an hour,
+/// holding at most `burst`; each Expedited restore started takes one. The limit on ongoing
+/// Expedited restores bounds a burst but not a steady stream, and a steady stream is what hurts
+/// the other reads (`spinwise experiment expedited-restores`: on the pelican rack, standard reads
+/// slowed more than twofold from about 0.1 Expedited reads a second). Kept in memory: a restart
+/// starts with a full bucket.
+#[derive(Debug)]
+pub(crate) struct ExpeditedTokens {
+    per_hour: u64,
+    burst: f64,
+    tokens: f64,
+    refilled: Instant,
+}
+
+impl ExpeditedTokens {
+    /// A full bucket at `now`; `burst` is at least 1 (0 per hour refuses every Expedited
+    /// restore).
+    pub(crate) fn new(per_hour: u64, burst: u64, now: Instant) -> ExpeditedTokens {
+        let burst = burst.max(1) as f64;
+        ExpeditedTokens {
+            per_hour,
+            burst,
+            tokens: burst,
+            refilled: now,
+        }
+    }
+
+    /// Takes a token at `now`, or says in how many whole seconds the next one comes (`None`:
+    /// never, the rate is 0).
+    pub(crate) fn take(&mut self, now: Instant) -> Result<(), Option<u64>> {
+        if self.per_hour == 0 {
+            return Err(None);
+        }
+        let per_second = self.per_hour as f64 / 3600.0;
+        let elapsed_s = now.saturating_duration_since(self.refilled).as_secs_f64();
+        self.tokens = (self.tokens + elapsed_s * per_second).min(self.burst);
+        self.refilled = now;
+        if self.tokens >= 1.0 {
+            self.tokens -= 1.0;
+            return Ok(());
+        }
+        Err(Some(((1.0 - self.tokens) / per_second).ceil() as u64))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -187,5 +232,31 @@ mod tests {
             start_by_unix_ms(RestoreTier::Bulk, 1_000, u64::MAX),
             i64::MAX
         );
+    }
+
+    #[test]
+    fn expedited_tokens_allow_a_burst_then_one_per_refill_interval() {
+        let start = Instant::now();
+        let mut tokens = ExpeditedTokens::new(36, 2, start);
+        assert_eq!(tokens.take(start), Ok(()));
+        assert_eq!(tokens.take(start), Ok(()));
+        // 36 an hour: one every 100 s.
+        assert_eq!(tokens.take(start), Err(Some(100)));
+        let later = start + Duration::from_secs(40);
+        assert_eq!(tokens.take(later), Err(Some(60)));
+        assert_eq!(tokens.take(start + Duration::from_secs(100)), Ok(()));
+        // A long pause refills only up to the burst.
+        let much_later = start + Duration::from_secs(100_000);
+        assert_eq!(tokens.take(much_later), Ok(()));
+        assert_eq!(tokens.take(much_later), Ok(()));
+        assert!(tokens.take(much_later).is_err());
+    }
+
+    #[test]
+    fn a_zero_rate_refuses_every_expedited_restore() {
+        let start = Instant::now();
+        let mut tokens = ExpeditedTokens::new(0, 8, start);
+        assert_eq!(tokens.take(start), Err(None));
+        assert_eq!(tokens.take(start + Duration::from_secs(86_400)), Err(None));
     }
 }

@@ -1028,3 +1028,68 @@ async fn expedited_restores_beyond_their_limit_get_glacier_expedited_retrieval_n
     }
     harness.server.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn expedited_restores_beyond_their_hourly_rate_get_503_with_the_wait_in_retry_after() {
+    let settings = S3Settings {
+        restore_expedited_per_hour: 1,
+        ..settings(RestoreMode::Async, 86_400)
+    };
+    let harness = start_with(config(), settings).await;
+    let client = &harness.client;
+    client.create_bucket().bucket("rate").send().await.unwrap();
+    let objects: Vec<(&str, Vec<u8>)> = ["first", "second"]
+        .into_iter()
+        .zip(91..)
+        .map(|(key, seed)| (key, pattern(100_000, seed)))
+        .collect();
+    for (key, bytes) in &objects {
+        put(client, "rate", key, bytes).await;
+    }
+    harness.store.flush(|_| {}).await.unwrap();
+
+    // One an hour: the first is started and finishes; the next, though none is ongoing, waits
+    // for the hour's token, and the answer says how long.
+    let first = restore_tier(client, "rate", "first", Tier::Expedited).await;
+    assert_eq!(first, Ok(202));
+    wait_restored(client, "rate", "first").await;
+    let parameters = GlacierJobParameters::builder()
+        .tier(Tier::Expedited)
+        .build()
+        .unwrap();
+    let refused = client
+        .restore_object()
+        .bucket("rate")
+        .key("second")
+        .restore_request(
+            RestoreRequest::builder()
+                .days(1)
+                .glacier_job_parameters(parameters)
+                .build(),
+        )
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!(
+        (status(&refused), code(&refused)),
+        (503, "GlacierExpeditedRetrievalNotAvailable".to_string())
+    );
+    let retry_after: u64 = refused
+        .raw_response()
+        .and_then(|r| r.headers().get("retry-after"))
+        .expect("a Retry-After header")
+        .parse()
+        .unwrap();
+    assert!(
+        (3500..=3600).contains(&retry_after),
+        "Retry-After {retry_after} s for a token an hour"
+    );
+    assert_eq!(restore_header(client, "rate", "second").await, None);
+
+    // Standard restores are not rate-limited.
+    let standard = restore_tier(client, "rate", "second", Tier::Standard).await;
+    assert_eq!(standard, Ok(202));
+    wait_restored(client, "rate", "second").await;
+    assert!(get_bytes(client, "rate", "second", None).await == objects[1].1);
+    harness.server.stop().await;
+}

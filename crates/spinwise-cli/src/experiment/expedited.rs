@@ -17,7 +17,9 @@ use super::summary::{Comparison, agreement, header, mean_of, rate, table as summ
 use super::sweep::{Job, Row, Setup, points, policy_label, policy_name, run_sweep};
 use super::{Context, Figure, Outcome};
 use crate::error::CliResult;
-use crate::serve_config::DEFAULT_RESTORE_EXPEDITED_MAX_ONGOING;
+use crate::serve_config::{
+    DEFAULT_RESTORE_EXPEDITED_MAX_ONGOING, DEFAULT_RESTORE_EXPEDITED_PER_HOUR,
+};
 use spinwise_report::{LineChart, Series, SeriesStyle, YScale};
 use spinwise_sim::PolicyKind;
 
@@ -517,8 +519,30 @@ fn limit(rows: &[Row], policies: &[String]) -> String {
             (safe_rate * quickest).round().max(1.0),
         ));
     }
+    text.push_str(&hourly_limit_sentence(safe_rate));
     text.push_str(".\n");
     text
+}
+
+/// What the server's hourly rate limit (`--restore-expedited-per-hour`) admits against the
+/// highest Expedited rate that left the standard reads unharmed.
+fn hourly_limit_sentence(safe_rate: f64) -> String {
+    let per_hour = DEFAULT_RESTORE_EXPEDITED_PER_HOUR;
+    let per_second = per_hour as f64 / 3600.0;
+    let verdict = if safe_rate <= 0.0 {
+        "no rate was measured safe here".to_string()
+    } else if per_second <= safe_rate {
+        format!("{:.2} of the highest harmless rate", per_second / safe_rate)
+    } else {
+        format!(
+            "× {:.1} the highest harmless rate, too many for this rack",
+            per_second / safe_rate
+        )
+    };
+    format!(
+        ". So the server also limits the rate: at most {per_hour} Expedited restores started an \
+         hour (`--restore-expedited-per-hour`, default {per_hour}), {per_second:.4}/s: {verdict}"
+    )
 }
 
 /// Expedited first byte against AWS's promise and against Pelican's idle first byte (one
