@@ -146,6 +146,29 @@ fn restored_files(data_dir: &Path) -> usize {
         .count()
 }
 
+/// Creates `bucket` with `keys` (each `size_bytes` of a pattern seeded from `first_seed` on)
+/// and migrates them together; returns the keys with their bytes.
+async fn migrated_objects<'k>(
+    harness: &Harness,
+    bucket: &str,
+    keys: &[&'k str],
+    first_seed: u64,
+    size_bytes: usize,
+) -> Vec<(&'k str, Vec<u8>)> {
+    let client = &harness.client;
+    client.create_bucket().bucket(bucket).send().await.unwrap();
+    let objects: Vec<(&str, Vec<u8>)> = keys
+        .iter()
+        .zip(first_seed..)
+        .map(|(key, seed)| (*key, pattern(size_bytes, seed)))
+        .collect();
+    for (key, bytes) in &objects {
+        put(client, bucket, key, bytes).await;
+    }
+    harness.store.flush(|_| {}).await.unwrap();
+    objects
+}
+
 async fn cold_object(harness: &Harness, bucket: &str, key: &str, bytes: &[u8]) {
     let client = &harness.client;
     client.create_bucket().bucket(bucket).send().await.unwrap();
@@ -511,16 +534,8 @@ async fn ongoing(client: &Client, bucket: &str, key: &str) -> bool {
 async fn bulk_restores_wait_for_a_spin_up_that_happens_anyway_and_ride_it() {
     let harness = start_with(config(), settings(RestoreMode::Async, 86_400)).await;
     let client = &harness.client;
-    client.create_bucket().bucket("bulk").send().await.unwrap();
-    let objects: Vec<(&str, Vec<u8>)> = ["first", "second", "third"]
-        .into_iter()
-        .zip(21..)
-        .map(|(key, seed)| (key, pattern(300_000, seed)))
-        .collect();
-    for (key, bytes) in &objects {
-        put(client, "bulk", key, bytes).await;
-    }
-    harness.store.flush(|_| {}).await.unwrap();
+    let objects =
+        migrated_objects(&harness, "bulk", &["first", "second", "third"], 21, 300_000).await;
     let group = migrated_group(&harness.store, "bulk/first").await;
     for (key, _) in &objects {
         let store_key = format!("bulk/{key}");
@@ -984,21 +999,7 @@ async fn expedited_restores_beyond_their_limit_get_glacier_expedited_retrieval_n
     };
     let harness = start_with(config(), settings).await;
     let client = &harness.client;
-    client
-        .create_bucket()
-        .bucket("scarce")
-        .send()
-        .await
-        .unwrap();
-    let objects: Vec<(&str, Vec<u8>)> = ["first", "second"]
-        .into_iter()
-        .zip(81..)
-        .map(|(key, seed)| (key, pattern(200_000, seed)))
-        .collect();
-    for (key, bytes) in &objects {
-        put(client, "scarce", key, bytes).await;
-    }
-    harness.store.flush(|_| {}).await.unwrap();
+    let objects = migrated_objects(&harness, "scarce", &["first", "second"], 81, 200_000).await;
     let group = migrated_group(&harness.store, "scarce/first").await;
 
     // The first Expedited restore stays ongoing behind a job that holds its group.
@@ -1037,16 +1038,7 @@ async fn expedited_restores_beyond_their_hourly_rate_get_503_with_the_wait_in_re
     };
     let harness = start_with(config(), settings).await;
     let client = &harness.client;
-    client.create_bucket().bucket("rate").send().await.unwrap();
-    let objects: Vec<(&str, Vec<u8>)> = ["first", "second"]
-        .into_iter()
-        .zip(91..)
-        .map(|(key, seed)| (key, pattern(100_000, seed)))
-        .collect();
-    for (key, bytes) in &objects {
-        put(client, "rate", key, bytes).await;
-    }
-    harness.store.flush(|_| {}).await.unwrap();
+    let objects = migrated_objects(&harness, "rate", &["first", "second"], 91, 100_000).await;
 
     // One an hour: the first is started and finishes; the next, though none is ongoing, waits
     // for the hour's token, and the answer says how long.
