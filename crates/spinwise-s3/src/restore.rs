@@ -21,6 +21,9 @@
 //! - at most one row per store key, so at most one restore per object is ongoing;
 //! - the rows' sizes (ongoing and done) never exceed the capacity: a request over it is refused
 //!   with 503 SlowDown before anything is written;
+//! - Expedited restores (read ahead of every standard read, [`crate::tier`]) are bounded twice:
+//!   at most `expedited_max_ongoing` ongoing and `expedited_per_hour` started an hour; beyond
+//!   either, 503 GlacierExpeditedRetrievalNotAvailable before anything is written;
 //! - start-up restarts ongoing restores, drops expired copies and removes files no row names.
 
 use crate::body::BodyStream;
