@@ -141,7 +141,7 @@ pub struct RestoreSettings {
     /// The most Expedited restores ongoing at once (also counted in `max_ongoing`).
     pub expedited_max_ongoing: u64,
     /// The most Expedited restores started an hour, with bursts of up to
-    /// `expedited_max_ongoing` ([`crate::tier::ExpeditedTokens`]); 0 refuses them all.
+    /// `expedited_max_ongoing` (`crate::tier::ExpeditedTokens`); 0 refuses them all.
     pub expedited_per_hour: u64,
 }
 

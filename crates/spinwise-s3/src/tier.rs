@@ -7,7 +7,7 @@
 //! - `Expedited` queues its read at once as an expedited scheduler request
 //!   ([`ReadPriority::Expedited`]): ahead of every standard read, its group brought up next. At
 //!   most `restore_expedited_max_ongoing` run at once and `restore_expedited_per_hour` start an
-//!   hour ([`ExpeditedTokens`]); one more is refused with 503
+//!   hour (`ExpeditedTokens`); one more is refused with 503
 //!   GlacierExpeditedRetrievalNotAvailable, as S3 answers when it lacks Expedited capacity.
 //! - `Bulk` queues nothing until the object's group is up (spinning up or active) for other
 //!   work — a GET, another restore, a migration, a scrub — and then rides that spin-up, or until
