@@ -101,13 +101,6 @@ pub enum Kind {
     Rebuild,
 }
 
-impl Kind {
-    /// A client read of either urgency.
-    pub fn is_client(self) -> bool {
-        matches!(self, Kind::Client | Kind::Expedited)
-    }
-}
-
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Request {
     pub id: u64,
