@@ -1,9 +1,10 @@
 //! The data directory's configuration: `DATA/store.toml` (rack source and its TOML copied in,
-//! time factor, bundle and fragment sizes, staging limits) and `DATA/layout.json` (the layout
-//! the CLI planned or was given; the store never plans). Written once by `init`, atomically
-//! (temporary file, fsync, rename, fsync of the directory), `store.toml` last, so a directory
-//! with `store.toml` always has its layout. The `[upkeep]` section (scrub policy) is optional:
-//! stores written before it existed load with its defaults.
+//! time factor, optional disk bandwidth scale, bundle and fragment sizes, staging limits) and
+//! `DATA/layout.json` (the layout the CLI planned or was given; the store never plans). Written
+//! once by `init`, atomically (temporary file, fsync, rename, fsync of the directory),
+//! `store.toml` last, so a directory with `store.toml` always has its layout. The `[upkeep]`
+//! section (scrub policy) and the `disk_bandwidth_scale` key are optional: stores written before
+//! they existed load with the upkeep defaults and unthrottled disks.
 
 use crate::error::{StoreError, StoreResult, io_error};
 use crate::staging::StagingConfig;
@@ -34,6 +35,18 @@ pub struct StoreConfig {
     pub layout: Layout,
     /// Multiplies the rack's spin-up and mount latencies on emulated disks (1.0 = real time).
     pub time_factor: f64,
+    /// `None` (the default): emulated disks read and write at the host's speed. `Some(s)`: each
+    /// emulated disk's reads and writes together are throttled to the rack's
+    /// `disk.bandwidth_mb_per_s` × 10⁶ × `s` bytes/s (not scaled by `time_factor`).
+    ///
+    /// Why: at host speed a transfer takes however long the host's filesystem takes, so the
+    /// ratio of transfer time to spin-up time is arbitrary. Throttled, each disk moves bytes at
+    /// the rack's rate times `s`, so with blob sizes multiplied by `time_factor` × `s` an
+    /// emulation keeps the rack's transfer:switch ratios while its switches are scaled by
+    /// `time_factor`; `s` < 1 brings the rack's aggregate bandwidth down to what one host can
+    /// sustain. That is what cross-validation needs (the simulator and the store replaying the
+    /// same trace, Pelican §4.4). docs/store.md has the rule and how reads differ.
+    pub disk_bandwidth_scale: Option<f64>,
     /// Staged objects are packed into bundles of this size (default 1 GiB).
     pub bundle_bytes: u64,
     /// Erasure-coding fragment size (default 128 KiB).
@@ -51,11 +64,19 @@ impl StoreConfig {
             rack_toml,
             layout,
             time_factor: 1.0,
+            disk_bandwidth_scale: None,
             bundle_bytes: 1 << 30,
             fragment_bytes: 128 << 10,
             staging: StagingConfig::default(),
             upkeep: crate::upkeep::UpkeepConfig::default(),
         }
+    }
+
+    /// The rate each emulated disk is throttled to, bytes/s: `rack.disk_model.bandwidth_mb_per_s`
+    /// × 10⁶ × [`StoreConfig::disk_bandwidth_scale`]; `None` when unthrottled.
+    pub fn disk_throttle_bytes_per_s(&self, rack: &Rack) -> Option<f64> {
+        self.disk_bandwidth_scale
+            .map(|scale| rack.disk_model.bandwidth_mb_per_s * 1e6 * scale)
     }
 }
 
@@ -66,6 +87,9 @@ struct StoreFile {
     format: String,
     version: u32,
     time_factor: f64,
+    /// Absent when `None`, and in stores written before it existed (unthrottled disks).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    disk_bandwidth_scale: Option<f64>,
     bundle_bytes: u64,
     fragment_bytes: u32,
     staging: StagingSection,
@@ -102,6 +126,16 @@ pub fn validate(config: &StoreConfig, path: &Path) -> StoreResult<Rack> {
     if !(config.time_factor.is_finite() && config.time_factor > 0.0) {
         return Err(config_error(path, "time_factor must be a positive number"));
     }
+    if let Some(scale) = config.disk_bandwidth_scale
+        && !(scale.is_finite() && scale > 0.0)
+    {
+        return Err(config_error(
+            path,
+            format!(
+                "disk_bandwidth_scale must be a positive number (or absent for unthrottled disks), got {scale}"
+            ),
+        ));
+    }
     if config.bundle_bytes == 0 || config.fragment_bytes == 0 {
         return Err(config_error(
             path,
@@ -115,6 +149,19 @@ pub fn validate(config: &StoreConfig, path: &Path) -> StoreResult<Rack> {
         .layout
         .check_rack(&rack)
         .map_err(|e| config_error(path, e.to_string()))?;
+    // A finite positive scale can still overflow or underflow the rate; the disks would refuse
+    // it at open, so refuse it here with the key's name.
+    if let Some(rate) = config.disk_throttle_bytes_per_s(&rack)
+        && !(rate.is_finite() && rate > 0.0)
+    {
+        return Err(config_error(
+            path,
+            format!(
+                "disk_bandwidth_scale {} gives a disk rate of {rate} bytes/s, not a positive number",
+                config.disk_bandwidth_scale.unwrap_or_default()
+            ),
+        ));
+    }
     Ok(rack)
 }
 
@@ -138,6 +185,7 @@ pub fn write(data_dir: &Path, config: &StoreConfig) -> StoreResult<()> {
         format: STORE_FORMAT.into(),
         version: STORE_VERSION,
         time_factor: config.time_factor,
+        disk_bandwidth_scale: config.disk_bandwidth_scale,
         bundle_bytes: config.bundle_bytes,
         fragment_bytes: config.fragment_bytes,
         staging: StagingSection {
@@ -187,6 +235,7 @@ pub fn read(data_dir: &Path) -> StoreResult<StoreConfig> {
         rack_toml: file.rack.toml,
         layout,
         time_factor: file.time_factor,
+        disk_bandwidth_scale: file.disk_bandwidth_scale,
         bundle_bytes: file.bundle_bytes,
         fragment_bytes: file.fragment_bytes,
         staging: StagingConfig {

@@ -1,7 +1,9 @@
-//! The store's rack: one emulated disk per rack disk under `DATA/disks/`, the real-clock driver
-//! that runs the scheduler over them, the placer, and the erasure code from the layout. Built
-//! when a store opens; every disk IO of the store goes through a job this driver runs, so no
-//! disk is touched unless the scheduler made its group active (the disks refuse otherwise).
+//! The store's rack: one emulated disk per rack disk under `DATA/disks/` (its latencies the
+//! rack's times `time_factor`, its bandwidth throttled when `disk_bandwidth_scale` is set), the
+//! real-clock driver that runs the scheduler over them, the placer, and the erasure code from the
+//! layout. Built when a store opens; every disk IO of the store goes through a job this driver
+//! runs, so no disk is touched unless the scheduler made its group active (the disks refuse
+//! otherwise).
 //!
 //! Invariants: `disks[i].index() == i` (the driver's order); disks the catalog lists as failed
 //! are marked failed in the driver before any job runs, so they are never spun up again.
@@ -63,6 +65,8 @@ fn emulated_config(
     );
     emulated.timing = DiskTiming::from_model(&rack.disk_model);
     emulated.time_factor = config.time_factor;
+    // `validate` has checked the rate is finite and positive, as the disk requires.
+    emulated.throttle_bytes_per_s = config.disk_throttle_bytes_per_s(rack);
     emulated.seed = index as u64;
     emulated
 }
