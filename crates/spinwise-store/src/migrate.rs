@@ -1,12 +1,14 @@
 //! The bundler and the migrator (issue 4 item 5, second half): [`Store::flush`] packs staged
 //! objects, in log order, into bundles of at most `bundle_bytes` (an object at least that large
 //! is its own blob), erasure-codes each into a group's k + r disks as one blob, commits the
-//! catalog, then frees the staging space. docs/store.md ("Migration") has the sequence.
+//! catalog, then frees the staging space. [`Store::flush_placed`] does the same except that the
+//! objects its caller names a group for go alone, each as its own blob, into that group.
+//! docs/store.md ("Migration") has the sequence.
 //!
 //! Per blob: content hash (a single-object blob reuses the object's BLAKE3; a bundle's is
-//! computed by a first pass over its staged bytes) → group and disks from the placer →
-//! `begin_blob` (`Writing`) → one driver job writes every stripe stack → `commit_blob` → staging
-//! reclaimed. Crash points: `migrate:after-begin`, `migrate:after-stacks`, `migrate:after-commit`.
+//! computed by a first pass over its staged bytes) → group (the caller's, or the placer's) and
+//! disks from the placer → `begin_blob` (`Writing`) → one driver job writes every stripe stack →
+//! `commit_blob` → staging reclaimed. Crash points: `migrate:after-begin`, `migrate:after-stacks`, `migrate:after-commit`.
 //!
 //! Invariants:
 //! - nothing acknowledged is ever unreadable: an object stays staged (and its segment on disk)
@@ -21,10 +23,13 @@
 //!   and at the start of every flush;
 //! - memory per migration is bounded whatever the blob size: [`CHUNKS_IN_FLIGHT`] staging chunks
 //!   between the staging reader and the encoder, plus the encoder's stripe and writer queues;
-//! - one flush at a time per store (a lock), so no object is migrated twice by this process.
+//! - one flush at a time per store (a lock), so no object is migrated twice by this process;
+//! - a caller's group is checked against the layout for a whole round before any of the round is
+//!   pinned or begun, so a bad index is a typed error that leaves the round staged.
 
 use crate::crash;
 use crate::error::{StoreError, StoreResult};
+use crate::placement::PlacementError;
 use crate::space::DiskSpace;
 use crate::stacks::{remove_stacks, write_stacks};
 use crate::staging::ContentCheck;
@@ -247,6 +252,28 @@ impl<C: Catalog> Store<C> {
     /// it), then returns what it did. `progress` hears of every chunk encoded and blob written;
     /// it runs on the flush's task, so keep it quick.
     pub async fn flush(&self, progress: impl Fn(FlushProgress)) -> StoreResult<FlushReport> {
+        self.flush_placed(|_| None, progress).await
+    }
+
+    /// [`Store::flush`], except that an object for which `place` returns `Some(group)` is
+    /// migrated alone, as its own blob, into `group` (the placer still picks the group's disks);
+    /// objects for which it returns `None` are packed into bundles and placed as by `flush`.
+    ///
+    /// For replaying a trace whose keys name their groups: the simulator puts a key in group
+    /// FNV-1a 64 of its bytes mod the layout's group count (docs/simulator.md "Trace files"), and
+    /// a `place` applying the same rule makes the store put each blob in the same group, so the
+    /// two systems' spin-ups can be compared (cross-validation). `flush`'s placer would instead
+    /// pack a bulk preload into whichever group is spinning.
+    ///
+    /// `place` is asked once per object, a round of up to [`ROUND_OBJECTS`] objects before any
+    /// of them is migrated. A group not in the layout is
+    /// `StoreError::Placement(PlacementError::UnknownGroup)`: that round stays staged (nothing of
+    /// it pinned or begun) and readable; blobs committed by earlier rounds stay committed.
+    pub async fn flush_placed(
+        &self,
+        place: impl Fn(&ObjectRecord) -> Option<GroupIndex>,
+        progress: impl Fn(FlushProgress),
+    ) -> StoreResult<FlushReport> {
         let _upkeep = self.upkeep_lock()?;
         let _only_flush = self.migration().flush_lock.lock().await;
         let started = Instant::now();
@@ -271,8 +298,10 @@ impl<C: Catalog> Store<C> {
             if staged.is_empty() {
                 break;
             }
-            for bundle in pack(staged, self.config().bundle_bytes) {
-                let Some(outcome) = self.migrate_bundle(bundle, &mut state, &progress).await?
+            for (group, bundle) in self.plan_round(staged, &place)? {
+                let Some(outcome) = self
+                    .migrate_bundle(bundle, group, &mut state, &progress)
+                    .await?
                 else {
                     continue;
                 };
@@ -289,6 +318,36 @@ impl<C: Catalog> Store<C> {
         report.groups_used = groups.into_iter().collect();
         report.seconds = started.elapsed().as_secs_f64();
         Ok(report)
+    }
+
+    /// One round's blobs in migration order: each object `place` names a group for, alone, in
+    /// log order; then the rest packed as `flush` packs them (the placer chooses their groups).
+    /// Checks every group first, so a bad one refuses the round before anything is pinned.
+    fn plan_round(
+        &self,
+        staged: Vec<ObjectRecord>,
+        place: &impl Fn(&ObjectRecord) -> Option<GroupIndex>,
+    ) -> StoreResult<Vec<(Option<GroupIndex>, Bundle)>> {
+        let groups = self.config().layout.groups.len();
+        let mut placed = Vec::new();
+        let mut unplaced = Vec::new();
+        for object in staged {
+            match place(&object) {
+                Some(group) if group as usize >= groups => {
+                    return Err(PlacementError::UnknownGroup { group, groups }.into());
+                }
+                Some(group) => placed.push((
+                    Some(group),
+                    Bundle {
+                        objects: vec![object],
+                    },
+                )),
+                None => unplaced.push(object),
+            }
+        }
+        let packed = pack(unplaced, self.config().bundle_bytes);
+        placed.extend(packed.into_iter().map(|bundle| (None, bundle)));
+        Ok(placed)
     }
 
     /// Removes the stacks of every `Writing` blob (a crash or failed cleanup mid-migration left
@@ -322,10 +381,12 @@ impl<C: Catalog> Store<C> {
         self.migration().space().used_bytes(disk)
     }
 
-    /// Migrates one bundle; `None` if every object in it vanished before it was read.
+    /// Migrates one bundle into `group` (`None`: the placer's choice); `None` if every object in
+    /// it vanished before it was read.
     async fn migrate_bundle(
         &self,
         bundle: Bundle,
+        group: Option<GroupIndex>,
         state: &mut FlushProgress,
         progress: &impl Fn(FlushProgress),
     ) -> StoreResult<Option<BlobOutcome>> {
@@ -334,7 +395,9 @@ impl<C: Catalog> Store<C> {
         let Some(prepared) = self.prepare(bundle).await? else {
             return Ok(None);
         };
-        let blob = self.begin(&prepared).await?;
+        let blob = self
+            .begin_blob_in(prepared.size_bytes, prepared.content_hash, group)
+            .await?;
         crash::point("migrate:after-begin");
         if let Err(error) = self.write_blob(&blob, &prepared, state, progress).await {
             return Err(self.fail(&blob, error).await);
@@ -439,14 +502,8 @@ impl<C: Catalog> Store<C> {
         Ok(now.is_none_or(|now| now.location != object.location))
     }
 
-    /// Places the blob and records it `Writing`; its stacks' room is taken at once.
-    async fn begin(&self, prepared: &Prepared) -> StoreResult<BlobRecord> {
-        self.begin_blob_in(prepared.size_bytes, prepared.content_hash, None)
-            .await
-    }
-
-    /// Places a blob of `size_bytes` (in `group` when given, as compaction needs; else the
-    /// group the placer picks) on the group's disks with the most room, and records it
+    /// Places a blob of `size_bytes` (in `group` when given, as compaction and
+    /// [`Store::flush_placed`] need; else the group the placer picks) on the group's disks with the most room, and records it
     /// `Writing`; its stacks' room is taken at once.
     pub(crate) async fn begin_blob_in(
         &self,

@@ -1,7 +1,8 @@
 //! The bundler and migrator on a temporary dense-jbod-60 store (k = 3, r = 2, time factor 0.001,
 //! 1 MiB bundles): packing, catalog locations and offsets, stripe stacks on the blob's disks
 //! decoded back to the staged bytes, staging freed, objects deleted mid-migration staying dead,
-//! and a failed migration leaving nothing behind.
+//! a failed migration leaving nothing behind, and `flush_placed` putting named objects alone in
+//! their groups (and refusing a group outside the layout with nothing lost).
 
 mod common;
 
@@ -10,6 +11,7 @@ use spinwise_catalog::{BlobRecord, BlobState, Catalog, ObjectLocation, ObjectRec
 use spinwise_disk::Disk;
 use spinwise_store::driver::{GroupDisks, Job};
 use spinwise_store::migrate::pack;
+use spinwise_store::placement::PlacementError;
 use spinwise_store::stacks::{fetch_from_disks, stack_name};
 use spinwise_store::staging::{StagingConfig, segment_path};
 use spinwise_store::{FlushProgress, SqliteStore, Store, StoreConfig, StoreError};
@@ -469,5 +471,153 @@ async fn a_rack_without_healthy_room_refuses_the_flush_with_a_placement_error_an
     );
     staged_segment(&store.stat("k").await.unwrap());
     assert!(get_all(&store, "k").await.unwrap() == data);
+    store.close().await;
+}
+
+/// `flush_placed`'s rule for these tests: a key `g<N>/…` names group N; other keys are unplaced.
+fn named_group(object: &ObjectRecord) -> Option<u32> {
+    let rest = object.key.strip_prefix('g')?;
+    rest.split_once('/')?.0.parse().ok()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn flush_placed_puts_each_named_object_alone_in_its_group_and_still_bundles_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = new_store(dir.path()).await;
+    // Placed and unplaced objects interleaved in log order; group 3 is named twice.
+    let puts = [
+        ("g3/a", 5000usize),
+        ("free/1", 4000),
+        ("g7/b", 6000),
+        ("free/2", 3000),
+        ("g3/c", 7000),
+        ("free/3", 0),
+        ("free/4", 2500),
+    ];
+    let mut records = Vec::new();
+    for (index, &(key, size)) in puts.iter().enumerate() {
+        let data = pattern(size, index as u64);
+        records.push((store.put(key, &data[..]).await.unwrap(), data));
+    }
+    let report = store.flush_placed(named_group, |_| {}).await.unwrap();
+    // Three single-object blobs, plus one bundle of the four unplaced objects (`flush` would
+    // have packed all seven into one blob in one group).
+    assert_eq!(report.blobs_written, 4);
+    assert_eq!((report.objects_moved, report.objects_dead), (7, 0));
+    let total: u64 = puts.iter().map(|&(_, size)| size as u64).sum();
+    assert_eq!(report.bytes_migrated, total);
+
+    let catalog = store.catalog();
+    let mut placed_blobs = Vec::new();
+    for (record, _) in records.iter().filter(|(r, _)| named_group(r).is_some()) {
+        let group = named_group(record).unwrap();
+        assert_eq!(
+            store.migrated_group(&record.key).await.unwrap(),
+            Some(group),
+            "`{}` is in the group it named",
+            record.key
+        );
+        let (blob_id, offset) = migrated(&store.stat(&record.key).await.unwrap());
+        assert_eq!(offset, 0);
+        let blob = catalog.blob(blob_id).await.unwrap().unwrap();
+        assert_eq!(blob.group, group);
+        assert_eq!(blob.state, BlobState::Committed);
+        assert_eq!(
+            (blob.size_bytes, blob.live_bytes),
+            (record.size_bytes, record.size_bytes),
+            "`{}` is its blob's only object",
+            record.key
+        );
+        assert_eq!(blob.content_hash, record.content_hash);
+        let members = store.rack_io().placement.group_disks(group).unwrap();
+        assert!(blob.disks.iter().all(|disk| members.contains(disk)));
+        assert!(report.groups_used.contains(&group));
+        placed_blobs.push(blob_id);
+    }
+    placed_blobs.sort_unstable();
+    placed_blobs.dedup();
+    assert_eq!(placed_blobs.len(), 3, "one blob per placed object");
+
+    // The unplaced objects share one bundle at consecutive offsets, in log order.
+    let unplaced: Vec<_> = records
+        .iter()
+        .filter(|(r, _)| named_group(r).is_none())
+        .collect();
+    let bundle_blob = migrated(&store.stat(&unplaced[0].0.key).await.unwrap()).0;
+    assert!(!placed_blobs.contains(&bundle_blob));
+    let mut offset = 0;
+    for (record, _) in &unplaced {
+        assert_eq!(
+            migrated(&store.stat(&record.key).await.unwrap()),
+            (bundle_blob, offset)
+        );
+        offset += record.size_bytes;
+    }
+    let mut blobs = report.blobs.clone();
+    blobs.sort_unstable();
+    let mut expected = placed_blobs.clone();
+    expected.push(bundle_blob);
+    expected.sort_unstable();
+    assert_eq!(blobs, expected);
+
+    assert!(catalog.integrity_check().await.unwrap().problems.is_empty());
+    assert_eq!(store.status().await.unwrap().staged_objects, 0);
+    for (record, data) in &records {
+        assert!(get_all(&store, &record.key).await.unwrap() == *data);
+    }
+    store.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn flush_placed_refuses_a_group_outside_the_layout_typed_and_loses_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = new_store(dir.path()).await;
+    let groups = store.layout().groups.len() as u32;
+    let good = pattern(4000, 0);
+    let wrong = pattern(9000, 1);
+    let unplaced = pattern(3000, 2);
+    store.put("good", &good[..]).await.unwrap();
+    store.put("wrong", &wrong[..]).await.unwrap();
+    store.put("unplaced", &unplaced[..]).await.unwrap();
+    // `good` names group 0, ahead of `wrong` in log order; `wrong` names one past the last
+    // group: the first index that is not in the layout.
+    let place = |bad: u32| {
+        move |o: &ObjectRecord| match o.key.as_str() {
+            "good" => Some(0),
+            "wrong" => Some(bad),
+            _ => None,
+        }
+    };
+    let refused = store.flush_placed(place(groups), |_| {}).await;
+    match refused {
+        Err(StoreError::Placement(PlacementError::UnknownGroup {
+            group,
+            groups: known,
+        })) => {
+            assert_eq!((group, known), (groups, groups as usize));
+        }
+        other => panic!("an unknown group is a typed placement error, not {other:?}"),
+    }
+    // The whole round stays staged and readable, `good` included: every group is checked before
+    // anything is pinned or begun, so nothing was written.
+    for (key, data) in [("good", &good), ("wrong", &wrong), ("unplaced", &unplaced)] {
+        staged_segment(&store.stat(key).await.unwrap());
+        assert_eq!(store.migrated_group(key).await.unwrap(), None);
+        assert!(get_all(&store, key).await.unwrap() == *data);
+    }
+    let catalog = store.catalog();
+    for state in [BlobState::Writing, BlobState::Committed] {
+        assert!(catalog.blobs_in_state(state, 10).await.unwrap().is_empty());
+    }
+    assert_eq!(stack_files(store.data_dir()), Vec::<String>::new());
+    // A valid placement then migrates all three.
+    let report = store.flush_placed(place(groups - 1), |_| {}).await.unwrap();
+    assert_eq!((report.blobs_written, report.objects_moved), (3, 3));
+    assert_eq!(store.migrated_group("good").await.unwrap(), Some(0));
+    assert_eq!(
+        store.migrated_group("wrong").await.unwrap(),
+        Some(groups - 1)
+    );
+    assert!(get_all(&store, "wrong").await.unwrap() == wrong);
     store.close().await;
 }
