@@ -1,7 +1,8 @@
 //! An ordered parallel pipeline for reads: `workers` threads compute items `0..items` (item
 //! `i` on worker `i % workers`, each worker in increasing order) and the consumer receives the
-//! results in item order. Staged GETs use it with a chunk per item and migrated GETs with a
-//! stripe per item, so reading and crc32c checking run on every core instead of one: on the
+//! results in item order. Staged GETs use it with a chunk per item (migrated GETs read with a
+//! thread per disk instead, crate::read), so reading and crc32c checking run on every core
+//! instead of one: on the
 //! 2-core machine of docs/BENCHMARKS.md a single reader thread spent half its time in crc32c
 //! and a third in the kernel's copy, each ~5 GB/s, slower than `dd` alone.
 //!

@@ -1,9 +1,13 @@
 //! Reads of migrated objects (issue 4, read path): the object's bytes are a range of its blob;
 //! one driver job on the blob's group reads it once the scheduler has the group up, fetching
-//! only the data fragments that cover the range. Reader threads ([`crate::ordered`], one per
-//! core) each fetch runs of consecutive stripes straight into one buffer and check every
-//! fragment's crc32c while it is still in cache; the job hands the verified runs on in order
-//! without copying.
+//! only the data fragments that cover the range. One thread per data column reads that column's
+//! fragments from its disk in stripe order, [`COLUMN_BATCH_BYTES`] per IO, and checks each
+//! fragment's crc32c while it is still in cache; the job hands the verified fragments on in blob
+//! order without copying. Every disk of the group thus streams at once, each sequentially: a
+//! group of k disks reads at k disks' bandwidth, as the simulator assumes and as Pelican's
+//! "15 disks streaming" needs. (Until the cross-validation against the simulator, `experiment
+//! pelican-fig4`, reader threads took whole stripes in turn, one fragment after another: on
+//! disks that block while they transfer, a read ran at one or two disks' speed.)
 //! A stripe with an unreadable, short or corrupt fragment is redone by the
 //! [`StripeDecoder`], which reconstructs from any k good fragments and reports what it read
 //! around. The bytes stream to the caller through a bounded channel. Before the job returns it
@@ -11,9 +15,11 @@
 //! stacks on the same spin-up and notes disks that answered `Failed`.
 //!
 //! Invariants:
-//! - memory is bounded whatever the object size: [`READ_QUEUE_CHUNKS`] runs queued, plus
-//!   [`RUNS_AHEAD_PER_WORKER`] + 1 per reader thread, plus the decoder's one stripe, a run
-//!   being consecutive stripes of at most [`RUN_TARGET_BYTES`] + one stripe;
+//! - memory is bounded whatever the object size: per data column two batches of at most
+//!   [`COLUMN_BATCH_BYTES`] + one fragment (one being read, one queued), [`READ_QUEUE_CHUNKS`]
+//!   chunks queued for the caller (each holding at most its batch), and the decoder's one
+//!   stripe;
+//! - each column's disk is read in increasing offset order, one IO at a time;
 //! - a reader dropped early ends the job at its next chunk (the channel is closed, the sink
 //!   fails, the decoder stops), so an abandoned GET never holds its group;
 //! - bytes reach the caller only after their crc (or a reconstruction from crc-checked
@@ -31,19 +37,17 @@ use spinwise_catalog::{BlobRecord, Catalog, ObjectRecord};
 use spinwise_disk::Disk;
 use spinwise_ec::{Code, DecodeError, FetchError, RepairReport, StripeDecoder, verify_framed};
 use spinwise_sched::scheduler::Kind;
-use std::ops::{ControlFlow, Range};
+use std::ops::{Range, RangeInclusive};
 use std::sync::Arc;
+use std::sync::mpsc::{Receiver, SyncSender};
 use tokio::sync::mpsc;
 
-/// Runs (one chunk each) queued between the job and a slow caller.
+/// Chunks (each a fragment's part of the range) queued between the job and a slow caller.
 pub const READ_QUEUE_CHUNKS: usize = 8;
-/// Runs each reader thread fetches ahead of the job.
-pub const RUNS_AHEAD_PER_WORKER: usize = 2;
-/// A reader thread fetches consecutive stripes together until they hold at least this many
-/// bytes (one stripe when a stripe is larger): with 128 KiB fragments and k = 3 a stripe is
-/// 384 KiB, and handing each on alone cost ~5 thread wake-ups per stripe (14,000 context
-/// switches per GiB), a sixth of the GET's CPU on the 2-core machine of docs/BENCHMARKS.md.
-pub const RUN_TARGET_BYTES: u64 = 1 << 20;
+/// A column thread reads about this many bytes of consecutive fragments from its disk in one
+/// IO (at least one fragment): large enough that a hard disk streams rather than seeks between
+/// the columns' requests, small enough that k columns' read-ahead stays a few MiB per read.
+pub const COLUMN_BATCH_BYTES: u64 = 512 << 10;
 
 /// Where a GET's time went, in µs: waiting for the scheduler (of which spinning the group up),
 /// to the first byte, and the whole service.
@@ -181,73 +185,182 @@ fn decode_range(
     report
 }
 
-/// Streams the range run by run; stops quietly (Ok) when the caller has gone.
+/// Streams the range stripe by stripe; stops quietly (Ok) when the caller has gone. One thread
+/// per data column the range covers reads that column's fragments from its disk in order,
+/// [`column_batch_stripes`] at a time in one IO, and checks their crcs (see the module docs:
+/// every disk of the group streams at once, each sequentially); this thread takes one stripe's
+/// fragments from the columns, hands them on, and redoes a stripe with a bad fragment through
+/// the decoder.
 fn stream_range(
     context: &ReadContext,
     columns: &[Arc<dyn Disk>],
     sender: &mpsc::Sender<Piece>,
 ) -> Result<RepairReport, DecodeError> {
-    let mut report = RepairReport::default();
     let range = context.range.clone();
     if range.is_empty() {
-        return Ok(report);
+        return Ok(RepairReport::default());
     }
     let code = context.code.as_ref();
     let location = code.locate(context.blob.size_bytes, range.clone())?;
-    let stripes = location.last_stripe - location.first_stripe + 1;
-    let per_run = RUN_TARGET_BYTES
-        .div_ceil(code.stripe_data_bytes())
-        .clamp(1, stripes);
-    let runs = stripes.div_ceil(per_run);
-    let workers = crate::ordered::read_workers(runs);
-    let buffers = BufferPool::new(workers * (RUNS_AHEAD_PER_WORKER + 1) + READ_QUEUE_CHUNKS + 1);
+    let stripes = location.first_stripe..=location.last_stripe;
+    let first = StripeSpan::new(code, &range, *stripes.start());
+    let last = StripeSpan::new(code, &range, *stripes.end());
+    let batch = column_batch_stripes(code);
+    // Each column thread is at most one batch ahead of the stripe being handed on, plus the
+    // batch it is reading.
+    let ahead = batch as usize;
+    let buffers = BufferPool::new(code.data_columns() * 2 + READ_QUEUE_CHUNKS + 1);
+    std::thread::scope(|scope| {
+        let receivers: Vec<Option<Receiver<Fragment>>> = (0..code.data_columns())
+            .map(|column| {
+                let stripes = column_stripes(column, &stripes, &first, &last)?;
+                let (send, receive) = std::sync::mpsc::sync_channel(ahead);
+                let buffers = buffers.clone();
+                let blob = context.blob.id;
+                scope.spawn(move || {
+                    read_column(code, blob, columns, column, stripes, &buffers, send)
+                });
+                Some(receive)
+            })
+            .collect();
+        hand_on_stripes(context, columns, &range, receivers, sender)
+    })
+}
+
+/// A data column's fragment of one stripe, crc-checked (without its crc), or `None` when it
+/// was unreadable, short or corrupt.
+type Fragment = Option<Bytes>;
+
+/// Stripes whose fragments a column reads in one IO (about [`COLUMN_BATCH_BYTES`]).
+pub fn column_batch_stripes(code: &Code) -> u64 {
+    (COLUMN_BATCH_BYTES / code.framed_fragment_bytes() as u64).max(1)
+}
+
+/// The stripes of `stripes` in which the range covers `column`: all of them but perhaps the
+/// first and the last (a range can start and end inside a stripe); `None` if there are none.
+fn column_stripes(
+    column: usize,
+    stripes: &RangeInclusive<u64>,
+    first: &StripeSpan,
+    last: &StripeSpan,
+) -> Option<RangeInclusive<u64>> {
+    let (mut from, mut to) = (*stripes.start(), *stripes.end());
+    if !first.columns.contains(&column) {
+        from += 1;
+    }
+    if !last.columns.contains(&column) {
+        to = to.checked_sub(1)?;
+    }
+    (from <= to).then_some(from..=to)
+}
+
+/// A column thread: reads the column's fragments of `stripes` in order, a batch per IO, and
+/// sends each, crc-checked, until done or until the receiver has gone. A batch that fails as a
+/// whole is read again fragment by fragment, so one bad fragment costs only itself.
+fn read_column(
+    code: &Code,
+    blob: u64,
+    columns: &[Arc<dyn Disk>],
+    column: usize,
+    stripes: RangeInclusive<u64>,
+    buffers: &BufferPool,
+    send: SyncSender<Fragment>,
+) {
+    let mut fetch = fetch_from_disks(code, blob, columns);
+    let framed_bytes = code.framed_fragment_bytes();
+    let batch = column_batch_stripes(code);
+    let mut stripe = *stripes.start();
+    while stripe <= *stripes.end() {
+        let count = batch.min(stripes.end() - stripe + 1) as usize;
+        let mut buffer = buffers.take_initialized(count * framed_bytes);
+        let whole = fetch(column, stripe, &mut buffer).is_ok_and(|got| got == buffer.len());
+        let fragments: Vec<Fragment> = if whole {
+            let checked: Vec<bool> = buffer
+                .chunks(framed_bytes)
+                .map(|framed| verify_framed(framed).is_ok())
+                .collect();
+            let bytes = buffers.freeze(buffer);
+            (0..count)
+                .map(|i| {
+                    let start = i * framed_bytes;
+                    checked[i].then(|| bytes.slice(start..start + framed_bytes - 4))
+                })
+                .collect()
+        } else {
+            (0..count as u64)
+                .map(|i| fetch_one(code, &mut fetch, column, stripe + i, buffers))
+                .collect()
+        };
+        for fragment in fragments {
+            if send.send(fragment).is_err() {
+                return; // the stream stopped: the caller went, or a stripe failed for good
+            }
+        }
+        stripe += count as u64;
+    }
+}
+
+/// One fragment on its own (after its batch failed).
+fn fetch_one(
+    code: &Code,
+    fetch: &mut impl FnMut(usize, u64, &mut [u8]) -> Result<usize, FetchError>,
+    column: usize,
+    stripe: u64,
+    buffers: &BufferPool,
+) -> Fragment {
+    let framed_bytes = code.framed_fragment_bytes();
+    let mut framed = buffers.take_initialized(framed_bytes);
+    let whole = fetch(column, stripe, &mut framed).is_ok_and(|got| got == framed_bytes);
+    (whole && verify_framed(&framed).is_ok())
+        .then(|| buffers.freeze(framed).slice(..framed_bytes - 4))
+}
+
+/// Takes each stripe's fragments from the column threads in order and sends the range's bytes
+/// in them to the caller; a stripe with a bad fragment is redone by the decoder. Returns when
+/// the range is done, the caller has gone (Ok) or a stripe cannot be decoded (Err); dropping
+/// the receivers then stops the column threads.
+fn hand_on_stripes(
+    context: &ReadContext,
+    columns: &[Arc<dyn Disk>],
+    range: &Range<u64>,
+    receivers: Vec<Option<Receiver<Fragment>>>,
+    sender: &mpsc::Sender<Piece>,
+) -> Result<RepairReport, DecodeError> {
+    let code = context.code.as_ref();
+    let location = code.locate(context.blob.size_bytes, range.clone())?;
     let mut decoder = StripeDecoder::new(code, context.blob.size_bytes);
     let mut fetch = fetch_from_disks(code, context.blob.id, columns);
-    let mut failure = None;
-    crate::ordered::run_ordered(
-        runs,
-        workers,
-        RUNS_AHEAD_PER_WORKER,
-        || {
-            let mut fetch = fetch_from_disks(code, context.blob.id, columns);
-            let buffers = buffers.clone();
-            let range = range.clone();
-            move |run: u64| {
-                let first = location.first_stripe + run * per_run;
-                let last = (first + per_run - 1).min(location.last_stripe);
-                let spans: Vec<StripeSpan> = (first..=last)
-                    .map(|stripe| StripeSpan::new(code, &range, stripe))
-                    .collect();
-                let fetched = fetch_run(code, &spans, &mut fetch, &buffers);
-                (spans, fetched)
+    let mut report = RepairReport::default();
+    for stripe in location.first_stripe..=location.last_stripe {
+        let span = StripeSpan::new(code, range, stripe);
+        let mut fragments = Vec::with_capacity(span.columns.len());
+        for column in span.columns.clone() {
+            let receiver = receivers[column]
+                .as_ref()
+                .expect("a column the range covers has a thread");
+            // A column thread ends early only by panicking; the decoder then reads around it.
+            fragments.push(receiver.recv().ok().flatten());
+        }
+        let pieces = match fragments.into_iter().collect::<Option<Vec<Bytes>>>() {
+            Some(fragments) => span.slice(code, fragments),
+            None => {
+                let (bytes, repaired) =
+                    redo_run(&mut decoder, std::slice::from_ref(&span), &mut fetch)?;
+                report.merge(repaired);
+                vec![bytes]
             }
-        },
-        |(spans, fetched)| {
-            let bytes = match fetched {
-                Some(bytes) => bytes,
-                None => match redo_run(&mut decoder, &spans, &mut fetch) {
-                    Ok((bytes, repaired)) => {
-                        report.merge(repaired);
-                        bytes
-                    }
-                    Err(error) => {
-                        failure = Some(error);
-                        return ControlFlow::Break(());
-                    }
-                },
-            };
-            match sender.blocking_send(Ok(bytes)) {
-                Ok(()) => ControlFlow::Continue(()),
-                Err(_) => ControlFlow::Break(()), // the caller went away
+        };
+        for piece in pieces {
+            if sender.blocking_send(Ok(piece)).is_err() {
+                return Ok(report); // the caller went away
             }
-        },
-    );
-    failure.map_or(Ok(report), Err)
+        }
+    }
+    Ok(report)
 }
 
 /// The part of one stripe a range covers: blob bytes `blob_range`, in data columns `columns`.
 struct StripeSpan {
-    stripe: u64,
     blob_range: Range<u64>,
     columns: Range<usize>,
     /// Where `blob_range` starts and ends relative to the first covered column's start.
@@ -264,47 +377,31 @@ impl StripeSpan {
         let last_column = (end - 1 - stripe_start) / fragment_bytes;
         let columns_start = stripe_start + first_column * fragment_bytes;
         StripeSpan {
-            stripe,
             blob_range: start..end,
             columns: first_column as usize..last_column as usize + 1,
             within: (start - columns_start) as usize..(end - columns_start) as usize,
         }
     }
-}
 
-/// Fetches a run of consecutive stripes' spans into one buffer, fragment after fragment (each
-/// read with its crc, which the next fragment then overwrites), checking each crc while the
-/// bytes are hot. Inside a range every span but the first starts at its stripe's first column
-/// and every span but the last ends at its stripe's end, so the covered columns lie in blob
-/// order. `None` when a fragment is unreadable, short or corrupt: the decoder redoes the run.
-fn fetch_run(
-    code: &Code,
-    spans: &[StripeSpan],
-    fetch: &mut impl FnMut(usize, u64, &mut [u8]) -> Result<usize, FetchError>,
-    buffers: &BufferPool,
-) -> Option<Bytes> {
-    let fragment_bytes = code.fragment_bytes();
-    let framed_bytes = code.framed_fragment_bytes();
-    let fragments: usize = spans.iter().map(|span| span.columns.len()).sum();
-    let mut buffer = buffers.take_initialized(fragments * fragment_bytes + 4);
-    let mut slot = 0;
-    for span in spans {
-        for column in span.columns.clone() {
-            let framed = &mut buffer[slot * fragment_bytes..][..framed_bytes];
-            let whole = fetch(column, span.stripe, framed).is_ok_and(|got| got == framed_bytes);
-            if !whole || verify_framed(framed).is_err() {
-                return None;
-            }
-            slot += 1;
-        }
+    /// The span's bytes out of its columns' whole fragments (in column order), without
+    /// copying: the part of each fragment inside `within`.
+    fn slice(&self, code: &Code, fragments: Vec<Bytes>) -> Vec<Bytes> {
+        let fragment_bytes = code.fragment_bytes();
+        fragments
+            .into_iter()
+            .enumerate()
+            .filter_map(|(i, fragment)| {
+                let start = i * fragment_bytes;
+                let from = self.within.start.max(start) - start;
+                let to = self
+                    .within
+                    .end
+                    .min(start + fragment_bytes)
+                    .saturating_sub(start);
+                (from < to).then(|| fragment.slice(from..to))
+            })
+            .collect()
     }
-    let (first, last) = (spans.first()?, spans.last()?);
-    let last_start = (fragments - last.columns.len()) * fragment_bytes;
-    Some(
-        buffers
-            .freeze(buffer)
-            .slice(first.within.start..last_start + last.within.end),
-    )
 }
 
 /// Decodes a run's spans with the [`StripeDecoder`] (reconstructing around bad fragments).

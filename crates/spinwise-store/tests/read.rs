@@ -89,11 +89,12 @@ async fn migrated_objects_of_every_size_and_any_range_read_back_byte_exact() {
         let (read, _) = get_all(&store, key, Some(range.clone())).await.unwrap();
         assert_eq!(read, &bytes[range.start as usize..range.end as usize]);
     }
-    // Ranges of the 5 MiB object crossing and ending on the edges of the runs of stripes that
-    // reader threads fetch together (crate::read::RUN_TARGET_BYTES).
+    // Ranges of the 5 MiB object crossing and ending on the edges of the batches of stripes
+    // that column threads read in one IO (crate::read::COLUMN_BATCH_BYTES).
     let (key, bytes) = &objects[6];
-    let stripe = store.rack_io().code.stripe_data_bytes();
-    let run = spinwise_store::read::RUN_TARGET_BYTES.div_ceil(stripe) * stripe;
+    let code = &store.rack_io().code;
+    let stripe = code.stripe_data_bytes();
+    let run = spinwise_store::read::column_batch_stripes(code) * stripe;
     for range in [
         run - 1..run + 1,
         run..2 * run,
