@@ -13,6 +13,7 @@ mod explore;
 mod output;
 mod plan;
 mod quality;
+mod replay;
 mod serve;
 mod serve_config;
 mod sim;

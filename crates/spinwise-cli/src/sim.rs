@@ -189,6 +189,7 @@ fn print_json(report: &Report, config: &SimConfig, switch_latency: SwitchLatency
         "seed": report.seed,
         "rate_per_s": report.rate_per_s,
         "window_s": report.window_s,
+        "last_byte_s": report.last_byte_s,
         "requests": report.requests,
         "completed": report.completed,
         "rejected": report.rejected,

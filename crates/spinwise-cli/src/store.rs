@@ -149,7 +149,7 @@ pub struct InitArgs {
     pub time_factor: f64,
 }
 
-fn store_error(error: StoreError) -> CliError {
+pub(crate) fn store_error(error: StoreError) -> CliError {
     CliError::Usage(error.to_string())
 }
 

@@ -4,6 +4,8 @@
 //! depend on the number of threads; Fig. 5 and Fig. 6 share their runs; Fig. 7 fails a disk and
 //! reports its rebuild (the rebuild columns are empty everywhere else); `--blob-size vhd` reaches
 //! every run; a bad name, blob size or an unwritable --out is refused with a clear message.
+//! `pelican-fig4` (the cross-validation) has its own columns: both systems serve every read of
+//! each burst and agree within wide bounds.
 //!
 //! Runs are short (`--quick`: 0.5 measured hours after 0.1 h of warm-up, three rates or fewer)
 //! to keep CI time small.
@@ -13,7 +15,8 @@ mod common;
 use common::{TempDir, spinwise};
 use std::path::Path;
 
-const EXPERIMENTS: [&str; 11] = [
+const EXPERIMENTS: [&str; 12] = [
+    "pelican-fig4",
     "pelican-fig5",
     "pelican-fig6",
     "pelican-fig7",
@@ -194,6 +197,79 @@ fn list_names_every_experiment_with_a_description() {
         .map(|e| e["name"].as_str().expect("a name"))
         .collect();
     assert_eq!(names, EXPERIMENTS);
+}
+
+#[test]
+fn pelican_fig4_quick_replays_each_burst_in_the_simulator_and_the_store_and_they_agree() {
+    let dir = TempDir::new("pelican-fig4");
+    let run = run_quick("pelican-fig4", dir.path(), &[]);
+    assert!(run.stdout.contains("4 runs"), "{}", run.stdout);
+    let table = Table::read(&dir.join("results.csv"));
+    assert_eq!(
+        table.column("system"),
+        ["simulator", "store", "simulator", "store"]
+    );
+    assert_eq!(table.numbers("burst_requests"), [15.0, 15.0, 60.0, 60.0]);
+    // Every read of the burst was served by both systems, none refused or failed.
+    assert_eq!(table.numbers("requests"), table.numbers("burst_requests"));
+    assert_eq!(table.numbers("completed"), table.numbers("burst_requests"));
+    assert!(table.numbers("rejected").iter().all(|r| *r == 0.0));
+    assert!(table.numbers("errors").iter().all(|e| *e == 0.0));
+    // The same reads land in the same groups: the spin-ups agree (measured 13 / 13, 37 / 36;
+    // the store may batch a read that arrives while its group is still spinning up).
+    let spin_ups = table.numbers("spin_ups");
+    for pair in spin_ups.chunks(2) {
+        assert!(
+            (pair[0] - pair[1]).abs() <= 0.1 * pair[0] + 1.0,
+            "{spin_ups:?}"
+        );
+    }
+    // Wall-clock measurements on a possibly loaded host, so the bounds are wide; they still
+    // catch a read path that streams one disk at a time (service × 2.2 before the column
+    // threads) or a scaling mistake (a factor of 1/f = 20).
+    for metric in ["service_mean_s", "completion_mean_s", "throughput_gbps"] {
+        let values = table.numbers(metric);
+        for pair in values.chunks(2) {
+            let ratio = pair[1] / pair[0];
+            assert!(
+                (0.6..1.7).contains(&ratio),
+                "{metric}: store / simulator = {ratio:.2} ({values:?})"
+            );
+        }
+    }
+    for figure in [
+        "throughput",
+        "completion_time",
+        "time_to_first_byte",
+        "service_time",
+    ] {
+        for extension in ["png", "svg"] {
+            let path = dir.join(&format!("{figure}.{extension}"));
+            assert!(
+                std::fs::metadata(&path).is_ok_and(|m| m.len() > 0),
+                "{path:?}"
+            );
+        }
+    }
+    let summary = std::fs::read_to_string(dir.join("summary.md")).unwrap();
+    assert!(summary.contains("Pelican §4.4"), "{summary}");
+    assert!(summary.contains("| 60 |"), "{summary}");
+}
+
+#[test]
+fn a_store_time_factor_outside_zero_to_one_is_refused() {
+    let dir = TempDir::new("pelican-fig4-bad");
+    for bad in ["0", "-1", "1.5", "nan"] {
+        spinwise([
+            "experiment",
+            "pelican-fig4",
+            "--out",
+            &dir.path().display().to_string(),
+            &format!("--store-time-factor={bad}"),
+        ])
+        .refused()
+        .stderr_mentions(&["--store-time-factor"]);
+    }
 }
 
 #[test]

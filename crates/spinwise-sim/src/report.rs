@@ -103,6 +103,11 @@ pub struct Report {
     pub expedited: u64,
     pub expedited_ttfb_s: Summary,
     pub standard_ttfb_s: Summary,
+    /// When the last client read arriving in the window delivered its last byte, from the
+    /// run's start (0 without one): a burst or trace has drained its reads then, so bytes over
+    /// this time is its throughput the way Pelican §4.4 measures it ("ran until all requests
+    /// had been serviced"), whatever other events (a rebuild, a spin-down) end the run later.
+    pub last_byte_s: f64,
     /// Bytes delivered inside the window × 8 / window length.
     pub throughput_gbps: f64,
     /// `SpinUp` actions in the window.

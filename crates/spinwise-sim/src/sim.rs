@@ -273,6 +273,8 @@ struct Loop<'a> {
     expedited: u64,
     expedited_ttfb_us: Vec<u64>,
     standard_ttfb_us: Vec<u64>,
+    /// When the latest recorded client read delivered its last byte.
+    last_byte_us: u64,
     /// Disks spun up in the window (a group spin-up counts each of its disks).
     disk_spin_ups: u64,
     high_load_spin_ups: u64,
@@ -357,6 +359,7 @@ pub fn simulate(rack: &Rack, layout: &Layout, config: &SimConfig) -> Result<Repo
         expedited: 0,
         expedited_ttfb_us: Vec::new(),
         standard_ttfb_us: Vec::new(),
+        last_byte_us: 0,
         disk_spin_ups: 0,
         high_load_spin_ups: 0,
         requests: 0,
@@ -785,6 +788,7 @@ impl Loop<'_> {
         }
         self.completion_us.push(now_us - flight.arrival_us);
         self.service_us.push(now_us - serve_us);
+        self.last_byte_us = self.last_byte_us.max(now_us);
     }
 
     /// Starts the flow of a request whose seek is over. A client read streams from its group's
@@ -997,6 +1001,7 @@ impl Loop<'_> {
             expedited: self.expedited,
             expedited_ttfb_s: Summary::of_us(&mut self.expedited_ttfb_us),
             standard_ttfb_s: Summary::of_us(&mut self.standard_ttfb_us),
+            last_byte_s: self.last_byte_us as f64 / 1e6,
             throughput_gbps: self.network.delivered_in_window_bytes() * 8.0 / window_s / 1e9,
             spin_ups: self.spin_ups,
             spin_ups_per_disk_per_year: self.disk_spin_ups as f64 * per_disk_year,

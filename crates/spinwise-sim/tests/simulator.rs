@@ -388,6 +388,29 @@ fn a_trace_sends_every_record_of_one_key_to_one_group() {
 }
 
 #[test]
+fn a_trace_reports_when_its_last_read_delivered_its_last_byte() {
+    let (rack, layout) = pelican();
+    // Two reads of one blob, the second long after the first finished: the last byte is the
+    // second's arrival plus its completion time.
+    let text = "time_s,operation,key,size_bytes\n10,read,a,1000000000\n600,read,a,1000000000\n";
+    let config = SimConfig {
+        arrivals: Arrivals::Trace(parse_trace(text).unwrap()),
+        ..SimConfig::new(1.0, 1.0, 0.0, 5)
+    };
+    let report = simulate(rack, layout, &config).unwrap();
+    assert_eq!(report.completed, 2, "{report:?}");
+    assert!(report.last_byte_s <= report.window_s, "{report:?}");
+    // The second read's completion is one of the two samples (p50 is the smaller of two).
+    let (shorter_s, longer_s) = (report.completion_time_s.p50, report.completion_time_s.max);
+    assert!(
+        report.last_byte_s >= 600.0 + shorter_s - 1e-6
+            && report.last_byte_s <= 600.0 + longer_s + 1e-6,
+        "last byte at {} s; the reads took {shorter_s} and {longer_s} s",
+        report.last_byte_s
+    );
+}
+
+#[test]
 fn vhd_like_blobs_take_their_mean_size_to_serve_at_low_load() {
     let (rack, layout) = pelican();
     let config = SimConfig {

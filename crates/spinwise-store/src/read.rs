@@ -254,8 +254,8 @@ fn column_stripes(
     (from <= to).then_some(from..=to)
 }
 
-/// A column thread: reads the column's fragments of `stripes` in order, a batch per IO, and
-/// sends each, crc-checked, until done or until the receiver has gone. A batch that fails as a
+/// A column thread: reads the column's fragments of `stripes` in order, a batch per IO after a
+/// first IO of one fragment, and sends each, crc-checked, until done or until the receiver has gone. A batch that fails as a
 /// whole is read again fragment by fragment, so one bad fragment costs only itself.
 fn read_column(
     code: &Code,
@@ -268,10 +268,12 @@ fn read_column(
 ) {
     let mut fetch = fetch_from_disks(code, blob, columns);
     let framed_bytes = code.framed_fragment_bytes();
-    let batch = column_batch_stripes(code);
+    // The first IO takes one fragment, so the first byte waits for one fragment, not a batch.
+    let mut batch = 1;
     let mut stripe = *stripes.start();
     while stripe <= *stripes.end() {
         let count = batch.min(stripes.end() - stripe + 1) as usize;
+        batch = column_batch_stripes(code);
         let mut buffer = buffers.take_initialized(count * framed_bytes);
         let whole = fetch(column, stripe, &mut buffer).is_ok_and(|got| got == buffer.len());
         let fragments: Vec<Fragment> = if whole {

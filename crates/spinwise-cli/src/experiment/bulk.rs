@@ -77,7 +77,7 @@ pub fn bulk_restores(context: &Context) -> CliResult<Outcome> {
         + "\n"
         + &summary_table(&[baseline(&rows, rates)]);
     Ok(Outcome {
-        rows,
+        rows: rows.into(),
         figures,
         summary,
     })

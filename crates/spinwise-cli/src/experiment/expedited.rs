@@ -85,7 +85,7 @@ pub fn expedited_restores(context: &Context) -> CliResult<Outcome> {
         + "\n"
         + &summary_table(&comparisons(&rows, &policies));
     Ok(Outcome {
-        rows,
+        rows: rows.into(),
         figures,
         summary,
     })

@@ -58,7 +58,7 @@ pub fn fig5a(context: &Context) -> CliResult<Outcome> {
         &rows,
     ) + &table(&fig5a_comparisons(&rows));
     Ok(Outcome {
-        rows,
+        rows: rows.into(),
         figures,
         summary,
     })
@@ -272,7 +272,7 @@ pub fn fig6ab(context: &Context) -> CliResult<Outcome> {
         + &provisioning_hours_note(&rows, context)
         + "\n";
     Ok(Outcome {
-        rows,
+        rows: rows.into(),
         figures,
         summary,
     })
@@ -594,7 +594,7 @@ pub fn fig6c(context: &Context) -> CliResult<Outcome> {
            spinning group is charged its costliest state, so the planner's classes bound how many \
            groups spin. Groups spinning at once = max_active_disks ÷ group size.\n";
     Ok(Outcome {
-        rows,
+        rows: rows.into(),
         figures,
         summary,
     })

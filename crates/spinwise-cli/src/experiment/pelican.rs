@@ -220,7 +220,7 @@ pub fn fig5(context: &Context) -> CliResult<Outcome> {
     ) + &table(&fig5_comparisons(&rows))
         + &random_hours_note(&rows, context);
     Ok(Outcome {
-        rows,
+        rows: rows.into(),
         figures,
         summary,
     })
@@ -481,7 +481,7 @@ pub fn fig6(context: &Context) -> CliResult<Outcome> {
         + &table(&fig6_comparisons(&rows))
         + &random_hours_note(&rows, context);
     Ok(Outcome {
-        rows,
+        rows: rows.into(),
         figures,
         summary,
     })
@@ -637,7 +637,7 @@ pub fn fig8(context: &Context) -> CliResult<Outcome> {
         &rows,
     ) + &table(&fig8_comparisons(&rows, bounds));
     Ok(Outcome {
-        rows,
+        rows: rows.into(),
         figures,
         summary,
     })
@@ -811,7 +811,7 @@ pub fn fig9(context: &Context) -> CliResult<Outcome> {
            window ÷ disks, scaled likewise (a read fetches the k data fragments, which together \
            are the blob).\n";
     Ok(Outcome {
-        rows,
+        rows: rows.into(),
         figures,
         summary,
     })

@@ -94,7 +94,7 @@ pub fn plateau(context: &Context) -> CliResult<Outcome> {
         + "\n"
         + &table(&comparisons(&rows, &variants));
     Ok(Outcome {
-        rows,
+        rows: rows.into(),
         figures,
         summary,
     })

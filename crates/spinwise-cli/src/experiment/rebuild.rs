@@ -58,7 +58,7 @@ pub fn fig7(context: &Context) -> CliResult<Outcome> {
     ) + &table(&comparisons(&rows))
         + &window_note(&rows);
     Ok(Outcome {
-        rows,
+        rows: rows.into(),
         figures,
         summary,
     })
