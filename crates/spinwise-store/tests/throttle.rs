@@ -124,20 +124,14 @@ async fn a_throttled_store_reads_a_migrated_object_no_faster_than_its_disks_rate
     // factor 0.001). Measured throttled: flush 0.42 s; read 0.98 s while the read path fetched
     // one fragment at a time, ~0.4 s since each column has its own reader.
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::init_sqlite(&dir.path().join("data"), config(Some(0.004)))
-        .await
-        .unwrap();
-    let rate_bytes_per_s = store
-        .config()
-        .disk_throttle_bytes_per_s(store.rack())
-        .unwrap();
+    let (store, rate_bytes_per_s) = throttled_store(dir.path()).await;
     assert_eq!(rate_bytes_per_s, 1e6);
     let data = pattern(1 << 20, 7);
     store.put("throttled", &data[..]).await.unwrap();
     let k = store.rack_io().code.data_columns() as f64;
     // The paced time of the column with the fewest bytes. Asserted at half: the bound is a
-    // lower one only, and the throttle lets a booking start up to 10 ms before its IO (per idle
-    // gap), which must never make this flake.
+    // lower one only, and the throttle lets a stream's booking start up to 10 ms before its IO
+    // (when the last one woke late), which must never make this flake.
     let paced_s = data.len() as f64 / (k * rate_bytes_per_s);
     let at_least_s = paced_s / 2.0;
 
@@ -161,6 +155,18 @@ async fn a_throttled_store_reads_a_migrated_object_no_faster_than_its_disks_rate
     store.close().await;
 }
 
+/// A store under `dir` whose disks run at 250 MB/s × 0.004 = 1 MB/s, and that rate.
+async fn throttled_store(dir: &Path) -> (SqliteStore, f64) {
+    let store = Store::init_sqlite(&dir.join("data"), config(Some(0.004)))
+        .await
+        .unwrap();
+    let rate_bytes_per_s = store
+        .config()
+        .disk_throttle_bytes_per_s(store.rack())
+        .unwrap();
+    (store, rate_bytes_per_s)
+}
+
 /// Reads `key` to its end: the bytes and the seconds from the GET to the last byte.
 async fn timed_read(store: &SqliteStore, key: &str) -> (Vec<u8>, f64) {
     let started = Instant::now();
@@ -180,13 +186,7 @@ async fn a_throttled_read_streams_from_its_k_data_disks_at_once_not_one_after_an
     // which fails here. The bound sits between the two with room for a loaded host: the
     // throttle sleeps, so CPU contention barely moves it.
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::init_sqlite(&dir.path().join("data"), config(Some(0.004)))
-        .await
-        .unwrap();
-    let rate_bytes_per_s = store
-        .config()
-        .disk_throttle_bytes_per_s(store.rack())
-        .unwrap();
+    let (store, rate_bytes_per_s) = throttled_store(dir.path()).await;
     let data = pattern(2 << 20, 11);
     store.put("parallel", &data[..]).await.unwrap();
     store.flush(|_| {}).await.unwrap();
