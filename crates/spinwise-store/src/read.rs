@@ -223,7 +223,7 @@ fn stream_range(
                 Some(receive)
             })
             .collect();
-        hand_on_stripes(context, columns, &range, receivers, sender)
+        hand_on_stripes(context, columns, &range, stripes, receivers, sender)
     })
 }
 
@@ -325,15 +325,15 @@ fn hand_on_stripes(
     context: &ReadContext,
     columns: &[Arc<dyn Disk>],
     range: &Range<u64>,
+    stripes: RangeInclusive<u64>,
     receivers: Vec<Option<Receiver<Fragment>>>,
     sender: &mpsc::Sender<Piece>,
 ) -> Result<RepairReport, DecodeError> {
     let code = context.code.as_ref();
-    let location = code.locate(context.blob.size_bytes, range.clone())?;
     let mut decoder = StripeDecoder::new(code, context.blob.size_bytes);
     let mut fetch = fetch_from_disks(code, context.blob.id, columns);
     let mut report = RepairReport::default();
-    for stripe in location.first_stripe..=location.last_stripe {
+    for stripe in stripes {
         let span = StripeSpan::new(code, range, stripe);
         let mut fragments = Vec::with_capacity(span.columns.len());
         for column in span.columns.clone() {
