@@ -52,8 +52,10 @@
 //!   scheduler classes are in progress at the spin-up's start: Pelican's load-dependent mounts);
 //!   the group is reported spun up to the scheduler when the slowest disk has spun up and
 //!   mounted, i.e. after `max over disks of (spin-up + mount)`.
-//! - **Spin-down.** `SpinDown(g)` completes after one `unmount_latency_s` sample; the disks stay
-//!   active while unmounting and rest afterwards (spinning down itself is taken as instant).
+//! - **Spin-down.** Each disk of `SpinDown(g)` draws its own `unmount_latency_s`, stays active
+//!   while it unmounts and rests afterwards (spinning down itself is taken as instant); the group
+//!   is reported spun down to the scheduler when the slowest disk has unmounted, i.e. after
+//!   `max over disks of unmount` — as the store's disks, which unmount one by one, do.
 //! - **Distributions.** Fixed as is; uniform by inverse CDF; truncated normal by rejection (a
 //!   Box–Muller draw outside `[min, max]` is redrawn), clamping only after 64 rejections, which on
 //!   the presets' ±2σ-or-wider ranges never happens. Latencies are rounded to whole µs.

@@ -39,7 +39,10 @@ enum Event {
     DiskSpunUp { disk: DiskIndex },
     /// Every disk of the group is spun up and mounted: tell the scheduler.
     GroupSpunUp { group: GroupIndex },
-    /// The group's unmount finished; its disks rest again.
+    /// One disk of a spinning-down group finished unmounting: it rests (spinning down itself is
+    /// taken as instant).
+    DiskSpunDown { disk: DiskIndex },
+    /// Every disk of the group has unmounted: tell the scheduler.
     GroupSpunDown { group: GroupIndex },
     /// The seek of a request being served is over: its flow starts.
     FirstByte { request: u64 },
@@ -70,6 +73,7 @@ impl Event {
             Event::Timeout => (6, 0, 0),
             Event::Fail => (7, 0, 0),
             Event::Deadline { group, token } => (8, u64::from(group), token),
+            Event::DiskSpunDown { disk } => (9, u64::from(disk), 0),
         };
         let mut bytes = [0u8; 17];
         bytes[0] = tag;
@@ -591,15 +595,11 @@ impl Loop<'_> {
                     self.spin_up_us.push(now_us - started_us);
                 }
             }
-            Event::GroupSpunDown { group } => {
-                self.disks.set(
-                    self.rack,
-                    now_us,
-                    &self.model.unit_disks[group as usize],
-                    self.model.resting,
-                );
-                self.scheduler.spun_down(now_us, group);
+            Event::DiskSpunDown { disk } => {
+                self.disks
+                    .set(self.rack, now_us, &[disk], self.model.resting);
             }
+            Event::GroupSpunDown { group } => self.scheduler.spun_down(now_us, group),
             Event::FirstByte { request } => {
                 let flight = self.in_flight.get_mut(request).expect("being served");
                 flight.first_byte_us = Some(now_us);
@@ -934,13 +934,7 @@ impl Loop<'_> {
                 self.model.unit_disks[group as usize] = disks;
                 self.push(now_us + ready_us, Event::GroupSpunUp { group });
             }
-            Action::SpinDown(group) => {
-                self.up[group as usize] = false;
-                // Disks stay active (and drawing) while the group unmounts; one unmount sample per
-                // group, the disks then spin down together.
-                let unmount_us = sample_us(&self.rack.disk_model.unmount_latency_s, &mut self.rng);
-                self.push(now_us + unmount_us, Event::GroupSpunDown { group });
-            }
+            Action::SpinDown(group) => self.spin_down(now_us, group),
             Action::Serve(request) => {
                 let flight = self.in_flight.get_mut(request.id).expect("accepted");
                 flight.serve_us = Some(now_us);
@@ -959,6 +953,23 @@ impl Loop<'_> {
                 self.retry_refused(now_us);
             }
         }
+    }
+
+    /// Each disk unmounts on its own, staying active (and drawing) until it has, then rests; the
+    /// group is reported spun down when the slowest disk has unmounted. The scheduler keeps
+    /// counting every disk of the group until then, so its accounting stays conservative.
+    fn spin_down(&mut self, now_us: u64, group: GroupIndex) {
+        self.up[group as usize] = false;
+        let disks = std::mem::take(&mut self.model.unit_disks[group as usize]);
+        let mut done_us = 0;
+        for &disk in &disks {
+            let unmount_us = sample_us(&self.rack.disk_model.unmount_latency_s, &mut self.rng);
+            self.push(now_us + unmount_us, Event::DiskSpunDown { disk });
+            done_us = done_us.max(unmount_us);
+        }
+        self.model.unit_disks[group as usize] = disks;
+        // Pushed after every disk's event, so a tie still rests the disks first.
+        self.push(now_us + done_us, Event::GroupSpunDown { group });
     }
 
     fn report(&mut self, last_us: u64) -> Report {
