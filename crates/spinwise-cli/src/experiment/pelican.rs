@@ -281,7 +281,7 @@ fn fp_gap_comparison(rows: &[Row]) -> Option<Comparison> {
         note: if gap <= 0.2 {
             "agrees".into()
         } else {
-            "Pelican falls behind once group switches (~16 s unmount + spin-up + mount, one \
+            "Pelican falls behind once group switches (~18 s unmount + spin-up + mount, one \
                  request per class at a time) eat into transfer time; see docs/BENCHMARKS.md"
                 .into()
         },
@@ -317,7 +317,7 @@ fn plateau_comparisons(rows: &[Row]) -> Vec<Comparison> {
                     0.1,
                     &format!(
                         "each class serves one request at a time and pays a group switch \
-                         (unmount, spin-up, mount: ~16 s under load) per batch, and u = 500 GB \
+                         (unmount, spin-up, mount: ~18 s under load) per batch, and u = 500 GB \
                          caps a batch at ~53 reads, so about 30% of a class's time is switching; \
                          pelican-plateau measures that 36 Gbps needs a ~4 s switch. The \
                          paper's other figures agree with us, not with 40 Gbps: its Fig. 9(a) \
@@ -393,7 +393,7 @@ fn low_load_comparisons(rows: &[Row]) -> Vec<Comparison> {
                 14.2,
                 0.25,
                 "at this rate requests already queue behind spin-ups of other groups in \
-                     their class; the idle limit (rate → 0) is calibrated to 13.9 s",
+                     their class; the idle limit (rate → 0) is calibrated to 14.2 s",
             ),
         });
     }
