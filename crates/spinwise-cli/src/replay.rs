@@ -11,21 +11,84 @@
 //!   error is kept as text and the replay goes on, so one bad key never hides the others' times;
 //! - at most [`MAX_REPLAY_READS`] records are replayed (a limit on the tasks and their
 //!   buffers: each read in flight holds its reader's bounded queue);
-//! - a read's bytes are counted, not kept; times come from the tokio clock only.
+//! - a read's bytes are counted, not kept; times come from the tokio clock only;
+//! - a read given a [`Nic`] takes each chunk only after the NIC has sent the one before: the
+//!   NIC sends chunks one at a time in the order they were offered, at its rate, so reads that
+//!   share it split it evenly (a read slower than its share takes less and leaves the rest), as
+//!   the simulator's max-min fair flows do; the store's bounded read queue then holds the
+//!   disks back, as a full socket would.
 
 use spinwise_store::driver::GroupActivity;
 use spinwise_store::{SqliteStore, StoreError};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use tokio::time::{Duration, Instant};
 
 /// The most reads one replay issues.
 pub const MAX_REPLAY_READS: usize = 100_000;
+/// How long after its last send a NIC still counts as busy, so that the next send starts where
+/// the last one ended: tokio's timer wakes a paced read a millisecond late or more (several on a
+/// host whose two cores also run the store's column threads), and without this the NIC would
+/// lose that time on every chunk (at 2 ms, a saturated NIC lost ~7% of its rate). The price: a
+/// read starting within this of the NIC going quiet gets up to this much time early. A NIC idle
+/// for longer starts its next send now, with no credit for the idle time.
+const NIC_LATE_WAKE: Duration = Duration::from_millis(10);
+/// How far a read may run ahead of its NIC before it sleeps. Tokio's timer has millisecond
+/// ticks: a sleep shorter than one, or until a time already past but inside the current tick,
+/// still waits for the next tick, which at a 32 KiB chunk per 0.3 ms would cost most of the
+/// NIC's rate. Sleeping only when a tick or more ahead keeps every sleep worth its tick; the
+/// reservations still hold the rate to the NIC's.
+const NIC_AHEAD: Duration = Duration::from_millis(2);
 
-/// One read to replay: its key and when to issue it, in µs from the replay's start.
+/// One read to replay: its key, when to issue it (in µs from the replay's start), and the NIC
+/// its bytes leave by (an index into the replay's NICs; `None`: no NIC, read as fast as the
+/// store delivers).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ReplayRead {
     pub key: String,
     pub arrival_us: u64,
+    pub nic: Option<usize>,
+}
+
+/// A network interface the replay's reads send their bytes through, one chunk at a time.
+#[derive(Debug)]
+pub struct Nic {
+    bytes_per_s: f64,
+    /// When the chunks offered so far will all have been sent.
+    sent_until: Mutex<Option<Instant>>,
+}
+
+impl Nic {
+    /// A NIC of `bytes_per_s` (finite and positive: an unbounded network has no NIC).
+    pub fn new(bytes_per_s: f64) -> Nic {
+        assert!(
+            bytes_per_s.is_finite() && bytes_per_s > 0.0,
+            "a NIC has a positive rate"
+        );
+        Nic {
+            bytes_per_s,
+            sent_until: Mutex::new(None),
+        }
+    }
+
+    /// Queues `bytes` behind the chunks offered before and waits until they are sent, or nearly
+    /// ([`NIC_AHEAD`]); returns when they are sent.
+    async fn send(&self, bytes: usize) -> Instant {
+        let now = Instant::now();
+        let done = {
+            let mut sent_until = self.sent_until.lock().expect("no panic holds the NIC");
+            let start = match *sent_until {
+                Some(until) if until + NIC_LATE_WAKE >= now => until,
+                _ => now,
+            };
+            let done = start + Duration::from_secs_f64(bytes as f64 / self.bytes_per_s);
+            *sent_until = Some(done);
+            done
+        };
+        if done > now + NIC_AHEAD {
+            tokio::time::sleep_until(done).await;
+        }
+        done
+    }
 }
 
 /// What became of one read; times in µs from its arrival.
@@ -36,8 +99,11 @@ pub struct ReadOutcome {
     pub first_byte_us: Option<u64>,
     /// Arrival → last byte; `None` unless the read completed.
     pub completion_us: Option<u64>,
-    /// The read job's run on its spun-up group (`ReadTiming::service_us`); `None` for a staged
-    /// object or a read that did not complete.
+    /// From the read job's start on its spun-up group to the last byte (the simulator's service:
+    /// serve → end of the flow): arrival → last byte less the wait for the scheduler
+    /// (`ReadTiming::queued_us`), so it includes the catalog lookup before the read reached the
+    /// scheduler (well under a millisecond here) and, behind a NIC, the chunks still queued for
+    /// it when the job ended; `None` for a staged object or a read that did not complete.
     pub service_us: Option<u64>,
     /// When the last byte came, in µs from the replay's start.
     pub last_byte_at_us: Option<u64>,
@@ -57,16 +123,35 @@ pub struct ReplayReport {
 pub enum ReplayError {
     #[error("a replay issues at most {MAX_REPLAY_READS} reads; this one has {found}")]
     TooManyReads { found: usize },
+    #[error("read `{key}` names NIC {nic}, but the replay has {nics}")]
+    UnknownNic {
+        key: String,
+        nic: usize,
+        nics: usize,
+    },
 }
 
-/// Issues every read at its arrival time and waits for all of them.
+/// Issues every read at its arrival time, sending its bytes through its NIC of `nics`, and
+/// waits for all of them.
 pub async fn replay(
     store: Arc<SqliteStore>,
     reads: &[ReplayRead],
+    nics: Vec<Nic>,
 ) -> Result<ReplayReport, ReplayError> {
     if reads.len() > MAX_REPLAY_READS {
         return Err(ReplayError::TooManyReads { found: reads.len() });
     }
+    if let Some(read) = reads
+        .iter()
+        .find(|r| r.nic.is_some_and(|n| n >= nics.len()))
+    {
+        return Err(ReplayError::UnknownNic {
+            key: read.key.clone(),
+            nic: read.nic.unwrap_or_default(),
+            nics: nics.len(),
+        });
+    }
+    let nics: Arc<[Nic]> = nics.into();
     let mut activity = store.rack_io().driver.subscribe_activity();
     let started = Instant::now();
     let tasks: Vec<_> = reads
@@ -75,9 +160,11 @@ pub async fn replay(
             let store = store.clone();
             let key = read.key.clone();
             let arrival = started + Duration::from_micros(read.arrival_us);
+            let (nics, nic) = (nics.clone(), read.nic);
             tokio::spawn(async move {
                 tokio::time::sleep_until(arrival).await;
-                read_one(&store, &key, arrival, started).await
+                let nic = nic.map(|index| &nics[index]);
+                read_one(&store, &key, nic, arrival, started).await
             })
         })
         .collect();
@@ -100,10 +187,13 @@ pub async fn replay(
     })
 }
 
-/// Reads `key` to its end, timing it from `arrival`.
+/// Reads `key` to its end through `nic`, timing it from `arrival`. The first byte is timed when
+/// the store delivers it (the simulator's first byte is its seek's end, before the network); the
+/// last when the NIC has sent it (read off the NIC's books, not the timer's late wake-up).
 async fn read_one(
     store: &SqliteStore,
     key: &str,
+    nic: Option<&Nic>,
     arrival: Instant,
     started: Instant,
 ) -> ReadOutcome {
@@ -120,6 +210,7 @@ async fn read_one(
             return outcome;
         }
     };
+    let mut sent = None;
     loop {
         match reader.next_chunk().await {
             Ok(Some(chunk)) => {
@@ -127,6 +218,9 @@ async fn read_one(
                     .first_byte_us
                     .get_or_insert_with(|| since(Instant::now(), arrival));
                 outcome.bytes += chunk.len() as u64;
+                if let Some(nic) = nic {
+                    sent = Some(nic.send(chunk.len()).await);
+                }
             }
             Ok(None) => break,
             Err(error) => {
@@ -135,12 +229,80 @@ async fn read_one(
             }
         }
     }
-    let done = Instant::now();
+    let done = sent.map_or_else(Instant::now, |sent| sent.max(Instant::now()));
     outcome
         .first_byte_us
         .get_or_insert_with(|| since(done, arrival));
-    outcome.completion_us = Some(since(done, arrival));
+    let completion_us = since(done, arrival);
+    outcome.completion_us = Some(completion_us);
     outcome.last_byte_at_us = Some(since(done, started));
-    outcome.service_us = reader.timing().map(|timing| timing.service_us);
+    outcome.service_us = reader
+        .timing()
+        .map(|timing| completion_us.saturating_sub(timing.queued_us));
     outcome
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CHUNK_BYTES: usize = 32 << 10;
+    const NIC_BYTES_PER_S: f64 = 1e6;
+
+    /// Sends `bytes` through `nic` in chunks, as a replayed read does; returns when the NIC has
+    /// sent the last one.
+    async fn send_all(nic: &Nic, bytes: usize) -> Instant {
+        let mut sent = Instant::now();
+        for start in (0..bytes).step_by(CHUNK_BYTES) {
+            sent = nic.send(CHUNK_BYTES.min(bytes - start)).await;
+        }
+        sent
+    }
+
+    fn seconds_since(from: Instant, to: Instant) -> f64 {
+        to.duration_since(from).as_secs_f64()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_nic_sends_one_reads_bytes_at_its_rate() {
+        let nic = Nic::new(NIC_BYTES_PER_S);
+        let start = Instant::now();
+        let sent = send_all(&nic, 1_000_000).await;
+        let seconds = seconds_since(start, sent);
+        assert!(
+            (seconds - 1.0).abs() < 1e-6,
+            "1 MB at 1 MB/s took {seconds} s"
+        );
+        // The read waited for its bytes, give or take the NIC_AHEAD it may run ahead.
+        assert!(Instant::now() + NIC_AHEAD >= sent);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn two_reads_sharing_a_nic_each_get_half_of_it() {
+        let nic = Nic::new(NIC_BYTES_PER_S);
+        let start = Instant::now();
+        let (first, second) = tokio::join!(send_all(&nic, 1_000_000), send_all(&nic, 1_000_000));
+        for sent in [first, second] {
+            let seconds = seconds_since(start, sent);
+            // Interleaved, not one after the other: both end near 2 s, neither near 1 s.
+            assert!(
+                (1.95..=2.0 + 1e-6).contains(&seconds),
+                "ended at {seconds} s"
+            );
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_idle_nic_gives_no_credit_for_its_idle_time() {
+        let nic = Nic::new(NIC_BYTES_PER_S);
+        send_all(&nic, CHUNK_BYTES).await;
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        let start = Instant::now();
+        let sent = send_all(&nic, 1_000_000).await;
+        let seconds = seconds_since(start, sent);
+        assert!(
+            (seconds - 1.0).abs() < 1e-6,
+            "after idling, 1 MB took {seconds} s"
+        );
+    }
 }

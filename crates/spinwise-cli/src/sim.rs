@@ -142,6 +142,19 @@ pub fn run(args: &SimArgs) -> CliResult<()> {
 }
 
 /// The run the flags describe (ranges are the simulator's to check).
+/// `--network-gbps`: a positive number of Gbps, or `unbounded` (`None`: no NIC).
+pub fn network_gbps(text: &str) -> CliResult<Option<f64>> {
+    if text == "unbounded" {
+        return Ok(None);
+    }
+    match text.parse::<f64>() {
+        Ok(gbps) if gbps.is_finite() && gbps > 0.0 => Ok(Some(gbps)),
+        _ => Err(CliError::Usage(format!(
+            "--network-gbps: `{text}` is neither a positive number nor `unbounded`"
+        ))),
+    }
+}
+
 fn sim_config(args: &SimArgs) -> CliResult<SimConfig> {
     let policy = match args.policy {
         Policy::Pelican => PolicyKind::Pelican,
@@ -149,14 +162,7 @@ fn sim_config(args: &SimArgs) -> CliResult<SimConfig> {
         Policy::Fp => PolicyKind::FullyProvisioned,
         Policy::Random => PolicyKind::Random,
     };
-    let network_gbps = match args.network_gbps.as_str() {
-        "unbounded" => None,
-        text => Some(text.parse::<f64>().map_err(|_| {
-            CliError::Usage(format!(
-                "--network-gbps: `{text}` is neither a number nor `unbounded`"
-            ))
-        })?),
-    };
+    let network_gbps = network_gbps(&args.network_gbps)?;
     let (blob_sizes, blob_bytes) = blob_size(&args.blob_size)?;
     Ok(SimConfig {
         rate_per_s: args.rate.unwrap_or(0.0),

@@ -224,6 +224,13 @@ fn pelican_fig4_quick_replays_each_burst_in_the_simulator_and_the_store_and_they
             "{spin_ups:?}"
         );
     }
+    // Both read through the paper's 8.5 Gbps NIC, and it binds: 1 GB alone takes 0.94 s through
+    // it, against 0.64 s off the 15 disks, in the simulator and in the store's replay alike.
+    assert!(table.numbers("network_gbps").iter().all(|g| *g == 8.5));
+    let nic_alone_s = 8.0 / 8.5;
+    for service_s in table.numbers("service_p50_s") {
+        assert!(service_s >= 0.9 * nic_alone_s, "{service_s} s");
+    }
     // Wall-clock measurements on a possibly loaded host, so the bounds are wide; they still
     // catch a read path that streams one disk at a time (service × 2.2 before the column
     // threads) or a scaling mistake (a factor of 1/f = 20).
@@ -269,6 +276,38 @@ fn a_store_time_factor_outside_zero_to_one_is_refused() {
         ])
         .refused()
         .stderr_mentions(&["--store-time-factor"]);
+    }
+}
+
+#[test]
+fn a_network_that_is_not_a_positive_number_or_unbounded_is_refused() {
+    let dir = TempDir::new("pelican-fig4-bad-network");
+    for bad in ["0", "-8.5", "inf", "fast"] {
+        spinwise([
+            "experiment",
+            "pelican-fig4",
+            "--out",
+            &dir.path().display().to_string(),
+            &format!("--network-gbps={bad}"),
+        ])
+        .refused()
+        .stderr_mentions(&["--network-gbps"]);
+    }
+}
+
+#[test]
+fn the_cross_validation_flags_are_refused_by_the_other_experiments() {
+    let dir = TempDir::new("pelican-fig5-cross-validation-flags");
+    for flag in ["--network-gbps=8.5", "--store-time-factor=0.1"] {
+        spinwise([
+            "experiment",
+            "pelican-fig5",
+            "--out",
+            &dir.path().display().to_string(),
+            flag,
+        ])
+        .refused()
+        .stderr_mentions(&["pelican-fig4 only"]);
     }
 }
 

@@ -126,6 +126,7 @@ pub use config::{
     DEFAULT_BLOB_BYTES, DEFAULT_FAILED_BYTES, DEFAULT_FAILED_STACKS, Deferral, DiskFailure,
     MAX_BLOB_BYTES, MAX_FAILED_BYTES, MAX_HOURS, MAX_REQUESTS, PolicyKind, SimConfig, SimError,
 };
+pub use network::group_nics;
 pub use report::{Power, RebuildReport, Report, Summary};
 pub use sim::simulate;
 pub use workload::{

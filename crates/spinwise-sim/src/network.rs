@@ -71,7 +71,7 @@
 //! Units: bytes per microsecond (numerically MB/s), so a disk's `bandwidth_mb_per_s` is a
 //! capacity as is, and G Gbps is G × 125 bytes/µs.
 
-use spinwise_model::{DiskIndex, Rack, ResourceKind};
+use spinwise_model::{BindError, DiskIndex, Layout, Rack, ResourceKind};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Index of a link: disks first (link i is disk i), then bandwidth domains, then NICs.
@@ -228,16 +228,7 @@ impl Network {
                 }
             }
         }
-        let mut server_of = vec![0u32; disks];
-        let mut servers = 1;
-        if let Some(domain) = rack.failure_domains.iter().find(|f| f.name == "server") {
-            servers = domain.domains.len().max(1);
-            for (server, members) in domain.domains.iter().enumerate() {
-                for &disk in members {
-                    server_of[disk as usize] = server as u32;
-                }
-            }
-        }
+        let (servers, server_of) = servers_of_disks(rack);
         let mut nic_of = Vec::new();
         if let Some(gbps) = network_gbps {
             for _ in 0..servers {
@@ -385,17 +376,9 @@ impl Network {
         }
         uses[disk_links..].sort_unstable_by_key(|&(link, _)| link);
         if path.via_nic && !self.topology.nic_of.is_empty() {
-            let mut disks_per_server = vec![0usize; self.topology.servers];
-            for &disk in path.disks_read {
-                disks_per_server[self.topology.server_of[disk as usize] as usize] += 1;
-            }
-            // The first server among those holding the most read disks.
-            let most = *disks_per_server.iter().max().expect("at least one server");
-            let server = disks_per_server.iter().position(|&n| n == most);
-            uses.push((
-                self.topology.nic_of[server.expect("the max is present")],
-                1.0,
-            ));
+            let topology = &self.topology;
+            let server = read_server(topology.servers, &topology.server_of, path.disks_read);
+            uses.push((topology.nic_of[server], 1.0));
         }
         uses
     }
@@ -762,6 +745,50 @@ fn bandwidth_unit(unit: &str) -> Option<f64> {
 /// Bytes a flow of `requested_bytes` may have left when it ends: float rounding only.
 fn tolerance_bytes(requested_bytes: f64) -> f64 {
     requested_bytes * RELATIVE_TOLERANCE
+}
+
+/// The rack's servers and each disk's: the domains of the failure domain named `server`, else
+/// one server for the whole rack.
+fn servers_of_disks(rack: &Rack) -> (usize, Vec<u32>) {
+    let mut server_of = vec![0u32; rack.disk_count()];
+    let Some(domain) = rack.failure_domains.iter().find(|f| f.name == "server") else {
+        return (1, server_of);
+    };
+    for (server, members) in domain.domains.iter().enumerate() {
+        for &disk in members {
+            server_of[disk as usize] = server as u32;
+        }
+    }
+    (domain.domains.len().max(1), server_of)
+}
+
+/// The server whose NIC a client read of `disks_read` leaves by: the first among those holding
+/// the most of its disks.
+fn read_server(servers: usize, server_of: &[u32], disks_read: &[DiskIndex]) -> usize {
+    let mut disks_per_server = vec![0usize; servers];
+    for &disk in disks_read {
+        disks_per_server[server_of[disk as usize] as usize] += 1;
+    }
+    let most = *disks_per_server.iter().max().expect("at least one server");
+    disks_per_server
+        .iter()
+        .position(|&n| n == most)
+        .expect("the max is present")
+}
+
+/// The NICs a client read leaves by, for another system that has to send the same bytes the
+/// same way (the store's replay in `experiment pelican-fig4`): the rack's server count, and per
+/// group of `layout` the server whose NIC carries its reads — its first k disks, as the
+/// simulator reads them.
+pub fn group_nics(rack: &Rack, layout: &Layout) -> Result<(usize, Vec<usize>), BindError> {
+    let (servers, server_of) = servers_of_disks(rack);
+    let k = layout.erasure.k as usize;
+    let groups = layout.group_disk_indices(rack)?;
+    let nics = groups
+        .iter()
+        .map(|disks| read_server(servers, &server_of, &disks[..k.min(disks.len())]))
+        .collect();
+    Ok((servers, nics))
 }
 
 #[cfg(test)]

@@ -3,8 +3,9 @@
 //! `DATA/layout.json` (the layout the CLI planned or was given; the store never plans). Written
 //! once by `init`, atomically (temporary file, fsync, rename, fsync of the directory),
 //! `store.toml` last, so a directory with `store.toml` always has its layout. The `[upkeep]`
-//! section (scrub policy) and the `disk_bandwidth_scale` key are optional: stores written before
-//! they existed load with the upkeep defaults and unthrottled disks.
+//! section (scrub policy) and the `disk_bandwidth_scale` and `read_batch_bytes` keys are
+//! optional: stores written before they existed load with the upkeep defaults, unthrottled disks
+//! and the default read IO size.
 
 use crate::error::{StoreError, StoreResult, io_error};
 use crate::staging::StagingConfig;
@@ -17,6 +18,8 @@ const STORE_VERSION: u32 = 1;
 pub const STORE_FILE: &str = "store.toml";
 pub const LAYOUT_FILE: &str = "layout.json";
 pub const STAGING_DIR: &str = "staging";
+/// The largest `read_batch_bytes`: a migrated read holds up to three batches per data column.
+pub const MAX_READ_BATCH_BYTES: u64 = 64 << 20;
 
 /// Where the rack description came from (recorded for people; the TOML itself is copied in).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -47,6 +50,14 @@ pub struct StoreConfig {
     /// sustain. That is what cross-validation needs (the simulator and the store replaying the
     /// same trace, Pelican §4.4). docs/store.md has the rule and how reads differ.
     pub disk_bandwidth_scale: Option<f64>,
+    /// Bytes a migrated read's column thread reads from its disk per IO (at least one fragment;
+    /// default [`crate::read::COLUMN_BATCH_BYTES`], at most [`MAX_READ_BATCH_BYTES`]).
+    ///
+    /// Why a setting: an emulation that scales blobs down (`disk_bandwidth_scale`) should scale
+    /// its IOs too, or a scaled blob is read in one or two IOs per disk and its bytes reach a
+    /// slower consumer in one burst instead of streaming through it (`experiment pelican-fig4`
+    /// sets one fragment per IO).
+    pub read_batch_bytes: u64,
     /// Staged objects are packed into bundles of this size (default 1 GiB).
     pub bundle_bytes: u64,
     /// Erasure-coding fragment size (default 128 KiB).
@@ -65,6 +76,7 @@ impl StoreConfig {
             layout,
             time_factor: 1.0,
             disk_bandwidth_scale: None,
+            read_batch_bytes: crate::read::COLUMN_BATCH_BYTES,
             bundle_bytes: 1 << 30,
             fragment_bytes: 128 << 10,
             staging: StagingConfig::default(),
@@ -90,6 +102,9 @@ struct StoreFile {
     /// Absent when `None`, and in stores written before it existed (unthrottled disks).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     disk_bandwidth_scale: Option<f64>,
+    /// Absent when the default, and in stores written before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    read_batch_bytes: Option<u64>,
     bundle_bytes: u64,
     fragment_bytes: u32,
     staging: StagingSection,
@@ -133,6 +148,15 @@ pub fn validate(config: &StoreConfig, path: &Path) -> StoreResult<Rack> {
             path,
             format!(
                 "disk_bandwidth_scale must be a positive number (or absent for unthrottled disks), got {scale}"
+            ),
+        ));
+    }
+    if !(1..=MAX_READ_BATCH_BYTES).contains(&config.read_batch_bytes) {
+        return Err(config_error(
+            path,
+            format!(
+                "read_batch_bytes must be from 1 to {MAX_READ_BATCH_BYTES}, got {}",
+                config.read_batch_bytes
             ),
         ));
     }
@@ -186,6 +210,8 @@ pub fn write(data_dir: &Path, config: &StoreConfig) -> StoreResult<()> {
         version: STORE_VERSION,
         time_factor: config.time_factor,
         disk_bandwidth_scale: config.disk_bandwidth_scale,
+        read_batch_bytes: (config.read_batch_bytes != crate::read::COLUMN_BATCH_BYTES)
+            .then_some(config.read_batch_bytes),
         bundle_bytes: config.bundle_bytes,
         fragment_bytes: config.fragment_bytes,
         staging: StagingSection {
@@ -236,6 +262,9 @@ pub fn read(data_dir: &Path) -> StoreResult<StoreConfig> {
         layout,
         time_factor: file.time_factor,
         disk_bandwidth_scale: file.disk_bandwidth_scale,
+        read_batch_bytes: file
+            .read_batch_bytes
+            .unwrap_or(crate::read::COLUMN_BATCH_BYTES),
         bundle_bytes: file.bundle_bytes,
         fragment_bytes: file.fragment_bytes,
         staging: StagingConfig {

@@ -47,6 +47,7 @@ pub const READ_QUEUE_CHUNKS: usize = 8;
 /// A column thread reads about this many bytes of consecutive fragments from its disk in one
 /// IO (at least one fragment): large enough that a hard disk streams rather than seeks between
 /// the columns' requests, small enough that k columns' read-ahead stays a few MiB per read.
+/// The default of [`crate::StoreConfig::read_batch_bytes`].
 pub const COLUMN_BATCH_BYTES: u64 = 512 << 10;
 
 /// Where a GET's time went, in µs: waiting for the scheduler (of which spinning the group up),
@@ -205,7 +206,7 @@ fn stream_range(
     let stripes = location.first_stripe..=location.last_stripe;
     let first = StripeSpan::new(code, &range, *stripes.start());
     let last = StripeSpan::new(code, &range, *stripes.end());
-    let batch = column_batch_stripes(code);
+    let batch = context.batch_stripes;
     // Each column thread is at most one batch ahead of the stripe being handed on, plus the
     // batch it is reading.
     let ahead = batch as usize;
@@ -217,8 +218,14 @@ fn stream_range(
                 let (send, receive) = std::sync::mpsc::sync_channel(ahead);
                 let buffers = buffers.clone();
                 let blob = context.blob.id;
+                let batch = context.batch_stripes;
                 scope.spawn(move || {
-                    read_column(code, blob, columns, column, stripes, &buffers, send)
+                    let column = Column {
+                        index: column,
+                        stripes,
+                        batch,
+                    };
+                    read_column(code, blob, columns, column, &buffers, send)
                 });
                 Some(receive)
             })
@@ -231,9 +238,16 @@ fn stream_range(
 /// was unreadable, short or corrupt.
 type Fragment = Option<Bytes>;
 
-/// Stripes whose fragments a column reads in one IO (about [`COLUMN_BATCH_BYTES`]).
-pub fn column_batch_stripes(code: &Code) -> u64 {
-    (COLUMN_BATCH_BYTES / code.framed_fragment_bytes() as u64).max(1)
+/// Stripes whose fragments a column reads in one IO of about `batch_bytes` (at least one).
+pub fn column_batch_stripes(code: &Code, batch_bytes: u64) -> u64 {
+    (batch_bytes / code.framed_fragment_bytes() as u64).max(1)
+}
+
+/// What a column thread reads: data column `index`'s fragments of `stripes`, `batch` per IO.
+struct Column {
+    index: usize,
+    stripes: RangeInclusive<u64>,
+    batch: u64,
 }
 
 /// The stripes of `stripes` in which the range covers `column`: all of them but perhaps the
@@ -261,8 +275,11 @@ fn read_column(
     code: &Code,
     blob: u64,
     columns: &[Arc<dyn Disk>],
-    column: usize,
-    stripes: RangeInclusive<u64>,
+    Column {
+        index: column,
+        stripes,
+        batch: batch_stripes,
+    }: Column,
     buffers: &BufferPool,
     send: SyncSender<Fragment>,
 ) {
@@ -273,7 +290,7 @@ fn read_column(
     let mut stripe = *stripes.start();
     while stripe <= *stripes.end() {
         let count = batch.min(stripes.end() - stripe + 1) as usize;
-        batch = column_batch_stripes(code);
+        batch = batch_stripes;
         let mut buffer = buffers.take_initialized(count * framed_bytes);
         let whole = fetch(column, stripe, &mut buffer).is_ok_and(|got| got == buffer.len());
         let fragments: Vec<Fragment> = if whole {
@@ -432,6 +449,8 @@ struct ReadContext {
     code: Arc<Code>,
     disks: Vec<Arc<dyn Disk>>,
     heal: crate::heal::HealHook,
+    /// Stripes a column thread reads per IO ([`crate::StoreConfig::read_batch_bytes`]).
+    batch_stripes: u64,
 }
 
 impl<C: Catalog> Store<C> {
@@ -458,6 +477,7 @@ impl<C: Catalog> Store<C> {
             code: rack.code.clone(),
             disks: rack.disks.clone(),
             heal: self.heal_hook(),
+            batch_stripes: column_batch_stripes(&rack.code, self.config().read_batch_bytes),
             blob,
         };
         let (sender, chunks) = mpsc::channel(READ_QUEUE_CHUNKS);

@@ -90,11 +90,12 @@ async fn migrated_objects_of_every_size_and_any_range_read_back_byte_exact() {
         assert_eq!(read, &bytes[range.start as usize..range.end as usize]);
     }
     // Ranges of the 5 MiB object crossing and ending on the edges of the batches of stripes
-    // that column threads read in one IO (crate::read::COLUMN_BATCH_BYTES).
+    // that column threads read in one IO (StoreConfig::read_batch_bytes).
     let (key, bytes) = &objects[6];
     let code = &store.rack_io().code;
     let stripe = code.stripe_data_bytes();
-    let run = spinwise_store::read::column_batch_stripes(code) * stripe;
+    let batch_bytes = store.config().read_batch_bytes;
+    let run = spinwise_store::read::column_batch_stripes(code, batch_bytes) * stripe;
     for range in [
         run - 1..run + 1,
         run..2 * run,
@@ -288,4 +289,55 @@ async fn reading_a_large_migrated_object_keeps_memory_bounded() {
         "peak resident memory grew by {grown_kib} KiB"
     );
     store.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reads_of_one_fragment_per_io_are_byte_exact_and_the_setting_round_trips() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let mut small_ios = config();
+    small_ios.read_batch_bytes = 1;
+    let store = Store::init_sqlite(&data, small_ios).await.unwrap();
+    let code = store.rack_io().code.clone();
+    assert_eq!(spinwise_store::read::column_batch_stripes(&code, 1), 1);
+    let bytes = pattern(3 << 20, 11);
+    put_and_flush(&store, &[("one-fragment-ios", bytes.clone())]).await;
+    let (read, _) = get_all(&store, "one-fragment-ios", None).await.unwrap();
+    assert_eq!(read, bytes);
+    let stripe = code.stripe_data_bytes();
+    let range = stripe - 5..3 * stripe + 5;
+    let (read, _) = get_all(&store, "one-fragment-ios", Some(range.clone()))
+        .await
+        .unwrap();
+    assert_eq!(read, &bytes[range.start as usize..range.end as usize]);
+    store.close().await;
+    let text = std::fs::read_to_string(data.join("store.toml")).unwrap();
+    assert!(text.contains("read_batch_bytes = 1\n"), "{text}");
+    let reopened = Store::open_sqlite(&data).await.unwrap();
+    assert_eq!(reopened.config().read_batch_bytes, 1);
+    reopened.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_batch_of_zero_or_above_the_limit_is_refused_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let limit = spinwise_store::config::MAX_READ_BATCH_BYTES;
+    for (index, bytes) in [0, limit + 1].into_iter().enumerate() {
+        let mut bad = config();
+        bad.read_batch_bytes = bytes;
+        let data = dir.path().join(format!("data-{index}"));
+        match Store::init_sqlite(&data, bad).await {
+            Err(StoreError::Config { message, .. }) => {
+                assert!(message.contains("read_batch_bytes"), "{message}")
+            }
+            Err(other) => panic!("{bytes}: a config error, not {other}"),
+            Ok(_) => panic!("read_batch_bytes {bytes} was accepted"),
+        }
+    }
+    // The default writes no key: store.toml stays as stores before the setting wrote it.
+    let data = dir.path().join("default");
+    let store = Store::init_sqlite(&data, config()).await.unwrap();
+    store.close().await;
+    let text = std::fs::read_to_string(data.join("store.toml")).unwrap();
+    assert!(!text.contains("read_batch_bytes"), "{text}");
 }

@@ -76,6 +76,12 @@ pub struct ExperimentArgs {
     /// rack's seconds.
     #[arg(long, value_name = "F")]
     pub store_time_factor: Option<f64>,
+    /// pelican-fig4 only: the network both systems send every read through, in Gbps split
+    /// evenly over the rack's servers as `spinwise sim` does (default 8.5, the NIC of the
+    /// paper's cross-validation harness), or `unbounded` (no NIC: the disks and the scheduler
+    /// alone).
+    #[arg(long, value_name = "G|unbounded")]
+    pub network_gbps: Option<String>,
     /// Print JSON: the list with --list, else a summary of the run.
     #[arg(long)]
     pub json: bool,
@@ -94,6 +100,8 @@ pub struct Context {
     pub blob_bytes: u64,
     /// The cross-validation store's time factor, when given (`--store-time-factor`).
     pub store_time_factor: Option<f64>,
+    /// The cross-validation's network, when given (`--network-gbps`; `Some(None)`: unbounded).
+    pub network_gbps: Option<Option<f64>>,
     pool: rayon::ThreadPool,
 }
 
@@ -221,6 +229,18 @@ pub fn run(args: &ExperimentArgs) -> CliResult<()> {
         ));
     };
     let experiment = find(name)?;
+    let cross_validation_only = [
+        ("--store-time-factor", args.store_time_factor.is_some()),
+        ("--network-gbps", args.network_gbps.is_some()),
+    ];
+    if let Some((flag, _)) = cross_validation_only.iter().find(|(_, given)| *given)
+        && experiment.name != "pelican-fig4"
+    {
+        return Err(CliError::Usage(format!(
+            "{flag} is for pelican-fig4 only; {} does not take it",
+            experiment.name
+        )));
+    }
     let context = context(args)?;
     prepare_out(out)?;
     let started = Instant::now();
@@ -312,8 +332,14 @@ fn context(args: &ExperimentArgs) -> CliResult<Context> {
             "--store-time-factor must be a number in (0, 1], got {factor}"
         )));
     }
+    let network_gbps = args
+        .network_gbps
+        .as_deref()
+        .map(crate::sim::network_gbps)
+        .transpose()?;
     Ok(Context {
         store_time_factor: args.store_time_factor,
+        network_gbps,
         blob_sizes,
         blob_bytes,
         hours,
