@@ -80,7 +80,7 @@ const PRESETS: &[PresetExpectation] = &[
         failure_domains: &[
             ("tray", 72, true),
             ("chassis", 6, true),
-            ("server", 2, false),
+            ("server", 1, false), // the prototype's one server (Pelican §4)
         ],
         expected_m: 72,
         bottleneck: "power",
