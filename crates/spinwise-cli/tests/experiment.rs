@@ -263,52 +263,38 @@ fn pelican_fig4_quick_replays_each_burst_in_the_simulator_and_the_store_and_they
     assert!(summary.contains("| 60 |"), "{summary}");
 }
 
-#[test]
-fn a_store_time_factor_outside_zero_to_one_is_refused() {
-    let dir = TempDir::new("pelican-fig4-bad");
-    for bad in ["0", "-1", "1.5", "nan"] {
+/// Runs `experiment NAME --out DIR FLAG` for each flag and checks each is refused naming `names`.
+fn assert_each_refused(name: &str, flags: &[String], names: &[&str]) {
+    let dir = TempDir::new(&format!("{name}-refused"));
+    for flag in flags {
         spinwise([
             "experiment",
-            "pelican-fig4",
+            name,
             "--out",
             &dir.path().display().to_string(),
-            &format!("--store-time-factor={bad}"),
+            flag.as_str(),
         ])
         .refused()
-        .stderr_mentions(&["--store-time-factor"]);
+        .stderr_mentions(names);
     }
+}
+
+#[test]
+fn a_store_time_factor_outside_zero_to_one_is_refused() {
+    let flags = ["0", "-1", "1.5", "nan"].map(|bad| format!("--store-time-factor={bad}"));
+    assert_each_refused("pelican-fig4", &flags, &["--store-time-factor"]);
 }
 
 #[test]
 fn a_network_that_is_not_a_positive_number_or_unbounded_is_refused() {
-    let dir = TempDir::new("pelican-fig4-bad-network");
-    for bad in ["0", "-8.5", "inf", "fast"] {
-        spinwise([
-            "experiment",
-            "pelican-fig4",
-            "--out",
-            &dir.path().display().to_string(),
-            &format!("--network-gbps={bad}"),
-        ])
-        .refused()
-        .stderr_mentions(&["--network-gbps"]);
-    }
+    let flags = ["0", "-8.5", "inf", "fast"].map(|bad| format!("--network-gbps={bad}"));
+    assert_each_refused("pelican-fig4", &flags, &["--network-gbps"]);
 }
 
 #[test]
 fn the_cross_validation_flags_are_refused_by_the_other_experiments() {
-    let dir = TempDir::new("pelican-fig5-cross-validation-flags");
-    for flag in ["--network-gbps=8.5", "--store-time-factor=0.1"] {
-        spinwise([
-            "experiment",
-            "pelican-fig5",
-            "--out",
-            &dir.path().display().to_string(),
-            flag,
-        ])
-        .refused()
-        .stderr_mentions(&["pelican-fig4 only"]);
-    }
+    let flags = ["--network-gbps=8.5", "--store-time-factor=0.1"].map(String::from);
+    assert_each_refused("pelican-fig5", &flags, &["pelican-fig4 only"]);
 }
 
 #[test]
