@@ -7,12 +7,12 @@
 //!
 //! Scaling. A store run in the rack's own time would take the simulator's drain time (hours for
 //! the larger bursts) and 1 GB per blob, so the store runs in scaled time: every latency × f
-//! ([`DEFAULT_TIME_FACTOR`], or `--store-time-factor`), every disk's bandwidth × β
-//! ([`BANDWIDTH_SCALE`], what two cores can move),
-//! and every blob and the reordering bound u × f·β. A blob's transfer then takes f × its rack
-//! time, as every latency does, so the store run is the rack run with its clock sped up by 1/f;
-//! its times are divided by f and its bytes by f·β before they are compared. Nothing else is
-//! scaled: the scheduler, its queue depth, and the layout are the rack's.
+//! ([`DEFAULT_TIME_FACTOR`], or `--store-time-factor`), every disk's and NIC's bandwidth × β
+//! ([`BANDWIDTH_SCALE`], what two cores can move), and every blob, the reordering bound u and the
+//! read path's IO size × f·β. A blob's transfer then takes f × its rack time, as every latency
+//! does, so the store run is the rack run with its clock sped up by 1/f; its times are divided by
+//! f and its bytes by f·β before they are compared. Nothing else is scaled: the scheduler, its
+//! queue depth, and the layout are the rack's.
 //!
 //! What both systems are given: the `pelican-prototype` rack (Pelican §4.4: the rack the paper
 //! cross-validated against) with its planned layout, Pelican's scheduler, the paper's 8.5 Gbps
