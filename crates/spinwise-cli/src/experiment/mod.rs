@@ -159,7 +159,7 @@ pub struct Experiment {
 pub const EXPERIMENTS: &[Experiment] = &[
     Experiment {
         name: "pelican-fig4",
-        description: "Pelican Fig. 4: the simulator cross-validated against the store, bursts of 15 to 960 reads of 1 GB replayed by both on the pelican-prototype rack (the store in scaled real time): throughput, completion, service time and time to first byte",
+        description: "Pelican Fig. 4: the simulator cross-validated against the store, bursts of 15 to 960 reads of 1 GB replayed by both on the pelican-prototype rack through an 8.5 Gbps NIC (the store in scaled real time): throughput, completion, service time and time to first byte",
         run: crossval::fig4,
     },
     Experiment {
