@@ -18,8 +18,9 @@ const STORE_VERSION: u32 = 1;
 pub const STORE_FILE: &str = "store.toml";
 pub const LAYOUT_FILE: &str = "layout.json";
 pub const STAGING_DIR: &str = "staging";
-/// The largest `read_batch_bytes`: a migrated read holds up to three batches per data column.
-pub const MAX_READ_BATCH_BYTES: u64 = 64 << 20;
+/// The largest `read_batch_bytes`: a migrated read holds up to three batches per data column,
+/// so a 15+3 GET could hold ~360 MiB at this size (~27 MiB at the default).
+pub const MAX_READ_BATCH_BYTES: u64 = 8 << 20;
 
 /// Where the rack description came from (recorded for people; the TOML itself is copied in).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

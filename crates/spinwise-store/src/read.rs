@@ -16,9 +16,10 @@
 //!
 //! Invariants:
 //! - memory is bounded whatever the object size: per data column at most three batches of at
-//!   most [`COLUMN_BATCH_BYTES`] + one fragment (the one in the thread's hand, and the fragments
-//!   its one-batch channel holds, which may come from two), [`READ_QUEUE_CHUNKS`] chunks queued
-//!   for the caller (each holding at most its batch), and the decoder's one stripe;
+//!   most `read_batch_bytes` (default [`COLUMN_BATCH_BYTES`], at most
+//!   [`crate::config::MAX_READ_BATCH_BYTES`]) + one fragment (the one in the thread's hand, and
+//!   the fragments its one-batch channel holds, which may come from two), [`READ_QUEUE_CHUNKS`]
+//!   chunks queued for the caller (each holding at most its batch), and the decoder's one stripe;
 //! - each column's disk is read in increasing offset order, one IO at a time;
 //! - a reader dropped early ends the job at its next chunk (the channel is closed, the sink
 //!   fails, the decoder stops), so an abandoned GET never holds its group;
