@@ -141,13 +141,11 @@ pub async fn replay(
     if reads.len() > MAX_REPLAY_READS {
         return Err(ReplayError::TooManyReads { found: reads.len() });
     }
-    if let Some(read) = reads
-        .iter()
-        .find(|r| r.nic.is_some_and(|n| n >= nics.len()))
-    {
+    let unknown = |read: &ReplayRead| read.nic.filter(|&nic| nic >= nics.len());
+    if let Some((read, nic)) = reads.iter().find_map(|r| unknown(r).map(|nic| (r, nic))) {
         return Err(ReplayError::UnknownNic {
             key: read.key.clone(),
-            nic: read.nic.unwrap_or_default(),
+            nic,
             nics: nics.len(),
         });
     }

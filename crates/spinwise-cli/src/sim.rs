@@ -141,7 +141,6 @@ pub fn run(args: &SimArgs) -> CliResult<()> {
     Ok(())
 }
 
-/// The run the flags describe (ranges are the simulator's to check).
 /// `--network-gbps`: a positive number of Gbps, or `unbounded` (`None`: no NIC).
 pub fn network_gbps(text: &str) -> CliResult<Option<f64>> {
     if text == "unbounded" {
@@ -155,6 +154,7 @@ pub fn network_gbps(text: &str) -> CliResult<Option<f64>> {
     }
 }
 
+/// The run the flags describe (ranges are the simulator's to check).
 fn sim_config(args: &SimArgs) -> CliResult<SimConfig> {
     let policy = match args.policy {
         Policy::Pelican => PolicyKind::Pelican,

@@ -782,11 +782,10 @@ fn read_server(servers: usize, server_of: &[u32], disks_read: &[DiskIndex]) -> u
 /// simulator reads them.
 pub fn group_nics(rack: &Rack, layout: &Layout) -> Result<(usize, Vec<usize>), BindError> {
     let (servers, server_of) = servers_of_disks(rack);
-    let k = layout.erasure.k as usize;
     let groups = layout.group_disk_indices(rack)?;
-    let nics = groups
+    let nics = crate::sim::read_disks_of(&groups, layout.erasure.k)
         .iter()
-        .map(|disks| read_server(servers, &server_of, &disks[..k.min(disks.len())]))
+        .map(|disks_read| read_server(servers, &server_of, disks_read))
         .collect();
     Ok((servers, nics))
 }

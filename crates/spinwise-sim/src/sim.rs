@@ -420,7 +420,7 @@ fn random_policy(
 }
 
 /// The disks a read of each target streams from: its first k disks.
-fn read_disks_of(targets: &[Vec<DiskIndex>], k: u32) -> Vec<Vec<DiskIndex>> {
+pub(crate) fn read_disks_of(targets: &[Vec<DiskIndex>], k: u32) -> Vec<Vec<DiskIndex>> {
     targets
         .iter()
         .map(|disks| disks[..(k as usize).min(disks.len())].to_vec())
