@@ -125,6 +125,18 @@ pub struct SchedulerConfig {
     pub reordering_bound_gb: f64,
     pub rebuild_share: f64,
     pub max_queue_depth: u32,
+    /// Requests a class serves at once from its spinning group; absent in layouts written
+    /// before it existed, which served one at a time.
+    #[serde(default = "one_request", skip_serializing_if = "is_one_request")]
+    pub concurrent_requests_per_class: u32,
+}
+
+fn one_request() -> u32 {
+    1
+}
+
+fn is_one_request(count: &u32) -> bool {
+    *count == 1
 }
 
 #[derive(Debug, Error)]

@@ -14,3 +14,7 @@ pub const MAX_FAILURE_DOMAINS: usize = 64;
 pub const MAX_AXES: usize = 8;
 /// Size of a rack file: a 100,000-disk explicit list fits in a few megabytes.
 pub const MAX_RACK_FILE_BYTES: usize = 16 * 1024 * 1024;
+/// Requests one scheduler class serves at once (`targets.fairness.concurrent_requests_per_class`).
+/// A group of a few dozen disks is kept busy by two or three reads of k of them; each request in
+/// service holds its read buffers in the server, so the count is bounded.
+pub const MAX_CONCURRENT_REQUESTS_PER_CLASS: u32 = 64;

@@ -166,6 +166,12 @@ struct RawFairness {
     reordering_bound_gb: f64,
     rebuild_share: f64,
     max_queue_depth: u32,
+    #[serde(default = "one_request")]
+    concurrent_requests_per_class: u32,
+}
+
+fn one_request() -> u32 {
+    1
 }
 
 /// Parses and validates a rack description. `source_name` (a path or `preset:NAME`) is quoted in
@@ -1048,6 +1054,16 @@ impl Checker<'_> {
                 },
             ));
         }
+        let concurrent = fairness.concurrent_requests_per_class;
+        if !(1..=limits::MAX_CONCURRENT_REQUESTS_PER_CLASS).contains(&concurrent) {
+            return Err(self.error(
+                "targets.fairness.concurrent_requests_per_class",
+                RackProblem::OutOfRange {
+                    value: concurrent.to_string(),
+                    expected: "1 to 64 requests",
+                },
+            ));
+        }
         Ok(Targets {
             durability_nines: raw.durability_nines,
             service_interval_days: raw.service_interval_days,
@@ -1060,6 +1076,7 @@ impl Checker<'_> {
                 reordering_bound_gb: fairness.reordering_bound_gb,
                 rebuild_share: fairness.rebuild_share,
                 max_queue_depth: fairness.max_queue_depth,
+                concurrent_requests_per_class: concurrent,
             },
         })
     }

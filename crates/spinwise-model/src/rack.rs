@@ -213,6 +213,21 @@ pub struct Fairness {
     pub rebuild_share: f64,
     /// Requests queued per class before new ones are refused.
     pub max_queue_depth: u32,
+    /// Requests a class serves at once from its spinning group (1: one after another, as
+    /// Pelican's prototype). More keep a group wider than k busy: each read streams from k of
+    /// its disks, and concurrent reads of different blobs use the others. Left out of the
+    /// serialized rack when 1, so a rack written before the setting existed keeps its
+    /// fingerprint and the layouts planned for it (a store's `layout.json`) still bind.
+    #[serde(default = "one_request", skip_serializing_if = "is_one_request")]
+    pub concurrent_requests_per_class: u32,
+}
+
+fn one_request() -> u32 {
+    1
+}
+
+fn is_one_request(count: &u32) -> bool {
+    *count == 1
 }
 
 impl Rack {

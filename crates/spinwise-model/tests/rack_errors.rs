@@ -1040,6 +1040,39 @@ fn zero_queue_depth_is_rejected() {
 }
 
 #[test]
+fn concurrent_requests_per_class_defaults_to_one_and_outside_one_to_sixty_four_is_rejected() {
+    let rack = parse_rack("minimal.toml", MINIMAL_RACK).unwrap();
+    assert_eq!(rack.targets.fairness.concurrent_requests_per_class, 1);
+    let with = |count: &str| {
+        edit(
+            MINIMAL_RACK,
+            "max_queue_depth = 100",
+            &format!("max_queue_depth = 100\nconcurrent_requests_per_class = {count}"),
+        )
+    };
+    let four = parse_rack("four.toml", &with("4")).unwrap();
+    assert_eq!(four.targets.fairness.concurrent_requests_per_class, 4);
+    // The default is left out of the fingerprint, so racks written before the setting existed
+    // keep theirs (and the layouts planned for them still bind); another value changes it.
+    let one = parse_rack("one.toml", &with("1")).unwrap();
+    assert_eq!(one.fingerprint(), rack.fingerprint());
+    assert!(
+        !serde_json::to_string(&rack)
+            .unwrap()
+            .contains("concurrent_requests")
+    );
+    assert_ne!(four.fingerprint(), rack.fingerprint());
+    for bad in ["0", "65"] {
+        let error = refused(&with(bad));
+        assert_eq!(
+            error.field,
+            "targets.fairness.concurrent_requests_per_class"
+        );
+        assert!(matches!(error.problem, RackProblem::OutOfRange { .. }));
+    }
+}
+
+#[test]
 fn disk_listed_twice_in_one_domain_is_rejected_as_a_duplicate() {
     let text = edit(
         MINIMAL_RACK,

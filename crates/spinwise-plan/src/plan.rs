@@ -215,6 +215,7 @@ pub fn finish(
             reordering_bound_gb: rack.targets.fairness.reordering_bound_gb,
             rebuild_share: rack.targets.fairness.rebuild_share,
             max_queue_depth: rack.targets.fairness.max_queue_depth,
+            concurrent_requests_per_class: rack.targets.fairness.concurrent_requests_per_class,
         },
     };
     layout.symmetric = crate::quality::is_symmetric(&layout);

@@ -2,8 +2,9 @@
 //!
 //! One [`ClassScheduler`] owns every class of a layout (the solver's classes, or one class per
 //! group when the layout has none). Per class it keeps two [`ReorderQueue`]s — rebuild and client
-//! — shared by [`FairShare`], and serves one request at a time from the group its class has
-//! spinning. Switching a class to another group spins the old one down and the new one up; every
+//! — shared by [`FairShare`], and serves up to the layout's `concurrent_requests_per_class`
+//! requests at a time from the group its class has spinning ("Concurrent requests", below).
+//! Switching a class to another group spins the old one down and the new one up; every
 //! state change goes through [`GroupBudget`], so no hard budget is ever exceeded, including the
 //! resources classes share (Pelican's trays power one spinning disk of each of two classes). When
 //! a spin-up is refused, idle groups of other classes that block it are spun down.
@@ -35,6 +36,18 @@
 //!
 //! Charging measured time rather than an estimate makes the split exact whatever the caller's
 //! disks and network do; the reordering queues still measure cost (and the bound u) in bytes.
+//!
+//! # Concurrent requests
+//!
+//! A read streams from k of its group's disks; a group wider than k (Pelican: 24 disks, k = 15)
+//! leaves the others idle while it serves one read at a time, and Pelican's provisioning (§2.1:
+//! "only 50 active disks are required to sustain 40 Gbps") counts on every active disk being busy.
+//! So a class may serve several requests at once, up to `concurrent_requests_per_class`, all from
+//! its spinning group, taken in the same order as one at a time. Once the heads of both queues are
+//! for other groups, the class serves nothing new, and it switches when its last request is done.
+//! Time is charged as processor sharing: while n requests are in service, each is charged 1/n
+//! of the time that passes, so the queues together are charged the class's busy time once, as with
+//! one request at a time.
 //!
 //! # Group affinity against the share
 //!
@@ -74,8 +87,8 @@
 //! could take what was freed; on layouts whose groups all cost the same, as the planner's, none
 //! can.
 //!
-//! Invariants: at most one group per class is not resting; at most one request per class is
-//! being served, and only by an active group; requests queued per class never exceed the
+//! Invariants: at most one group per class is not resting; at most
+//! `concurrent_requests_per_class` requests per class are being served, all by its active group; requests queued per class never exceed the
 //! layout's `max_queue_depth`.
 
 use crate::budget::{GroupBudget, StateIndex};
@@ -152,7 +165,13 @@ struct Class {
     /// [`disk_bytes`] served from the queue the fair share did not choose (its head was for the
     /// spinning group, the chosen one's was not) since the chosen queue was last served.
     overtaken_cost: u64,
-    serving: Option<Serving>,
+    /// The requests being served, at most `concurrent_requests_per_class`, in the order handed out.
+    serving: Vec<Serving>,
+    /// Up to when the requests being served have been charged their shares of the time.
+    settled_us: u64,
+    /// Set during a poll when an expedited read of another class needs this class's group to
+    /// yield: it takes no new request, and spins down once its last one is done.
+    yielding: bool,
     /// When the class's current group switch began (its spin-down, or the spin-up of a class
     /// that had no group), and the queue charged for it once known.
     switch_started_us: Option<u64>,
@@ -166,7 +185,9 @@ struct Serving {
     queue: Queue,
     /// Served for the fair choice (true) or out of turn for group affinity (false).
     in_turn: bool,
-    started_us: u64,
+    /// Its share of the class's busy time so far, µs (module documentation, "Concurrent
+    /// requests").
+    charge_us: u64,
 }
 
 #[derive(Debug)]
@@ -181,6 +202,8 @@ pub struct ClassScheduler {
     /// bound u (client bytes) in disk-bytes, u / k. See the module documentation.
     affinity_bound: u64,
     max_queue_depth: u32,
+    /// Requests one class serves at once (the layout's `concurrent_requests_per_class`).
+    concurrent_requests: usize,
     spinning_up: StateIndex,
     active: StateIndex,
     /// Actions decided but not yet handed out (a switch yields spin-down then spin-up).
@@ -213,7 +236,9 @@ impl ClassScheduler {
                     fair: FairShare::new(share)?,
                     current: None,
                     overtaken_cost: 0,
-                    serving: None,
+                    serving: Vec::new(),
+                    settled_us: 0,
+                    yielding: false,
                     switch_started_us: None,
                     switch_queue: None,
                 })
@@ -227,6 +252,7 @@ impl ClassScheduler {
             data_disks: layout.erasure.k.max(1),
             affinity_bound: bound_bytes / u64::from(layout.erasure.k.max(1)),
             max_queue_depth: layout.scheduler.max_queue_depth,
+            concurrent_requests: layout.scheduler.concurrent_requests_per_class.max(1) as usize,
             spinning_up,
             active,
             pending: VecDeque::new(),
@@ -262,7 +288,7 @@ impl ClassScheduler {
         self.pending.is_empty()
             && self.classes.iter().all(|c| {
                 c.depth() == 0
-                    && c.serving.is_none()
+                    && c.serving.is_empty()
                     && !matches!(
                         c.current,
                         Some((_, Phase::SpinningUp | Phase::SpinningDown))
@@ -336,18 +362,19 @@ impl ClassScheduler {
         class.current = None;
     }
 
-    /// The request handed out by `Serve` is finished at `now_us`; its queue is charged the time
-    /// it took (in turn, or out of turn for group affinity).
+    /// The request handed out by `Serve` is finished at `now_us`; its queue is charged its share
+    /// of the time it took (in turn, or out of turn for group affinity).
     pub fn served(&mut self, now_us: u64, request: &Request) {
         let class = &mut self.classes[self.class_of[request.group as usize] as usize];
-        let serving = class.serving.take();
-        assert_eq!(
-            serving.map(|s| s.request.id),
-            Some(request.id),
-            "served a request not being served"
-        );
-        let serving = serving.expect("checked above");
-        let took_us = elapsed_us(serving.started_us, now_us);
+        class.settle(now_us);
+        let position = class
+            .serving
+            .iter()
+            .position(|s| s.request.id == request.id);
+        let serving = class
+            .serving
+            .remove(position.expect("served a request not being served"));
+        let took_us = serving.charge_us.max(1);
         if serving.in_turn {
             class.fair.charge(serving.queue, took_us);
         } else {
@@ -364,6 +391,9 @@ impl ClassScheduler {
         }
         // Classes with an expedited read first: a freed budget goes to them, and a busy group
         // that finished its request yields to them before its own class serves it more.
+        for class in &mut self.classes {
+            class.yielding = false;
+        }
         for urgent in [true, false] {
             for class_index in 0..self.classes.len() {
                 if self.classes[class_index].expedited.is_empty() != urgent
@@ -380,8 +410,9 @@ impl ClassScheduler {
     fn step(&mut self, class_index: usize, now_us: u64) -> Option<Action> {
         let data_disks = self.data_disks;
         let affinity_bound = self.affinity_bound;
+        let concurrent_requests = self.concurrent_requests;
         let class = &mut self.classes[class_index];
-        if class.serving.is_some() {
+        if class.serving.len() >= concurrent_requests || class.yielding {
             return None;
         }
         let chosen = class
@@ -405,6 +436,10 @@ impl ClassScheduler {
                     .into_iter()
                     .find(|q| head_of(class, *q) == Some(group) && (*q == chosen || may_overtake))
                 else {
+                    if !class.serving.is_empty() {
+                        // The class switches once its requests in service are done.
+                        return None;
+                    }
                     class.current = Some((group, Phase::SpinningDown));
                     class.switch_started_us = Some(now_us);
                     return Some(Action::SpinDown(group));
@@ -419,11 +454,12 @@ impl ClassScheduler {
                     let cost = disk_bytes(&request, data_disks);
                     class.overtaken_cost.saturating_add(cost)
                 };
-                class.serving = Some(Serving {
+                class.settle(now_us);
+                class.serving.push(Serving {
                     request,
                     queue,
                     in_turn,
-                    started_us: now_us,
+                    charge_us: 0,
                 });
                 Some(Action::Serve(request))
             }
@@ -457,17 +493,17 @@ impl ClassScheduler {
         for blocker in self.budget.blockers(group, self.spinning_up) {
             let other = &mut self.classes[self.class_of[blocker as usize] as usize];
             let phase = other.current.filter(|(g, _)| *g == blocker).map(|(_, p)| p);
-            let idle = other.serving.is_none() && !wanted(other, blocker);
+            let idle = other.serving.is_empty() && !wanted(other, blocker);
             let freed = match phase {
                 Some(Phase::Active) if idle => {
                     other.current = Some((blocker, Phase::SpinningDown));
                     self.pending.push_back(Action::SpinDown(blocker));
                     true
                 }
-                // A group serving a request yields once it is done: the poll after `served`
-                // steps this class before the group's own one.
+                // A group serving requests yields once they are done: meanwhile it takes no new
+                // one, and the poll after its last `served` steps this class before its own.
                 Some(Phase::Active) => {
-                    if expedited && other.expedited.is_empty() && other.serving.is_none() {
+                    if expedited && other.expedited.is_empty() {
                         busy.push(blocker);
                     }
                     false
@@ -485,8 +521,9 @@ impl ClassScheduler {
         self.pending.pop_front()
     }
 
-    /// Spins down busy groups of `busy` (between requests, of classes without expedited reads),
-    /// in order, until `room` fits.
+    /// Makes busy groups of `busy` (of classes without expedited reads) yield, in order, until
+    /// `room` fits: one between requests spins down now; one serving requests takes no new one
+    /// during this poll, and is asked again on the next.
     fn make_room_for_expedited(&mut self, room: &mut crate::budget::Room, busy: &[GroupIndex]) {
         for &blocker in busy {
             if room.fits() {
@@ -494,8 +531,12 @@ impl ClassScheduler {
             }
             self.budget.release(room, blocker);
             let other = &mut self.classes[self.class_of[blocker as usize] as usize];
-            other.current = Some((blocker, Phase::SpinningDown));
-            self.pending.push_back(Action::SpinDown(blocker));
+            if other.serving.is_empty() {
+                other.current = Some((blocker, Phase::SpinningDown));
+                self.pending.push_back(Action::SpinDown(blocker));
+            } else {
+                other.yielding = true;
+            }
         }
     }
 }
@@ -529,6 +570,25 @@ fn wanted(class: &Class, group: GroupIndex) -> bool {
 }
 
 impl Class {
+    /// Charges the requests in service their shares of the time since the last settlement
+    /// (module documentation, "Concurrent requests"); the remainder of an uneven split goes to
+    /// the earliest handed out.
+    fn settle(&mut self, now_us: u64) {
+        let passed_us = now_us
+            .checked_sub(self.settled_us)
+            .expect("time ran backwards");
+        self.settled_us = now_us;
+        let count = self.serving.len() as u64;
+        if count == 0 {
+            return;
+        }
+        let (share_us, remainder_us) = (passed_us / count, passed_us % count);
+        for (index, serving) in self.serving.iter_mut().enumerate() {
+            let extra_us = u64::from((index as u64) < remainder_us);
+            serving.charge_us = serving.charge_us.saturating_add(share_us + extra_us);
+        }
+    }
+
     /// Requests queued, of every kind.
     fn depth(&self) -> usize {
         self.client.len() + self.expedited.len() + self.rebuild.len()

@@ -80,6 +80,7 @@ fn drive(rack: &Rack, layout: &Layout, arrivals: &[(u64, Request)]) -> Run {
                 }
                 Action::Serve(request) => {
                     serving.insert(request.id, request);
+                    assert_within_concurrency(layout, &serving);
                     push(
                         &mut events,
                         now + service_us(&request, k, BYTES_PER_US),
@@ -91,6 +92,29 @@ fn drive(rack: &Rack, layout: &Layout, arrivals: &[(u64, Request)]) -> Run {
     }
     assert!(scheduler.is_idle(), "work left behind");
     run
+}
+
+/// Per class, at most `concurrent_requests_per_class` requests in service, all of one group.
+fn assert_within_concurrency(layout: &Layout, serving: &BTreeMap<u64, Request>) {
+    let class_of = |group: u32| layout.classes.as_ref().map_or(group, |c| c[group as usize]);
+    let mut by_class: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
+    for request in serving.values() {
+        by_class
+            .entry(class_of(request.group))
+            .or_default()
+            .push(request.group);
+    }
+    for (class, groups) in by_class {
+        assert!(
+            groups.len() <= layout.scheduler.concurrent_requests_per_class as usize,
+            "class {class} serves {} requests at once",
+            groups.len()
+        );
+        assert!(
+            groups.iter().all(|g| *g == groups[0]),
+            "class {class} serves several groups at once: {groups:?}"
+        );
+    }
 }
 
 fn client(id: u64, group: u32) -> Request {
@@ -193,7 +217,7 @@ fn groups_of_different_classes_spin_up_together() {
 
 #[test]
 fn rebuild_and_client_requests_of_equal_disk_time_alternate_at_a_half_share() {
-    let (rack, layout) = &planned()[1];
+    let (rack, layout) = &one_at_a_time();
     let k = u64::from(layout.erasure.k);
     // A client read of k × 10 GB keeps each data disk busy as long as one 10 GB rebuild stack:
     // 10 s, as long as the spin-up.
@@ -225,6 +249,79 @@ fn rebuild_and_client_requests_of_equal_disk_time_alternate_at_a_half_share() {
     }
 }
 
+/// The pelican layout serving one request per class at a time (the preset serves four): the
+/// tests that step a class through "the request in hand" one request at a time.
+fn one_at_a_time() -> (&'static Rack, Layout) {
+    with_concurrency(1)
+}
+
+/// The pelican layout serving up to `concurrent` requests per class at once.
+fn with_concurrency(concurrent: u32) -> (&'static Rack, Layout) {
+    let (rack, layout) = &planned()[1];
+    let mut layout = layout.clone();
+    layout.scheduler.concurrent_requests_per_class = concurrent;
+    (rack, layout)
+}
+
+#[test]
+fn a_class_serves_up_to_its_concurrency_from_its_group_and_switches_when_all_are_done() {
+    let (_, layout) = with_concurrency(3);
+    let (a, b) = common::same_class_pair(&layout);
+    let mut scheduler = ClassScheduler::new(&layout).unwrap();
+    for id in 0..5 {
+        scheduler.submit(0, client(id, a)).unwrap();
+    }
+    scheduler.submit(0, client(5, b)).unwrap();
+    assert_eq!(poll_all(&mut scheduler, 0), vec![Action::SpinUp(a)]);
+    scheduler.spun_up(SPIN_UP_US, a);
+    let first = poll_all(&mut scheduler, SPIN_UP_US);
+    assert_eq!(
+        served_ids(&first),
+        vec![0, 1, 2],
+        "three at once: {first:?}"
+    );
+    scheduler.served(SPIN_UP_US + 1, &client(1, a));
+    assert_eq!(
+        served_ids(&poll_all(&mut scheduler, SPIN_UP_US + 1)),
+        vec![3]
+    );
+    for (at, id) in [(2, 0), (3, 2)] {
+        scheduler.served(SPIN_UP_US + at, &client(id, a));
+    }
+    assert_eq!(
+        served_ids(&poll_all(&mut scheduler, SPIN_UP_US + 3)),
+        vec![4]
+    );
+    // Group a's queue is empty while 3 and 4 are in service: no switch yet.
+    scheduler.served(SPIN_UP_US + 4, &client(3, a));
+    assert_eq!(poll_all(&mut scheduler, SPIN_UP_US + 4), vec![]);
+    scheduler.served(SPIN_UP_US + 5, &client(4, a));
+    assert_eq!(
+        poll_all(&mut scheduler, SPIN_UP_US + 5),
+        vec![Action::SpinDown(a)]
+    );
+}
+
+#[test]
+fn requests_served_at_once_are_charged_the_class_time_once() {
+    let (_, layout) = with_concurrency(2);
+    let mut scheduler = ClassScheduler::new(&layout).unwrap();
+    for id in 0..2 {
+        scheduler.submit(0, client(id, 0)).unwrap();
+    }
+    assert_eq!(poll_all(&mut scheduler, 0), vec![Action::SpinUp(0)]);
+    scheduler.spun_up(SPIN_UP_US, 0);
+    let switch_us = scheduler.charged_time_us(0).1;
+    assert_eq!(
+        served_ids(&poll_all(&mut scheduler, SPIN_UP_US)),
+        vec![0, 1]
+    );
+    // Both in service for 2 s, then one alone for 1 s: the class was busy 3 s.
+    scheduler.served(SPIN_UP_US + 2_000_000, &client(0, 0));
+    scheduler.served(SPIN_UP_US + 3_000_000, &client(1, 0));
+    assert_eq!(scheduler.charged_time_us(0).1 - switch_us, 3_000_000);
+}
+
 /// Service time of a request on one group whose disks stream `disk_bytes_per_us` each: a client
 /// read from k disks at once, a rebuild stack at one disk's rate (k reads and a write in parallel).
 fn service_us(request: &Request, k: u64, disk_bytes_per_us: u64) -> u64 {
@@ -240,9 +337,13 @@ proptest! {
     #[test]
     fn every_accepted_request_is_served_and_no_hard_budget_is_exceeded(
         rack_choice in 0usize..3,
+        concurrent in 1u32..4,
         requests in prop::collection::vec((0u64..600_000_000, any::<u32>(), 1u64..3_000_000_000, any::<bool>()), 1..200),
     ) {
         let (rack, layout) = &planned()[rack_choice];
+        let mut layout = layout.clone();
+        layout.scheduler.concurrent_requests_per_class = concurrent;
+        let layout = &layout;
         let groups = layout.groups.len() as u32;
         let arrivals: Vec<(u64, Request)> = requests
             .iter()
@@ -493,7 +594,7 @@ fn serving_the_first_of_four_reads_for(layout: &Layout, a: u32) -> ClassSchedule
 
 #[test]
 fn an_expedited_read_for_another_group_of_the_class_is_served_right_after_the_request_in_hand() {
-    let (_, layout) = &planned()[1];
+    let (_, layout) = &one_at_a_time();
     let groups = class_of_group_zero(layout);
     let (a, b) = (groups[0], groups[1]);
     let mut scheduler = serving_the_first_of_four_reads_for(layout, a);
@@ -531,7 +632,7 @@ fn an_expedited_read_for_another_group_of_the_class_is_served_right_after_the_re
 
 #[test]
 fn an_expedited_read_for_the_spinning_group_is_served_next_before_its_earlier_standard_reads() {
-    let (_, layout) = &planned()[1];
+    let (_, layout) = &one_at_a_time();
     let a = class_of_group_zero(layout)[0];
     let mut scheduler = serving_the_first_of_four_reads_for(layout, a);
     scheduler.submit(SPIN_UP_US + 1, expedited(10, a)).unwrap();
@@ -573,7 +674,7 @@ fn expedited_reads_are_served_first_in_first_out_among_themselves_whatever_their
 
 #[test]
 fn a_full_class_refuses_expedited_reads_too_and_counts_them_in_its_depth() {
-    let (_, layout) = &planned()[1];
+    let (_, layout) = &one_at_a_time();
     let mut small = layout.clone();
     small.scheduler.max_queue_depth = 3;
     let a = class_of_group_zero(&small)[0];
@@ -609,7 +710,7 @@ fn a_rebuild_for_the_spinning_group_may_pass_an_expedited_read_only_within_the_a
     // The client turn is now b's, whose head is for another group: the standard read 21, for
     // the spinning group, does not take it, while a's rebuild may use the turn out of turn until
     // it has taken u / k of disk-bytes (~33 GB on Pelican: 4 stacks); then the class switches.
-    let (_, layout) = &planned()[1];
+    let (_, layout) = &one_at_a_time();
     let groups = class_of_group_zero(layout);
     let (a, b) = (groups[0], groups[1]);
     let stack = |id: u64| Request {
@@ -750,4 +851,45 @@ fn an_expedited_read_makes_as_few_busy_groups_of_other_classes_yield_as_make_roo
         "{expedited_run:?}"
     );
     assert_eq!(served_ids(&expedited_run).len(), 7);
+}
+
+#[test]
+fn a_group_serving_several_requests_yields_to_an_expedited_read_without_taking_new_ones() {
+    // As above, with two requests in service per group: the yielding group finishes both and
+    // serves nothing new before it spins down for the expedited read's group.
+    let (_, layout) = &planned()[2];
+    let mut layout = layout.clone();
+    layout.scheduler.concurrent_requests_per_class = 2;
+    let (a, c, b) = (0, 2, 4);
+    let mut scheduler = ClassScheduler::new(&layout).unwrap();
+    for id in 0..4 {
+        scheduler.submit(0, client(id, a)).unwrap();
+        scheduler.submit(0, client(20 + id, c)).unwrap();
+    }
+    assert_eq!(poll_all(&mut scheduler, 0).len(), 2, "a and c spin up");
+    scheduler.spun_up(SPIN_UP_US, a);
+    scheduler.spun_up(SPIN_UP_US, c);
+    let in_hand = poll_all(&mut scheduler, SPIN_UP_US);
+    assert_eq!(served_ids(&in_hand), vec![0, 1, 20, 21], "two each");
+    scheduler.submit(SPIN_UP_US + 1, expedited(10, b)).unwrap();
+    assert_eq!(poll_all(&mut scheduler, SPIN_UP_US + 1), []);
+    let after = settle(&mut scheduler, SPIN_UP_US + 1, &in_hand);
+    let up_b = after
+        .iter()
+        .position(|action| *action == Action::SpinUp(b))
+        .unwrap();
+    let yielded: Vec<u32> = after[..up_b]
+        .iter()
+        .filter_map(|action| match action {
+            Action::SpinDown(group) => Some(*group),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(yielded.len(), 1, "{after:?}");
+    let new_on_yielded = after[..up_b]
+        .iter()
+        .filter(|action| matches!(action, Action::Serve(r) if r.group == yielded[0]))
+        .count();
+    assert_eq!(new_on_yielded, 0, "{after:?}");
+    assert_eq!(served_ids(&in_hand).len() + served_ids(&after).len(), 9);
 }

@@ -62,8 +62,12 @@
 //! - **Serving.** `Serve(request)` costs one seek (`disk_model.seek_ms`) before the first byte;
 //!   then the blob flows from the first k disks of its group, in the layout's order (a systematic
 //!   code reads its k data fragments; which k disks of the group hold a given blob is not
-//!   modelled, so every read of a group uses the same k). The scheduler serves one request per
-//!   class at a time (FP: one per group), so at most that many flows are in progress.
+//!   modelled, so every read of a group uses the same k). The scheduler serves up to the
+//!   layout's `concurrent_requests_per_class` per class at a time (FP, Flamingo: one per group),
+//!   so at most that many flows are in progress. With more than one, a group's client reads are
+//!   *pooled*: each streams k fragments spread over all the group's disks, capped at k disks'
+//!   bandwidth, and together they share the group's n disks (docs/simulator.md, "Concurrent
+//!   requests").
 //! - **Network.** Flows share links by max-min fairness (module `network` has the details):
 //!   every disk (`bandwidth_mb_per_s`), every domain of a soft resource whose unit is a bandwidth
 //!   (Pelican: a 64 Gbps PCIe root per half rack), and one NIC per server. The servers are the

@@ -203,16 +203,23 @@ struct Model {
     /// order (a systematic code reads its k data fragments; which k of the group's disks hold a
     /// blob's data is not modelled, so every blob of a group uses the same ones).
     read_disks: Vec<Vec<DiskIndex>>,
+    /// When a class serves several requests at once (Pelican's scheduler with the layout's
+    /// `concurrent_requests_per_class` > 1): the disks each group's client reads are pooled over,
+    /// all of its healthy disks ([`FlowPath::pooled_read`]). `None`: reads stream from
+    /// `read_disks`.
+    read_pools: Option<Vec<Vec<DiskIndex>>>,
+    /// Requests a class serves at once (1 for every policy but Pelican's).
+    concurrent_requests: u32,
 }
 
-/// Rebuild requests the simulator keeps queued at once after a failure. The scheduler serves one
-/// request per class at a time and the queue is refilled at every dispatch, so one would keep it
+/// Rebuild requests the simulator keeps queued at once after a failure. The scheduler serves a few
+/// requests per class at a time and the queue is refilled at every dispatch, so one would keep it
 /// non-empty; a few more cost nothing. Never more than the layout's queue depth.
 const REBUILD_OUTSTANDING: u32 = 8;
 
-/// A spin-up starts under high load when at least this fraction of the classes have a flow in
-/// progress (each class serves one request at a time, so the classes bound the flows): the rack
-/// is then moving data for at least half of what it can serve at once.
+/// A spin-up starts under high load when at least this fraction of the flows the scheduler can
+/// have at once (classes × requests a class serves at once) are in progress: the rack is then
+/// moving data for at least half of what it can serve at once.
 const HIGH_LOAD_FLOW_FRACTION: f64 = 0.5;
 
 /// Seconds in a year for "per disk per year" metrics (365 days).
@@ -306,7 +313,14 @@ pub fn simulate(rack: &Rack, layout: &Layout, config: &SimConfig) -> Result<Repo
     // meter then judge it against those budgets.
     let provisioned;
     let (rack, scheduler): (&Rack, Box<dyn Policy>) = match config.policy {
-        PolicyKind::Pelican => (rack, Box::new(ClassScheduler::new(layout)?)),
+        PolicyKind::Pelican => {
+            let concurrent = layout.scheduler.concurrent_requests_per_class.max(1);
+            model.concurrent_requests = concurrent;
+            if concurrent > 1 {
+                model.read_pools = Some(model.target_disks.clone());
+            }
+            (rack, Box::new(ClassScheduler::new(layout)?))
+        }
         PolicyKind::FullyProvisioned => {
             provisioned = rack.fully_provisioned();
             (&provisioned, Box::new(FullyProvisioned::new(layout)))
@@ -378,6 +392,9 @@ pub fn simulate(rack: &Rack, layout: &Layout, config: &SimConfig) -> Result<Repo
         stale: 0,
         trace: TraceHash::new(),
     };
+    if let Some(pools) = &sim.model.read_pools {
+        sim.network.pool_groups(pools);
+    }
     sim.schedule_next_arrival(0);
     if let Some(failure_us) = config.failure_us() {
         sim.push(failure_us, Event::Fail);
@@ -467,6 +484,8 @@ fn model(rack: &Rack, layout: &Layout) -> Result<Model, SimError> {
             .clone()
             .filter(|classes| classes.len() == layout.groups.len()),
         read_disks,
+        read_pools: None,
+        concurrent_requests: 1,
     })
 }
 
@@ -799,9 +818,12 @@ impl Loop<'_> {
     fn start_flow(&mut self, now_us: u64, request: &Request) {
         let group = request.group as usize;
         let sources = &self.model.read_disks[group];
-        let path = match request.kind {
-            Kind::Client | Kind::Expedited => FlowPath::client_read(sources),
-            Kind::Rebuild => {
+        let path = match (request.kind, &self.model.read_pools) {
+            (Kind::Client | Kind::Expedited, Some(pools)) => {
+                FlowPath::pooled_read(&pools[group], self.model.data_disks)
+            }
+            (Kind::Client | Kind::Expedited, None) => FlowPath::client_read(sources),
+            (Kind::Rebuild, _) => {
                 let failed = self.rebuild.as_ref().and_then(|r| r.failed_disk);
                 let targets: Vec<DiskIndex> = self.model.target_disks[group]
                     .iter()
@@ -832,6 +854,9 @@ impl Loop<'_> {
         let k = self.model.data_disks as usize;
         let survivors = &self.model.target_disks[group as usize][1..];
         self.model.read_disks[group as usize] = survivors[..k.min(survivors.len())].to_vec();
+        if let Some(pools) = self.model.read_pools.as_mut() {
+            pools[group as usize] = survivors.to_vec();
+        }
         let rebuild = self.rebuild.as_mut().expect("a failure is configured");
         rebuild.group = Some(group);
         rebuild.failed_disk = Some(failed_disk);
@@ -884,7 +909,8 @@ impl Loop<'_> {
     /// Whether a spin-up starting now is under high load (see [`HIGH_LOAD_FLOW_FRACTION`]).
     fn high_load(&self) -> bool {
         let flows = self.network.flows();
-        flows as f64 >= HIGH_LOAD_FLOW_FRACTION * self.model.classes as f64
+        let at_once = self.model.classes as f64 * f64::from(self.model.concurrent_requests);
+        flows as f64 >= HIGH_LOAD_FLOW_FRACTION * at_once
     }
 
     /// Queues the network's next flow completion if it moved.

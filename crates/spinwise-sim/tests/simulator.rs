@@ -110,9 +110,16 @@ fn at_a_very_low_rate_time_to_first_byte_is_a_spin_up_plus_mount_plus_seek() {
         (11.25..15.75).contains(&report.spin_up_s.mean),
         "{report:?}"
     );
-    // Unbounded network, flows alone: seek + blob at k × disk bandwidth (15 × 105 MB/s).
+    // Unbounded network, flows alone: seek + blob at k × disk bandwidth (15 × 105 MB/s), the
+    // most one read gets even from a group pooled for concurrent reads. (The rare reads that
+    // overlap in one group share its disks, so the mean is a little above.)
     let transfer_s = config.blob_bytes as f64 / (f64::from(layout.erasure.k) * 105e6);
-    assert!((report.service_time_s.mean - (seek_s + transfer_s)).abs() < 1e-3);
+    assert!(
+        (report.service_time_s.p50 - (seek_s + transfer_s)).abs() < 1e-3,
+        "service {:?} against seek + transfer {} s",
+        report.service_time_s,
+        seek_s + transfer_s
+    );
     let offered_gbps = config.rate_per_s * config.blob_bytes as f64 * 8.0 / 1e9;
     assert!(
         (report.throughput_gbps - offered_gbps).abs() <= 0.1 * offered_gbps,
