@@ -473,17 +473,29 @@ fn expedited_restores_quick_serves_expedited_reads_first_and_the_standard_ones_p
 fn pelican_plateau_quick_scales_the_switch_latencies_and_a_shorter_switch_carries_more() {
     let table = check_quick(
         "pelican-plateau",
-        6,
+        8,
         &["throughput_vs_switch", "reject_rate_vs_switch"],
-        &["Pelican §4.2", "14.2 s", "no high-load stragglers"],
+        &[
+            "Pelican §4.2",
+            "14.2 s",
+            "no high-load stragglers",
+            "1 request(s) per class",
+            "one request per class → 4",
+        ],
     );
     assert_eq!(
         table.numbers("switch_latency_scale"),
-        [1.0, 1.0, 0.25, 0.25, 1.0, 1.0]
+        [1.0, 1.0, 0.25, 0.25, 1.0, 1.0, 1.0, 1.0]
     );
     assert_eq!(
         table.column("high_load_mounts"),
-        ["true", "true", "true", "true", "false", "false"]
+        [
+            "true", "true", "true", "true", "false", "false", "true", "true"
+        ]
+    );
+    assert_eq!(
+        table.numbers("concurrent_requests_per_class"),
+        [4.0, 4.0, 4.0, 4.0, 4.0, 4.0, 1.0, 1.0]
     );
     assert!(table.column("policy").iter().all(|p| *p == "pelican"));
     let switch_s = table.numbers("spin_up_mean_s");
@@ -495,6 +507,10 @@ fn pelican_plateau_quick_scales_the_switch_latencies_and_a_shorter_switch_carrie
     assert!(
         throughput[3] > throughput[1],
         "at 5 req/s a shorter switch streams a larger share of the time: {throughput:?}"
+    );
+    assert!(
+        throughput[7] < throughput[1],
+        "at 5 req/s one request per class at a time carries less than four: {throughput:?}"
     );
 }
 

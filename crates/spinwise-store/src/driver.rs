@@ -427,9 +427,12 @@ impl Driver {
         };
         let audit = Arc::new(Mutex::new(BudgetAudit::new(rack)?));
         let (commands, command_receiver) = mpsc::channel(config.command_capacity);
-        // Each disk has at most one power command in flight and each group at most one job: the
-        // completion channel never makes a finished task wait.
-        let (completions, completion_receiver) = mpsc::channel(disks.len() + groups.len() + 1);
+        // Each disk has at most one power command in flight and each group at most the layout's
+        // `concurrent_requests_per_class` jobs: the completion channel never makes a finished
+        // task wait.
+        let jobs_per_group = layout.scheduler.concurrent_requests_per_class.max(1) as usize;
+        let (completions, completion_receiver) =
+            mpsc::channel(disks.len() + groups.len() * jobs_per_group + 1);
         let (activity, _) = broadcast::channel(config.event_capacity);
         let (disk_events, first_disk_events) = broadcast::channel(config.event_capacity);
         let group_count = groups.len();

@@ -1,13 +1,15 @@
 //! `pelican-plateau`: what Pelican's ~40 Gbps plateau (Pelican Fig. 5(a)) would need. Pelican's
 //! scheduler on the pelican preset at 4, 5 and 8 req/s and 40 Gbps, with the group-switch
 //! latencies (spin-up, mount, unmount) scaled from the preset's calibrated values down to a tenth,
-//! and once as described but without the high-load mount stragglers. Not a figure of the paper:
+//! once as described but without the high-load mount stragglers, and once as described but
+//! serving one request per class at a time (what the preset's concurrent requests buy). Not a figure of the paper:
 //! it measures how far from the paper's own latencies its Fig. 5(a) plateau lies, and where our
 //! rejects below 5 req/s come from (docs/experiments.md, "pelican-plateau").
 //!
 //! Invariants: each run differs from the `pelican-fig5` Pelican run of its rate at 40 Gbps only
-//! in its [`SwitchLatency`] (same layout, u, queue depth and network), and the scale-1 run with
-//! stragglers is that configuration. The paper's numbers and the "near 40 Gbps" threshold are
+//! in its [`SwitchLatency`] or its requests per class (same layout, u, queue depth and
+//! network), and the scale-1 run with stragglers at the preset's concurrency is that
+//! configuration. The paper's numbers and the "near 40 Gbps" threshold are
 //! named constants; ours are computed from the rows.
 
 use super::summary::{Comparison, agreement, header, mean_of, rate, table};
@@ -33,33 +35,43 @@ const PAPER_PLATEAU_GBPS: f64 = 40.0;
 /// What counts as "near" the paper's plateau: within 10%.
 const NEAR_PLATEAU_GBPS: f64 = 36.0;
 
-fn variants(context: &Context) -> Vec<SwitchLatency> {
+/// One configuration of the sweep: the switch latencies and the requests a class serves at once.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Variant {
+    latency: SwitchLatency,
+    concurrent_requests: u32,
+}
+
+/// The scales at the preset's concurrency, then as described without stragglers, then as
+/// described one request at a time (unless the preset serves one at a time already).
+fn variants(context: &Context, preset_concurrency: u32) -> Vec<Variant> {
     let scales = if context.quick { QUICK_SCALES } else { SCALES };
-    let mut variants: Vec<SwitchLatency> = scales
-        .iter()
-        .map(|&scale| SwitchLatency {
+    let at_preset = |scale, high_load_mounts| Variant {
+        latency: SwitchLatency {
             scale,
-            high_load_mounts: true,
-        })
-        .collect();
-    variants.push(SwitchLatency {
-        scale: 1.0,
-        high_load_mounts: false,
-    });
+            high_load_mounts,
+        },
+        concurrent_requests: preset_concurrency,
+    };
+    let mut variants: Vec<Variant> = scales.iter().map(|&s| at_preset(s, true)).collect();
+    variants.push(at_preset(1.0, false));
+    if preset_concurrency != 1 {
+        variants.push(Variant {
+            concurrent_requests: 1,
+            ..at_preset(1.0, true)
+        });
+    }
     variants
 }
 
-fn is(row: &Row, variant: SwitchLatency) -> bool {
-    row.switch_latency_scale == variant.scale && row.high_load_mounts == variant.high_load_mounts
+fn is(row: &Row, variant: Variant) -> bool {
+    row.switch_latency_scale == variant.latency.scale
+        && row.high_load_mounts == variant.latency.high_load_mounts
+        && row.concurrent_requests_per_class == variant.concurrent_requests
 }
 
 /// Mean of `metric` over the runs of `variant` at `rate_per_s`.
-fn at(
-    rows: &[Row],
-    variant: SwitchLatency,
-    rate_per_s: f64,
-    metric: fn(&Row) -> f64,
-) -> Option<f64> {
+fn at(rows: &[Row], variant: Variant, rate_per_s: f64, metric: fn(&Row) -> f64) -> Option<f64> {
     mean_of(
         rows,
         |r| is(r, variant) && r.rate_per_s == rate_per_s,
@@ -69,8 +81,9 @@ fn at(
 
 pub fn plateau(context: &Context) -> CliResult<Outcome> {
     let setups = [Setup::synthesized("pelican")?];
+    let preset_concurrency = setups[0].layout.scheduler.concurrent_requests_per_class;
     let rates = if context.quick { QUICK_RATES } else { RATES };
-    let variants = variants(context);
+    let variants = variants(context, preset_concurrency);
     let mut jobs = Vec::new();
     for &variant in &variants {
         for &rate_per_s in rates {
@@ -79,20 +92,22 @@ pub fn plateau(context: &Context) -> CliResult<Outcome> {
                 policy: PolicyKind::Pelican,
                 network_gbps: Some(NETWORK_GBPS),
                 rate_per_s,
-                switch_latency: variant,
+                switch_latency: variant.latency,
+                concurrent_requests: (variant.concurrent_requests != preset_concurrency)
+                    .then_some(variant.concurrent_requests),
                 ..Job::default()
             });
         }
     }
     let rows = run_sweep("pelican-plateau", context, &setups, &jobs)?;
-    let figures = figures(&rows, rates);
+    let figures = figures(&rows, rates, preset_concurrency);
     let summary = header(
         "What Pelican's 40 Gbps plateau needs: throughput and rejects vs group-switch time",
         context,
         &rows,
     ) + &variant_table(&rows, &variants, rates)
         + "\n"
-        + &table(&comparisons(&rows, &variants));
+        + &table(&comparisons(&rows, &variants, preset_concurrency));
     Ok(Outcome {
         rows: rows.into(),
         figures,
@@ -100,7 +115,8 @@ pub fn plateau(context: &Context) -> CliResult<Outcome> {
     })
 }
 
-fn figures(rows: &[Row], rates: &[f64]) -> Vec<Figure> {
+/// The scaled runs at the preset's concurrency, one line per rate.
+fn figures(rows: &[Row], rates: &[f64], preset_concurrency: u32) -> Vec<Figure> {
     let series = |y: fn(&Row) -> f64| -> Vec<Series> {
         rates
             .iter()
@@ -109,7 +125,10 @@ fn figures(rows: &[Row], rates: &[f64]) -> Vec<Figure> {
                 style: SeriesStyle::LineWithMarkers,
                 points: points(
                     rows,
-                    |r| r.rate_per_s == rate_per_s,
+                    |r| {
+                        r.rate_per_s == rate_per_s
+                            && r.concurrent_requests_per_class == preset_concurrency
+                    },
                     |r| r.spin_up_mean_s,
                     y,
                 ),
@@ -143,17 +162,27 @@ fn figures(rows: &[Row], rates: &[f64]) -> Vec<Figure> {
     ]
 }
 
-fn variant_label(variant: SwitchLatency) -> String {
-    match (variant.scale == 1.0, variant.high_load_mounts) {
-        (true, true) => "× 1 (as described)".into(),
+fn variant_label(variant: Variant, preset_concurrency: u32) -> String {
+    let latency = variant.latency;
+    let label = match (latency.scale == 1.0, latency.high_load_mounts) {
+        (true, true) => "× 1 (as described)".to_string(),
         (true, false) => "× 1, no high-load stragglers".into(),
-        (false, true) => format!("× {}", variant.scale),
-        (false, false) => format!("× {}, no high-load stragglers", variant.scale),
+        (false, true) => format!("× {}", latency.scale),
+        (false, false) => format!("× {}, no high-load stragglers", latency.scale),
+    };
+    if variant.concurrent_requests == preset_concurrency {
+        label
+    } else {
+        format!(
+            "{label}, {} request(s) per class",
+            variant.concurrent_requests
+        )
     }
 }
 
 /// One line per variant: its measured switch and, per rate, throughput and rejects.
-fn variant_table(rows: &[Row], variants: &[SwitchLatency], rates: &[f64]) -> String {
+fn variant_table(rows: &[Row], variants: &[Variant], rates: &[f64]) -> String {
+    let preset_concurrency = variants.first().map_or(1, |v| v.concurrent_requests);
     let mut text = String::from("| switch latencies | mean spin-up to mounted at 5 req/s (s)");
     for &r in rates {
         text.push_str(&format!(" | {} req/s: Gbps, rejected", rate(r)));
@@ -165,7 +194,7 @@ fn variant_table(rows: &[Row], variants: &[SwitchLatency], rates: &[f64]) -> Str
         let switch_s = at(rows, variant, PLATEAU_RATE, |r| r.spin_up_mean_s);
         text.push_str(&format!(
             "| {} | {} ",
-            variant_label(variant),
+            variant_label(variant, preset_concurrency),
             switch_s.map_or("–".into(), |s| format!("{s:.1}"))
         ));
         for &r in rates {
@@ -187,8 +216,11 @@ fn variant_table(rows: &[Row], variants: &[SwitchLatency], rates: &[f64]) -> Str
     text
 }
 
-fn comparisons(rows: &[Row], variants: &[SwitchLatency]) -> Vec<Comparison> {
-    let described = SwitchLatency::AS_DESCRIBED;
+fn comparisons(rows: &[Row], variants: &[Variant], preset_concurrency: u32) -> Vec<Comparison> {
+    let described = Variant {
+        latency: SwitchLatency::AS_DESCRIBED,
+        concurrent_requests: preset_concurrency,
+    };
     let mut out = Vec::new();
     if let Some(gbps) = at(rows, described, PLATEAU_RATE, |r| r.throughput_gbps) {
         out.push(Comparison {
@@ -203,22 +235,63 @@ fn comparisons(rows: &[Row], variants: &[SwitchLatency]) -> Vec<Comparison> {
             ),
         });
     }
-    out.extend(needed_switch(rows, variants));
-    out.extend(rejects_below_plateau(rows));
+    out.extend(concurrency_gain(rows, described));
+    out.extend(needed_switch(rows, variants, described));
+    out.extend(rejects_below_plateau(rows, described));
     out
 }
 
+/// Throughput and rejects at 4 and 5 req/s, one request per class → the preset's concurrency.
+fn concurrency_gain(rows: &[Row], described: Variant) -> Option<Comparison> {
+    let one = Variant {
+        concurrent_requests: 1,
+        ..described
+    };
+    if described.concurrent_requests == 1 {
+        return None;
+    }
+    let cell = |variant, rate_per_s| {
+        let gbps = at(rows, variant, rate_per_s, |r| r.throughput_gbps)?;
+        let rejected = at(rows, variant, rate_per_s, |r| r.reject_rate)?;
+        Some(format!("{gbps:.1} Gbps, {:.2}%", rejected * 100.0))
+    };
+    let ours = [REJECT_FREE_RATE, PLATEAU_RATE]
+        .iter()
+        .map(|&r| {
+            Some(format!(
+                "{} req/s: {} → {}",
+                rate(r),
+                cell(one, r)?,
+                cell(described, r)?
+            ))
+        })
+        .collect::<Option<Vec<String>>>()?
+        .join("; ");
+    Some(Comparison {
+        quantity: format!(
+            "throughput, rejected: one request per class → {}",
+            described.concurrent_requests
+        ),
+        paper: "~50 active disks sustain 40 Gbps, all streaming (Pelican §2.1)".into(),
+        ours,
+        note: "a read streams from 15 of a group's 24 disks; serving several keeps the other 9 \
+               busy while the class's server partner switches groups (docs/simulator.md, \
+               \"Concurrent requests\")"
+            .into(),
+    })
+}
+
 /// The slowest switch (largest scale) whose 5 req/s throughput is near the paper's plateau.
-fn needed_switch(rows: &[Row], variants: &[SwitchLatency]) -> Option<Comparison> {
-    let described_s = at(rows, SwitchLatency::AS_DESCRIBED, PLATEAU_RATE, |r| {
-        r.spin_up_mean_s
-    })?;
-    let scaled = variants.iter().filter(|v| v.high_load_mounts);
+fn needed_switch(rows: &[Row], variants: &[Variant], described: Variant) -> Option<Comparison> {
+    let described_s = at(rows, described, PLATEAU_RATE, |r| r.spin_up_mean_s)?;
+    let scaled = variants.iter().filter(|v| {
+        v.latency.high_load_mounts && v.concurrent_requests == described.concurrent_requests
+    });
     let near = scaled
         .filter_map(|&v| {
             let gbps = at(rows, v, PLATEAU_RATE, |r| r.throughput_gbps)?;
             let switch_s = at(rows, v, PLATEAU_RATE, |r| r.spin_up_mean_s)?;
-            (gbps >= NEAR_PLATEAU_GBPS).then_some((v.scale, switch_s, gbps))
+            (gbps >= NEAR_PLATEAU_GBPS).then_some((v.latency.scale, switch_s, gbps))
         })
         .max_by(|a, b| a.0.total_cmp(&b.0));
     let ours = match near {
@@ -247,13 +320,14 @@ fn needed_switch(rows: &[Row], variants: &[SwitchLatency]) -> Option<Comparison>
 }
 
 /// Rejects at 4 req/s with and without the preset's assumed high-load mount stragglers.
-fn rejects_below_plateau(rows: &[Row]) -> Option<Comparison> {
-    let described = at(rows, SwitchLatency::AS_DESCRIBED, REJECT_FREE_RATE, |r| {
-        r.reject_rate
-    })?;
-    let without = SwitchLatency {
-        high_load_mounts: false,
-        ..SwitchLatency::AS_DESCRIBED
+fn rejects_below_plateau(rows: &[Row], as_described: Variant) -> Option<Comparison> {
+    let described = at(rows, as_described, REJECT_FREE_RATE, |r| r.reject_rate)?;
+    let without = Variant {
+        latency: SwitchLatency {
+            high_load_mounts: false,
+            ..SwitchLatency::AS_DESCRIBED
+        },
+        ..as_described
     };
     let without_stragglers = at(rows, without, REJECT_FREE_RATE, |r| r.reject_rate)?;
     let note = if described > 0.0 && without_stragglers == 0.0 {

@@ -90,6 +90,8 @@ pub struct Job {
     pub rate_per_s: f64,
     /// Overrides the layout's `scheduler.reordering_bound_gb` (Pelican Fig. 8).
     pub reordering_bound_gb: Option<f64>,
+    /// Overrides the layout's `scheduler.concurrent_requests_per_class` (`pelican-plateau`).
+    pub concurrent_requests: Option<u32>,
     /// Overrides the context's measured hours for this job (a slow policy run shorter; the
     /// summary says so).
     pub measured_hours: Option<f64>,
@@ -133,6 +135,7 @@ pub struct Row {
     pub blob_sizes: String,
     pub reordering_bound_gb: f64,
     pub max_queue_depth: u32,
+    pub concurrent_requests_per_class: u32,
     /// The job's [`SwitchLatency`]: 1 and `true` for the rack as described.
     pub switch_latency_scale: f64,
     pub high_load_mounts: bool,
@@ -305,10 +308,13 @@ fn run_one(
     let mut layout_override = None;
     let mut rack_override = None;
     let changes_rack = !job.switch_latency.is_as_described();
-    if job.reordering_bound_gb.is_some() || changes_rack {
+    if job.reordering_bound_gb.is_some() || job.concurrent_requests.is_some() || changes_rack {
         let mut layout = setup.layout.clone();
         if let Some(bound) = job.reordering_bound_gb {
             layout.scheduler.reordering_bound_gb = bound;
+        }
+        if let Some(concurrent) = job.concurrent_requests {
+            layout.scheduler.concurrent_requests_per_class = concurrent;
         }
         if changes_rack {
             rack_override = Some(
@@ -387,6 +393,7 @@ fn row(
         blob_sizes: blob_sizes_name(config.blob_sizes),
         reordering_bound_gb: layout.scheduler.reordering_bound_gb,
         max_queue_depth: layout.scheduler.max_queue_depth,
+        concurrent_requests_per_class: layout.scheduler.concurrent_requests_per_class,
         switch_latency_scale: switch_latency.scale,
         high_load_mounts: switch_latency.high_load_mounts,
         bulk_fraction: job.deferral.map_or(0.0, |d| d.fraction),
