@@ -1166,3 +1166,40 @@ async fn jobs_run_on_emulated_disks_after_their_scaled_spin_up_and_never_break_a
         Err(DiskError::NotReady { .. })
     ));
 }
+
+/// Jobs of one group that run at once, at most and in all, counted by the jobs themselves.
+#[derive(Default)]
+struct Overlap {
+    running: AtomicU32,
+    most: AtomicU32,
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_class_runs_up_to_its_layout_s_concurrent_requests_on_its_group_at_once() {
+    // Pelican serves four requests per class at once: eight jobs for one group run four at a
+    // time (each holds its thread 100 ms), never more, and all complete.
+    let (rack, layout) = pelican();
+    let concurrent = layout.scheduler.concurrent_requests_per_class;
+    assert_eq!(concurrent, 4, "the pelican preset serves four per class");
+    let bench = bench(rack, layout, BenchOptions::default());
+    let overlap = Arc::new(Overlap::default());
+    let mut handles = Vec::new();
+    for n in 0..8u32 {
+        let overlap = overlap.clone();
+        let job = Job::new(5, 1 << 20, Kind::Client, move |disks: &GroupDisks| {
+            let now = overlap.running.fetch_add(1, Ordering::SeqCst) + 1;
+            overlap.most.fetch_max(now, Ordering::SeqCst);
+            std::thread::sleep(Duration::from_millis(100));
+            overlap.running.fetch_sub(1, Ordering::SeqCst);
+            (n, disks.group())
+        });
+        handles.push(bench.driver.submit(job).await.unwrap());
+    }
+    for handle in handles {
+        assert_eq!(within("job", handle.wait()).await.unwrap().output.1, 5);
+    }
+    assert_eq!(overlap.most.load(Ordering::SeqCst), concurrent);
+    let report = bench.driver.shutdown().await.unwrap();
+    assert_eq!(report.jobs_served, 8);
+    assert_eq!(report.audit.refusals, 0);
+}
