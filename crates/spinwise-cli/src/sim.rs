@@ -7,6 +7,7 @@ use crate::source::{RackSource, layout_or_plan};
 use crate::switch_latency::SwitchLatency;
 use clap::{Args, ValueEnum};
 use serde_json::json;
+use spinwise_model::limits::MAX_CONCURRENT_REQUESTS_PER_CLASS;
 use spinwise_sim::{
     Arrivals, BlobSizes, DEFAULT_FAILED_BYTES, DEFAULT_FAILED_STACKS, Deferral, DiskFailure,
     PolicyKind, Report, SimConfig, parse_trace, simulate,
@@ -80,6 +81,11 @@ pub struct SimArgs {
     /// pelican-plateau` sweeps it.
     #[arg(long, value_name = "F", default_value_t = 1.0)]
     pub switch_latency_scale: f64,
+    /// What if a Pelican class served N requests of its spinning group at once (1 to 64): overrides
+    /// the rack's `concurrent_requests_per_class` (pelican: 4; docs/simulator.md "Concurrent
+    /// requests"). Other policies serve one request per group.
+    #[arg(long, value_name = "N")]
+    pub concurrent_requests: Option<u32>,
     /// Mount with the rack's low-load distribution at every load, dropping its
     /// `mount_latency_high_load_s` (the stragglers under load, Pelican §4.1).
     #[arg(long)]
@@ -121,6 +127,15 @@ pub fn run(args: &SimArgs) -> CliResult<()> {
     let switch_latency = SwitchLatency::new(args.switch_latency_scale, !args.no_high_load_mounts)?;
     let described = args.source.load()?;
     let mut layout = layout_or_plan(&described, args.layout.as_deref())?;
+    if let Some(concurrent) = args.concurrent_requests {
+        if !(1..=MAX_CONCURRENT_REQUESTS_PER_CLASS).contains(&concurrent) {
+            return Err(CliError::Usage(format!(
+                "--concurrent-requests: {concurrent} is not 1 to \
+                 {MAX_CONCURRENT_REQUESTS_PER_CLASS} requests"
+            )));
+        }
+        layout.scheduler.concurrent_requests_per_class = concurrent;
+    }
     let rack = if switch_latency.is_as_described() {
         described
     } else {
@@ -133,12 +148,29 @@ pub fn run(args: &SimArgs) -> CliResult<()> {
         source,
     })?;
     let elapsed_ms = started.elapsed().as_secs_f64() * 1e3;
+    // Only Pelican's class scheduler serves several requests of a group at once.
+    let concurrent_requests = match config.policy {
+        PolicyKind::Pelican => layout.scheduler.concurrent_requests_per_class,
+        _ => 1,
+    };
+    let what_if = WhatIf {
+        switch_latency,
+        concurrent_requests,
+    };
     if args.json {
-        print_json(&report, &config, switch_latency, elapsed_ms);
+        print_json(&report, &config, what_if, elapsed_ms);
     } else {
-        print_summary(&report, &config, switch_latency, elapsed_ms);
+        print_summary(&report, &config, what_if, elapsed_ms);
     }
     Ok(())
+}
+
+/// What the run changed of the rack, or took from its layout, that the report should name.
+#[derive(Clone, Copy, Debug)]
+struct WhatIf {
+    switch_latency: SwitchLatency,
+    /// Requests a class served at once (1 for every policy but Pelican's).
+    concurrent_requests: u32,
 }
 
 /// `--network-gbps`: a positive number of Gbps, or `unbounded` (`None`: no NIC).
@@ -188,7 +220,8 @@ fn sim_config(args: &SimArgs) -> CliResult<SimConfig> {
 }
 
 /// `--json`: one object with issue 3's fields and the rest of the report.
-fn print_json(report: &Report, config: &SimConfig, switch_latency: SwitchLatency, elapsed_ms: f64) {
+fn print_json(report: &Report, config: &SimConfig, what_if: WhatIf, elapsed_ms: f64) {
+    let switch_latency = what_if.switch_latency;
     let value = json!({
         "rack": report.rack,
         "policy": config.policy,
@@ -227,6 +260,7 @@ fn print_json(report: &Report, config: &SimConfig, switch_latency: SwitchLatency
         "trace_hash": format!("{:016x}", report.trace_hash),
         "switch_latency_scale": switch_latency.scale,
         "high_load_mounts": switch_latency.high_load_mounts,
+        "concurrent_requests_per_class": what_if.concurrent_requests,
         "elapsed_ms": elapsed_ms,
     });
     outln!(
@@ -236,12 +270,8 @@ fn print_json(report: &Report, config: &SimConfig, switch_latency: SwitchLatency
 }
 
 /// The summary for people: the run, its latencies, then the disks, power and budgets.
-fn print_summary(
-    report: &Report,
-    config: &SimConfig,
-    switch_latency: SwitchLatency,
-    elapsed_ms: f64,
-) {
+fn print_summary(report: &Report, config: &SimConfig, what_if: WhatIf, elapsed_ms: f64) {
+    let switch_latency = what_if.switch_latency;
     let network = config
         .network_gbps
         .map_or("unbounded".to_string(), |g| format!("{g} Gbps"));
@@ -253,6 +283,12 @@ fn print_summary(
         config.warmup_hours,
         report.seed
     );
+    if what_if.concurrent_requests > 1 {
+        outln!(
+            "serving       up to {} requests per class at once",
+            what_if.concurrent_requests
+        );
+    }
     if !switch_latency.is_as_described() {
         outln!(
             "latencies     spin-up, mount and unmount × {}{}",

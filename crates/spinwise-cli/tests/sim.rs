@@ -350,3 +350,45 @@ fn a_switch_latency_scale_outside_its_range_is_refused() {
             .stderr_mentions(&["--switch-latency-scale"]);
     }
 }
+
+#[test]
+fn concurrent_requests_override_the_rack_and_are_reported_and_out_of_range_is_refused() {
+    // The pelican preset serves four per class; --concurrent-requests 1 serves one at a time,
+    // which at 5 req/s (above what either carries) carries less.
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "sim",
+            "--preset",
+            "pelican",
+            "--rate",
+            "5",
+            "--hours",
+            "3",
+            "--network-gbps",
+            "40",
+            "--json",
+        ];
+        args.extend(extra);
+        spinwise(args).success().json()
+    };
+    let four = run(&[]);
+    let one = run(&["--concurrent-requests", "1"]);
+    assert_eq!(integer(&four, "concurrent_requests_per_class"), 4);
+    assert_eq!(integer(&one, "concurrent_requests_per_class"), 1);
+    let (four_gbps, one_gbps) = (
+        number(&four, "throughput_gbps"),
+        number(&one, "throughput_gbps"),
+    );
+    assert!(one_gbps < four_gbps, "{one_gbps} vs {four_gbps} Gbps");
+    assert_eq!(integer(&four, "budget_violations"), 0);
+    // Other policies serve one request per group, whatever the rack says.
+    let fp = run(&["--policy", "fp"]);
+    assert_eq!(integer(&fp, "concurrent_requests_per_class"), 1);
+    for bad in ["0", "65"] {
+        let mut args: Vec<String> = SMALL_RUN.iter().map(|a| a.to_string()).collect();
+        args.push(format!("--concurrent-requests={bad}"));
+        spinwise(args)
+            .refused()
+            .stderr_mentions(&["--concurrent-requests", "1 to 64"]);
+    }
+}
