@@ -88,8 +88,8 @@
 //! can.
 //!
 //! Invariants: at most one group per class is not resting; at most
-//! `concurrent_requests_per_class` requests per class are being served, all by its active group; requests queued per class never exceed the
-//! layout's `max_queue_depth`.
+//! `concurrent_requests_per_class` requests per class are being served, all by its active group;
+//! requests queued per class never exceed the layout's `max_queue_depth`.
 
 use crate::budget::{GroupBudget, StateIndex};
 use crate::fair::{FairShare, FairShareError, Queue};
