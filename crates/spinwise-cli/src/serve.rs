@@ -159,11 +159,41 @@ fn store_error(error: StoreError) -> CliError {
     CliError::Usage(error.to_string())
 }
 
+/// The environment variable that sets which logs `serve` writes, as `target=level` directives
+/// (tracing-subscriber's `Targets` syntax), e.g. `info,spinwise_store=debug`.
+pub const LOG_VARIABLE: &str = "SPINWISE_LOG";
+
+/// What `serve` logs when [`LOG_VARIABLE`] is unset: info and above, but nothing from s3s. s3s
+/// logs every error answer at ERROR — a NoSuchKey, the 403 InvalidObjectState of a cold object
+/// before its restore, an unsigned request — which are the client's business and would bury
+/// the server's own errors; the S3 layer logs its own failures (`S3 request failed`), and the
+/// metrics count answers by status. `SPINWISE_LOG=info,s3s=error` brings s3s's lines back.
+pub const DEFAULT_LOG: &str = "info,s3s=off";
+
+/// The log filter: [`LOG_VARIABLE`] if set, else [`DEFAULT_LOG`]; a directive that does not
+/// parse is refused by name.
+fn log_filter() -> CliResult<tracing_subscriber::filter::Targets> {
+    let (text, from) = match std::env::var(LOG_VARIABLE) {
+        Ok(text) => (text, LOG_VARIABLE),
+        Err(_) => (DEFAULT_LOG.to_string(), "the default log filter"),
+    };
+    text.parse().map_err(|error| {
+        CliError::Usage(format!(
+            "{from} `{text}`: {error} (expected `level` or `target=level` directives separated \
+             by commas, e.g. `info,s3s=error`)"
+        ))
+    })
+}
+
 pub fn run(args: &ServeArgs) -> CliResult<()> {
-    let _ = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::INFO)
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    let logs = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()));
+    let _ = tracing_subscriber::registry()
+        .with(logs)
+        .with(log_filter()?)
         .try_init();
     let settings = ServeSettings::resolve(args)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()

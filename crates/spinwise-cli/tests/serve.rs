@@ -109,6 +109,9 @@ fn serve_creates_its_store_refuses_unsigned_requests_and_stops_cleanly_on_sigter
     let (clean, stderr) = terminate(child);
     assert!(clean, "{stderr}");
     assert!(stderr.contains("stopped"), "{stderr}");
+    // The refusal is the client's business: s3s's ERROR line for it is filtered out by default.
+    assert!(!stderr.contains("s3s"), "{stderr}");
+    assert!(!stderr.contains("ERROR"), "{stderr}");
 
     // A restart reads the saved pair and prints no secret.
     let (child, _, printed) = start(&data, &[]);
@@ -331,4 +334,21 @@ fn serve_takes_its_settings_from_a_configuration_file_and_flags_override_it() {
         !dir.path().join("never").exists(),
         "a refused file creates nothing"
     );
+}
+
+#[test]
+fn a_log_filter_that_does_not_parse_is_refused_by_name_before_anything_starts() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("spinwise-data");
+    let refused = spinwise()
+        .env("SPINWISE_LOG", "info,s3s=loud")
+        .args(["serve", "--data"])
+        .arg(&data)
+        .args(["--listen", "127.0.0.1:0"])
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("SPINWISE_LOG `info,s3s=loud`"), "{stderr}");
+    assert!(!data.exists(), "nothing was created");
 }
