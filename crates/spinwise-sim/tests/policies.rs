@@ -3,7 +3,8 @@
 //! properties, with spinning up never cheaper than active), their planned layouts, and
 //! random workloads (rate, duration, seed, blob size, and for the policies that spin groups a
 //! share of Bulk reads that wait for a spin-up; for every policy a share of Expedited reads that
-//! go ahead of the others). For each case and policy: the independent
+//! go ahead of the others; for Pelican 1 to 4 requests served at once per class, pooled reads
+//! above 1). For each case and policy: the independent
 //! disk-level checker finds no budget violation, every accepted request completes, and the
 //! scheduler took a meaningful number of steps (the report's processed `events`; each one is
 //! followed by polling the policy until it has nothing to do).
@@ -42,6 +43,8 @@ struct Workload {
     deferral: Option<Deferral>,
     /// The share of reads submitted as Expedited (at most 1 with the Bulk share).
     expedited_fraction: f64,
+    /// Requests a Pelican class serves at once (pooled reads above 1).
+    concurrent_requests: u32,
 }
 
 fn workload() -> impl Strategy<Value = Workload> {
@@ -59,14 +62,16 @@ fn workload() -> impl Strategy<Value = Workload> {
         10_000_000u64..2_000_000_000,
         deferral,
         expedited,
+        1u32..=4,
     )
         .prop_map(
-            |(rate_per_s, seed, blob_bytes, deferral, expedited)| Workload {
+            |(rate_per_s, seed, blob_bytes, deferral, expedited, concurrent_requests)| Workload {
                 rate_per_s,
                 seed,
                 blob_bytes,
                 deferral,
                 expedited_fraction: expedited * (1.0 - deferral.map_or(0.0, |d| d.fraction)),
+                concurrent_requests,
             },
         )
 }
@@ -92,7 +97,8 @@ fn every_policy_keeps_budgets(
         *tally.skipped.entry("no layout".into()).or_default() += 1;
         return Ok(());
     };
-    let layout = planned.layout;
+    let mut layout = planned.layout;
+    layout.scheduler.concurrent_requests_per_class = workload.concurrent_requests;
     for policy in POLICIES {
         let config = SimConfig {
             rate_per_s: workload.rate_per_s,
