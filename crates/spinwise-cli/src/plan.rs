@@ -82,6 +82,12 @@ fn summary_json(rack: &Rack, planned: &Plan, elapsed_ms: f64) -> serde_json::Val
         "verified": layout.verified,
         "solver": layout.solver,
         "group_constraints": layout.group_constraints.len(),
+        "scheduler": {
+            "reordering_bound_gb": layout.scheduler.reordering_bound_gb,
+            "rebuild_share": layout.scheduler.rebuild_share,
+            "max_queue_depth": layout.scheduler.max_queue_depth,
+            "concurrent_requests_per_class": layout.scheduler.concurrent_requests_per_class,
+        },
         "elapsed_ms": elapsed_ms,
     })
 }
@@ -142,6 +148,14 @@ fn print_summary(rack: &Rack, planned: &Plan, elapsed_ms: f64, out: Option<&Path
     outln!(
         "constraints  {} group constraints for the scheduler",
         layout.group_constraints.len()
+    );
+    let scheduler = &layout.scheduler;
+    outln!(
+        "scheduler    reordering bound {} GB, rebuild share {}, queue depth {} per class, {} request(s) per class at once",
+        scheduler.reordering_bound_gb,
+        scheduler.rebuild_share,
+        scheduler.max_queue_depth,
+        scheduler.concurrent_requests_per_class
     );
     outln!("time         {elapsed_ms:.0} ms");
     match out {

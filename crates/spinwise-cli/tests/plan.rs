@@ -24,6 +24,12 @@ fn plan_pelican_json_reports_the_pelican_layout_parameters() {
     assert_eq!(summary["efficient"], json!(true));
     assert_eq!(summary["verified"], json!(true));
     assert_eq!(summary["rack"], json!("pelican"));
+    // What the layout hands the scheduler (Pelican §4.1; four requests per class, the preset).
+    assert_eq!(
+        summary["scheduler"],
+        json!({"reordering_bound_gb": 500.0, "rebuild_share": 0.5, "max_queue_depth": 1000,
+               "concurrent_requests_per_class": 4})
+    );
     assert!(number(&summary, "elapsed_ms") > 0.0);
     // The summary is internally consistent: every disk is in exactly one group.
     assert_eq!(
@@ -352,4 +358,17 @@ fn quality_is_deterministic_for_a_seed() {
     assert_eq!(first["seed"], json!(7));
     assert_eq!(first["trials"], json!(2000));
     assert_eq!(first["rack"], json!("ocp-cold-storage"));
+}
+
+#[test]
+fn plan_pelican_text_names_what_the_layout_hands_the_scheduler() {
+    let run = spinwise(["plan", "--preset", "pelican"]).success();
+    assert!(
+        run.stdout.contains(
+            "scheduler    reordering bound 500 GB, rebuild share 0.5, queue depth 1000 per class, \
+             4 request(s) per class at once"
+        ),
+        "{}",
+        run.stdout
+    );
 }
