@@ -81,9 +81,9 @@ pub struct SimArgs {
     /// pelican-plateau` sweeps it.
     #[arg(long, value_name = "F", default_value_t = 1.0)]
     pub switch_latency_scale: f64,
-    /// What if a Pelican class served N requests of its spinning group at once (1 to 64): overrides
-    /// the rack's `concurrent_requests_per_class` (pelican: 4; docs/simulator.md "Concurrent
-    /// requests"). Other policies serve one request per group.
+    /// What if a Pelican class (a Flamingo group) served N requests of its spinning group at once
+    /// (1 to 64): overrides the rack's `concurrent_requests_per_class` (pelican: 4;
+    /// docs/simulator.md "Concurrent requests"). FP and the random layout serve one at a time.
     #[arg(long, value_name = "N")]
     pub concurrent_requests: Option<u32>,
     /// Mount with the rack's low-load distribution at every load, dropping its
@@ -148,10 +148,12 @@ pub fn run(args: &SimArgs) -> CliResult<()> {
         source,
     })?;
     let elapsed_ms = started.elapsed().as_secs_f64() * 1e3;
-    // Only Pelican's class scheduler serves several requests of a group at once.
+    // Pelican's and Flamingo's schedulers serve several requests of a group at once.
     let concurrent_requests = match config.policy {
-        PolicyKind::Pelican => layout.scheduler.concurrent_requests_per_class,
-        _ => 1,
+        PolicyKind::Pelican | PolicyKind::Flamingo => {
+            layout.scheduler.concurrent_requests_per_class
+        }
+        PolicyKind::FullyProvisioned | PolicyKind::Random => 1,
     };
     let what_if = WhatIf {
         switch_latency,
@@ -169,7 +171,7 @@ pub fn run(args: &SimArgs) -> CliResult<()> {
 #[derive(Clone, Copy, Debug)]
 struct WhatIf {
     switch_latency: SwitchLatency,
-    /// Requests a class served at once (1 for every policy but Pelican's).
+    /// Requests a class (Flamingo: a group) served at once (1 for FP and the random layout).
     concurrent_requests: u32,
 }
 

@@ -381,7 +381,7 @@ fn concurrent_requests_override_the_rack_and_are_reported_and_out_of_range_is_re
     );
     assert!(one_gbps < four_gbps, "{one_gbps} vs {four_gbps} Gbps");
     assert_eq!(integer(&four, "budget_violations"), 0);
-    // Other policies serve one request per group, whatever the rack says.
+    // FP serves one request per group, whatever the rack says.
     let fp = run(&["--policy", "fp"]);
     assert_eq!(integer(&fp, "concurrent_requests_per_class"), 1);
     for bad in ["0", "65"] {

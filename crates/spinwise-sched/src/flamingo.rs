@@ -2,8 +2,9 @@
 //! spin-up / spin-down / serve actions out, every call carrying the driver's `now_us`.
 //!
 //! Unlike Pelican's class scheduler it has no classes: each group has its own queue (expedited
-//! reads first, then rebuild requests, then client requests, each FIFO), every active group serves one request at a
-//! time, and as many groups spin concurrently as the layout's hard group constraints allow under
+//! reads first, then rebuild requests, then client requests, each FIFO), every active group serves
+//! up to the layout's `concurrent_requests_per_class` requests at a time (the class scheduler's
+//! setting, per group here: see its "Concurrent requests"), and as many groups spin concurrently as the layout's hard group constraints allow under
 //! exact multi-state accounting ([`GroupBudget`]: spinning up costs more than active). A group
 //! with queued work that is resting is brought up as follows:
 //!
@@ -52,7 +53,8 @@
 //! request's class and the rack-wide queued count.
 //!
 //! Invariants: no hard budget is ever exceeded (every state change goes through `GroupBudget`,
-//! which asserts); a group serves only while active, at most one request at a time; the queued
+//! which asserts); a group serves only while active, at most `concurrent_requests_per_class`
+//! requests at a time, and is spun down only when it serves none; the queued
 //! count is the sum of the per-group queues and never exceeds the bound.
 
 use crate::budget::{GroupBudget, StateIndex};
@@ -93,7 +95,8 @@ struct Group {
     expedited: VecDeque<Queued>,
     rebuild: VecDeque<Queued>,
     client: VecDeque<Queued>,
-    serving: Option<u64>,
+    /// Requests being served, at most the layout's `concurrent_requests_per_class`.
+    serving: Vec<u64>,
     /// When the group last finished serving (or became active): least recently used first.
     idle_since_us: u64,
     /// Requests of the batch queued when the group became active that it has not started yet.
@@ -127,7 +130,7 @@ impl Group {
     }
 
     fn idle(&self) -> bool {
-        self.phase == Phase::Active && self.serving.is_none() && self.depth() == 0
+        self.phase == Phase::Active && self.serving.is_empty() && self.depth() == 0
     }
 
     /// May be held and spun down for a starving group (see `batch_left`).
@@ -144,6 +147,8 @@ pub struct Flamingo {
     spinning_up: StateIndex,
     active: StateIndex,
     max_queued: usize,
+    /// Requests an active group serves at once (the layout's `concurrent_requests_per_class`).
+    concurrent_requests: usize,
     queued: usize,
     starvation_bound_us: u64,
     /// Actions decided but not yet handed out (a greedy search may yield several spin-downs).
@@ -188,7 +193,7 @@ impl Flamingo {
                 expedited: VecDeque::new(),
                 rebuild: VecDeque::new(),
                 client: VecDeque::new(),
-                serving: None,
+                serving: Vec::new(),
                 idle_since_us: 0,
                 batch_left: 0,
             })
@@ -200,6 +205,7 @@ impl Flamingo {
             spinning_up,
             active,
             max_queued: layout.scheduler.max_queue_depth as usize * classes,
+            concurrent_requests: layout.scheduler.concurrent_requests_per_class.max(1) as usize,
             queued: 0,
             starvation_bound_us: DEFAULT_STARVATION_BOUND_US,
             pending: VecDeque::new(),
@@ -312,9 +318,10 @@ impl Flamingo {
     /// Serves the head of an active, free group that is not `held` (expedited reads first, then
     /// rebuild work).
     fn serve(&mut self, held: &[GroupIndex]) -> Option<Action> {
+        let concurrent_requests = self.concurrent_requests;
         let index = self.groups.iter().enumerate().position(|(index, g)| {
             g.phase == Phase::Active
-                && g.serving.is_none()
+                && g.serving.len() < concurrent_requests
                 && g.depth() > 0
                 && !held.contains(&(index as GroupIndex))
         })?;
@@ -323,7 +330,7 @@ impl Flamingo {
             .or_else(|| group.rebuild.pop_front())
             .or_else(|| group.client.pop_front())
             .expect("the group has queued work");
-        group.serving = Some(queued.request.id);
+        group.serving.push(queued.request.id);
         group.batch_left = group.batch_left.saturating_sub(1);
         self.queued -= 1;
         Some(Action::Serve(queued.request))
@@ -352,7 +359,7 @@ impl Flamingo {
             for blocker in chosen {
                 let other = &mut self.groups[blocker as usize];
                 // Busy groups are held by the caller and spun down once their request is done.
-                if other.phase == Phase::Active && other.serving.is_none() {
+                if other.phase == Phase::Active && other.serving.is_empty() {
                     other.phase = Phase::SpinningDown;
                     self.pending.push_back(Action::SpinDown(blocker));
                 }
@@ -427,10 +434,10 @@ impl Flamingo {
     /// greedy search for the starving group is done once and serves both steps: serving nothing
     /// changes no state it reads.
     fn serve_or_rescue(&mut self, starving: Option<GroupIndex>) -> Option<Action> {
-        let servable = self
-            .groups
-            .iter()
-            .any(|g| g.phase == Phase::Active && g.serving.is_none() && g.depth() > 0);
+        let concurrent_requests = self.concurrent_requests;
+        let servable = self.groups.iter().any(|g| {
+            g.phase == Phase::Active && g.serving.len() < concurrent_requests && g.depth() > 0
+        });
         let room = starving
             .filter(|_| servable)
             .map(|group| self.room_for(group, true));
@@ -575,12 +582,10 @@ impl Policy for Flamingo {
     fn served(&mut self, now_us: u64, request: &Request) {
         self.now_us = self.now_us.max(now_us);
         let group = &mut self.groups[request.group as usize];
-        assert_eq!(
-            group.serving,
-            Some(request.id),
-            "served a request not being served"
-        );
-        group.serving = None;
+        let position = group.serving.iter().position(|id| *id == request.id);
+        group
+            .serving
+            .remove(position.expect("served a request not being served"));
         group.idle_since_us = now_us;
         self.settled = None;
         // A group that ran dry may now be spun down to make room for a waiting one.
@@ -606,7 +611,7 @@ impl Policy for Flamingo {
             && self
                 .groups
                 .iter()
-                .all(|g| g.serving.is_none() && matches!(g.phase, Phase::Resting | Phase::Active))
+                .all(|g| g.serving.is_empty() && matches!(g.phase, Phase::Resting | Phase::Active))
     }
 }
 

@@ -238,9 +238,35 @@ fn a_resting_group_with_one_expedited_read_is_brought_up_before_a_deeper_group_o
     assert_eq!(served_ids(&actions), [3, 0, 1, 2], "{actions:?}");
 }
 
+/// The pelican layout with its groups serving `concurrent` requests at once (the preset: 4).
+fn pelican_serving(concurrent: u32) -> Layout {
+    let mut layout = planned()[1].1.clone();
+    layout.scheduler.concurrent_requests_per_class = concurrent;
+    layout
+}
+
+#[test]
+fn an_active_group_serves_up_to_its_concurrent_requests_at_once_in_queue_order() {
+    let layout = pelican_serving(4);
+    let mut flamingo = Flamingo::new(&layout).unwrap();
+    for id in 0..6 {
+        flamingo.submit(0, read(id, 0)).unwrap();
+    }
+    assert_eq!(poll_all(&mut flamingo, 0), [Action::SpinUp(0)]);
+    flamingo.spun_up(SPIN_UP_US, 0);
+    let first = poll_all(&mut flamingo, SPIN_UP_US);
+    assert_eq!(served_ids(&first), [0, 1, 2, 3], "four at once: {first:?}");
+    flamingo.served(SPIN_UP_US + 5, &read(2, 0));
+    assert_eq!(served_ids(&poll_all(&mut flamingo, SPIN_UP_US + 5)), [4]);
+    let in_service = [0, 1, 3, 4].map(|id| Action::Serve(read(id, 0)));
+    let rest = settle(&mut flamingo, SPIN_UP_US + 5, &in_service);
+    assert_eq!(served_ids(&rest), [5], "{rest:?}");
+}
+
 #[test]
 fn an_active_group_serves_its_expedited_reads_before_its_rebuild_and_standard_work() {
-    let (_, layout) = &planned()[1];
+    // Stepped one request at a time.
+    let layout = &pelican_serving(1);
     let rebuild = |id| Request {
         kind: Kind::Rebuild,
         ..read(id, 0)

@@ -63,7 +63,8 @@
 //!   then the blob flows from the first k disks of its group, in the layout's order (a systematic
 //!   code reads its k data fragments; which k disks of the group hold a given blob is not
 //!   modelled, so every read of a group uses the same k). The scheduler serves up to the
-//!   layout's `concurrent_requests_per_class` per class at a time (FP, Flamingo: one per group),
+//!   layout's `concurrent_requests_per_class` per class at a time (Flamingo: as many per active
+//!   group; FP and the random layout: one per group or placement set),
 //!   so at most that many flows are in progress. With more than one, a group's client reads are
 //!   *pooled*: each streams k fragments spread over all the group's disks, capped at k disks'
 //!   bandwidth, and together they share the group's n disks (docs/simulator.md, "Concurrent

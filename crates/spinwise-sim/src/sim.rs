@@ -203,12 +203,13 @@ struct Model {
     /// order (a systematic code reads its k data fragments; which k of the group's disks hold a
     /// blob's data is not modelled, so every blob of a group uses the same ones).
     read_disks: Vec<Vec<DiskIndex>>,
-    /// When a class serves several requests at once (Pelican's scheduler with the layout's
-    /// `concurrent_requests_per_class` > 1): the disks each group's client reads are pooled over,
+    /// When a class serves several requests at once (Pelican's or Flamingo's scheduler with the
+    /// layout's `concurrent_requests_per_class` > 1): the disks each group's client reads are pooled over,
     /// all of its healthy disks ([`FlowPath::pooled_read`]). `None`: reads stream from
     /// `read_disks`.
     read_pools: Option<Vec<Vec<DiskIndex>>>,
-    /// Requests a class serves at once (1 for every policy but Pelican's).
+    /// Requests a class (Flamingo: an active group) serves at once: the layout's setting for
+    /// Pelican's and Flamingo's schedulers, 1 for FP and the random layout.
     concurrent_requests: u32,
 }
 
@@ -312,15 +313,17 @@ pub fn simulate(rack: &Rack, layout: &Layout, config: &SimConfig) -> Result<Repo
     // FP runs the same disks on a rack provisioned for all of them; the checker and the power
     // meter then judge it against those budgets.
     let provisioned;
-    let (rack, scheduler): (&Rack, Box<dyn Policy>) = match config.policy {
-        PolicyKind::Pelican => {
-            let concurrent = layout.scheduler.concurrent_requests_per_class.max(1);
-            model.concurrent_requests = concurrent;
-            if concurrent > 1 {
-                model.read_pools = Some(model.target_disks.clone());
-            }
-            (rack, Box::new(ClassScheduler::new(layout)?))
+    // Pelican's and Flamingo's schedulers serve the layout's requests per class (Flamingo: per
+    // active group) at once; their reads are pooled when that is more than one.
+    if matches!(config.policy, PolicyKind::Pelican | PolicyKind::Flamingo) {
+        let concurrent = layout.scheduler.concurrent_requests_per_class.max(1);
+        model.concurrent_requests = concurrent;
+        if concurrent > 1 {
+            model.read_pools = Some(model.target_disks.clone());
         }
+    }
+    let (rack, scheduler): (&Rack, Box<dyn Policy>) = match config.policy {
+        PolicyKind::Pelican => (rack, Box::new(ClassScheduler::new(layout)?)),
         PolicyKind::FullyProvisioned => {
             provisioned = rack.fully_provisioned();
             (&provisioned, Box::new(FullyProvisioned::new(layout)))
