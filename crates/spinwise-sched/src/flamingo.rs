@@ -4,9 +4,10 @@
 //! Unlike Pelican's class scheduler it has no classes: each group has its own queue (expedited
 //! reads first, then rebuild requests, then client requests, each FIFO), every active group serves
 //! up to the layout's `concurrent_requests_per_class` requests at a time (the class scheduler's
-//! setting, per group here: see its "Concurrent requests"), and as many groups spin concurrently as the layout's hard group constraints allow under
-//! exact multi-state accounting ([`GroupBudget`]: spinning up costs more than active). A group
-//! with queued work that is resting is brought up as follows:
+//! setting, per group here: see its "Concurrent requests"), and as many groups spin concurrently
+//! as the layout's hard group constraints allow under exact multi-state accounting
+//! ([`GroupBudget`]: spinning up costs more than active). A group with queued work that is
+//! resting is brought up as follows:
 //!
 //! - **Which group.** Waiting groups are ranked by whether they hold an expedited read, then by
 //!   queue depth (deepest first), then by the
