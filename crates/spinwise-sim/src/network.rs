@@ -424,11 +424,7 @@ impl Network {
             }
         }
         uses[disk_links..].sort_unstable_by_key(|&(link, _)| link);
-        if path.via_nic && !self.topology.nic_of.is_empty() {
-            let topology = &self.topology;
-            let server = read_server(topology.servers, &topology.server_of, path.disks_read);
-            uses.push((topology.nic_of[server], 1.0));
-        }
+        uses.extend(self.nic_use(path));
         // A rebuild in a pooled group also takes its disks' time from the pool: k reads and a
         // write per byte of progress.
         if let (Some(pool), Some(_)) = (pool, path.disk_written) {
@@ -462,14 +458,21 @@ impl Network {
             }
         }
         uses.sort_unstable_by_key(|&(link, _)| link);
-        if path.via_nic && !self.topology.nic_of.is_empty() {
-            let topology = &self.topology;
-            let server = read_server(topology.servers, &topology.server_of, path.disks_read);
-            uses.push((topology.nic_of[server], 1.0));
-        }
+        uses.extend(self.nic_use(path));
         // Pools are the last links made, above every NIC.
         uses.push((pool, 1.0));
         uses
+    }
+
+    /// The NIC link a path crosses with coefficient 1: its server's (the one holding most of its
+    /// read disks), if the bytes leave the rack and the network is bounded.
+    fn nic_use(&self, path: FlowPath) -> Option<(LinkIndex, f64)> {
+        let topology = &self.topology;
+        if !path.via_nic || topology.nic_of.is_empty() {
+            return None;
+        }
+        let server = read_server(topology.servers, &topology.server_of, path.disks_read);
+        Some((topology.nic_of[server], 1.0))
     }
 
     /// Makes each group of `groups` a pool for pooled reads: one link of (its disks × a disk's
