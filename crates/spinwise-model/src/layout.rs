@@ -131,6 +131,44 @@ pub struct SchedulerConfig {
     pub concurrent_requests_per_class: u32,
 }
 
+impl SchedulerConfig {
+    /// The ranges the rack parser enforces on `[targets.fairness]` (docs/rack-format.md), so a
+    /// hand-edited layout file cannot hand a scheduler what a rack description could not.
+    fn check(&self) -> Result<(), String> {
+        let refuse = |key: &str, value: String, expected: &str| {
+            Err(format!(
+                "scheduler.{key} = {value} is out of range: expected {expected}"
+            ))
+        };
+        if !(self.reordering_bound_gb.is_finite() && self.reordering_bound_gb >= 0.0) {
+            return refuse(
+                "reordering_bound_gb",
+                self.reordering_bound_gb.to_string(),
+                "a finite number of GB ≥ 0",
+            );
+        }
+        if !(self.rebuild_share > 0.0 && self.rebuild_share <= 1.0) {
+            return refuse(
+                "rebuild_share",
+                self.rebuild_share.to_string(),
+                "a share in (0, 1]",
+            );
+        }
+        if self.max_queue_depth == 0 {
+            return refuse("max_queue_depth", "0".into(), "at least 1 request");
+        }
+        let concurrent = self.concurrent_requests_per_class;
+        if !(1..=crate::limits::MAX_CONCURRENT_REQUESTS_PER_CLASS).contains(&concurrent) {
+            return refuse(
+                "concurrent_requests_per_class",
+                concurrent.to_string(),
+                "1 to 64 requests",
+            );
+        }
+        Ok(())
+    }
+}
+
 fn one_request() -> u32 {
     1
 }
@@ -251,6 +289,7 @@ impl Layout {
 
     /// Structural checks a reader needs before indexing into the file.
     fn check_structure(&self) -> Result<(), String> {
+        self.scheduler.check()?;
         let group_count = self.groups.len() as u32;
         if self
             .groups

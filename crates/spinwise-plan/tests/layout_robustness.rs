@@ -113,3 +113,35 @@ fn a_layout_is_refused_by_another_rack_and_when_it_names_a_disk_the_rack_lacks()
         Err(BindError::UnknownDisk { id: missing_id })
     );
 }
+
+#[test]
+fn a_layout_whose_scheduler_settings_a_rack_could_not_give_is_refused_naming_the_key() {
+    let (_, json) = ocp();
+    let cases: [(&str, serde_json::Value); 6] = [
+        ("concurrent_requests_per_class", 0.into()),
+        ("concurrent_requests_per_class", 65.into()),
+        ("rebuild_share", 0.0.into()),
+        ("rebuild_share", 1.5.into()),
+        ("max_queue_depth", 0.into()),
+        ("reordering_bound_gb", (-1.0).into()),
+    ];
+    for (key, value) in cases {
+        let mut edited: serde_json::Value = serde_json::from_str(json).expect("planned JSON");
+        edited["scheduler"][key] = value.clone();
+        let text = serde_json::to_string(&edited).expect("serializes");
+        let refused = Layout::from_json("edited.json", &text)
+            .err()
+            .unwrap_or_else(|| panic!("scheduler.{key} = {value} was accepted"));
+        let message = refused.to_string();
+        assert!(
+            message.contains(&format!("scheduler.{key}")),
+            "{key} = {value}: {message}"
+        );
+    }
+    let mut edge: serde_json::Value = serde_json::from_str(json).expect("planned JSON");
+    edge["scheduler"]["concurrent_requests_per_class"] = 64.into();
+    edge["scheduler"]["rebuild_share"] = 1.0.into();
+    let text = serde_json::to_string(&edge).expect("serializes");
+    let layout = Layout::from_json("edge.json", &text).expect("the range's ends are accepted");
+    assert_eq!(layout.scheduler.concurrent_requests_per_class, 64);
+}
