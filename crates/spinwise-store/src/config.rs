@@ -3,9 +3,9 @@
 //! `DATA/layout.json` (the layout the CLI planned or was given; the store never plans). Written
 //! once by `init`, atomically (temporary file, fsync, rename, fsync of the directory),
 //! `store.toml` last, so a directory with `store.toml` always has its layout. The `[upkeep]`
-//! section (scrub policy) and the `disk_bandwidth_scale` and `read_batch_bytes` keys are
-//! optional: stores written before they existed load with the upkeep defaults, unthrottled disks
-//! and the default read IO size.
+//! section (scrub policy) and the `disk_bandwidth_scale`, `read_batch_bytes` and `read_columns`
+//! keys are optional: stores written before they existed load with the upkeep defaults,
+//! unthrottled disks, the default read IO size and least-busy column choice.
 
 use crate::error::{StoreError, StoreResult, io_error};
 use crate::staging::StagingConfig;
@@ -28,6 +28,25 @@ pub const MAX_READ_BATCH_BYTES: u64 = 8 << 20;
 pub enum RackSource {
     Preset(String),
     File(PathBuf),
+}
+
+/// Which k columns of a blob a migrated read takes (`read_columns` in store.toml).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReadColumns {
+    /// The k whose disks have the fewest reads of this store in progress (disks not spun up
+    /// never, while k others can serve), data columns first on a tie; a parity column standing
+    /// in costs a decode of the stripe (docs/store.md, "Read path").
+    #[default]
+    LeastBusy,
+    /// The data columns, always.
+    Data,
+}
+
+impl ReadColumns {
+    fn is_default(&self) -> bool {
+        *self == ReadColumns::default()
+    }
 }
 
 /// Everything `init` fixes for a data directory.
@@ -59,6 +78,14 @@ pub struct StoreConfig {
     /// slower consumer in one burst instead of streaming through it (`experiment pelican-fig4`
     /// sets one fragment per IO).
     pub read_batch_bytes: u64,
+    /// Which k of a blob's k + r columns a migrated read of at least
+    /// [`crate::columns::MIN_SPREAD_STRIPES`] stripes takes (default: the least busy).
+    ///
+    /// Why a setting: `data` is the read path as it was (data columns only, never a decode
+    /// unless a fragment is bad), kept so the two can be measured side by side
+    /// (docs/BENCHMARKS.md, "Least-busy columns") and as the choice of an operator whose CPU,
+    /// not disks, is short.
+    pub read_columns: ReadColumns,
     /// Staged objects are packed into bundles of this size (default 1 GiB).
     pub bundle_bytes: u64,
     /// Erasure-coding fragment size (default 128 KiB).
@@ -78,6 +105,7 @@ impl StoreConfig {
             time_factor: 1.0,
             disk_bandwidth_scale: None,
             read_batch_bytes: crate::read::COLUMN_BATCH_BYTES,
+            read_columns: ReadColumns::default(),
             bundle_bytes: 1 << 30,
             fragment_bytes: 128 << 10,
             staging: StagingConfig::default(),
@@ -106,6 +134,9 @@ struct StoreFile {
     /// Absent when the default, and in stores written before it existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     read_batch_bytes: Option<u64>,
+    /// Absent when the default, and in stores written before it existed.
+    #[serde(default, skip_serializing_if = "ReadColumns::is_default")]
+    read_columns: ReadColumns,
     bundle_bytes: u64,
     fragment_bytes: u32,
     staging: StagingSection,
@@ -213,6 +244,7 @@ pub fn write(data_dir: &Path, config: &StoreConfig) -> StoreResult<()> {
         disk_bandwidth_scale: config.disk_bandwidth_scale,
         read_batch_bytes: (config.read_batch_bytes != crate::read::COLUMN_BATCH_BYTES)
             .then_some(config.read_batch_bytes),
+        read_columns: config.read_columns,
         bundle_bytes: config.bundle_bytes,
         fragment_bytes: config.fragment_bytes,
         staging: StagingSection {
@@ -266,6 +298,7 @@ pub fn read(data_dir: &Path) -> StoreResult<StoreConfig> {
         read_batch_bytes: file
             .read_batch_bytes
             .unwrap_or(crate::read::COLUMN_BATCH_BYTES),
+        read_columns: file.read_columns,
         bundle_bytes: file.bundle_bytes,
         fragment_bytes: file.fragment_bytes,
         staging: StagingConfig {

@@ -31,6 +31,7 @@
 pub mod audit;
 pub mod buffers;
 pub mod clock;
+pub mod columns;
 pub mod compact;
 pub mod config;
 pub mod crash;
@@ -56,7 +57,7 @@ pub mod upkeep;
 pub mod writeback;
 
 pub use compact::CompactReport;
-pub use config::{RackSource, StoreConfig};
+pub use config::{RackSource, ReadColumns, StoreConfig};
 pub use error::StoreError;
 pub use migrate::{FlushProgress, FlushReport};
 pub use staging::{ContentCheck, StagingConfig, StagingError, StagingLog};

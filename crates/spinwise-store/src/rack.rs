@@ -9,6 +9,7 @@
 //! are marked failed in the driver before any job runs, so they are never spun up again.
 
 use crate::clock::SystemClock;
+use crate::columns::DiskReads;
 use crate::config::StoreConfig;
 use crate::driver::{Driver, DriverConfig, DriverError};
 use crate::error::{StoreError, StoreResult, io_error};
@@ -35,6 +36,9 @@ pub struct StoreRack {
     pub driver: Driver,
     pub placement: Placement,
     pub code: Arc<Code>,
+    /// The store's reads in progress per disk, which decide the columns a read takes
+    /// ([`crate::columns`]).
+    pub disk_reads: Arc<DiskReads>,
 }
 
 impl std::fmt::Debug for StoreRack {
@@ -129,5 +133,6 @@ pub async fn open_rack<C: Catalog>(
         driver,
         placement: Placement::new(rack, layout),
         code: Arc::new(code),
+        disk_reads: DiskReads::new(rack.disk_count()),
     })
 }

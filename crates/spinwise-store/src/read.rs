@@ -1,6 +1,10 @@
 //! Reads of migrated objects (issue 4, read path): the object's bytes are a range of its blob;
-//! one driver job on the blob's group reads it once the scheduler has the group up, fetching
-//! only the data fragments that cover the range. One thread per data column reads that column's
+//! one driver job on the blob's group reads it once the scheduler has the group up. When the
+//! job starts it chooses which k of the blob's k + r columns to read ([`crate::columns`]: the
+//! least busy, so reads served at once on a group spread over its disks): the data columns
+//! covering the range unless some of their disks are busier than a parity column's, in which
+//! case the chosen columns read every stripe of the range and each stripe is decoded. One thread
+//! per chosen column reads that column's
 //! fragments from its disk in stripe order, [`COLUMN_BATCH_BYTES`] per IO, and checks each
 //! fragment's crc32c while it is still in cache; the job hands the verified fragments on in blob
 //! order without copying. Every disk of the group thus streams at once, each sequentially: a
@@ -15,20 +19,25 @@
 //! stacks on the same spin-up and notes disks that answered `Failed`.
 //!
 //! Invariants:
-//! - memory is bounded whatever the object size: per data column at most three batches of at
+//! - memory is bounded whatever the object size: per column read at most three batches of at
 //!   most `read_batch_bytes` (default [`COLUMN_BATCH_BYTES`], at most
 //!   [`crate::config::MAX_READ_BATCH_BYTES`]) + one fragment (the one in the thread's hand, and
 //!   the fragments its one-batch channel holds, which may come from two), [`READ_QUEUE_CHUNKS`]
-//!   chunks queued for the caller (each holding at most its batch), and the decoder's one stripe;
+//!   chunks queued for the caller (each holding at most its batch), and the decoder's one stripe
+//!   (and, when a parity column stands in, one stripe of scratch for its decode);
 //! - each column's disk is read in increasing offset order, one IO at a time;
 //! - a reader dropped early ends the job at its next chunk (the channel is closed, the sink
 //!   fails, the decoder stops), so an abandoned GET never holds its group;
 //! - bytes reach the caller only after their crc (or a reconstruction from crc-checked
 //!   fragments) vouched for them; a stripe with fewer than k good fragments is a typed error
-//!   naming every bad fragment and its disk.
+//!   naming every bad fragment and its disk;
+//! - a read counts on the disks it reads from its choice until its column threads are done
+//!   (the [`crate::columns::ReadClaim`] drops), so later reads see it.
 
 use crate::buffers::BufferPool;
 use crate::clock::{Clock, SystemClock};
+use crate::columns::{DiskReads, MIN_SPREAD_STRIPES, ReadClaim};
+use crate::config::ReadColumns;
 use crate::driver::{Done, GroupDisks, Job, JobHandle};
 use crate::error::{StoreError, StoreResult};
 use crate::stacks::fetch_from_disks;
@@ -36,7 +45,10 @@ use crate::store::Store;
 use bytes::Bytes;
 use spinwise_catalog::{BlobRecord, Catalog, ObjectRecord};
 use spinwise_disk::Disk;
-use spinwise_ec::{Code, DecodeError, FetchError, RepairReport, StripeDecoder, verify_framed};
+use spinwise_ec::{
+    Code, DecodeError, EcError, FetchError, FragmentFault, RepairReport, RepairedFragment,
+    StripeDecoder, verify_framed,
+};
 use spinwise_sched::scheduler::Kind;
 use std::ops::{Range, RangeInclusive};
 use std::sync::Arc;
@@ -64,14 +76,22 @@ pub struct ReadTiming {
 /// The job's output: verified byte chunks, or the error that stopped it.
 type Piece = Result<Bytes, StoreError>;
 
+/// What a read's job hands back besides the bytes.
+struct ReadOutcome {
+    repairs: RepairReport,
+    /// The blob's columns the read took, ascending (empty for an empty range).
+    columns: Vec<usize>,
+}
+
 /// A GET of a migrated object in progress.
 pub struct MigratedReader {
     chunks: mpsc::Receiver<Piece>,
-    job: Option<JobHandle<RepairReport>>,
+    job: Option<JobHandle<ReadOutcome>>,
     clock: SystemClock,
     first_byte_us: Option<u64>,
     timing: Option<ReadTiming>,
     repairs: RepairReport,
+    columns: Vec<usize>,
 }
 
 impl MigratedReader {
@@ -107,13 +127,14 @@ impl MigratedReader {
             time_to_first_byte_us: started_to_first_byte,
             service_us: timing.service_us,
         });
-        if !output.is_clean() {
+        if !output.repairs.is_clean() {
             tracing::warn!(
-                repaired = output.repaired.len(),
+                repaired = output.repairs.repaired.len(),
                 "read around bad fragments"
             );
         }
-        self.repairs = output;
+        self.repairs = output.repairs;
+        self.columns = output.columns;
         Ok(())
     }
 
@@ -123,6 +144,12 @@ impl MigratedReader {
 
     pub fn repairs(&self) -> &RepairReport {
         &self.repairs
+    }
+
+    /// Once read to the end: the blob's columns the read took, ascending (a column ≥ k is a
+    /// parity column standing in for a busier or missing data column).
+    pub fn columns_read(&self) -> &[usize] {
+        &self.columns
     }
 }
 
@@ -173,9 +200,10 @@ fn decode_range(
     group: &GroupDisks,
     context: &ReadContext,
     sender: mpsc::Sender<Piece>,
-) -> RepairReport {
+) -> ReadOutcome {
     let columns = column_disks(group, context);
-    let report = match stream_range(context, &columns, &sender) {
+    let mut taken = Vec::new();
+    let report = match stream_range(context, group, &columns, &sender, &mut taken) {
         Ok(report) => report,
         Err(error) => {
             let _ = sender.blocking_send(Err(decode_failure(&context.key, &context.blob, error)));
@@ -184,7 +212,86 @@ fn decode_range(
     };
     // Still inside the job, so the group is up: queue repairs of damaged stacks (crate::heal).
     context.heal.after_read(&context.blob, &columns, &report);
-    report
+    ReadOutcome {
+        repairs: report,
+        columns: taken,
+    }
+}
+
+/// The columns a read takes, and how.
+struct ReadPlan {
+    /// Ascending.
+    columns: Vec<usize>,
+    /// A parity column stands in: every chosen column reads every stripe of the range and
+    /// each stripe is decoded. Otherwise each data column reads the stripes whose part of the
+    /// range it holds, as [`column_stripes`] says.
+    spread: bool,
+}
+
+impl ReadPlan {
+    /// Chooses the columns when the job starts ([`crate::columns`]) and claims their disks.
+    fn choose(
+        context: &ReadContext,
+        group: &GroupDisks,
+        stripes: &RangeInclusive<u64>,
+        first: &StripeSpan,
+        last: &StripeSpan,
+    ) -> (ReadPlan, ReadClaim) {
+        let k = context.code.data_columns();
+        let disks = &context.blob.disks;
+        let stripe_count = stripes.end() - stripes.start() + 1;
+        if context.read_columns == ReadColumns::LeastBusy && stripe_count >= MIN_SPREAD_STRIPES {
+            let unavailable = |disk| {
+                group.missing().contains(&disk)
+                    || context
+                        .disks
+                        .get(disk as usize)
+                        .is_some_and(|d| d.power_state() == spinwise_disk::PowerState::Failed)
+            };
+            let (columns, claim) = context.reads.choose(disks, k, unavailable);
+            let spread = columns.iter().any(|&column| column >= k);
+            return (ReadPlan { columns, spread }, claim);
+        }
+        let columns: Vec<usize> = (0..k)
+            .filter(|&column| column_stripes(column, stripes, first, last).is_some())
+            .collect();
+        let claim = context
+            .reads
+            .claim(columns.iter().map(|&c| disks[c]).collect());
+        (
+            ReadPlan {
+                columns,
+                spread: false,
+            },
+            claim,
+        )
+    }
+
+    /// The stripes column `column` reads (`None`: not read).
+    fn column_stripes(
+        &self,
+        column: usize,
+        stripes: &RangeInclusive<u64>,
+        first: &StripeSpan,
+        last: &StripeSpan,
+    ) -> Option<RangeInclusive<u64>> {
+        if !self.columns.contains(&column) {
+            return None;
+        }
+        if self.spread {
+            return Some(stripes.clone());
+        }
+        column_stripes(column, stripes, first, last)
+    }
+
+    /// The columns whose fragments of a stripe the hand-on takes.
+    fn stripe_columns(&self, span: &StripeSpan) -> Vec<usize> {
+        if self.spread {
+            self.columns.clone()
+        } else {
+            span.columns.clone().collect()
+        }
+    }
 }
 
 /// Streams the range stripe by stripe; stops quietly (Ok) when the caller has gone. One thread
@@ -195,8 +302,10 @@ fn decode_range(
 /// the decoder.
 fn stream_range(
     context: &ReadContext,
+    group: &GroupDisks,
     columns: &[Arc<dyn Disk>],
     sender: &mpsc::Sender<Piece>,
+    taken: &mut Vec<usize>,
 ) -> Result<RepairReport, DecodeError> {
     let range = context.range.clone();
     if range.is_empty() {
@@ -207,15 +316,17 @@ fn stream_range(
     let stripes = location.first_stripe..=location.last_stripe;
     let first = StripeSpan::new(code, &range, *stripes.start());
     let last = StripeSpan::new(code, &range, *stripes.end());
+    let (plan, _claim) = ReadPlan::choose(context, group, &stripes, &first, &last);
+    taken.clone_from(&plan.columns);
     let batch = context.batch_stripes;
     // Each column thread is at most one batch ahead of the stripe being handed on, plus the
     // batch it is reading.
     let ahead = batch as usize;
-    let buffers = BufferPool::new(code.data_columns() * 2 + READ_QUEUE_CHUNKS + 1);
+    let buffers = BufferPool::new(plan.columns.len() * 2 + READ_QUEUE_CHUNKS + 1);
     std::thread::scope(|scope| {
-        let receivers: Vec<Option<Receiver<Fragment>>> = (0..code.data_columns())
+        let receivers: Vec<Option<Receiver<Fragment>>> = (0..code.columns())
             .map(|column| {
-                let stripes = column_stripes(column, &stripes, &first, &last)?;
+                let stripes = plan.column_stripes(column, &stripes, &first, &last)?;
                 let (send, receive) = std::sync::mpsc::sync_channel(ahead);
                 let buffers = buffers.clone();
                 let blob = context.blob.id;
@@ -231,20 +342,27 @@ fn stream_range(
                 Some(receive)
             })
             .collect();
-        hand_on_stripes(context, columns, &range, stripes, receivers, sender)
+        hand_on_stripes(
+            context,
+            columns,
+            &range,
+            (&plan, stripes),
+            receivers,
+            sender,
+        )
     })
 }
 
-/// A data column's fragment of one stripe, crc-checked (without its crc), or `None` when it
-/// was unreadable, short or corrupt.
-type Fragment = Option<Bytes>;
+/// A column's fragment of one stripe, crc-checked (without its crc), or why it was
+/// unreadable, short or corrupt.
+type Fragment = Result<Bytes, FragmentFault>;
 
 /// Stripes whose fragments a column reads in one IO of about `batch_bytes` (at least one).
 pub fn column_batch_stripes(code: &Code, batch_bytes: u64) -> u64 {
     (batch_bytes / code.framed_fragment_bytes() as u64).max(1)
 }
 
-/// What a column thread reads: data column `index`'s fragments of `stripes`, `batch` per IO.
+/// What a column thread reads: column `index`'s fragments of `stripes`, `batch` per IO.
 struct Column {
     index: usize,
     stripes: RangeInclusive<u64>,
@@ -295,15 +413,15 @@ fn read_column(
         let mut buffer = buffers.take_initialized(count * framed_bytes);
         let whole = fetch(column, stripe, &mut buffer).is_ok_and(|got| got == buffer.len());
         let fragments: Vec<Fragment> = if whole {
-            let checked: Vec<bool> = buffer
-                .chunks(framed_bytes)
-                .map(|framed| verify_framed(framed).is_ok())
-                .collect();
+            let checked: Vec<Result<(), FragmentFault>> =
+                buffer.chunks(framed_bytes).map(verify_framed).collect();
             let bytes = buffers.freeze(buffer);
-            (0..count)
-                .map(|i| {
+            checked
+                .into_iter()
+                .enumerate()
+                .map(|(i, check)| {
                     let start = i * framed_bytes;
-                    checked[i].then(|| bytes.slice(start..start + framed_bytes - 4))
+                    check.map(|()| bytes.slice(start..start + framed_bytes - 4))
                 })
                 .collect()
         } else {
@@ -330,42 +448,61 @@ fn fetch_one(
 ) -> Fragment {
     let framed_bytes = code.framed_fragment_bytes();
     let mut framed = buffers.take_initialized(framed_bytes);
-    let whole = fetch(column, stripe, &mut framed).is_ok_and(|got| got == framed_bytes);
-    (whole && verify_framed(&framed).is_ok())
-        .then(|| buffers.freeze(framed).slice(..framed_bytes - 4))
+    let got_bytes = fetch(column, stripe, &mut framed)
+        .map_err(|error| FragmentFault::Unavailable(error.to_string()))?;
+    if got_bytes != framed_bytes {
+        return Err(FragmentFault::Short {
+            got_bytes,
+            expected_bytes: framed_bytes,
+        });
+    }
+    verify_framed(&framed)?;
+    Ok(buffers.freeze(framed).slice(..framed_bytes - 4))
 }
 
 /// Takes each stripe's fragments from the column threads in order and sends the range's bytes
-/// in them to the caller; a stripe with a bad fragment is redone by the decoder. Returns when
-/// the range is done, the caller has gone (Ok) or a stripe cannot be decoded (Err); dropping
-/// the receivers then stops the column threads.
+/// in them to the caller (decoding the stripe when a parity column stands in); a stripe with a
+/// bad fragment is redone by the decoder. Returns when the range is done, the caller has gone
+/// (Ok) or a stripe cannot be decoded (Err); dropping the receivers then stops the column
+/// threads.
 fn hand_on_stripes(
     context: &ReadContext,
     columns: &[Arc<dyn Disk>],
     range: &Range<u64>,
-    stripes: RangeInclusive<u64>,
+    (plan, stripes): (&ReadPlan, RangeInclusive<u64>),
     receivers: Vec<Option<Receiver<Fragment>>>,
     sender: &mpsc::Sender<Piece>,
 ) -> Result<RepairReport, DecodeError> {
     let code = context.code.as_ref();
     let mut decoder = StripeDecoder::new(code, context.blob.size_bytes);
     let mut fetch = fetch_from_disks(code, context.blob.id, columns);
+    let mut assembler = StripeAssembler::default();
     let mut report = RepairReport::default();
     for stripe in stripes {
         let span = StripeSpan::new(code, range, stripe);
-        let mut fragments = Vec::with_capacity(span.columns.len());
-        for column in span.columns.clone() {
+        let wanted = plan.stripe_columns(&span);
+        let mut fragments = Vec::with_capacity(wanted.len());
+        for column in wanted {
             let receiver = receivers[column]
                 .as_ref()
-                .expect("a column the range covers has a thread");
+                .expect("a column the plan reads has a thread");
             // A column thread ends early only by panicking; the decoder then reads around it.
-            fragments.push(receiver.recv().ok().flatten());
+            let fragment = receiver.recv().unwrap_or_else(|_| {
+                Err(FragmentFault::Unavailable("its column thread ended".into()))
+            });
+            fragments.push((column, fragment));
         }
-        let pieces = match fragments.into_iter().collect::<Option<Vec<Bytes>>>() {
+        let (good, bad) = split_faults(fragments);
+        let assembled = bad
+            .is_empty()
+            .then(|| assembler.data_fragments(code, &span.columns, good))
+            .flatten();
+        let pieces = match assembled {
             Some(fragments) => span.slice(code, fragments),
             None => {
-                let (bytes, repaired) =
+                let (bytes, mut repaired) =
                     redo_run(&mut decoder, std::slice::from_ref(&span), &mut fetch)?;
+                note_faults(&mut repaired, stripe, bad);
                 report.merge(repaired);
                 vec![bytes]
             }
@@ -377,6 +514,97 @@ fn hand_on_stripes(
         }
     }
     Ok(report)
+}
+
+/// A stripe's good fragments by column.
+type GoodFragments = Vec<(usize, Bytes)>;
+/// A stripe's bad fragments: column and fault.
+type Faults = Vec<(usize, FragmentFault)>;
+
+/// The good fragments of a stripe, and the bad ones' columns and faults.
+fn split_faults(fragments: Vec<(usize, Fragment)>) -> (GoodFragments, Faults) {
+    let mut good = Vec::with_capacity(fragments.len());
+    let mut bad = Vec::new();
+    for (column, fragment) in fragments {
+        match fragment {
+            Ok(bytes) => good.push((column, bytes)),
+            Err(fault) => bad.push((column, fault)),
+        }
+    }
+    (good, bad)
+}
+
+/// Adds to a redone stripe's report the bad fragments its column threads met that the decoder
+/// did not read again (a parity column standing in, which the decoder needs only when a data
+/// fragment is bad too), so the heal hook repairs their stacks as well.
+fn note_faults(report: &mut RepairReport, stripe: u64, faults: Faults) {
+    for (column, fault) in faults {
+        let known = report
+            .repaired
+            .iter()
+            .any(|bad| bad.stripe == stripe && bad.column == column);
+        if !known {
+            report.repaired.push(RepairedFragment {
+                stripe,
+                column,
+                fault,
+            });
+        }
+    }
+}
+
+/// Builds a stripe's data fragments from the fragments of the columns a read took: as they
+/// are when the span's data columns are among them, else by decoding the stripe from them
+/// (k crc-checked fragments; the scratch stripe is allocated on the first decode).
+#[derive(Default)]
+struct StripeAssembler {
+    scratch: Vec<Vec<u8>>,
+    present: Vec<bool>,
+}
+
+impl StripeAssembler {
+    /// The fragments of data columns `span` in order, or `None` when the received (good)
+    /// fragments cannot give them (the caller then redoes the stripe through the decoder).
+    fn data_fragments(
+        &mut self,
+        code: &Code,
+        span: &Range<usize>,
+        received: Vec<(usize, Bytes)>,
+    ) -> Option<Vec<Bytes>> {
+        let find = |column: usize| {
+            received
+                .iter()
+                .find(|(taken, _)| *taken == column)
+                .map(|(_, bytes)| bytes.clone())
+        };
+        if let Some(fragments) = span.clone().map(find).collect::<Option<Vec<Bytes>>>() {
+            return Some(fragments);
+        }
+        self.decode(code, &received).ok()?;
+        Some(
+            span.clone()
+                .map(|column| {
+                    find(column).unwrap_or_else(|| Bytes::copy_from_slice(&self.scratch[column]))
+                })
+                .collect(),
+        )
+    }
+
+    /// Reconstructs the data fragments the received ones lack into `scratch`.
+    fn decode(&mut self, code: &Code, received: &[(usize, Bytes)]) -> Result<(), EcError> {
+        if self.scratch.is_empty() {
+            self.scratch = vec![vec![0; code.fragment_bytes()]; code.columns()];
+            self.present = vec![false; code.columns()];
+        }
+        self.present.fill(false);
+        for (column, bytes) in received {
+            self.scratch[*column].copy_from_slice(bytes);
+            self.present[*column] = true;
+        }
+        let mut fragments: Vec<&mut [u8]> =
+            self.scratch.iter_mut().map(|f| f.as_mut_slice()).collect();
+        code.reconstruct(&mut fragments, &self.present, true)
+    }
 }
 
 /// The part of one stripe a range covers: blob bytes `blob_range`, in data columns `columns`.
@@ -452,6 +680,10 @@ struct ReadContext {
     heal: crate::heal::HealHook,
     /// Stripes a column thread reads per IO ([`crate::StoreConfig::read_batch_bytes`]).
     batch_stripes: u64,
+    /// Which columns to read ([`crate::StoreConfig::read_columns`]), and the reads in progress
+    /// that decide it.
+    read_columns: ReadColumns,
+    reads: Arc<DiskReads>,
 }
 
 impl<C: Catalog> Store<C> {
@@ -479,6 +711,8 @@ impl<C: Catalog> Store<C> {
             disks: rack.disks.clone(),
             heal: self.heal_hook(),
             batch_stripes: column_batch_stripes(&rack.code, self.config().read_batch_bytes),
+            read_columns: self.config().read_columns,
+            reads: rack.disk_reads.clone(),
             blob,
         };
         let (sender, chunks) = mpsc::channel(READ_QUEUE_CHUNKS);
@@ -504,6 +738,7 @@ impl<C: Catalog> Store<C> {
             first_byte_us: None,
             timing: None,
             repairs: RepairReport::default(),
+            columns: Vec::new(),
         })
     }
 }

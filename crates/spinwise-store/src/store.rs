@@ -671,4 +671,13 @@ impl ObjectReader {
             Source::Migrated(reader) => reader.repairs().clone(),
         }
     }
+    /// For a migrated object, once read to the end: the blob's columns the read took (a column
+    /// ≥ k is a parity column standing in for a busy or missing data disk); empty for staged
+    /// objects.
+    pub fn columns_read(&self) -> Vec<usize> {
+        match &self.source {
+            Source::Staged(_) => Vec::new(),
+            Source::Migrated(reader) => reader.columns_read().to_vec(),
+        }
+    }
 }

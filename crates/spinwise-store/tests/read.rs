@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::pattern;
+use common::{pattern, put_and_flush};
 use spinwise_disk::Disk;
 use spinwise_store::{SqliteStore, Store, StoreConfig, StoreError};
 use std::path::Path;
@@ -27,27 +27,8 @@ async fn get_all(
     key: &str,
     range: Option<std::ops::Range<u64>>,
 ) -> Result<(Vec<u8>, usize), StoreError> {
-    let mut reader = store.get(key, range).await?;
-    let mut bytes = Vec::new();
-    while let Some(chunk) = reader.next_chunk().await? {
-        bytes.extend_from_slice(&chunk);
-    }
+    let (bytes, reader) = common::read_to_end(store, key, range).await?;
     Ok((bytes, reader.repairs().repaired.len()))
-}
-
-/// Puts `objects`, migrates them and returns the blob's disks of the first object.
-async fn put_and_flush(store: &SqliteStore, objects: &[(&str, Vec<u8>)]) -> Vec<u32> {
-    for (key, bytes) in objects {
-        store.put(key, &bytes[..]).await.unwrap();
-    }
-    let report = store.flush(|_| {}).await.unwrap();
-    assert_eq!(report.objects_moved, objects.len() as u64);
-    let record = store.stat(objects[0].0).await.unwrap();
-    let spinwise_catalog::ObjectLocation::Migrated { blob, .. } = record.location else {
-        panic!("{} was not migrated", objects[0].0);
-    };
-    use spinwise_catalog::Catalog;
-    store.catalog().blob(blob).await.unwrap().unwrap().disks
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

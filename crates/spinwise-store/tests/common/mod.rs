@@ -153,3 +153,32 @@ pub fn flip_byte(store: &SqliteStore, disk: u32, blob: BlobId, column: usize, of
     bytes[offset as usize] ^= 0x5a;
     std::fs::write(&path, bytes).unwrap();
 }
+
+/// Puts `objects`, migrates them and returns the blob's disks of the first object.
+pub async fn put_and_flush(store: &SqliteStore, objects: &[(&str, Vec<u8>)]) -> Vec<u32> {
+    for (key, bytes) in objects {
+        store.put(key, &bytes[..]).await.unwrap();
+    }
+    let report = store.flush(|_| {}).await.unwrap();
+    assert_eq!(report.objects_moved, objects.len() as u64);
+    let record = store.stat(objects[0].0).await.unwrap();
+    let spinwise_catalog::ObjectLocation::Migrated { blob, .. } = record.location else {
+        panic!("{} was not migrated", objects[0].0);
+    };
+    store.catalog().blob(blob).await.unwrap().unwrap().disks
+}
+
+/// Reads `range` of `key` (all of it with `None`) to the end: its bytes, and the reader, which
+/// then knows its repairs, timing and the columns it took.
+pub async fn read_to_end(
+    store: &SqliteStore,
+    key: &str,
+    range: Option<std::ops::Range<u64>>,
+) -> Result<(Vec<u8>, spinwise_store::ObjectReader), spinwise_store::StoreError> {
+    let mut reader = store.get(key, range).await?;
+    let mut bytes = Vec::new();
+    while let Some(chunk) = reader.next_chunk().await? {
+        bytes.extend_from_slice(&chunk);
+    }
+    Ok((bytes, reader))
+}
