@@ -148,31 +148,12 @@ pub fn run(args: &SimArgs) -> CliResult<()> {
         source,
     })?;
     let elapsed_ms = started.elapsed().as_secs_f64() * 1e3;
-    // Pelican's and Flamingo's schedulers serve several requests of a group at once.
-    let concurrent_requests = match config.policy {
-        PolicyKind::Pelican | PolicyKind::Flamingo => {
-            layout.scheduler.concurrent_requests_per_class
-        }
-        PolicyKind::FullyProvisioned | PolicyKind::Random => 1,
-    };
-    let what_if = WhatIf {
-        switch_latency,
-        concurrent_requests,
-    };
     if args.json {
-        print_json(&report, &config, what_if, elapsed_ms);
+        print_json(&report, &config, switch_latency, elapsed_ms);
     } else {
-        print_summary(&report, &config, what_if, elapsed_ms);
+        print_summary(&report, &config, switch_latency, elapsed_ms);
     }
     Ok(())
-}
-
-/// What the run changed of the rack, or took from its layout, that the report should name.
-#[derive(Clone, Copy, Debug)]
-struct WhatIf {
-    switch_latency: SwitchLatency,
-    /// Requests a class (Flamingo: a group) served at once (1 for FP and the random layout).
-    concurrent_requests: u32,
 }
 
 /// `--network-gbps`: a positive number of Gbps, or `unbounded` (`None`: no NIC).
@@ -222,8 +203,7 @@ fn sim_config(args: &SimArgs) -> CliResult<SimConfig> {
 }
 
 /// `--json`: one object with issue 3's fields and the rest of the report.
-fn print_json(report: &Report, config: &SimConfig, what_if: WhatIf, elapsed_ms: f64) {
-    let switch_latency = what_if.switch_latency;
+fn print_json(report: &Report, config: &SimConfig, switch_latency: SwitchLatency, elapsed_ms: f64) {
     let value = json!({
         "rack": report.rack,
         "policy": config.policy,
@@ -262,7 +242,7 @@ fn print_json(report: &Report, config: &SimConfig, what_if: WhatIf, elapsed_ms: 
         "trace_hash": format!("{:016x}", report.trace_hash),
         "switch_latency_scale": switch_latency.scale,
         "high_load_mounts": switch_latency.high_load_mounts,
-        "concurrent_requests_per_class": what_if.concurrent_requests,
+        "concurrent_requests_per_class": report.concurrent_requests,
         "elapsed_ms": elapsed_ms,
     });
     outln!(
@@ -272,8 +252,12 @@ fn print_json(report: &Report, config: &SimConfig, what_if: WhatIf, elapsed_ms: 
 }
 
 /// The summary for people: the run, its latencies, then the disks, power and budgets.
-fn print_summary(report: &Report, config: &SimConfig, what_if: WhatIf, elapsed_ms: f64) {
-    let switch_latency = what_if.switch_latency;
+fn print_summary(
+    report: &Report,
+    config: &SimConfig,
+    switch_latency: SwitchLatency,
+    elapsed_ms: f64,
+) {
     let network = config
         .network_gbps
         .map_or("unbounded".to_string(), |g| format!("{g} Gbps"));
@@ -285,10 +269,10 @@ fn print_summary(report: &Report, config: &SimConfig, what_if: WhatIf, elapsed_m
         config.warmup_hours,
         report.seed
     );
-    if what_if.concurrent_requests > 1 {
+    if report.concurrent_requests > 1 {
         outln!(
             "serving       up to {} requests per class at once",
-            what_if.concurrent_requests
+            report.concurrent_requests
         );
     }
     if !switch_latency.is_as_described() {

@@ -67,6 +67,9 @@ pub struct Power {
 pub struct Report {
     pub rack: String,
     pub seed: u64,
+    /// Requests a Pelican class (a Flamingo active group) served at once: the layout's
+    /// `concurrent_requests_per_class` for those two policies, 1 for FP and the random layout.
+    pub concurrent_requests: u32,
     /// Offered client requests per second (`SimConfig::offered_rate_per_s`).
     pub rate_per_s: f64,
     /// The measured window's length (a burst's: from 0 to the last event).

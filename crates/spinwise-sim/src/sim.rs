@@ -1017,6 +1017,7 @@ impl Loop<'_> {
         Report {
             rack: self.rack.name.clone(),
             seed: self.config.seed,
+            concurrent_requests: self.model.concurrent_requests,
             rate_per_s: self.config.offered_rate_per_s(),
             window_s,
             requests: self.requests,
