@@ -7,8 +7,8 @@
 //!
 //! Invariants:
 //! - gauges are read from the driver's own snapshot at each scrape, so they are never stale;
-//!   the counters of the driver (jobs served, budget refusals) are carried over by difference,
-//!   so they only grow;
+//!   the counters of the driver (jobs served, budget refusals) and of the store (migrated reads,
+//!   and those that read a parity column) are carried over by difference, so they only grow;
 //! - spin-ups and spin-downs are counted from the driver's activity broadcast by a task of
 //!   [`S3Metrics::watch`]; a broadcast that lagged loses events, which is counted too
 //!   (`spinwise_activity_events_missed_total`) rather than hidden;
@@ -92,9 +92,14 @@ pub struct S3Metrics {
     failed_disks: Gauge,
     jobs_served: Counter,
     budget_refusals: Counter,
-    /// The driver's totals at the last scrape (the counters above grow by the difference).
+    migrated_reads: Counter,
+    migrated_reads_parity: Counter,
+    /// The driver's and the store's totals at the last scrape (the counters above grow by the
+    /// difference).
     last_jobs_served: AtomicU64,
     last_refusals: AtomicU64,
+    last_migrated_reads: AtomicU64,
+    last_migrated_reads_parity: AtomicU64,
     restores: Option<RestoreGauges>,
 }
 
@@ -116,8 +121,12 @@ impl S3Metrics {
             failed_disks: Gauge::default(),
             jobs_served: Counter::default(),
             budget_refusals: Counter::default(),
+            migrated_reads: Counter::default(),
+            migrated_reads_parity: Counter::default(),
             last_jobs_served: AtomicU64::new(0),
             last_refusals: AtomicU64::new(0),
+            last_migrated_reads: AtomicU64::new(0),
+            last_migrated_reads_parity: AtomicU64::new(0),
             restores: None,
         };
         // Every group's series exist from the start (at 0), so a rate over them is defined
@@ -197,6 +206,16 @@ impl S3Metrics {
             "budget_refusals",
             "Power changes the budget audit refused (each also logged)",
             self.budget_refusals.clone(),
+        );
+        registry.register(
+            "migrated_reads",
+            "Reads of migrated objects started",
+            self.migrated_reads.clone(),
+        );
+        registry.register(
+            "migrated_reads_parity",
+            "Reads of migrated objects that took a parity column in place of a busier or missing data disk, decoding their stripes",
+            self.migrated_reads_parity.clone(),
         );
         self
     }
@@ -301,6 +320,13 @@ impl S3Metrics {
             &self.budget_refusals,
             &self.last_refusals,
             state.audit.refusals,
+        );
+        let reads = self.store.rack_io().disk_reads.totals();
+        carry(&self.migrated_reads, &self.last_migrated_reads, reads.reads);
+        carry(
+            &self.migrated_reads_parity,
+            &self.last_migrated_reads_parity,
+            reads.reads_with_parity,
         );
         if let Some(restores) = &self.restores {
             restores.read().await?;

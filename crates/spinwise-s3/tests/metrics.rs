@@ -52,6 +52,14 @@ async fn a_cold_read_counts_its_groups_spin_up_and_the_gauges_show_the_driver() 
         "{served_before} → {served_after}"
     );
     assert_eq!(sample(&after, "spinwise_budget_refusals_total"), Some(0.0));
+    // One migrated read, too short to take a parity column (crates/spinwise-store/src/columns.rs).
+    let reads = |text: &str, name: &str| sample(text, name).unwrap_or_else(|| panic!("{name}"));
+    assert_eq!(
+        reads(&after, "spinwise_migrated_reads_total")
+            - reads(&before, "spinwise_migrated_reads_total"),
+        1.0
+    );
+    assert_eq!(reads(&after, "spinwise_migrated_reads_parity_total"), 0.0);
     assert_eq!(sample(&after, "spinwise_failed_disks"), Some(0.0));
     assert!(
         after.ends_with("# EOF\n"),

@@ -22,6 +22,7 @@
 //! it is deterministic for given counts.
 
 use spinwise_model::DiskIndex;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// The fewest stripes a read must span before it may take parity columns instead of busy data
@@ -30,17 +31,46 @@ use std::sync::{Arc, Mutex, MutexGuard};
 /// with one other read halves the read's speed.
 pub const MIN_SPREAD_STRIPES: u64 = 8;
 
-/// Reads of this store in progress per disk (indexed by rack disk index).
+/// Reads of this store in progress per disk (indexed by rack disk index), and how many reads
+/// of migrated objects this process has started.
 #[derive(Debug)]
 pub struct DiskReads {
     readers: Mutex<Vec<u32>>,
+    started: AtomicU64,
+    started_with_parity: AtomicU64,
+}
+
+/// Reads of migrated objects this process has started (`Store::status`, and the server's
+/// metrics): all of them, and those that took a parity column in place of a busier or missing
+/// data disk (and so decoded their stripes).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ReadTotals {
+    pub reads: u64,
+    pub reads_with_parity: u64,
 }
 
 impl DiskReads {
     pub fn new(disks: usize) -> Arc<DiskReads> {
         Arc::new(DiskReads {
             readers: Mutex::new(vec![0; disks]),
+            started: AtomicU64::new(0),
+            started_with_parity: AtomicU64::new(0),
         })
+    }
+
+    /// Counts a read that has chosen its columns (`with_parity`: a parity column among them).
+    pub(crate) fn count_started(&self, with_parity: bool) {
+        self.started.fetch_add(1, Ordering::Relaxed);
+        if with_parity {
+            self.started_with_parity.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    pub fn totals(&self) -> ReadTotals {
+        ReadTotals {
+            reads: self.started.load(Ordering::Relaxed),
+            reads_with_parity: self.started_with_parity.load(Ordering::Relaxed),
+        }
     }
 
     fn lock(&self) -> MutexGuard<'_, Vec<u32>> {

@@ -229,8 +229,21 @@ struct ReadPlan {
 }
 
 impl ReadPlan {
-    /// Chooses the columns when the job starts ([`crate::columns`]) and claims their disks.
+    /// Chooses the columns when the job starts ([`crate::columns`]), claims their disks and
+    /// counts the read.
     fn choose(
+        context: &ReadContext,
+        group: &GroupDisks,
+        stripes: &RangeInclusive<u64>,
+        first: &StripeSpan,
+        last: &StripeSpan,
+    ) -> (ReadPlan, ReadClaim) {
+        let (plan, claim) = ReadPlan::choose_columns(context, group, stripes, first, last);
+        context.reads.count_started(plan.spread);
+        (plan, claim)
+    }
+
+    fn choose_columns(
         context: &ReadContext,
         group: &GroupDisks,
         stripes: &RangeInclusive<u64>,

@@ -80,6 +80,11 @@ pub struct StoreStatus {
     pub read_repairs: u64,
     /// Read repairs that could not be done (reported; scrub tries again).
     pub read_repairs_failed: u64,
+    /// Reads of migrated objects this process started.
+    pub migrated_reads: u64,
+    /// Of those, reads that took a parity column in place of a busier or missing data disk
+    /// (see [`crate::columns`]).
+    pub migrated_reads_with_parity: u64,
     /// Bytes of committed blobs no object points at (deleted or overwritten): what compaction
     /// reclaims (see [`crate::compact`]).
     pub dead_bytes: u64,
@@ -482,6 +487,8 @@ impl<C: Catalog> Store<C> {
             staging_limit_bytes: self.config.staging.limit_bytes,
             read_repairs: self.heal.counters().stacks_repaired,
             read_repairs_failed: self.heal.counters().repairs_failed,
+            migrated_reads: self.rack_io.disk_reads.totals().reads,
+            migrated_reads_with_parity: self.rack_io.disk_reads.totals().reads_with_parity,
             dead_bytes: stats.dead_bytes,
         })
     }

@@ -74,6 +74,12 @@ async fn a_read_takes_parity_columns_in_place_of_busy_data_disks_and_is_byte_exa
     for disk in disks {
         assert_eq!(reads.in_progress(disk), 0, "every read gave its disks back");
     }
+    // Five reads, three of which took parity columns, and the status says so.
+    let status = store.status().await.unwrap();
+    assert_eq!(
+        (status.migrated_reads, status.migrated_reads_with_parity),
+        (5, 3)
+    );
     store.close().await;
 }
 
