@@ -156,35 +156,35 @@ async fn read_group(
     let next = Arc::new(AtomicUsize::new(0));
     let started = Instant::now();
     let mut workers = tokio::task::JoinSet::new();
-    let (gets, k) = (options.gets, store.rack_io().code.data_columns());
+    let gets = options.gets;
+    let parity_before = store.rack_io().disk_reads.totals().reads_with_parity;
     for _ in 0..options.reads_at_once {
         let (store, keys, next) = (store.clone(), keys.clone(), next.clone());
         workers.spawn(async move {
-            let (mut bytes, mut with_parity) = (0u64, 0usize);
+            let mut bytes = 0u64;
             loop {
                 let index = next.fetch_add(1, Ordering::Relaxed);
                 if index >= gets {
-                    return (bytes, with_parity);
+                    return bytes;
                 }
                 let key = &keys[index % keys.len()];
                 let mut reader = store.get(key, None).await.expect("get");
                 while let Some(chunk) = reader.next_chunk().await.expect("chunk") {
                     bytes += chunk.len() as u64;
                 }
-                with_parity += usize::from(reader.columns_read().iter().any(|&c| c >= k));
             }
         });
     }
-    let (mut bytes, mut gets_with_parity) = (0, 0);
+    let mut bytes = 0;
     while let Some(done) = workers.join_next().await {
-        let (worker_bytes, worker_parity) = done.expect("a reader task");
-        bytes += worker_bytes;
-        gets_with_parity += worker_parity;
+        bytes += done.expect("a reader task");
     }
     Measured {
         seconds: started.elapsed().as_secs_f64(),
         bytes,
-        gets_with_parity,
+        // Reads that decoded a stripe from a parity fragment (chosen, or standing in).
+        gets_with_parity: (store.rack_io().disk_reads.totals().reads_with_parity - parity_before)
+            as usize,
         objects_in_group: keys.len(),
     }
 }

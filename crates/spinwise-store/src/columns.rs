@@ -4,11 +4,11 @@
 //! Why: a Pelican group's class serves several reads at once (`concurrent_requests_per_class`),
 //! and each blob's k + r stacks sit on a different subset of the group's disks. A read that
 //! always takes its data columns queues behind other reads on the disks they share while other
-//! disks of the group idle: at four reads on a 15 + 3 blob over 24 disks the group reaches ~80%
-//! of its bandwidth that way, ~97% when each read takes the k least-busy of its k + r disks
-//! (the per-fragment model in crates/spinwise-sim/src/network.rs, which the simulator's pooled
-//! reads assume). A parity column standing in for a data column costs a decode of each stripe;
-//! the CPU is cheap beside a disk that streams for two.
+//! disks of the group idle. The choice here is where a read starts; the columns it does not
+//! choose stand in for a chosen one that falls behind, stripe by stripe (`board.rs`), which is
+//! what lifts a Pelican group at four reads from 82% to 97% of its disks (docs/BENCHMARKS.md,
+//! "Least-busy columns"), as the simulator's pooled reads assume. A parity fragment standing in
+//! costs a decode of its stripe; the CPU is cheap beside a disk that streams for two.
 //!
 //! The rule ([`least_busy_columns`]): the k columns whose disks have the fewest reads of this
 //! store in progress; a disk that is not spun up for the read (failed, or withheld) only when

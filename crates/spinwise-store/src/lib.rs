@@ -29,6 +29,7 @@
 //!   the task's other work: migrating staged objects by policy and rebuilding failed disks.
 
 pub mod audit;
+mod board;
 pub mod buffers;
 pub mod clock;
 pub mod columns;

@@ -1,15 +1,21 @@
 //! Reads of migrated objects (issue 4, read path): the object's bytes are a range of its blob;
 //! one driver job on the blob's group reads it once the scheduler has the group up. When the
 //! job starts it chooses which k of the blob's k + r columns to read ([`crate::columns`]: the
-//! least busy, so reads served at once on a group spread over its disks): the data columns
-//! covering the range unless some of their disks are busier than a parity column's, in which
-//! case the chosen columns read every stripe of the range and each stripe is decoded. One thread
-//! per chosen column reads that column's
-//! fragments from its disk in stripe order, [`COLUMN_BATCH_BYTES`] per IO, and checks each
-//! fragment's crc32c while it is still in cache; the job hands the verified fragments on in blob
-//! order without copying. Every disk of the group thus streams at once, each sequentially: a
-//! group of k disks reads at k disks' bandwidth, as the simulator assumes and as Pelican's
-//! "15 disks streaming" needs. (Until the cross-validation against the simulator, `experiment
+//! least busy, so reads served at once on a group spread over its disks).
+//!
+//! - A *spread* read (at least [`MIN_SPREAD_STRIPES`] stripes, `read_columns = "least_busy"`):
+//!   a thread per chosen column and per other readable column (a standby) reads the stripes the
+//!   board (`board.rs`) lets it claim, whole stripes from the range's first to its last. A standby stands
+//!   in, stripe by stripe, for a chosen column that falls behind, so a disk shared with other
+//!   reads does not hold the read back. A stripe whose k fragments include parity is decoded.
+//! - Otherwise one thread per data column the range covers reads that column's fragments, over
+//!   a channel of its own.
+//!
+//! Either way a thread reads its disk in stripe order, [`COLUMN_BATCH_BYTES`] per IO, and checks
+//! each fragment's crc32c while it is still in cache; the job hands the verified fragments on in
+//! blob order without copying. Every disk a read takes thus streams at once, each sequentially:
+//! a read gets k disks' bandwidth, as the simulator assumes and as Pelican's "15 disks
+//! streaming" needs. (Until the cross-validation against the simulator, `experiment
 //! pelican-fig4`, reader threads took whole stripes in turn, one fragment after another: on
 //! disks that block while they transfer, a read ran at one or two disks' speed.)
 //! A stripe with an unreadable, short or corrupt fragment is redone by the
@@ -22,10 +28,12 @@
 //! - memory is bounded whatever the object size: per column read at most three batches of at
 //!   most `read_batch_bytes` (default [`COLUMN_BATCH_BYTES`], at most
 //!   [`crate::config::MAX_READ_BATCH_BYTES`]) + one fragment (the one in the thread's hand, and
-//!   the fragments its one-batch channel holds, which may come from two), [`READ_QUEUE_CHUNKS`]
-//!   chunks queued for the caller (each holding at most its batch), and the decoder's one stripe
-//!   (and, when a parity column stands in, one stripe of scratch for its decode);
-//! - each column's disk is read in increasing offset order, one IO at a time;
+//!   the fragments its one-batch channel holds, which may come from two); for a spread read,
+//!   one run per thread and the board's window of stripes (k fragments each, 4 batches);
+//!   [`READ_QUEUE_CHUNKS`] chunks queued for the caller (each holding at most its batch), and the
+//!   decoder's one stripe (and one stripe of scratch for decoding with parity);
+//! - each column's disk is read in increasing offset order, one IO at a time (a spread read's
+//!   thread skips forward over stripes other columns filled);
 //! - a reader dropped early ends the job at its next chunk (the channel is closed, the sink
 //!   fails, the decoder stops), so an abandoned GET never holds its group;
 //! - bytes reach the caller only after their crc (or a reconstruction from crc-checked
@@ -34,6 +42,7 @@
 //! - a read counts on the disks it reads from its choice until its column threads are done
 //!   (the [`crate::columns::ReadClaim`] drops), so later reads see it.
 
+use crate::board::{Board, Fragment, Reader, Seat};
 use crate::buffers::BufferPool;
 use crate::clock::{Clock, SystemClock};
 use crate::columns::{DiskReads, MIN_SPREAD_STRIPES, ReadClaim};
@@ -62,6 +71,20 @@ pub const READ_QUEUE_CHUNKS: usize = 8;
 /// the columns' requests, small enough that k columns' read-ahead stays a few MiB per read.
 /// The default of [`crate::StoreConfig::read_batch_bytes`].
 pub const COLUMN_BATCH_BYTES: u64 = 512 << 10;
+/// A spread read's board holds claims this many batches ahead of the stripe being handed on
+/// (at least [`MIN_BOARD_WINDOW_STRIPES`] stripes): room for a standby to claim ahead of a
+/// lagging column, and the bound on the fragments a read holds.
+const BOARD_WINDOW_BATCHES: u64 = 4;
+const MIN_BOARD_WINDOW_STRIPES: u64 = 8;
+/// A chosen column this many batches (at least [`MIN_STANDBY_LAG_STRIPES`] stripes) behind the
+/// leading one for [`STANDBY_GRACE`] is late, and a standby may stand in for it.
+const STANDBY_LAG_BATCHES: u64 = 2;
+const MIN_STANDBY_LAG_STRIPES: u64 = 4;
+/// Longer than a thread waits for a core on a busy host (a few scheduler slices), so the
+/// jitter of threads reading from the page cache does not make standbys read and stripes
+/// decode for nothing (measured: a 1 GiB GET on this 2-core VM took ~30% longer without it);
+/// short beside a disk shared with other reads, which falls behind for a whole read.
+const STANDBY_GRACE: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// Where a GET's time went, in µs: waiting for the scheduler (of which spinning the group up),
 /// to the first byte, and the whole service.
@@ -220,30 +243,20 @@ fn decode_range(
 
 /// The columns a read takes, and how.
 struct ReadPlan {
-    /// Ascending.
+    /// The k columns chosen when the read starts (all of them data columns unless `spread`),
+    /// ascending.
     columns: Vec<usize>,
-    /// A parity column stands in: every chosen column reads every stripe of the range and
-    /// each stripe is decoded. Otherwise each data column reads the stripes whose part of the
-    /// range it holds, as [`column_stripes`] says.
+    /// The blob's other readable columns, which may stand in stripe by stripe ([`Board`]).
+    standby: Vec<usize>,
+    /// A spread read: every column reads through the [`Board`] and a stripe is decoded when a
+    /// parity fragment is among its k. Otherwise each data column reads the stripes whose part
+    /// of the range it holds, as [`column_stripes`] says, over a channel of its own.
     spread: bool,
 }
 
 impl ReadPlan {
-    /// Chooses the columns when the job starts ([`crate::columns`]), claims their disks and
-    /// counts the read.
+    /// Chooses the columns when the job starts ([`crate::columns`]) and claims their disks.
     fn choose(
-        context: &ReadContext,
-        group: &GroupDisks,
-        stripes: &RangeInclusive<u64>,
-        first: &StripeSpan,
-        last: &StripeSpan,
-    ) -> (ReadPlan, ReadClaim) {
-        let (plan, claim) = ReadPlan::choose_columns(context, group, stripes, first, last);
-        context.reads.count_started(plan.spread);
-        (plan, claim)
-    }
-
-    fn choose_columns(
         context: &ReadContext,
         group: &GroupDisks,
         stripes: &RangeInclusive<u64>,
@@ -253,17 +266,24 @@ impl ReadPlan {
         let k = context.code.data_columns();
         let disks = &context.blob.disks;
         let stripe_count = stripes.end() - stripes.start() + 1;
+        let unavailable = |disk| {
+            group.missing().contains(&disk)
+                || context
+                    .disks
+                    .get(disk as usize)
+                    .is_some_and(|d| d.power_state() == spinwise_disk::PowerState::Failed)
+        };
         if context.read_columns == ReadColumns::LeastBusy && stripe_count >= MIN_SPREAD_STRIPES {
-            let unavailable = |disk| {
-                group.missing().contains(&disk)
-                    || context
-                        .disks
-                        .get(disk as usize)
-                        .is_some_and(|d| d.power_state() == spinwise_disk::PowerState::Failed)
-            };
             let (columns, claim) = context.reads.choose(disks, k, unavailable);
-            let spread = columns.iter().any(|&column| column >= k);
-            return (ReadPlan { columns, spread }, claim);
+            let standby = (0..disks.len())
+                .filter(|column| !columns.contains(column) && !unavailable(disks[*column]))
+                .collect();
+            let plan = ReadPlan {
+                columns,
+                standby,
+                spread: true,
+            };
+            return (plan, claim);
         }
         let columns: Vec<usize> = (0..k)
             .filter(|&column| column_stripes(column, stripes, first, last).is_some())
@@ -271,39 +291,25 @@ impl ReadPlan {
         let claim = context
             .reads
             .claim(columns.iter().map(|&c| disks[c]).collect());
-        (
-            ReadPlan {
-                columns,
-                spread: false,
-            },
-            claim,
-        )
+        let plan = ReadPlan {
+            columns,
+            standby: Vec::new(),
+            spread: false,
+        };
+        (plan, claim)
     }
 
-    /// The stripes column `column` reads (`None`: not read).
-    fn column_stripes(
-        &self,
-        column: usize,
-        stripes: &RangeInclusive<u64>,
-        first: &StripeSpan,
-        last: &StripeSpan,
-    ) -> Option<RangeInclusive<u64>> {
-        if !self.columns.contains(&column) {
-            return None;
-        }
-        if self.spread {
-            return Some(stripes.clone());
-        }
-        column_stripes(column, stripes, first, last)
-    }
-
-    /// The columns whose fragments of a stripe the hand-on takes.
-    fn stripe_columns(&self, span: &StripeSpan) -> Vec<usize> {
-        if self.spread {
-            self.columns.clone()
-        } else {
-            span.columns.clone().collect()
-        }
+    /// The board's readers: the chosen columns as primaries, then the standbys.
+    fn readers(&self) -> Vec<Reader> {
+        let primaries = self.columns.iter().map(|&column| Reader {
+            column,
+            primary: true,
+        });
+        let standbys = self.standby.iter().map(|&column| Reader {
+            column,
+            primary: false,
+        });
+        primaries.chain(standbys).collect()
     }
 }
 
@@ -331,15 +337,42 @@ fn stream_range(
     let last = StripeSpan::new(code, &range, *stripes.end());
     let (plan, _claim) = ReadPlan::choose(context, group, &stripes, &first, &last);
     taken.clone_from(&plan.columns);
-    let batch = context.batch_stripes;
+    let mut hand_on = HandOn::new(context, columns, &range);
+    let outcome = if plan.spread {
+        stream_on_board(context, columns, &plan, stripes, &mut hand_on, sender)
+    } else {
+        stream_by_column(
+            context,
+            columns,
+            &plan,
+            (stripes, &first, &last),
+            &mut hand_on,
+            sender,
+        )
+    };
+    context.reads.count_started(hand_on.used_parity);
+    outcome.map(|()| hand_on.report)
+}
+
+/// A read of the data columns covering the range: one thread per column, each with a channel
+/// at most a batch deep, taken from in stripe order.
+fn stream_by_column(
+    context: &ReadContext,
+    columns: &[Arc<dyn Disk>],
+    plan: &ReadPlan,
+    (stripes, first, last): (RangeInclusive<u64>, &StripeSpan, &StripeSpan),
+    hand_on: &mut HandOn<'_>,
+    sender: &mpsc::Sender<Piece>,
+) -> Result<(), DecodeError> {
+    let code = context.code.as_ref();
     // Each column thread is at most one batch ahead of the stripe being handed on, plus the
     // batch it is reading.
-    let ahead = batch as usize;
+    let ahead = context.batch_stripes as usize;
     let buffers = BufferPool::new(plan.columns.len() * 2 + READ_QUEUE_CHUNKS + 1);
     std::thread::scope(|scope| {
-        let receivers: Vec<Option<Receiver<Fragment>>> = (0..code.columns())
+        let receivers: Vec<Option<Receiver<Fragment>>> = (0..code.data_columns())
             .map(|column| {
-                let stripes = plan.column_stripes(column, &stripes, &first, &last)?;
+                let stripes = column_stripes(column, &stripes, first, last)?;
                 let (send, receive) = std::sync::mpsc::sync_channel(ahead);
                 let buffers = buffers.clone();
                 let blob = context.blob.id;
@@ -355,20 +388,118 @@ fn stream_range(
                 Some(receive)
             })
             .collect();
-        hand_on_stripes(
-            context,
-            columns,
-            &range,
-            (&plan, stripes),
-            receivers,
-            sender,
-        )
+        for stripe in stripes {
+            let span = StripeSpan::new(code, &hand_on.range, stripe);
+            let fragments = span
+                .columns
+                .clone()
+                .map(|column| {
+                    let receiver = receivers[column]
+                        .as_ref()
+                        .expect("a column the range covers has a thread");
+                    // A column thread ends early only by panicking; the decoder reads around it.
+                    let fragment = receiver.recv().unwrap_or_else(|_| {
+                        Err(FragmentFault::Unavailable("its column thread ended".into()))
+                    });
+                    (column, fragment)
+                })
+                .collect();
+            if !hand_on.stripe(&span, fragments, sender)? {
+                break; // the caller went away; dropping the receivers stops the threads
+            }
+        }
+        Ok(())
     })
 }
 
-/// A column's fragment of one stripe, crc-checked (without its crc), or why it was
-/// unreadable, short or corrupt.
-type Fragment = Result<Bytes, FragmentFault>;
+/// A spread read: a thread per chosen and standby column, reading the stripes the [`Board`]
+/// lets it claim, whole stripes from the first to the last of the range.
+fn stream_on_board(
+    context: &ReadContext,
+    columns: &[Arc<dyn Disk>],
+    plan: &ReadPlan,
+    stripes: RangeInclusive<u64>,
+    hand_on: &mut HandOn<'_>,
+    sender: &mpsc::Sender<Piece>,
+) -> Result<(), DecodeError> {
+    let code = context.code.as_ref();
+    let batch = context.batch_stripes;
+    let readers = plan.readers();
+    let board = Board::new(
+        code.data_columns(),
+        (*stripes.start(), stripes.end() + 1),
+        &readers,
+        (
+            (BOARD_WINDOW_BATCHES * batch).max(MIN_BOARD_WINDOW_STRIPES),
+            (STANDBY_LAG_BATCHES * batch).max(MIN_STANDBY_LAG_STRIPES),
+            STANDBY_GRACE,
+        ),
+    );
+    let buffers = BufferPool::new(readers.len() + READ_QUEUE_CHUNKS + 1);
+    std::thread::scope(|scope| {
+        for (thread, reader) in readers.iter().enumerate() {
+            let (board, buffers) = (&board, buffers.clone());
+            let blob = context.blob.id;
+            scope.spawn(move || {
+                read_claimed(
+                    code,
+                    blob,
+                    columns,
+                    (board, thread, reader.column),
+                    batch,
+                    &buffers,
+                )
+            });
+        }
+        // Stop the threads however the hand-on ends: done, caller gone, or a stripe failed.
+        let _stop = StopBoard(&board);
+        for stripe in stripes {
+            let span = StripeSpan::new(code, &hand_on.range, stripe);
+            let Some(fragments) = board.take() else {
+                break;
+            };
+            if !hand_on.stripe(&span, fragments, sender)? {
+                break;
+            }
+        }
+        Ok(())
+    })
+}
+
+/// Stops a board when dropped.
+struct StopBoard<'a>(&'a Board);
+
+impl Drop for StopBoard<'_> {
+    fn drop(&mut self) {
+        self.0.stop();
+    }
+}
+
+/// A spread read's column thread: reads the runs of stripes its column claims on the board,
+/// the first run one fragment (so the first byte waits for one), then up to `batch` per IO.
+fn read_claimed(
+    code: &Code,
+    blob: u64,
+    columns: &[Arc<dyn Disk>],
+    (board, thread, column): (&Board, usize, usize),
+    batch: u64,
+    buffers: &BufferPool,
+) {
+    let mut seat = Seat {
+        board,
+        thread,
+        pending: None,
+    };
+    let mut fetch = fetch_from_disks(code, blob, columns);
+    let mut most = 1;
+    while let Some((first, count)) = board.claim_run(thread, most) {
+        most = batch;
+        seat.pending = Some((first, count));
+        let fragments = read_run(code, &mut fetch, (column, first, count), buffers);
+        seat.pending = None;
+        board.deposit(thread, first, fragments);
+    }
+}
 
 /// Stripes whose fragments a column reads in one IO of about `batch_bytes` (at least one).
 pub fn column_batch_stripes(code: &Code, batch_bytes: u64) -> u64 {
@@ -416,39 +547,49 @@ fn read_column(
     send: SyncSender<Fragment>,
 ) {
     let mut fetch = fetch_from_disks(code, blob, columns);
-    let framed_bytes = code.framed_fragment_bytes();
     // The first IO takes one fragment, so the first byte waits for one fragment, not a batch.
     let mut batch = 1;
     let mut stripe = *stripes.start();
     while stripe <= *stripes.end() {
-        let count = batch.min(stripes.end() - stripe + 1) as usize;
+        let count = batch.min(stripes.end() - stripe + 1);
         batch = batch_stripes;
-        let mut buffer = buffers.take_initialized(count * framed_bytes);
-        let whole = fetch(column, stripe, &mut buffer).is_ok_and(|got| got == buffer.len());
-        let fragments: Vec<Fragment> = if whole {
-            let checked: Vec<Result<(), FragmentFault>> =
-                buffer.chunks(framed_bytes).map(verify_framed).collect();
-            let bytes = buffers.freeze(buffer);
-            checked
-                .into_iter()
-                .enumerate()
-                .map(|(i, check)| {
-                    let start = i * framed_bytes;
-                    check.map(|()| bytes.slice(start..start + framed_bytes - 4))
-                })
-                .collect()
-        } else {
-            (0..count as u64)
-                .map(|i| fetch_one(code, &mut fetch, column, stripe + i, buffers))
-                .collect()
-        };
-        for fragment in fragments {
+        for fragment in read_run(code, &mut fetch, (column, stripe, count), buffers) {
             if send.send(fragment).is_err() {
                 return; // the stream stopped: the caller went, or a stripe failed for good
             }
         }
-        stripe += count as u64;
+        stripe += count;
     }
+}
+
+/// Column `column`'s fragments of stripes `first..first + count`, read in one IO and
+/// crc-checked; an IO that fails as a whole is redone fragment by fragment, so one bad fragment
+/// costs only itself.
+fn read_run(
+    code: &Code,
+    fetch: &mut impl FnMut(usize, u64, &mut [u8]) -> Result<usize, FetchError>,
+    (column, first, count): (usize, u64, u64),
+    buffers: &BufferPool,
+) -> Vec<Fragment> {
+    let framed_bytes = code.framed_fragment_bytes();
+    let mut buffer = buffers.take_initialized(count as usize * framed_bytes);
+    let whole = fetch(column, first, &mut buffer).is_ok_and(|got| got == buffer.len());
+    if !whole {
+        return (0..count)
+            .map(|i| fetch_one(code, fetch, column, first + i, buffers))
+            .collect();
+    }
+    let checked: Vec<Result<(), FragmentFault>> =
+        buffer.chunks(framed_bytes).map(verify_framed).collect();
+    let bytes = buffers.freeze(buffer);
+    checked
+        .into_iter()
+        .enumerate()
+        .map(|(i, check)| {
+            let start = i * framed_bytes;
+            check.map(|()| bytes.slice(start..start + framed_bytes - 4))
+        })
+        .collect()
 }
 
 /// One fragment on its own (after its batch failed).
@@ -473,60 +614,78 @@ fn fetch_one(
     Ok(buffers.freeze(framed).slice(..framed_bytes - 4))
 }
 
-/// Takes each stripe's fragments from the column threads in order and sends the range's bytes
-/// in them to the caller (decoding the stripe when a parity column stands in); a stripe with a
-/// bad fragment is redone by the decoder. Returns when the range is done, the caller has gone
-/// (Ok) or a stripe cannot be decoded (Err); dropping the receivers then stops the column
-/// threads.
-fn hand_on_stripes(
-    context: &ReadContext,
-    columns: &[Arc<dyn Disk>],
-    range: &Range<u64>,
-    (plan, stripes): (&ReadPlan, RangeInclusive<u64>),
-    receivers: Vec<Option<Receiver<Fragment>>>,
-    sender: &mpsc::Sender<Piece>,
-) -> Result<RepairReport, DecodeError> {
-    let code = context.code.as_ref();
-    let mut decoder = StripeDecoder::new(code, context.blob.size_bytes);
-    let mut fetch = fetch_from_disks(code, context.blob.id, columns);
-    let mut assembler = StripeAssembler::default();
-    let mut report = RepairReport::default();
-    for stripe in stripes {
-        let span = StripeSpan::new(code, range, stripe);
-        let wanted = plan.stripe_columns(&span);
-        let mut fragments = Vec::with_capacity(wanted.len());
-        for column in wanted {
-            let receiver = receivers[column]
-                .as_ref()
-                .expect("a column the plan reads has a thread");
-            // A column thread ends early only by panicking; the decoder then reads around it.
-            let fragment = receiver.recv().unwrap_or_else(|_| {
-                Err(FragmentFault::Unavailable("its column thread ended".into()))
-            });
-            fragments.push((column, fragment));
+/// Reads one framed fragment of (column, stripe) into a buffer (`stacks::fetch_from_disks`).
+type BoxedFetch<'a> = Box<dyn FnMut(usize, u64, &mut [u8]) -> Result<usize, FetchError> + 'a>;
+
+/// Hands a read's stripes on to the caller in order: the range's bytes of each stripe's
+/// fragments, decoded when a parity fragment stands in, or redone by the decoder when a
+/// fragment is bad (reported, with the bad fragments the decoder did not read again).
+struct HandOn<'a> {
+    code: &'a Code,
+    range: Range<u64>,
+    decoder: StripeDecoder<'a>,
+    fetch: BoxedFetch<'a>,
+    assembler: StripeAssembler,
+    report: RepairReport,
+    /// A stripe was decoded from a parity fragment (the status counts such reads).
+    used_parity: bool,
+}
+
+impl<'a> HandOn<'a> {
+    fn new(context: &'a ReadContext, columns: &'a [Arc<dyn Disk>], range: &Range<u64>) -> Self {
+        let code = context.code.as_ref();
+        HandOn {
+            code,
+            range: range.clone(),
+            decoder: StripeDecoder::new(code, context.blob.size_bytes),
+            fetch: Box::new(fetch_from_disks(code, context.blob.id, columns)),
+            assembler: StripeAssembler::default(),
+            report: RepairReport::default(),
+            used_parity: false,
         }
+    }
+
+    /// Sends `span`'s bytes out of its stripe's `fragments`; `Ok(false)` when the caller has
+    /// gone, an error when the stripe cannot be decoded.
+    fn stripe(
+        &mut self,
+        span: &StripeSpan,
+        fragments: Vec<(usize, Fragment)>,
+        sender: &mpsc::Sender<Piece>,
+    ) -> Result<bool, DecodeError> {
         let (good, bad) = split_faults(fragments);
+        let k = self.code.data_columns();
+        let parity = good.iter().any(|(column, _)| *column >= k);
         let assembled = bad
             .is_empty()
-            .then(|| assembler.data_fragments(code, &span.columns, good))
+            .then(|| {
+                self.assembler
+                    .data_fragments(self.code, &span.columns, good)
+            })
             .flatten();
         let pieces = match assembled {
-            Some(fragments) => span.slice(code, fragments),
+            Some(fragments) => {
+                self.used_parity |= parity;
+                span.slice(self.code, fragments)
+            }
             None => {
-                let (bytes, mut repaired) =
-                    redo_run(&mut decoder, std::slice::from_ref(&span), &mut fetch)?;
-                note_faults(&mut repaired, stripe, bad);
-                report.merge(repaired);
+                let (bytes, mut repaired) = redo_run(
+                    &mut self.decoder,
+                    std::slice::from_ref(span),
+                    &mut self.fetch,
+                )?;
+                note_faults(&mut repaired, span.stripe, bad);
+                self.report.merge(repaired);
                 vec![bytes]
             }
         };
         for piece in pieces {
             if sender.blocking_send(Ok(piece)).is_err() {
-                return Ok(report); // the caller went away
+                return Ok(false);
             }
         }
+        Ok(true)
     }
-    Ok(report)
 }
 
 /// A stripe's good fragments by column.
@@ -622,6 +781,7 @@ impl StripeAssembler {
 
 /// The part of one stripe a range covers: blob bytes `blob_range`, in data columns `columns`.
 struct StripeSpan {
+    stripe: u64,
     blob_range: Range<u64>,
     columns: Range<usize>,
     /// Where `blob_range` starts and ends relative to the first covered column's start.
@@ -638,6 +798,7 @@ impl StripeSpan {
         let last_column = (end - 1 - stripe_start) / fragment_bytes;
         let columns_start = stripe_start + first_column * fragment_bytes;
         StripeSpan {
+            stripe,
             blob_range: start..end,
             columns: first_column as usize..last_column as usize + 1,
             within: (start - columns_start) as usize..(end - columns_start) as usize,

@@ -74,11 +74,13 @@ async fn a_read_takes_parity_columns_in_place_of_busy_data_disks_and_is_byte_exa
     for disk in disks {
         assert_eq!(reads.in_progress(disk), 0, "every read gave its disks back");
     }
-    // Five reads, three of which took parity columns, and the status says so.
+    // Five reads; the three that chose parity columns decoded with them (the others may too,
+    // on a stripe where a standby stood in for a data column that fell behind on this host).
     let status = store.status().await.unwrap();
-    assert_eq!(
-        (status.migrated_reads, status.migrated_reads_with_parity),
-        (5, 3)
+    assert_eq!(status.migrated_reads, 5);
+    assert!(
+        (3..=5).contains(&status.migrated_reads_with_parity),
+        "{status:?}"
     );
     store.close().await;
 }
@@ -163,17 +165,23 @@ async fn a_bad_fragment_on_a_parity_column_standing_in_is_read_around() {
         panic!("not migrated");
     };
     let code = store.rack_io().code.clone();
-    common::flip_byte(&store, disks[3], blob, 3, code.fragment_offset(5) + 17);
+    // Damage parity column 3 in stripes 0 to 11. A standby may read a stripe in its place when
+    // column 3 falls behind on a busy host, but never stripe 0: a chosen column that has not
+    // yet read is never late (crates/spinwise-store/src/board.rs), so stripe 0 is always met.
+    for stripe in 0..12 {
+        common::flip_byte(&store, disks[3], blob, 3, code.fragment_offset(stripe) + 17);
+    }
     let _busy = store.rack_io().disk_reads.claim(vec![disks[0]]);
     let (read, reader) = read_to_end(&store, "a", None).await.unwrap();
     assert!(read == bytes);
     assert_eq!(reader.columns_read(), vec![1, 2, 3]);
     let report = reader.repairs();
-    assert_eq!(report.repaired.len(), 1, "{report:?}");
-    assert_eq!(
-        (report.repaired[0].stripe, report.repaired[0].column),
-        (5, 3)
-    );
+    assert!(!report.repaired.is_empty(), "no damage met: {report:?}");
+    for bad in &report.repaired {
+        assert_eq!(bad.column, 3, "{report:?}");
+        assert!((0..12).contains(&bad.stripe), "{report:?}");
+    }
+    assert_eq!(report.repaired[0].stripe, 0, "{report:?}");
     store.close().await;
 }
 
