@@ -58,7 +58,8 @@ impl DiskReads {
         })
     }
 
-    /// Counts a read that has chosen its columns (`with_parity`: a parity column among them).
+    /// Counts a read of a migrated object once its stripes are handed on (`with_parity`: it
+    /// decoded a stripe from a parity fragment).
     pub(crate) fn count_started(&self, with_parity: bool) {
         self.started.fetch_add(1, Ordering::Relaxed);
         if with_parity {
