@@ -77,17 +77,14 @@ fn parse_options() -> Result<Options, String> {
     Ok(options)
 }
 
-/// Deterministic incompressible bytes for object `seed`.
+/// Deterministic incompressible bytes for object `seed` (BLAKE3's extendable output).
 fn pattern(bytes: usize, seed: u64) -> Vec<u8> {
-    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..bytes)
-        .map(|_| {
-            state ^= state >> 12;
-            state ^= state << 25;
-            state ^= state >> 27;
-            (state.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 56) as u8
-        })
-        .collect()
+    let mut data = vec![0; bytes];
+    blake3::Hasher::new()
+        .update(&seed.to_le_bytes())
+        .finalize_xof()
+        .fill(&mut data);
+    data
 }
 
 fn store_config(options: &Options, read_columns: ReadColumns) -> StoreConfig {

@@ -60,7 +60,7 @@ impl DiskReads {
 
     /// Counts a read of a migrated object once its stripes are handed on (`with_parity`: it
     /// decoded a stripe from a parity fragment).
-    pub(crate) fn count_started(&self, with_parity: bool) {
+    pub(crate) fn count_read(&self, with_parity: bool) {
         self.started.fetch_add(1, Ordering::Relaxed);
         if with_parity {
             self.started_with_parity.fetch_add(1, Ordering::Relaxed);
@@ -90,12 +90,7 @@ impl DiskReads {
     /// Counts one read on each of `disks` until the claim drops (a read that has chosen its
     /// columns; tests use it to make disks busy).
     pub fn claim(self: &Arc<Self>, disks: Vec<DiskIndex>) -> ReadClaim {
-        let mut readers = self.lock();
-        for &disk in &disks {
-            if let Some(count) = readers.get_mut(disk as usize) {
-                *count += 1;
-            }
-        }
+        count_on(&mut self.lock(), &disks);
         ReadClaim {
             reads: self.clone(),
             disks,
@@ -120,17 +115,22 @@ impl DiskReads {
             .collect();
         let columns = least_busy_columns(&loads, k);
         let disks: Vec<DiskIndex> = columns.iter().map(|&c| blob_disks[c]).collect();
-        for &disk in &disks {
-            if let Some(count) = readers.get_mut(disk as usize) {
-                *count += 1;
-            }
-        }
+        count_on(&mut readers, &disks);
         drop(readers);
         let claim = ReadClaim {
             reads: self.clone(),
             disks,
         };
         (columns, claim)
+    }
+}
+
+/// Counts one more read on each of `disks` (a disk the rack lacks is ignored).
+fn count_on(readers: &mut [u32], disks: &[DiskIndex]) {
+    for &disk in disks {
+        if let Some(count) = readers.get_mut(disk as usize) {
+            *count += 1;
+        }
     }
 }
 

@@ -353,7 +353,7 @@ fn stream_range(
             sender,
         )
     };
-    context.reads.count_started(hand_on.used_parity);
+    context.reads.count_read(hand_on.used_parity);
     outcome.map(|()| hand_on.report)
 }
 
