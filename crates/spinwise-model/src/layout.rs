@@ -8,7 +8,7 @@
 //! Readers refuse any `format`/`version` they do not know.
 
 use crate::amount::Amount;
-use crate::rack::{DiskIndex, Rack, ResourceKind};
+use crate::rack::{DiskIndex, Fairness, Rack, ResourceKind};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
@@ -132,40 +132,22 @@ pub struct SchedulerConfig {
 }
 
 impl SchedulerConfig {
-    /// The ranges the rack parser enforces on `[targets.fairness]` (docs/rack-format.md), so a
-    /// hand-edited layout file cannot hand a scheduler what a rack description could not.
+    /// The ranges the rack parser enforces on `[targets.fairness]` ([`Fairness::out_of_range`]),
+    /// so a hand-edited layout file cannot hand a scheduler what a rack description could not.
     fn check(&self) -> Result<(), String> {
-        let refuse = |key: &str, value: String, expected: &str| {
-            Err(format!(
-                "scheduler.{key} = {value} is out of range: expected {expected}"
-            ))
+        let fairness = Fairness {
+            reordering_bound_gb: self.reordering_bound_gb,
+            rebuild_share: self.rebuild_share,
+            max_queue_depth: self.max_queue_depth,
+            concurrent_requests_per_class: self.concurrent_requests_per_class,
         };
-        if !(self.reordering_bound_gb.is_finite() && self.reordering_bound_gb >= 0.0) {
-            return refuse(
-                "reordering_bound_gb",
-                self.reordering_bound_gb.to_string(),
-                "a finite number of GB ≥ 0",
-            );
+        match fairness.out_of_range() {
+            None => Ok(()),
+            Some(problem) => Err(format!(
+                "scheduler.{} = {} is out of range: expected {}",
+                problem.key, problem.value, problem.expected
+            )),
         }
-        if !(self.rebuild_share > 0.0 && self.rebuild_share <= 1.0) {
-            return refuse(
-                "rebuild_share",
-                self.rebuild_share.to_string(),
-                "a share in (0, 1]",
-            );
-        }
-        if self.max_queue_depth == 0 {
-            return refuse("max_queue_depth", "0".into(), "at least 1 request");
-        }
-        let concurrent = self.concurrent_requests_per_class;
-        if !(1..=crate::limits::MAX_CONCURRENT_REQUESTS_PER_CLASS).contains(&concurrent) {
-            return refuse(
-                "concurrent_requests_per_class",
-                concurrent.to_string(),
-                "1 to 64 requests",
-            );
-        }
-        Ok(())
     }
 }
 

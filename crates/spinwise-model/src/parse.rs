@@ -1031,36 +1031,18 @@ impl Checker<'_> {
                 },
             ));
         }
-        let fairness = &raw.fairness;
-        self.non_negative(
-            "targets.fairness.reordering_bound_gb",
-            fairness.reordering_bound_gb,
-        )?;
-        if !(fairness.rebuild_share > 0.0 && fairness.rebuild_share <= 1.0) {
+        let fairness = Fairness {
+            reordering_bound_gb: raw.fairness.reordering_bound_gb,
+            rebuild_share: raw.fairness.rebuild_share,
+            max_queue_depth: raw.fairness.max_queue_depth,
+            concurrent_requests_per_class: raw.fairness.concurrent_requests_per_class,
+        };
+        if let Some(problem) = fairness.out_of_range() {
             return Err(self.error(
-                "targets.fairness.rebuild_share",
+                format!("targets.fairness.{}", problem.key),
                 RackProblem::OutOfRange {
-                    value: fairness.rebuild_share.to_string(),
-                    expected: "a share in (0, 1]",
-                },
-            ));
-        }
-        if fairness.max_queue_depth == 0 {
-            return Err(self.error(
-                "targets.fairness.max_queue_depth",
-                RackProblem::OutOfRange {
-                    value: "0".into(),
-                    expected: "at least 1 request",
-                },
-            ));
-        }
-        let concurrent = fairness.concurrent_requests_per_class;
-        if !(1..=limits::MAX_CONCURRENT_REQUESTS_PER_CLASS).contains(&concurrent) {
-            return Err(self.error(
-                "targets.fairness.concurrent_requests_per_class",
-                RackProblem::OutOfRange {
-                    value: concurrent.to_string(),
-                    expected: "1 to 64 requests",
+                    value: problem.value,
+                    expected: problem.expected,
                 },
             ));
         }
@@ -1072,12 +1054,7 @@ impl Checker<'_> {
             io_concurrency_target: raw.io_concurrency_target,
             capacity_overhead_max: raw.capacity_overhead_max,
             spare_exhaustion_probability: raw.spare_exhaustion_probability,
-            fairness: Fairness {
-                reordering_bound_gb: fairness.reordering_bound_gb,
-                rebuild_share: fairness.rebuild_share,
-                max_queue_depth: fairness.max_queue_depth,
-                concurrent_requests_per_class: concurrent,
-            },
+            fairness,
         })
     }
 

@@ -222,6 +222,54 @@ pub struct Fairness {
     pub concurrent_requests_per_class: u32,
 }
 
+/// A fairness setting outside the range a scheduler accepts: the key (without its table), the
+/// value as written, and what was expected.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FairnessOutOfRange {
+    pub key: &'static str,
+    pub value: String,
+    pub expected: &'static str,
+}
+
+impl Fairness {
+    /// The first setting outside its range (docs/rack-format.md), if any. The rack parser
+    /// (`[targets.fairness]`) and the layout reader (`scheduler`) both check with this one
+    /// table, so a hand-edited layout cannot hand a scheduler what a rack could not.
+    pub fn out_of_range(&self) -> Option<FairnessOutOfRange> {
+        let refuse = |key, value: String, expected| {
+            Some(FairnessOutOfRange {
+                key,
+                value,
+                expected,
+            })
+        };
+        let bound = self.reordering_bound_gb;
+        if !(bound.is_finite() && bound >= 0.0) {
+            return refuse(
+                "reordering_bound_gb",
+                bound.to_string(),
+                "a finite number of GB ≥ 0",
+            );
+        }
+        let share = self.rebuild_share;
+        if !(share > 0.0 && share <= 1.0) {
+            return refuse("rebuild_share", share.to_string(), "a share in (0, 1]");
+        }
+        if self.max_queue_depth == 0 {
+            return refuse("max_queue_depth", "0".into(), "at least 1 request");
+        }
+        let concurrent = self.concurrent_requests_per_class;
+        if !(1..=crate::limits::MAX_CONCURRENT_REQUESTS_PER_CLASS).contains(&concurrent) {
+            return refuse(
+                "concurrent_requests_per_class",
+                concurrent.to_string(),
+                "1 to 64 requests",
+            );
+        }
+        None
+    }
+}
+
 fn one_request() -> u32 {
     1
 }
