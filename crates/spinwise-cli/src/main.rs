@@ -14,6 +14,7 @@ mod output;
 mod plan;
 mod quality;
 mod replay;
+mod requests_csv;
 mod serve;
 mod serve_config;
 mod sim;

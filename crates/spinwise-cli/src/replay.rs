@@ -99,11 +99,14 @@ pub struct ReadOutcome {
     pub first_byte_us: Option<u64>,
     /// Arrival → last byte; `None` unless the read completed.
     pub completion_us: Option<u64>,
+    /// Arrival → the read handed to the scheduler: the catalog lookup and the submission, which
+    /// the simulator does not have (its reads reach the scheduler on arrival). `None` when the
+    /// store refused or failed the read before.
+    pub submitted_us: Option<u64>,
     /// From the read job's start on its spun-up group to the last byte (the simulator's service:
-    /// serve → end of the flow): arrival → last byte less the wait for the scheduler
-    /// (`ReadTiming::queued_us`), so it includes the catalog lookup before the read reached the
-    /// scheduler (well under a millisecond here) and, behind a NIC, the chunks still queued for
-    /// it when the job ended; `None` for a staged object or a read that did not complete.
+    /// serve → end of the flow): arrival → last byte less `submitted_us` and the wait for the
+    /// scheduler (`ReadTiming::queued_us`); behind a NIC it includes the chunks still queued for
+    /// it when the job ended. `None` for a staged object or a read that did not complete.
     pub service_us: Option<u64>,
     /// When the last byte came, in µs from the replay's start.
     pub last_byte_at_us: Option<u64>,
@@ -208,6 +211,7 @@ async fn read_one(
             return outcome;
         }
     };
+    outcome.submitted_us = Some(since(Instant::now(), arrival));
     let mut sent = None;
     loop {
         match reader.next_chunk().await {
@@ -234,9 +238,10 @@ async fn read_one(
     let completion_us = since(done, arrival);
     outcome.completion_us = Some(completion_us);
     outcome.last_byte_at_us = Some(since(done, started));
+    let submitted_us = outcome.submitted_us.unwrap_or(0);
     outcome.service_us = reader
         .timing()
-        .map(|timing| completion_us.saturating_sub(timing.queued_us));
+        .map(|timing| completion_us.saturating_sub(submitted_us + timing.queued_us));
     outcome
 }
 

@@ -3,6 +3,7 @@
 
 use crate::error::{CliError, CliResult, io_error};
 use crate::output::outln;
+use crate::requests_csv::{RequestRow, RowWriter};
 use crate::source::{RackSource, layout_or_plan};
 use crate::switch_latency::SwitchLatency;
 use clap::{Args, ValueEnum};
@@ -10,7 +11,7 @@ use serde_json::json;
 use spinwise_model::limits::MAX_CONCURRENT_REQUESTS_PER_CLASS;
 use spinwise_sim::{
     Arrivals, BlobSizes, DEFAULT_FAILED_BYTES, DEFAULT_FAILED_STACKS, Deferral, DiskFailure,
-    PolicyKind, Report, SimConfig, parse_trace, simulate,
+    PolicyKind, Report, SimConfig, parse_trace, simulate_recording,
 };
 use std::path::PathBuf;
 use std::time::Instant;
@@ -110,6 +111,12 @@ pub struct SimArgs {
     /// up to at most 1.
     #[arg(long, value_name = "F", default_value_t = 0.0)]
     pub expedited_fraction: f64,
+    /// Also write one CSV row per client read the summaries count (arrived in the window and
+    /// completed): its group, class, and arrival, dispatch, first- and last-byte times, for
+    /// analyses the summaries cannot answer (docs/simulator.md, "Per-request records"). Written
+    /// as FILE.partial and renamed once the run is done.
+    #[arg(long, value_name = "FILE.csv")]
+    pub requests_out: Option<PathBuf>,
     /// Print one JSON object instead of a summary.
     #[arg(long)]
     pub json: bool,
@@ -142,12 +149,25 @@ pub fn run(args: &SimArgs) -> CliResult<()> {
         switch_latency.apply_with_layout(&described, &mut layout)
     };
     let config = sim_config(args)?;
+    let mut rows = args
+        .requests_out
+        .as_deref()
+        .map(RowWriter::create)
+        .transpose()?;
     let started = Instant::now();
-    let report = simulate(&rack, &layout, &config).map_err(|source| CliError::Sim {
+    let report = simulate_recording(&rack, &layout, &config, &mut |record| {
+        if let Some(rows) = rows.as_mut() {
+            rows.write(&RequestRow::simulated(record));
+        }
+    })
+    .map_err(|source| CliError::Sim {
         rack: rack.name.clone(),
         source,
     })?;
     let elapsed_ms = started.elapsed().as_secs_f64() * 1e3;
+    if let Some(rows) = rows {
+        rows.finish()?;
+    }
     if args.json {
         print_json(&report, &config, switch_latency, elapsed_ms);
     } else {

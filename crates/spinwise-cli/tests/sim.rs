@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{TempDir, integer, number, small_layout, spinwise};
+use common::{Table, TempDir, integer, number, small_layout, spinwise};
 
 const SMALL_RUN: [&str; 10] = [
     "sim",
@@ -391,4 +391,52 @@ fn concurrent_requests_override_the_rack_and_are_reported_and_out_of_range_is_re
             .refused()
             .stderr_mentions(&["--concurrent-requests", "1 to 64"]);
     }
+}
+
+#[test]
+fn requests_out_writes_one_row_per_counted_read_with_ordered_times() {
+    let dir = TempDir::new("sim-requests-out");
+    let path = dir.join("reads.csv");
+    let mut args: Vec<String> = SMALL_RUN.iter().map(|a| a.to_string()).collect();
+    args.extend(["--requests-out".into(), path.display().to_string()]);
+    let report = spinwise(&args).success().json();
+    let table = Table::read(&path);
+    assert_eq!(table.len() as u64, integer(&report, "completed"));
+    assert_eq!(
+        table.len() as u64,
+        report["ttfb_s"]["count"].as_u64().unwrap()
+    );
+    assert!(table.column("system").iter().all(|s| *s == "simulator"));
+    assert!(table.column("tier").iter().all(|t| *t == "standard"));
+    let column = |name| table.numbers(name);
+    let (arrival, submitted, serve) = (
+        column("arrival_s"),
+        column("submitted_s"),
+        column("serve_s"),
+    );
+    let (first_byte, last_byte) = (column("first_byte_s"), column("last_byte_s"));
+    for read in 0..table.len() {
+        assert!(arrival[read] >= 0.5 * 3600.0 && arrival[read] < 2.0 * 3600.0);
+        assert_eq!(submitted[read], arrival[read]);
+        assert!(arrival[read] <= serve[read] && serve[read] < first_byte[read]);
+        assert!(first_byte[read] < last_byte[read]);
+    }
+    // The summaries are the records' own: the mean time to first byte agrees.
+    let ttfb_mean_s = (0..table.len())
+        .map(|read| first_byte[read] - arrival[read])
+        .sum::<f64>()
+        / table.len() as f64;
+    assert!((ttfb_mean_s - number(&report["ttfb_s"], "mean")).abs() < 1e-3);
+    assert!(!dir.join("reads.csv.partial").exists());
+}
+
+#[test]
+fn requests_out_into_a_missing_directory_is_refused_before_the_run() {
+    let dir = TempDir::new("sim-requests-out-missing");
+    let path = dir.join("no/such/dir/reads.csv");
+    let mut args: Vec<String> = SMALL_RUN.iter().map(|a| a.to_string()).collect();
+    args.extend(["--requests-out".into(), path.display().to_string()]);
+    spinwise(&args)
+        .refused()
+        .stderr_mentions(&["no/such/dir/reads.csv"]);
 }

@@ -132,8 +132,8 @@ pub use config::{
     MAX_BLOB_BYTES, MAX_FAILED_BYTES, MAX_HOURS, MAX_REQUESTS, PolicyKind, SimConfig, SimError,
 };
 pub use network::group_nics;
-pub use report::{Power, RebuildReport, Report, Summary};
-pub use sim::simulate;
+pub use report::{Power, ReadTier, RebuildReport, Report, RequestRecord, Summary};
+pub use sim::{simulate, simulate_recording};
 pub use workload::{
     Arrivals, BlobSizes, Operation, TraceError, TraceProblem, TraceRecord, parse_trace,
 };

@@ -40,6 +40,50 @@ impl Summary {
     }
 }
 
+/// How a client read was submitted: the S3 restore tier it stands for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ReadTier {
+    /// Submitted on arrival, in the scheduler's order.
+    Standard,
+    /// Submitted on arrival ahead of standard reads.
+    Expedited,
+    /// Allowed to wait for a spin-up other work causes.
+    Bulk,
+}
+
+impl ReadTier {
+    pub fn name(self) -> &'static str {
+        match self {
+            ReadTier::Standard => "standard",
+            ReadTier::Expedited => "expedited",
+            ReadTier::Bulk => "bulk",
+        }
+    }
+}
+
+/// One client read the summaries count (it arrived in the window and completed), as the
+/// simulator served it: the per-request log behind [`Report`]'s latency summaries, for analyses
+/// a summary cannot answer (which class waited, how reads overlapped). Times are µs from the
+/// run's start; time to first byte is `first_byte_us − arrival_us`, service time
+/// `last_byte_us − serve_us`, completion time `last_byte_us − arrival_us`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct RequestRecord {
+    /// The scheduler's request id (increasing in submission order).
+    pub id: u64,
+    pub tier: ReadTier,
+    /// The request's target: a group, or a placement set of the random layout.
+    pub target: u32,
+    /// The scheduler class of its group, when the layout has classes.
+    pub class: Option<u32>,
+    pub bytes: u64,
+    pub arrival_us: u64,
+    /// When the scheduler dispatched it (its group was up).
+    pub serve_us: u64,
+    pub first_byte_us: u64,
+    pub last_byte_us: u64,
+}
+
 /// The rebuild after the configured disk failure.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct RebuildReport {

@@ -18,7 +18,7 @@ use crate::config::{SimConfig, SimError};
 use crate::disks::Disks;
 use crate::network::{FlowPath, Network};
 use crate::random_layout::{PLACEMENT_SETS, random_placements};
-use crate::report::{Power, RebuildReport, Report, Summary, TraceHash};
+use crate::report::{Power, ReadTier, RebuildReport, Report, RequestRecord, Summary, TraceHash};
 use crate::sample::{exponential_us, sample_us, seconds_to_us};
 use crate::workload::{Arrivals, BlobSizes, burst_times_us, group_of_key, vhd_blob_bytes};
 use rand::{Rng, SeedableRng};
@@ -303,11 +303,25 @@ struct Loop<'a> {
     processed: u64,
     stale: u64,
     trace: TraceHash,
+    /// Called with every client read the summaries count, as it completes.
+    on_record: &'a mut dyn FnMut(&RequestRecord),
 }
 
 /// Runs `config` on `rack` with `layout` (planned for that rack) and reports what it measured.
 /// Deterministic: the same inputs give the same report, trace hash included.
 pub fn simulate(rack: &Rack, layout: &Layout, config: &SimConfig) -> Result<Report, SimError> {
+    simulate_recording(rack, layout, config, &mut |_| {})
+}
+
+/// [`simulate`], also handing `on_record` each client read the report's summaries count
+/// ([`RequestRecord`]), in completion order, as it completes. The records are not kept, so a
+/// run of millions of reads can stream them out; recording changes nothing in the run.
+pub fn simulate_recording(
+    rack: &Rack,
+    layout: &Layout,
+    config: &SimConfig,
+    on_record: &mut dyn FnMut(&RequestRecord),
+) -> Result<Report, SimError> {
     config.validate()?;
     let mut model = model(rack, layout)?;
     // FP runs the same disks on a rack provisioned for all of them; the checker and the power
@@ -394,6 +408,7 @@ pub fn simulate(rack: &Rack, layout: &Layout, config: &SimConfig) -> Result<Repo
         processed: 0,
         stale: 0,
         trace: TraceHash::new(),
+        on_record,
     };
     if let Some(pools) = &sim.model.read_pools {
         sim.network.pool_groups(pools);
@@ -790,27 +805,48 @@ impl Loop<'_> {
         true
     }
 
-    /// Time to first byte (overall and per class), completion and service time of a client read
-    /// that arrived inside the measured window and has just completed.
+    /// Time to first byte (overall, per tier and per class), completion and service time of a
+    /// client read that arrived inside the measured window and has just completed; its record.
     fn record_client_latencies(&mut self, now_us: u64, flight: &InFlight) {
         let serve_us = flight.serve_us.expect("served");
         let first_byte_us = flight.first_byte_us.expect("flow started");
-        self.ttfb_us.push(first_byte_us - flight.arrival_us);
         let ttfb_us = first_byte_us - flight.arrival_us;
-        if flight.deferred {
-            self.deferred_ttfb_us.push(ttfb_us);
+        let tier = if flight.deferred {
+            ReadTier::Bulk
         } else if flight.request.kind == Kind::Expedited {
-            self.expedited_ttfb_us.push(ttfb_us);
+            ReadTier::Expedited
         } else {
-            self.standard_ttfb_us.push(ttfb_us);
+            ReadTier::Standard
+        };
+        self.ttfb_us.push(ttfb_us);
+        match tier {
+            ReadTier::Bulk => self.deferred_ttfb_us.push(ttfb_us),
+            ReadTier::Expedited => self.expedited_ttfb_us.push(ttfb_us),
+            ReadTier::Standard => self.standard_ttfb_us.push(ttfb_us),
         }
-        if let Some(classes) = &self.model.target_classes {
-            let class = classes[flight.request.group as usize] as usize;
-            self.ttfb_by_class_us[class].push(first_byte_us - flight.arrival_us);
+        let group = flight.request.group;
+        let class = self
+            .model
+            .target_classes
+            .as_ref()
+            .map(|c| c[group as usize]);
+        if let Some(class) = class {
+            self.ttfb_by_class_us[class as usize].push(ttfb_us);
         }
         self.completion_us.push(now_us - flight.arrival_us);
         self.service_us.push(now_us - serve_us);
         self.last_byte_us = self.last_byte_us.max(now_us);
+        (self.on_record)(&RequestRecord {
+            id: flight.request.id,
+            tier,
+            target: group,
+            class,
+            bytes: flight.request.bytes,
+            arrival_us: flight.arrival_us,
+            serve_us,
+            first_byte_us,
+            last_byte_us: now_us,
+        });
     }
 
     /// Starts the flow of a request whose seek is over. A client read streams from its group's

@@ -10,7 +10,8 @@
 use spinwise_model::{BindError, Distribution, Layout, Rack, parse_rack};
 use spinwise_sim::{
     Arrivals, BlobSizes, Deferral, DiskFailure, MAX_FAILED_BYTES, MAX_REQUESTS, PolicyKind,
-    SimConfig, SimError, parse_trace, simulate,
+    ReadTier, RequestRecord, SimConfig, SimError, Summary, parse_trace, simulate,
+    simulate_recording,
 };
 use std::sync::OnceLock;
 
@@ -52,6 +53,69 @@ fn the_same_seed_gives_the_same_trace_and_report_and_another_seed_does_not() {
     let other = simulate(rack, layout, &SimConfig { seed: 12, ..config }).unwrap();
     assert_ne!(first.trace_hash, other.trace_hash);
     assert!(first.events > 10_000, "{first:?}");
+}
+
+#[test]
+fn the_request_records_are_the_reads_the_summaries_count_and_recording_changes_nothing() {
+    let (rack, layout) = pelican();
+    let config = SimConfig {
+        network_gbps: Some(40.0),
+        expedited_fraction: 0.1,
+        ..SimConfig::new(3.0, 2.0, 0.5, 5)
+    };
+    let mut records: Vec<RequestRecord> = Vec::new();
+    let recorded = simulate_recording(rack, layout, &config, &mut |r| records.push(*r)).unwrap();
+    assert_eq!(recorded, simulate(rack, layout, &config).unwrap());
+    let context = format!("{recorded:?}");
+    assert_eq!(
+        records.len() as u64,
+        recorded.time_to_first_byte_s.count,
+        "{context}"
+    );
+    let of = |pick: fn(&RequestRecord) -> u64| {
+        Summary::of_us(&mut records.iter().map(pick).collect::<Vec<_>>())
+    };
+    assert_eq!(
+        of(|r| r.first_byte_us - r.arrival_us),
+        recorded.time_to_first_byte_s
+    );
+    assert_eq!(of(|r| r.last_byte_us - r.serve_us), recorded.service_time_s);
+    assert_eq!(
+        of(|r| r.last_byte_us - r.arrival_us),
+        recorded.completion_time_s
+    );
+    let window_start_us = (config.warmup_hours * 3.6e9) as u64;
+    let window_end_us = (config.hours * 3.6e9) as u64;
+    for pair in records.windows(2) {
+        assert!(
+            pair[0].last_byte_us <= pair[1].last_byte_us,
+            "completion order: {pair:?}"
+        );
+    }
+    for record in &records {
+        assert!(
+            (window_start_us..window_end_us).contains(&record.arrival_us),
+            "{record:?}"
+        );
+        assert!(record.arrival_us <= record.serve_us, "{record:?}");
+        assert!(
+            record.serve_us < record.first_byte_us,
+            "a seek comes first: {record:?}"
+        );
+        assert!(record.first_byte_us < record.last_byte_us, "{record:?}");
+        assert_eq!(record.bytes, config.blob_bytes);
+        let class = layout.classes.as_ref().unwrap()[record.target as usize];
+        assert_eq!(record.class, Some(class), "{record:?}");
+    }
+    let expedited = records
+        .iter()
+        .filter(|r| r.tier == ReadTier::Expedited)
+        .count() as u64;
+    assert_eq!(expedited, recorded.expedited_ttfb_s.count, "{context}");
+    assert!(
+        expedited > 0 && expedited < records.len() as u64 / 4,
+        "{context}"
+    );
 }
 
 #[test]

@@ -27,6 +27,7 @@ mod sweep;
 
 use crate::error::{CliError, CliResult, io_error};
 use crate::output::outln;
+use crate::requests_csv::RequestRow;
 use clap::Args;
 use serde_json::json;
 use spinwise_report::{LineChart, render_lines_png, render_lines_svg, write_csv};
@@ -111,10 +112,14 @@ pub struct Figure {
     pub chart: LineChart,
 }
 
-/// The rows of `results.csv`: a sweep's simulations, or a cross-validation's replays.
+/// The rows of `results.csv`: a sweep's simulations, or a cross-validation's replays with each
+/// burst's per-request rows (`requests-b{b}.csv`).
 pub enum Rows {
     Sim(Vec<Row>),
-    CrossValidation(Vec<crossval::Row>),
+    CrossValidation {
+        rows: Vec<crossval::Row>,
+        requests: Vec<(u64, Vec<RequestRow>)>,
+    },
 }
 
 impl From<Vec<Row>> for Rows {
@@ -127,16 +132,26 @@ impl Rows {
     pub fn len(&self) -> usize {
         match self {
             Rows::Sim(rows) => rows.len(),
-            Rows::CrossValidation(rows) => rows.len(),
+            Rows::CrossValidation { rows, .. } => rows.len(),
         }
     }
 
-    fn write_csv(&self, path: &Path) -> CliResult<()> {
+    /// Writes results.csv into `out`, and any per-request tables; returns the file names.
+    fn write_csv(&self, out: &Path) -> CliResult<Vec<String>> {
+        let mut files = vec!["results.csv".to_string()];
+        let results = out.join("results.csv");
         match self {
-            Rows::Sim(rows) => write_csv(rows, path)?,
-            Rows::CrossValidation(rows) => write_csv(rows, path)?,
+            Rows::Sim(rows) => write_csv(rows, &results)?,
+            Rows::CrossValidation { rows, requests } => {
+                write_csv(rows, &results)?;
+                for (burst, reads) in requests.iter().filter(|(_, reads)| !reads.is_empty()) {
+                    let name = format!("requests-b{burst}.csv");
+                    write_csv(reads, &out.join(&name))?;
+                    files.push(name);
+                }
+            }
         }
-        Ok(())
+        Ok(files)
     }
 }
 
@@ -359,10 +374,10 @@ fn prepare_out(out: &Path) -> CliResult<()> {
     std::fs::remove_file(&probe).map_err(io_error(&probe))
 }
 
-/// Writes results.csv, every figure as PNG and SVG, and summary.md; returns the file names.
+/// Writes results.csv (and a cross-validation's per-request tables), every figure as PNG and
+/// SVG, and summary.md; returns the file names.
 fn write_outcome(outcome: &Outcome, out: &Path) -> CliResult<Vec<String>> {
-    let mut files = vec!["results.csv".to_string()];
-    outcome.rows.write_csv(&out.join("results.csv"))?;
+    let mut files = outcome.rows.write_csv(out)?;
     for figure in &outcome.figures {
         for (extension, render) in [
             ("png", render_lines_png as fn(&LineChart, &Path) -> _),

@@ -302,3 +302,47 @@ pub fn stack_files(data: &Path) -> Vec<String> {
     found.sort();
     found
 }
+
+/// A CSV file the binary wrote, read back by column name.
+pub struct Table {
+    pub header: Vec<String>,
+    pub rows: Vec<Vec<String>>,
+}
+
+impl Table {
+    pub fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    pub fn read(path: &Path) -> Table {
+        let mut reader = csv::Reader::from_path(path)
+            .unwrap_or_else(|e| panic!("{path:?} is not readable CSV: {e}"));
+        let header = reader
+            .headers()
+            .expect("a header")
+            .iter()
+            .map(String::from)
+            .collect();
+        let rows = reader
+            .records()
+            .map(|r| r.expect("a CSV record").iter().map(String::from).collect())
+            .collect();
+        Table { header, rows }
+    }
+
+    pub fn column(&self, name: &str) -> Vec<&str> {
+        let index = self
+            .header
+            .iter()
+            .position(|h| h == name)
+            .unwrap_or_else(|| panic!("no column {name:?} in {:?}", self.header));
+        self.rows.iter().map(|r| r[index].as_str()).collect()
+    }
+
+    pub fn numbers(&self, name: &str) -> Vec<f64> {
+        self.column(name)
+            .iter()
+            .map(|v| v.parse().unwrap_or_else(|_| panic!("{name} = {v:?}")))
+            .collect()
+    }
+}
