@@ -393,13 +393,20 @@ fn concurrent_requests_override_the_rack_and_are_reported_and_out_of_range_is_re
     }
 }
 
+/// The small run with `--requests-out path`.
+fn small_run_writing_requests_to(path: &std::path::Path) -> Vec<String> {
+    let mut args: Vec<String> = SMALL_RUN.iter().map(|a| a.to_string()).collect();
+    args.extend(["--requests-out".into(), path.display().to_string()]);
+    args
+}
+
 #[test]
 fn requests_out_writes_one_row_per_counted_read_with_ordered_times() {
     let dir = TempDir::new("sim-requests-out");
     let path = dir.join("reads.csv");
-    let mut args: Vec<String> = SMALL_RUN.iter().map(|a| a.to_string()).collect();
-    args.extend(["--requests-out".into(), path.display().to_string()]);
-    let report = spinwise(&args).success().json();
+    let report = spinwise(small_run_writing_requests_to(&path))
+        .success()
+        .json();
     let table = Table::read(&path);
     assert_eq!(table.len() as u64, integer(&report, "completed"));
     assert_eq!(
@@ -434,9 +441,7 @@ fn requests_out_writes_one_row_per_counted_read_with_ordered_times() {
 fn requests_out_into_a_missing_directory_is_refused_before_the_run() {
     let dir = TempDir::new("sim-requests-out-missing");
     let path = dir.join("no/such/dir/reads.csv");
-    let mut args: Vec<String> = SMALL_RUN.iter().map(|a| a.to_string()).collect();
-    args.extend(["--requests-out".into(), path.display().to_string()]);
-    spinwise(&args)
+    spinwise(small_run_writing_requests_to(&path))
         .refused()
         .stderr_mentions(&["no/such/dir/reads.csv"]);
 }
