@@ -26,6 +26,10 @@
 //! Each blob is its own blob in the group its key hashes to (the trace rule, FNV-1a of the key
 //! modulo the groups, which `Store::flush_placed` follows), and each is read once.
 //!
+//! The simulator replays each trace with [`SIMULATOR_SEEDS`] seeds (other latency draws) and the
+//! store once; the summary and the figures set the store's run against the simulator's median
+//! and min–max, and `requests-b{b}.csv` keeps every read of the base seed and of the store.
+//!
 //! Invariants: the trace is a pure function of (seed, b), and both systems replay that very
 //! trace; the simulator's rows are deterministic, the store's are wall-clock measurements (they
 //! vary from run to run and with the host's load, which is the point of measuring them).
