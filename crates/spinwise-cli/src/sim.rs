@@ -87,6 +87,12 @@ pub struct SimArgs {
     /// docs/simulator.md "Concurrent requests"). FP and the random layout serve one at a time.
     #[arg(long, value_name = "N")]
     pub concurrent_requests: Option<u32>,
+    /// What if Pelican's classes staggered their group switches (not in the paper): a class
+    /// holding at least N queued client reads does not switch while another class sending
+    /// through the same server's NIC is switching, so one streams while the other switches
+    /// (1 to the queue depth; needs a NIC; docs/simulator.md "Staggered switches").
+    #[arg(long, value_name = "N")]
+    pub stagger_switches: Option<u32>,
     /// Mount with the rack's low-load distribution at every load, dropping its
     /// `mount_latency_high_load_s` (the stragglers under load, Pelican §4.1).
     #[arg(long)]
@@ -142,6 +148,15 @@ pub fn run(args: &SimArgs) -> CliResult<()> {
             )));
         }
         layout.scheduler.concurrent_requests_per_class = concurrent;
+    }
+    if let Some(depth) = args.stagger_switches {
+        let max_depth = layout.scheduler.max_queue_depth;
+        if !(1..=max_depth).contains(&depth) {
+            return Err(CliError::Usage(format!(
+                "--stagger-switches: {depth} is not 1 to the queue depth ({max_depth} requests)"
+            )));
+        }
+        layout.scheduler.stagger_switches_min_queue = Some(depth);
     }
     let rack = if switch_latency.is_as_described() {
         described
@@ -263,6 +278,7 @@ fn print_json(report: &Report, config: &SimConfig, switch_latency: SwitchLatency
         "switch_latency_scale": switch_latency.scale,
         "high_load_mounts": switch_latency.high_load_mounts,
         "concurrent_requests_per_class": report.concurrent_requests,
+        "stagger_switches_min_queue": report.stagger_switches_min_queue,
         "elapsed_ms": elapsed_ms,
     });
     outln!(
@@ -293,6 +309,11 @@ fn print_summary(
         outln!(
             "serving       up to {} requests per class at once",
             report.concurrent_requests
+        );
+    }
+    if let Some(depth) = report.stagger_switches_min_queue {
+        outln!(
+            "staggering    a class with ≥ {depth} queued reads waits for a NIC partner's switch"
         );
     }
     if !switch_latency.is_as_described() {

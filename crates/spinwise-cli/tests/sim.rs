@@ -445,3 +445,22 @@ fn requests_out_into_a_missing_directory_is_refused_before_the_run() {
         .refused()
         .stderr_mentions(&["no/such/dir/reads.csv"]);
 }
+
+#[test]
+fn stagger_switches_is_reported_and_refused_outside_one_to_the_queue_depth() {
+    let mut args: Vec<String> = SMALL_RUN.iter().map(|a| a.to_string()).collect();
+    args.extend(["--network-gbps", "40", "--stagger-switches"].map(String::from));
+    let mut staggered = args.clone();
+    staggered.push("20".into());
+    let report = spinwise(&staggered).success().json();
+    assert_eq!(integer(&report, "budget_violations"), 0);
+    // The dense JBOD's one server: its classes share a NIC, so staggering is in effect.
+    assert_eq!(report["stagger_switches_min_queue"], 20);
+    for bad in ["0", "1001"] {
+        let mut refused = args.clone();
+        refused.push(bad.into());
+        spinwise(&refused)
+            .refused()
+            .stderr_mentions(&["--stagger-switches", bad]);
+    }
+}

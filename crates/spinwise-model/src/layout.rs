@@ -129,6 +129,13 @@ pub struct SchedulerConfig {
     /// before it existed, which served one at a time.
     #[serde(default = "one_request", skip_serializing_if = "is_one_request")]
     pub concurrent_requests_per_class: u32,
+    /// Staggered switches (docs/simulator.md, "Staggered switches"): a class whose client queue
+    /// holds at least this many requests does not start a group switch while another class
+    /// sending through the same network link is switching. Absent (the default): classes switch
+    /// independently, as Pelican §2.3's. Not from the rack: set in a layout file or by
+    /// `spinwise sim --stagger-switches N`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stagger_switches_min_queue: Option<u32>,
 }
 
 impl SchedulerConfig {
@@ -141,12 +148,19 @@ impl SchedulerConfig {
             max_queue_depth: self.max_queue_depth,
             concurrent_requests_per_class: self.concurrent_requests_per_class,
         };
-        match fairness.out_of_range() {
-            None => Ok(()),
-            Some(problem) => Err(format!(
+        if let Some(problem) = fairness.out_of_range() {
+            return Err(format!(
                 "scheduler.{} = {} is out of range: expected {}",
                 problem.key, problem.value, problem.expected
+            ));
+        }
+        match self.stagger_switches_min_queue {
+            Some(depth) if depth == 0 || depth > self.max_queue_depth => Err(format!(
+                "scheduler.stagger_switches_min_queue = {depth} is out of range: expected 1 to \
+                 max_queue_depth ({})",
+                self.max_queue_depth
             )),
+            _ => Ok(()),
         }
     }
 }

@@ -117,7 +117,9 @@ fn a_layout_is_refused_by_another_rack_and_when_it_names_a_disk_the_rack_lacks()
 #[test]
 fn a_layout_whose_scheduler_settings_a_rack_could_not_give_is_refused_naming_the_key() {
     let (_, json) = ocp();
-    let cases: [(&str, serde_json::Value); 6] = [
+    let cases: [(&str, serde_json::Value); 8] = [
+        ("stagger_switches_min_queue", 0.into()),
+        ("stagger_switches_min_queue", 1001.into()),
         ("concurrent_requests_per_class", 0.into()),
         ("concurrent_requests_per_class", 65.into()),
         ("rebuild_share", 0.0.into()),
@@ -141,7 +143,12 @@ fn a_layout_whose_scheduler_settings_a_rack_could_not_give_is_refused_naming_the
     let mut edge: serde_json::Value = serde_json::from_str(json).expect("planned JSON");
     edge["scheduler"]["concurrent_requests_per_class"] = 64.into();
     edge["scheduler"]["rebuild_share"] = 1.0.into();
+    edge["scheduler"]["stagger_switches_min_queue"] = edge["scheduler"]["max_queue_depth"].clone();
     let text = serde_json::to_string(&edge).expect("serializes");
     let layout = Layout::from_json("edge.json", &text).expect("the range's ends are accepted");
     assert_eq!(layout.scheduler.concurrent_requests_per_class, 64);
+    assert_eq!(
+        layout.scheduler.stagger_switches_min_queue,
+        Some(layout.scheduler.max_queue_depth)
+    );
 }

@@ -87,6 +87,26 @@
 //! could take what was freed; on layouts whose groups all cost the same, as the planner's, none
 //! can.
 //!
+//! # Staggered switches (optional, not in Pelican)
+//!
+//! Classes that send through one network link (Pelican: two classes per server's 20 Gbps NIC,
+//! each able to fill it alone with four reads over 24 disks) lose the link only while all of
+//! them switch groups at once. Left alone they drift into step: a class streaming alone while
+//! its partner switches drains its batch sooner and often starts its own switch before the
+//! partner's ends (on the pelican rack at 5 req/s both classes of a server were idle 17–20% of
+//! the time, against 11–12% if they switched independently; docs/simulator.md). With the
+//! layout's `stagger_switches_min_queue` set and the links named
+//! ([`ClassScheduler::share_links`]), a class that has nothing left for its spinning group and
+//! holds at least that many queued client reads does not spin its group down while a class
+//! sharing a link with it is switching (spinning a group down or up, or resting with work to
+//! do); it switches when the partner's group is up, so its
+//! switch overlaps the partner's streaming. Waiting costs nothing the link could have used (the
+//! class had nothing to send), and its next batch grows meanwhile. Below the queue threshold
+//! (light load, where the link is idle anyway) and with an expedited read queued, a class never
+//! waits. No cycle of waiting can form: only a class whose group is up waits, and only for one
+//! whose switch is under way, which needs nothing from it (an idle waiting group that blocks a
+//! spin-up is spun down like any idle blocker).
+//!
 //! Invariants: at most one group per class is not resting; at most
 //! `concurrent_requests_per_class` requests per class are being served, all by its active group;
 //! requests queued per class never exceed the layout's `max_queue_depth`.
@@ -208,6 +228,11 @@ pub struct ClassScheduler {
     active: StateIndex,
     /// Actions decided but not yet handed out (a switch yields spin-down then spin-up).
     pending: VecDeque<Action>,
+    /// Staggered switches: the client queue length from which a class waits for a partner's
+    /// switch, and each class's partners (classes sharing a link with it, ascending). No
+    /// partners until [`ClassScheduler::share_links`].
+    stagger_min_queue: Option<usize>,
+    partners: Vec<Vec<usize>>,
 }
 
 impl ClassScheduler {
@@ -256,7 +281,59 @@ impl ClassScheduler {
             spinning_up,
             active,
             pending: VecDeque::new(),
+            stagger_min_queue: layout
+                .scheduler
+                .stagger_switches_min_queue
+                .map(|depth| depth as usize),
+            partners: vec![Vec::new(); class_count],
         })
+    }
+
+    /// Names the network link each group's reads leave by (`link_of_group[g]`, any numbering),
+    /// so staggered switches know which classes share one: two classes are partners when some
+    /// group of each uses the same link. Without the layout's `stagger_switches_min_queue` this
+    /// changes nothing. Panics unless there is one entry per group.
+    pub fn share_links(&mut self, link_of_group: &[usize]) {
+        assert_eq!(
+            link_of_group.len(),
+            self.class_of.len(),
+            "one link per group"
+        );
+        let classes = self.classes.len();
+        let mut links_of_class = vec![std::collections::BTreeSet::new(); classes];
+        for (group, link) in link_of_group.iter().enumerate() {
+            links_of_class[self.class_of[group] as usize].insert(*link);
+        }
+        self.partners = (0..classes)
+            .map(|class| {
+                (0..classes)
+                    .filter(|other| {
+                        *other != class
+                            && !links_of_class[class].is_disjoint(&links_of_class[*other])
+                    })
+                    .collect()
+            })
+            .collect();
+    }
+
+    /// Whether staggered switches are in effect: the layout asks for them and some class shares
+    /// a link with another.
+    pub fn staggers_switches(&self) -> bool {
+        self.stagger_min_queue.is_some() && self.partners.iter().any(|p| !p.is_empty())
+    }
+
+    /// Whether `class_index`, about to switch away from its group, waits for a partner's switch
+    /// (module documentation, "Staggered switches").
+    fn waits_for_partner(&self, class_index: usize) -> bool {
+        let class = &self.classes[class_index];
+        let loaded = self
+            .stagger_min_queue
+            .is_some_and(|depth| class.client.len() >= depth);
+        loaded
+            && class.expedited.is_empty()
+            && self.partners[class_index]
+                .iter()
+                .any(|partner| self.classes[*partner].is_switching())
     }
 
     /// The disk-bytes of `request` under this layout's k: what counts against the affinity bound.
@@ -440,6 +517,10 @@ impl ClassScheduler {
                         // The class switches once its requests in service are done.
                         return None;
                     }
+                    if self.waits_for_partner(class_index) {
+                        return None;
+                    }
+                    let class = &mut self.classes[class_index];
                     class.current = Some((group, Phase::SpinningDown));
                     class.switch_started_us = Some(now_us);
                     return Some(Action::SpinDown(group));
@@ -592,6 +673,16 @@ impl Class {
     /// Requests queued, of every kind.
     fn depth(&self) -> usize {
         self.client.len() + self.expedited.len() + self.rebuild.len()
+    }
+
+    /// Between groups: spinning one down or up, or resting with work that needs a group. A
+    /// class resting with nothing to do is not switching (its partners need not wait for it).
+    fn is_switching(&self) -> bool {
+        match self.current {
+            Some((_, Phase::SpinningUp | Phase::SpinningDown)) => true,
+            Some((_, Phase::Active)) => false,
+            None => self.has_client_work() || !self.rebuild.is_empty(),
+        }
     }
 
     fn has_client_work(&self) -> bool {

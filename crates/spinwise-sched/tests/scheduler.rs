@@ -40,7 +40,20 @@ struct Run {
 
 /// Runs `arrivals` (time, request) to completion; checks budgets after every action.
 fn drive(rack: &Rack, layout: &Layout, arrivals: &[(u64, Request)]) -> Run {
+    drive_sharing(rack, layout, arrivals, None)
+}
+
+/// [`drive`], with the groups' network links named for staggered switches.
+fn drive_sharing(
+    rack: &Rack,
+    layout: &Layout,
+    arrivals: &[(u64, Request)],
+    link_of_group: Option<&[usize]>,
+) -> Run {
     let mut scheduler = ClassScheduler::new(layout).unwrap();
+    if let Some(links) = link_of_group {
+        scheduler.share_links(links);
+    }
     let k = u64::from(layout.erasure.k);
     let mut events = BinaryHeap::new();
     let mut sequence = 0u64;
@@ -338,11 +351,18 @@ proptest! {
     fn every_accepted_request_is_served_and_no_hard_budget_is_exceeded(
         rack_choice in 0usize..3,
         concurrent in 1u32..4,
+        stagger in prop::option::of((1u32..20, 1usize..4)),
         requests in prop::collection::vec((0u64..600_000_000, any::<u32>(), 1u64..3_000_000_000, any::<bool>()), 1..200),
     ) {
         let (rack, layout) = &planned()[rack_choice];
         let mut layout = layout.clone();
         layout.scheduler.concurrent_requests_per_class = concurrent;
+        // Staggered switches: the classes spread over `links` shared links.
+        layout.scheduler.stagger_switches_min_queue = stagger.map(|(depth, _)| depth);
+        let links: Option<Vec<usize>> = stagger.map(|(_, links)| {
+            let classes = layout.classes.clone().unwrap_or_else(|| (0..layout.groups.len() as u32).collect());
+            classes.iter().map(|c| *c as usize % links).collect()
+        });
         let layout = &layout;
         let groups = layout.groups.len() as u32;
         let arrivals: Vec<(u64, Request)> = requests
@@ -350,7 +370,7 @@ proptest! {
             .enumerate()
             .map(|(i, (at, group, bytes, rebuild))| (*at, Request { id: i as u64, group: group % groups, bytes: *bytes, kind: if *rebuild { Kind::Rebuild } else { Kind::Client } }))
             .collect();
-        let run = drive(rack, layout, &arrivals);
+        let run = drive_sharing(rack, layout, &arrivals, links.as_deref());
         prop_assert_eq!(run.served.len() + run.rejected, arrivals.len());
         prop_assert!(run.spin_ups <= run.served.len());
     }
@@ -892,4 +912,111 @@ fn a_group_serving_several_requests_yields_to_an_expedited_read_without_taking_n
         .count();
     assert_eq!(new_on_yielded, 0, "{after:?}");
     assert_eq!(served_ids(&in_hand).len() + served_ids(&after).len(), 9);
+}
+
+/// Staggered switches on the pelican layout, one request at a time: classes X (groups x1, x2)
+/// and Y (y1, y2) share one link, every other class has its own; X waits for a partner's switch
+/// once it queues `min_queue` client reads.
+struct Staggered {
+    scheduler: ClassScheduler,
+    x: (u32, u32),
+    y: (u32, u32),
+}
+
+fn staggered(min_queue: u32, share: bool) -> Staggered {
+    let (_, mut layout) = one_at_a_time();
+    layout.scheduler.stagger_switches_min_queue = Some(min_queue);
+    let classes = layout.classes.clone().expect("pelican has classes");
+    let x = common::same_class_pair(&layout);
+    let class_y = classes[x.0 as usize] + 1;
+    let y_groups: Vec<u32> = (0..classes.len() as u32)
+        .filter(|g| classes[*g as usize] == class_y)
+        .collect();
+    let y = (y_groups[0], y_groups[1]);
+    let mut scheduler = ClassScheduler::new(&layout).unwrap();
+    if share {
+        let class_x = classes[x.0 as usize];
+        let links: Vec<usize> = classes
+            .iter()
+            .map(|c| if *c == class_y { class_x } else { *c } as usize)
+            .collect();
+        scheduler.share_links(&links);
+    }
+    assert_eq!(scheduler.staggers_switches(), share);
+    Staggered { scheduler, x, y }
+}
+
+impl Staggered {
+    /// X serving read 0 on x1 with reads 1–3 for x2 queued (and, if asked, an expedited read for
+    /// x2 from 11.5 s); Y served read 10 on y1 at 11 s and is spinning y1 down to serve read 11
+    /// on y2. Returns what X does when read 0 ends at 12 s.
+    fn x_done_while_y_switches(&mut self, expedited_for_x2: bool) -> Vec<Action> {
+        let (x, y) = (self.x, self.y);
+        let scheduler = &mut self.scheduler;
+        scheduler.submit(0, client(0, x.0)).unwrap();
+        for id in 1..4 {
+            scheduler.submit(0, client(id, x.1)).unwrap();
+        }
+        scheduler.submit(0, client(10, y.0)).unwrap();
+        scheduler.submit(0, client(11, y.1)).unwrap();
+        let mut up = poll_all(scheduler, 0);
+        up.sort_by_key(|a| format!("{a:?}"));
+        assert_eq!(up, [Action::SpinUp(x.0), Action::SpinUp(y.0)]);
+        scheduler.spun_up(SPIN_UP_US, x.0);
+        scheduler.spun_up(SPIN_UP_US, y.0);
+        assert_eq!(served_ids(&poll_all(scheduler, SPIN_UP_US)).len(), 2);
+        scheduler.served(11_000_000, &client(10, y.0));
+        assert_eq!(
+            poll_all(scheduler, 11_000_000),
+            [Action::SpinDown(y.0)],
+            "Y switches to y2"
+        );
+        if expedited_for_x2 {
+            scheduler.submit(11_500_000, expedited(4, x.1)).unwrap();
+            assert_eq!(poll_all(scheduler, 11_500_000), []);
+        }
+        let read_zero = client(0, x.0);
+        scheduler.served(12_000_000, &read_zero);
+        poll_all(scheduler, 12_000_000)
+    }
+}
+
+#[test]
+fn a_loaded_class_waits_for_a_switch_on_its_shared_link_and_switches_when_its_partner_is_up() {
+    let mut run = staggered(2, true);
+    let (x, y) = (run.x, run.y);
+    assert_eq!(
+        run.x_done_while_y_switches(false),
+        [],
+        "X waits: Y is switching"
+    );
+    run.scheduler.spun_down(12_500_000, y.0);
+    assert_eq!(
+        poll_all(&mut run.scheduler, 12_500_000),
+        [Action::SpinUp(y.1)]
+    );
+    let y_up_us = 12_500_000 + SPIN_UP_US;
+    run.scheduler.spun_up(y_up_us, y.1);
+    let mut after = poll_all(&mut run.scheduler, y_up_us);
+    after.sort_by_key(|a| format!("{a:?}"));
+    assert_eq!(
+        after,
+        [Action::Serve(client(11, y.1)), Action::SpinDown(x.0)],
+        "Y streams while X switches"
+    );
+}
+
+#[test]
+fn without_a_shared_link_or_below_the_queue_threshold_or_with_an_expedited_read_a_class_switches_at_once()
+ {
+    for (min_queue, share, expedited_read) in [(2, false, false), (4, true, false), (2, true, true)]
+    {
+        let mut run = staggered(min_queue, share);
+        let x = run.x;
+        assert_eq!(
+            run.x_done_while_y_switches(expedited_read),
+            [Action::SpinDown(x.0)],
+            "min_queue {min_queue}, shared {share}, expedited {expedited_read}"
+        );
+    }
 }

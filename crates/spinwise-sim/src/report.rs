@@ -114,6 +114,9 @@ pub struct Report {
     /// Requests a Pelican class (a Flamingo active group) served at once: the layout's
     /// `concurrent_requests_per_class` for those two policies, 1 for FP and the random layout.
     pub concurrent_requests: u32,
+    /// Staggered switches in effect (Pelican's scheduler, the layout's
+    /// `stagger_switches_min_queue`, and a network whose NICs classes share): that queue length.
+    pub stagger_switches_min_queue: Option<u32>,
     /// Offered client requests per second (`SimConfig::offered_rate_per_s`).
     pub rate_per_s: f64,
     /// The measured window's length (a burst's: from 0 to the last event).

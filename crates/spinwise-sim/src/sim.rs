@@ -211,6 +211,8 @@ struct Model {
     /// Requests a class (Flamingo: an active group) serves at once: the layout's setting for
     /// Pelican's and Flamingo's schedulers, 1 for FP and the random layout.
     concurrent_requests: u32,
+    /// Staggered switches in effect ([`class_scheduler`]).
+    stagger_switches_min_queue: Option<u32>,
 }
 
 /// Rebuild requests the simulator keeps queued at once after a failure. The scheduler serves a few
@@ -337,7 +339,14 @@ pub fn simulate_recording(
         }
     }
     let (rack, scheduler): (&Rack, Box<dyn Policy>) = match config.policy {
-        PolicyKind::Pelican => (rack, Box::new(ClassScheduler::new(layout)?)),
+        PolicyKind::Pelican => {
+            let scheduler = class_scheduler(rack, layout, config)?;
+            model.stagger_switches_min_queue = layout
+                .scheduler
+                .stagger_switches_min_queue
+                .filter(|_| scheduler.staggers_switches());
+            (rack, Box::new(scheduler))
+        }
         PolicyKind::FullyProvisioned => {
             provisioned = rack.fully_provisioned();
             (&provisioned, Box::new(FullyProvisioned::new(layout)))
@@ -419,6 +428,22 @@ pub fn simulate_recording(
     }
     let last_us = sim.run();
     Ok(sim.report(last_us))
+}
+
+/// Pelican's scheduler for `layout`; with staggered switches in the layout and a network, told
+/// which classes send through the same server's NIC (the links classes can all leave idle at
+/// once; without NICs nothing is shared that one class could fill).
+fn class_scheduler(
+    rack: &Rack,
+    layout: &Layout,
+    config: &SimConfig,
+) -> Result<ClassScheduler, SimError> {
+    let mut scheduler = ClassScheduler::new(layout)?;
+    if layout.scheduler.stagger_switches_min_queue.is_some() && config.network_gbps.is_some() {
+        let (_, nic_of_group) = crate::network::group_nics(rack, layout)?;
+        scheduler.share_links(&nic_of_group);
+    }
+    Ok(scheduler)
 }
 
 /// The random straw-man layout (Pelican §2.2): [`PLACEMENT_SETS`] sets of k + r disks from the
@@ -504,6 +529,7 @@ fn model(rack: &Rack, layout: &Layout) -> Result<Model, SimError> {
         read_disks,
         read_pools: None,
         concurrent_requests: 1,
+        stagger_switches_min_queue: None,
     })
 }
 
@@ -1054,6 +1080,7 @@ impl Loop<'_> {
             rack: self.rack.name.clone(),
             seed: self.config.seed,
             concurrent_requests: self.model.concurrent_requests,
+            stagger_switches_min_queue: self.model.stagger_switches_min_queue,
             rate_per_s: self.config.offered_rate_per_s(),
             window_s,
             requests: self.requests,

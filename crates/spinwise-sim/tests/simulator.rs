@@ -996,3 +996,36 @@ fn bad_expedited_shares_are_refused_with_typed_errors() {
         assert_eq!(config.validate(), Ok(()), "{config:?}");
     }
 }
+
+#[test]
+fn staggered_switches_lift_pelicans_saturated_throughput_within_every_budget() {
+    let (rack, layout) = pelican();
+    let config = SimConfig {
+        network_gbps: Some(40.0),
+        ..SimConfig::new(5.0, 3.0, 1.0, 1)
+    };
+    let independent = simulate(rack, layout, &config).unwrap();
+    let mut staggering = layout.clone();
+    staggering.scheduler.stagger_switches_min_queue = Some(100);
+    let staggered = simulate(rack, &staggering, &config).unwrap();
+    let context = format!("independent {independent:?}\nstaggered {staggered:?}");
+    assert_eq!(independent.stagger_switches_min_queue, None);
+    assert_eq!(staggered.stagger_switches_min_queue, Some(100));
+    assert_eq!(staggered.budget_violations, 0, "{context}");
+    assert_eq!(staggered.completed + staggered.rejected, staggered.requests);
+    // Measured 32.6 → 36.2 Gbps over 5 h; two classes share each server's 20 Gbps NIC.
+    assert!(
+        staggered.throughput_gbps > independent.throughput_gbps + 2.0,
+        "{context}"
+    );
+    assert!(staggered.reject_rate < independent.reject_rate, "{context}");
+    // Without NICs no link is shared, and the run is the independent one.
+    let unbounded = SimConfig {
+        network_gbps: None,
+        ..config
+    };
+    let without_nics = simulate(rack, &staggering, &unbounded).unwrap();
+    assert_eq!(without_nics.stagger_switches_min_queue, None);
+    let reference = simulate(rack, layout, &unbounded).unwrap();
+    assert_eq!(without_nics.trace_hash, reference.trace_hash);
+}
