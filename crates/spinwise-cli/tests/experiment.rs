@@ -488,7 +488,7 @@ fn expedited_restores_quick_serves_expedited_reads_first_and_the_standard_ones_p
 fn pelican_plateau_quick_scales_the_switch_latencies_and_a_shorter_switch_carries_more() {
     let table = check_quick(
         "pelican-plateau",
-        8,
+        10,
         &["throughput_vs_switch", "reject_rate_vs_switch"],
         &[
             "Pelican §4.2",
@@ -496,21 +496,27 @@ fn pelican_plateau_quick_scales_the_switch_latencies_and_a_shorter_switch_carrie
             "no high-load stragglers",
             "1 request(s) per class",
             "one request per class → 4",
+            "staggered switches (from 100 queued)",
+            "our addition, not Pelican's scheduler",
         ],
     );
     assert_eq!(
         table.numbers("switch_latency_scale"),
-        [1.0, 1.0, 0.25, 0.25, 1.0, 1.0, 1.0, 1.0]
+        [1.0, 1.0, 0.25, 0.25, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0]
     );
     assert_eq!(
         table.column("high_load_mounts"),
         [
-            "true", "true", "true", "true", "false", "false", "true", "true"
+            "true", "true", "true", "true", "false", "false", "true", "true", "true", "true"
         ]
     );
     assert_eq!(
         table.numbers("concurrent_requests_per_class"),
-        [4.0, 4.0, 4.0, 4.0, 4.0, 4.0, 1.0, 1.0]
+        [4.0, 4.0, 4.0, 4.0, 4.0, 4.0, 4.0, 4.0, 1.0, 1.0]
+    );
+    assert_eq!(
+        table.column("stagger_switches_min_queue"),
+        ["", "", "", "", "", "", "100", "100", "", ""]
     );
     assert!(table.column("policy").iter().all(|p| *p == "pelican"));
     let switch_s = table.numbers("spin_up_mean_s");
@@ -524,8 +530,12 @@ fn pelican_plateau_quick_scales_the_switch_latencies_and_a_shorter_switch_carrie
         "at 5 req/s a shorter switch streams a larger share of the time: {throughput:?}"
     );
     assert!(
-        throughput[7] < throughput[1],
+        throughput[9] < throughput[1],
         "at 5 req/s one request per class at a time carries less than four: {throughput:?}"
+    );
+    assert!(
+        throughput[7] > throughput[1] + 2.0,
+        "at 5 req/s staggered switches carry more than independent ones: {throughput:?}"
     );
 }
 

@@ -92,6 +92,8 @@ pub struct Job {
     pub reordering_bound_gb: Option<f64>,
     /// Overrides the layout's `scheduler.concurrent_requests_per_class` (`pelican-plateau`).
     pub concurrent_requests: Option<u32>,
+    /// Sets the layout's `scheduler.stagger_switches_min_queue` (`pelican-plateau`).
+    pub stagger_switches: Option<u32>,
     /// Overrides the context's measured hours for this job (a slow policy run shorter; the
     /// summary says so).
     pub measured_hours: Option<f64>,
@@ -136,6 +138,9 @@ pub struct Row {
     pub reordering_bound_gb: f64,
     pub max_queue_depth: u32,
     pub concurrent_requests_per_class: u32,
+    /// Staggered switches in effect: the queue length from which a class waits for its NIC
+    /// partner's switch (empty: classes switch independently, as Pelican's).
+    pub stagger_switches_min_queue: Option<u32>,
     /// The job's [`SwitchLatency`]: 1 and `true` for the rack as described.
     pub switch_latency_scale: f64,
     pub high_load_mounts: bool,
@@ -308,13 +313,19 @@ fn run_one(
     let mut layout_override = None;
     let mut rack_override = None;
     let changes_rack = !job.switch_latency.is_as_described();
-    if job.reordering_bound_gb.is_some() || job.concurrent_requests.is_some() || changes_rack {
+    let changes_layout = job.reordering_bound_gb.is_some()
+        || job.concurrent_requests.is_some()
+        || job.stagger_switches.is_some();
+    if changes_layout || changes_rack {
         let mut layout = setup.layout.clone();
         if let Some(bound) = job.reordering_bound_gb {
             layout.scheduler.reordering_bound_gb = bound;
         }
         if let Some(concurrent) = job.concurrent_requests {
             layout.scheduler.concurrent_requests_per_class = concurrent;
+        }
+        if job.stagger_switches.is_some() {
+            layout.scheduler.stagger_switches_min_queue = job.stagger_switches;
         }
         if changes_rack {
             rack_override = Some(
@@ -394,6 +405,7 @@ fn row(
         reordering_bound_gb: layout.scheduler.reordering_bound_gb,
         max_queue_depth: layout.scheduler.max_queue_depth,
         concurrent_requests_per_class: layout.scheduler.concurrent_requests_per_class,
+        stagger_switches_min_queue: report.stagger_switches_min_queue,
         switch_latency_scale: switch_latency.scale,
         high_load_mounts: switch_latency.high_load_mounts,
         bulk_fraction: job.deferral.map_or(0.0, |d| d.fraction),
