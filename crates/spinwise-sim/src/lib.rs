@@ -43,6 +43,9 @@
 //!   k + r disks that can all spin at once, scheduled at disk level.
 //! - **Policies.** [`PolicyKind`]: Pelican's class scheduler, Flamingo's constraint-aware
 //!   scheduler and the random layout on the rack as described; FP on the rack fully provisioned.
+//!   With the layout's `stagger_switches_min_queue` and a network, Pelican's scheduler is told
+//!   which classes share a server's NIC and staggers their switches (not in the paper;
+//!   docs/simulator.md, "Staggered switches").
 //! - **Spin-up.** The scheduler's `SpinUp(g)` moves every disk of unit `g` (a group, or one disk
 //!   for the random layout) into the rack's spin-up
 //!   path state before active (for every preset the one transient state, "spinning_up"). Each
