@@ -4,7 +4,8 @@
 //! random workloads (rate, duration, seed, blob size, and for the policies that spin groups a
 //! share of Bulk reads that wait for a spin-up; for every policy a share of Expedited reads that
 //! go ahead of the others; for Pelican 1 to 4 requests served at once per class, pooled reads
-//! above 1). For each case and policy: the independent
+//! above 1, and in half the cases staggered switches between classes sharing a NIC). For each
+//! case and policy: the independent
 //! disk-level checker finds no budget violation, every accepted request completes, and the
 //! scheduler took a meaningful number of steps (the report's processed `events`; each one is
 //! followed by polling the policy until it has nothing to do).
@@ -45,6 +46,9 @@ struct Workload {
     expedited_fraction: f64,
     /// Requests a Pelican class serves at once (pooled reads above 1).
     concurrent_requests: u32,
+    /// Staggered switches for Pelican's classes that share a NIC: the queue length from which
+    /// a class waits (capped at the layout's depth).
+    stagger: Option<u32>,
 }
 
 fn workload() -> impl Strategy<Value = Workload> {
@@ -62,16 +66,26 @@ fn workload() -> impl Strategy<Value = Workload> {
         10_000_000u64..2_000_000_000,
         deferral,
         expedited,
-        1u32..=4,
+        (1u32..=4, prop::option::of(1u32..50)),
     )
         .prop_map(
-            |(rate_per_s, seed, blob_bytes, deferral, expedited, concurrent_requests)| Workload {
+            |(
                 rate_per_s,
                 seed,
                 blob_bytes,
                 deferral,
-                expedited_fraction: expedited * (1.0 - deferral.map_or(0.0, |d| d.fraction)),
-                concurrent_requests,
+                expedited,
+                (concurrent_requests, stagger),
+            )| {
+                Workload {
+                    rate_per_s,
+                    seed,
+                    blob_bytes,
+                    deferral,
+                    expedited_fraction: expedited * (1.0 - deferral.map_or(0.0, |d| d.fraction)),
+                    concurrent_requests,
+                    stagger,
+                }
             },
         )
 }
@@ -99,6 +113,8 @@ fn every_policy_keeps_budgets(
     };
     let mut layout = planned.layout;
     layout.scheduler.concurrent_requests_per_class = workload.concurrent_requests;
+    let depth = layout.scheduler.max_queue_depth;
+    layout.scheduler.stagger_switches_min_queue = workload.stagger.map(|n| n.min(depth));
     for policy in POLICIES {
         let config = SimConfig {
             rate_per_s: workload.rate_per_s,
