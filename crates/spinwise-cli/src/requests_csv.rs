@@ -61,7 +61,7 @@ impl RequestRow {
     }
 }
 
-pub fn seconds(us: u64) -> f64 {
+fn seconds(us: u64) -> f64 {
     us as f64 / 1e6
 }
 

@@ -40,15 +40,15 @@ impl Summary {
     }
 }
 
-/// How a client read was submitted: the S3 restore tier it stands for.
+/// How a client read is submitted: the S3 restore tier it stands for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ReadTier {
     /// Submitted on arrival, in the scheduler's order.
     Standard,
-    /// Submitted on arrival ahead of standard reads.
+    /// Submitted on arrival as `Kind::Expedited`, ahead of standard reads.
     Expedited,
-    /// Allowed to wait for a spin-up other work causes.
+    /// May wait for a spin-up other work causes (`crate::config::Deferral`).
     Bulk,
 }
 

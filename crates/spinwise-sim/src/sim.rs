@@ -94,17 +94,6 @@ struct InFlight {
     deferred: bool,
 }
 
-/// How urgent a client read is: the S3 restore tier it stands for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Tier {
-    /// Submitted on arrival, in the scheduler's order.
-    Standard,
-    /// Submitted on arrival as [`Kind::Expedited`].
-    Expedited,
-    /// May wait for its group's spin-up ([`crate::config::Deferral`]).
-    Bulk,
-}
-
 impl InFlight {
     fn new(request: Request, arrival_us: u64, deferred: bool) -> InFlight {
         InFlight {
@@ -685,12 +674,12 @@ impl Loop<'_> {
         let counted = self.in_window(now_us);
         self.requests += u64::from(counted);
         let tier = self.draw_tier();
-        let deferred = tier == Tier::Bulk;
+        let deferred = tier == ReadTier::Bulk;
         self.deferred += u64::from(deferred && counted);
-        self.expedited += u64::from(tier == Tier::Expedited && counted);
+        self.expedited += u64::from(tier == ReadTier::Expedited && counted);
         let kind = match tier {
-            Tier::Expedited => Kind::Expedited,
-            Tier::Standard | Tier::Bulk => Kind::Client,
+            ReadTier::Expedited => Kind::Expedited,
+            ReadTier::Standard | ReadTier::Bulk => Kind::Client,
         };
         if deferred && !self.up[group as usize] {
             let token = self.next_waiting_token;
@@ -720,18 +709,18 @@ impl Loop<'_> {
     /// A client read's tier: one uniform draw u, Bulk below the Bulk share, Expedited in the
     /// next `expedited_fraction`. Drawn only when a tier is configured: other runs draw exactly
     /// as before, and a run with Bulk reads only draws what it drew before Expedited existed.
-    fn draw_tier(&mut self) -> Tier {
+    fn draw_tier(&mut self) -> ReadTier {
         if !self.config.draws_tiers() {
-            return Tier::Standard;
+            return ReadTier::Standard;
         }
         let draw = self.rng.random::<f64>();
         let bulk_fraction = self.config.bulk_fraction();
         if draw < bulk_fraction {
-            Tier::Bulk
+            ReadTier::Bulk
         } else if draw < bulk_fraction + self.config.expedited_fraction {
-            Tier::Expedited
+            ReadTier::Expedited
         } else {
-            Tier::Standard
+            ReadTier::Standard
         }
     }
 
