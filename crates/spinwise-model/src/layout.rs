@@ -242,6 +242,19 @@ impl Layout {
             .collect()
     }
 
+    /// Per group, the server whose NIC carries its client reads ([`crate::Servers::read_server`] of its
+    /// first k disks, the data columns a healthy read streams): the link two classes share when
+    /// their groups' reads leave by the same server.
+    pub fn group_read_servers(&self, rack: &Rack) -> Result<Vec<usize>, BindError> {
+        let servers = rack.servers();
+        let data_disks = self.erasure.k as usize;
+        Ok(self
+            .group_disk_indices(rack)?
+            .iter()
+            .map(|disks| servers.read_server(&disks[..data_disks.min(disks.len())]))
+            .collect())
+    }
+
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).expect("layouts always serialize")
     }

@@ -23,7 +23,7 @@ pub use layout::{
     SolverReport,
 };
 pub use parse::parse_rack;
-pub use rack::{DiskIndex, Distribution, Rack, Resource, ResourceKind, StateIndex};
+pub use rack::{DiskIndex, Distribution, Rack, Resource, ResourceKind, Servers, StateIndex};
 
 impl Rack {
     /// Fingerprint of this rack's canonical form, recorded in layouts derived from it.

@@ -278,9 +278,51 @@ fn is_one_request(count: &u32) -> bool {
     *count == 1
 }
 
+/// Which server each disk is attached to ([`Rack::servers`]). A client read leaves the rack by
+/// one server's NIC.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Servers {
+    /// `of_disk[disk]`: the server the disk is attached to, below `count`.
+    pub of_disk: Vec<u32>,
+    /// At least one.
+    pub count: usize,
+}
+
+impl Servers {
+    /// The server whose NIC a read of `disks_read` leaves by: the first among those holding the
+    /// most of its disks (server 0 for a read of no disks).
+    pub fn read_server(&self, disks_read: &[DiskIndex]) -> usize {
+        let mut disks_per_server = vec![0usize; self.count];
+        for &disk in disks_read {
+            disks_per_server[self.of_disk[disk as usize] as usize] += 1;
+        }
+        let most = *disks_per_server.iter().max().expect("at least one server");
+        disks_per_server
+            .iter()
+            .position(|&n| n == most)
+            .expect("the max is present")
+    }
+}
+
 impl Rack {
     pub fn disk_count(&self) -> usize {
         self.disks.len()
+    }
+
+    /// The servers the disks hang off: the domains of the failure domain named `server`, else one
+    /// server for the whole rack.
+    pub fn servers(&self) -> Servers {
+        let mut of_disk = vec![0u32; self.disk_count()];
+        let Some(domain) = self.failure_domains.iter().find(|f| f.name == "server") else {
+            return Servers { of_disk, count: 1 };
+        };
+        for (server, members) in domain.domains.iter().enumerate() {
+            for &disk in members {
+                of_disk[disk as usize] = server as u32;
+            }
+        }
+        let count = domain.domains.len().max(1);
+        Servers { of_disk, count }
     }
 
     pub fn resting_state(&self) -> StateIndex {

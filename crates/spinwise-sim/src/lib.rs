@@ -134,7 +134,6 @@ pub use config::{
     DEFAULT_BLOB_BYTES, DEFAULT_FAILED_BYTES, DEFAULT_FAILED_STACKS, Deferral, DiskFailure,
     MAX_BLOB_BYTES, MAX_FAILED_BYTES, MAX_HOURS, MAX_REQUESTS, PolicyKind, SimConfig, SimError,
 };
-pub use network::group_nics;
 pub use report::{Power, ReadTier, RebuildReport, Report, RequestRecord, Summary};
 pub use sim::{simulate, simulate_recording};
 pub use workload::{

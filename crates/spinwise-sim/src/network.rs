@@ -84,7 +84,7 @@
 //! Units: bytes per microsecond (numerically MB/s), so a disk's `bandwidth_mb_per_s` is a
 //! capacity as is, and G Gbps is G × 125 bytes/µs.
 
-use spinwise_model::{BindError, DiskIndex, Layout, Rack, ResourceKind};
+use spinwise_model::{DiskIndex, Rack, ResourceKind, Servers};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Index of a link: disks first (link i is disk i), then bandwidth domains, then NICs.
@@ -170,11 +170,10 @@ pub struct Wake {
 struct Topology {
     /// `domain_links[disk]`: the bandwidth-domain links holding the disk (one per resource).
     domain_links: Vec<Vec<LinkIndex>>,
-    /// `server_of[disk]`: index of the server the disk is attached to.
-    server_of: Vec<u32>,
+    /// The server each disk is attached to.
+    servers: Servers,
     /// `nic_of[server]`: its NIC link; empty when the network is unbounded.
     nic_of: Vec<LinkIndex>,
-    servers: usize,
     /// A disk's bandwidth (the rack's disks are alike): what one stream of a pooled read gets.
     disk_bytes_per_us: f64,
     /// `pool_of[disk]`: the pool link of the disk's group, if groups are pooled.
@@ -267,19 +266,18 @@ impl Network {
                 }
             }
         }
-        let (servers, server_of) = servers_of_disks(rack);
+        let servers = rack.servers();
         let mut nic_of = Vec::new();
         if let Some(gbps) = network_gbps {
-            for _ in 0..servers {
+            for _ in 0..servers.count {
                 nic_of.push(capacities.len() as LinkIndex);
-                capacities.push(gbps * 125.0 / servers as f64);
+                capacities.push(gbps * 125.0 / servers.count as f64);
             }
         }
         let topology = Topology {
             domain_links,
-            server_of,
-            nic_of,
             servers,
+            nic_of,
             disk_bytes_per_us: rack.disk_model.bandwidth_mb_per_s,
             pool_of: vec![None; disks],
         };
@@ -471,7 +469,7 @@ impl Network {
         if !path.via_nic || topology.nic_of.is_empty() {
             return None;
         }
-        let server = read_server(topology.servers, &topology.server_of, path.disks_read);
+        let server = topology.servers.read_server(path.disks_read);
         Some((topology.nic_of[server], 1.0))
     }
 
@@ -869,49 +867,6 @@ fn tolerance_bytes(requested_bytes: f64) -> f64 {
     requested_bytes * RELATIVE_TOLERANCE
 }
 
-/// The rack's servers and each disk's: the domains of the failure domain named `server`, else
-/// one server for the whole rack.
-fn servers_of_disks(rack: &Rack) -> (usize, Vec<u32>) {
-    let mut server_of = vec![0u32; rack.disk_count()];
-    let Some(domain) = rack.failure_domains.iter().find(|f| f.name == "server") else {
-        return (1, server_of);
-    };
-    for (server, members) in domain.domains.iter().enumerate() {
-        for &disk in members {
-            server_of[disk as usize] = server as u32;
-        }
-    }
-    (domain.domains.len().max(1), server_of)
-}
-
-/// The server whose NIC a client read of `disks_read` leaves by: the first among those holding
-/// the most of its disks.
-fn read_server(servers: usize, server_of: &[u32], disks_read: &[DiskIndex]) -> usize {
-    let mut disks_per_server = vec![0usize; servers];
-    for &disk in disks_read {
-        disks_per_server[server_of[disk as usize] as usize] += 1;
-    }
-    let most = *disks_per_server.iter().max().expect("at least one server");
-    disks_per_server
-        .iter()
-        .position(|&n| n == most)
-        .expect("the max is present")
-}
-
-/// The NICs a client read leaves by, for another system that has to send the same bytes the
-/// same way (the store's replay in `experiment pelican-fig4`): the rack's server count, and per
-/// group of `layout` the server whose NIC carries its reads — its first k disks, as the
-/// simulator reads them.
-pub fn group_nics(rack: &Rack, layout: &Layout) -> Result<(usize, Vec<usize>), BindError> {
-    let (servers, server_of) = servers_of_disks(rack);
-    let groups = layout.group_disk_indices(rack)?;
-    let nics = crate::sim::read_disks_of(&groups, layout.erasure.k)
-        .iter()
-        .map(|disks_read| read_server(servers, &server_of, disks_read))
-        .collect();
-    Ok((servers, nics))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1140,7 +1095,7 @@ mod tests {
         assert_eq!(unbounded.links.len(), disks + 2);
 
         // A read of 15 disks, 10 on server 1 and 5 on server 0, leaves through server 1's NIC.
-        let server_of = &network.topology.server_of;
+        let server_of = &network.topology.servers.of_disk;
         let server = |s: u32| (0..disks as DiskIndex).filter(move |&d| server_of[d as usize] == s);
         let read: Vec<DiskIndex> = server(0).take(5).chain(server(1).take(10)).collect();
         let uses = network.uses(FlowPath::client_read(&read));
@@ -1240,9 +1195,11 @@ mod tests {
     fn pooled_group_gbps(disks: u32, streams: u32, concurrent: u64, reads: u64) -> f64 {
         let topology = Topology {
             domain_links: vec![Vec::new(); disks as usize],
-            server_of: vec![0; disks as usize],
+            servers: Servers {
+                of_disk: vec![0; disks as usize],
+                count: 1,
+            },
             nic_of: Vec::new(),
-            servers: 1,
             disk_bytes_per_us: 105.0,
             pool_of: vec![None; disks as usize],
         };

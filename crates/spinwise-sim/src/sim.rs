@@ -429,7 +429,7 @@ fn class_scheduler(
 ) -> Result<ClassScheduler, SimError> {
     let mut scheduler = ClassScheduler::new(layout)?;
     if layout.scheduler.stagger_switches_min_queue.is_some() && config.network_gbps.is_some() {
-        let (_, nic_of_group) = crate::network::group_nics(rack, layout)?;
+        let nic_of_group = layout.group_read_servers(rack)?;
         scheduler.share_links(&nic_of_group);
     }
     Ok(scheduler)

@@ -22,7 +22,7 @@
 //! uses them. The store has no NIC of its own (its reads end in this process), so the replay
 //! sends every read's bytes through an emulated one ([`crate::replay::Nic`]) at the NIC's rate
 //! × β, behind the server the simulator sends that group's reads from
-//! ([`spinwise_sim::group_nics`]).
+//! ([`spinwise_model::Layout::group_read_servers`]).
 //! Each blob is its own blob in the group its key hashes to (the trace rule, FNV-1a of the key
 //! modulo the groups, which `Store::flush_placed` follows), and each is read once.
 //!
@@ -50,8 +50,7 @@ use spinwise_model::{Layout, Rack, parse_rack};
 use spinwise_report::{LineChart, LinePoint, Series, SeriesStyle, YScale};
 use spinwise_sim::workload::{burst_times_us, group_of_key};
 use spinwise_sim::{
-    Arrivals, Operation, PolicyKind, ReadTier, SimConfig, Summary, TraceRecord, group_nics,
-    simulate_recording,
+    Arrivals, Operation, PolicyKind, ReadTier, SimConfig, Summary, TraceRecord, simulate_recording,
 };
 use spinwise_store::read::COLUMN_BATCH_BYTES;
 use spinwise_store::{RackSource, SqliteStore, Store, StoreConfig};
@@ -439,10 +438,13 @@ fn store_nics(
     let Some(gbps) = scale.network_gbps else {
         return Ok((Vec::new(), None));
     };
-    let (servers, nic_of_group) = group_nics(rack, layout).map_err(|bind| CliError::Sim {
-        rack: rack.name.clone(),
-        source: bind.into(),
-    })?;
+    let servers = rack.servers().count;
+    let nic_of_group = layout
+        .group_read_servers(rack)
+        .map_err(|bind| CliError::Sim {
+            rack: rack.name.clone(),
+            source: bind.into(),
+        })?;
     let bytes_per_s = gbps * 1e9 / 8.0 / servers as f64 * BANDWIDTH_SCALE;
     let nics = (0..servers).map(|_| Nic::new(bytes_per_s)).collect();
     Ok((nics, Some(nic_of_group)))
