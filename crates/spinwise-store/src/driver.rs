@@ -18,6 +18,9 @@
 //!   store reconstructs from any k).
 //! - `SpinDown(g)`: [`GroupActivity::GoingDown`], every spun-up disk's `spin_down` on a blocking
 //!   thread, each booked resting once it returned, then `spun_down` and [`GroupActivity::Down`].
+//! - With the layout's staggered switches (spinwise-sched's scheduler docs), the policy learns
+//!   which classes send through one server's NIC ([`Layout::group_read_servers`]), as in the
+//!   simulator, and a class may hold its idle group up while a partner switches.
 //! - `Serve(request)`: the job's work runs on a blocking thread with the group's [`GroupDisks`];
 //!   its output and [`JobTiming`] go to the caller's [`JobHandle`], then the policy hears `served`.
 //!
@@ -422,7 +425,7 @@ impl Driver {
             }
         }
         let policy: Box<dyn Policy + Send> = match config.policy {
-            PolicyChoice::Pelican => Box::new(ClassScheduler::new(layout)?),
+            PolicyChoice::Pelican => Box::new(class_scheduler(rack, layout)?),
             PolicyChoice::FullyProvisioned => Box::new(FullyProvisioned::new(layout)),
         };
         let audit = Arc::new(Mutex::new(BudgetAudit::new(rack)?));
@@ -551,6 +554,17 @@ impl Driver {
             .map_err(|_| Stopped)?;
         answer.await.map_err(|_| Stopped)
     }
+}
+
+/// Pelican's scheduler for `layout`; with staggered switches in the layout, told which classes
+/// send through the same server's NIC, as the simulator tells it when it models a network (the
+/// store's reads always cross one). With staggering off links change nothing, so none are named.
+fn class_scheduler(rack: &Rack, layout: &Layout) -> Result<ClassScheduler, DriverError> {
+    let mut scheduler = ClassScheduler::new(layout)?;
+    if layout.scheduler.stagger_switches_min_queue.is_some() {
+        scheduler.share_links(&layout.group_read_servers(rack)?);
+    }
+    Ok(scheduler)
 }
 
 fn check_disks(rack: &Rack, disks: &[Arc<dyn Disk>]) -> Result<(), DriverError> {

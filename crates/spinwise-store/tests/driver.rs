@@ -1203,3 +1203,129 @@ async fn a_class_runs_up_to_its_layout_s_concurrent_requests_on_its_group_at_onc
     assert_eq!(report.jobs_served, 8);
     assert_eq!(report.audit.refusals, 0);
 }
+
+/// Groups x1 and x2 of one pelican class and y1 of another whose reads leave by the same
+/// server's NIC (the layout's `group_read_servers`): partners for staggered switches.
+fn partner_groups(rack: &Rack, layout: &Layout) -> (GroupIndex, GroupIndex, GroupIndex) {
+    let server_of = layout.group_read_servers(rack).unwrap();
+    let classes = group_of_class(layout);
+    let mut groups_of_x = classes[&0].iter().copied();
+    let x1 = groups_of_x.next().unwrap();
+    let x2 = groups_of_x
+        .find(|g| server_of[*g as usize] == server_of[x1 as usize])
+        .expect("class 0 has two groups on one server");
+    let y1 = (classes.iter().filter(|(class, _)| **class != 0))
+        .flat_map(|(_, groups)| groups.iter().copied())
+        .find(|g| server_of[*g as usize] == server_of[x1 as usize])
+        .expect("another class reads through x1's server");
+    (x1, x2, y1)
+}
+
+/// Until `flag` is set (at most 10 s, so a broken driver fails the test instead of hanging it).
+fn wait_for(flag: &AtomicBool) {
+    for _ in 0..10_000 {
+        if flag.load(Ordering::SeqCst) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    panic!("the test never released the job");
+}
+
+/// Polls the driver's state until `group` is in `phase` (at most 10 s).
+async fn until_phase(driver: &Driver, group: GroupIndex, phase: GroupPhase) {
+    for _ in 0..1000 {
+        if driver.state().await.unwrap().groups[group as usize].phase == phase {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("group {group} never reached {phase:?}");
+}
+
+/// Class X serves a job on x1 with one for x2 queued; partner Y starts spinning y1 up (held)
+/// before x1's job ends. Returns x1's phase 200 ms after that job ended while y1 was still
+/// spinning up, and the order in which y1 came up and x1 went down.
+async fn x_finishes_while_y_spins_up(stagger: Option<u32>) -> (GroupPhase, Vec<GroupActivity>) {
+    let (rack, pelican_layout) = pelican();
+    let mut layout = pelican_layout.clone();
+    layout.scheduler.stagger_switches_min_queue = stagger;
+    let (x1, x2, y1) = partner_groups(rack, &layout);
+    let bench = bench(rack, &layout, BenchOptions::default());
+    let driver = bench.driver.clone();
+    let mut activity = driver.subscribe_activity();
+    let release = Arc::new(AtomicBool::new(false));
+    let released = release.clone();
+    let first = Job::new(x1, 1 << 20, Kind::Client, move |_: &GroupDisks| {
+        wait_for(&released)
+    });
+    let first = driver.submit(first).await.unwrap();
+    until_phase(&driver, x1, GroupPhase::Active).await;
+    let touch = |group, name: &'static str| {
+        Job::new(group, 1 << 20, Kind::Client, move |disks: &GroupDisks| {
+            touch_every_disk(disks, name)
+        })
+    };
+    let second = driver.submit(touch(x2, "second")).await.unwrap();
+    let held = HeldSpinUps::new(&bench.hold_spin_up);
+    let third = driver.submit(touch(y1, "third")).await.unwrap();
+    until_phase(&driver, y1, GroupPhase::SpinningUp).await;
+    release.store(true, Ordering::SeqCst);
+    within("x1's job", first.wait()).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let x1_phase = driver.state().await.unwrap().groups[x1 as usize].phase;
+    drop(held);
+    for job in [second, third] {
+        within("a touch job", job.wait())
+            .await
+            .unwrap()
+            .output
+            .unwrap();
+    }
+    let report = driver.shutdown().await.unwrap();
+    assert_eq!(report.audit.refusals, 0);
+    assert_eq!(bench.physics.violations.load(Ordering::SeqCst), 0);
+    let mut order = Vec::new();
+    while let Ok(event) = activity.try_recv() {
+        match event {
+            GroupActivity::Up { group, .. } if group == y1 => order.push(event),
+            GroupActivity::GoingDown { group, .. } if group == x1 => order.push(event),
+            _ => {}
+        }
+    }
+    (x1_phase, order)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_staggered_switches_a_class_holds_its_group_until_a_partner_on_its_nic_is_up() {
+    let (x1_phase, order) = x_finishes_while_y_spins_up(Some(1)).await;
+    assert_eq!(x1_phase, GroupPhase::Active, "X waits while Y spins up");
+    assert!(
+        matches!(
+            order[..],
+            [
+                GroupActivity::Up { .. },
+                GroupActivity::GoingDown { .. },
+                ..
+            ]
+        ),
+        "y1 up, then x1 down: {order:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_staggered_switches_a_class_switches_while_its_partner_spins_up() {
+    let (x1_phase, order) = x_finishes_while_y_spins_up(None).await;
+    assert_ne!(x1_phase, GroupPhase::Active, "X switches at once");
+    assert!(
+        matches!(
+            order[..],
+            [
+                GroupActivity::GoingDown { .. },
+                GroupActivity::Up { .. },
+                ..
+            ]
+        ),
+        "x1 down, then y1 up: {order:?}"
+    );
+}
