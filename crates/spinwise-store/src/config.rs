@@ -3,9 +3,10 @@
 //! `DATA/layout.json` (the layout the CLI planned or was given; the store never plans). Written
 //! once by `init`, atomically (temporary file, fsync, rename, fsync of the directory),
 //! `store.toml` last, so a directory with `store.toml` always has its layout. The `[upkeep]`
-//! section (scrub policy) and the `disk_bandwidth_scale`, `read_batch_bytes` and `read_columns`
-//! keys are optional: stores written before they existed load with the upkeep defaults,
-//! unthrottled disks, the default read IO size and least-busy column choice.
+//! section (scrub policy) and the `disk_bandwidth_scale`, `read_batch_bytes`, `read_columns` and
+//! `latency_seed` keys are optional: stores written before they existed load with the upkeep
+//! defaults, unthrottled disks, the default read IO size, least-busy column choice and latency
+//! seed 0.
 
 use crate::error::{StoreError, StoreResult, io_error};
 use crate::staging::StagingConfig;
@@ -86,6 +87,15 @@ pub struct StoreConfig {
     /// (docs/BENCHMARKS.md, "Least-busy columns") and as the choice of an operator whose CPU,
     /// not disks, is short.
     pub read_columns: ReadColumns,
+    /// Seeds the emulated disks' spin-up, mount and unmount latency draws (default 0): disk i
+    /// draws from the stream `latency_seed.rotate_left(32) ^ i`, so 0 keeps every store written
+    /// before the key existed on its draws, and another seed gives every disk other ones.
+    ///
+    /// Why a setting: one emulated run is one draw of those latencies, and a few seconds'
+    /// difference decides whether classes sharing a NIC stream together or apart
+    /// (`experiment pelican-fig4 --store-runs N` replays each burst under N seeds, as the
+    /// simulator does under its own).
+    pub latency_seed: u64,
     /// Staged objects are packed into bundles of this size (default 1 GiB).
     pub bundle_bytes: u64,
     /// Erasure-coding fragment size (default 128 KiB).
@@ -106,6 +116,7 @@ impl StoreConfig {
             disk_bandwidth_scale: None,
             read_batch_bytes: crate::read::COLUMN_BATCH_BYTES,
             read_columns: ReadColumns::default(),
+            latency_seed: 0,
             bundle_bytes: 1 << 30,
             fragment_bytes: 128 << 10,
             staging: StagingConfig::default(),
@@ -137,6 +148,9 @@ struct StoreFile {
     /// Absent when the default, and in stores written before it existed.
     #[serde(default, skip_serializing_if = "ReadColumns::is_default")]
     read_columns: ReadColumns,
+    /// Absent when 0, and in stores written before it existed.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    latency_seed: u64,
     bundle_bytes: u64,
     fragment_bytes: u32,
     staging: StagingSection,
@@ -144,6 +158,10 @@ struct StoreFile {
     #[serde(default)]
     upkeep: crate::upkeep::UpkeepConfig,
     rack: RackSection,
+}
+
+fn is_zero(value: &u64) -> bool {
+    *value == 0
 }
 
 #[derive(Serialize, Deserialize)]
@@ -245,6 +263,7 @@ pub fn write(data_dir: &Path, config: &StoreConfig) -> StoreResult<()> {
         read_batch_bytes: (config.read_batch_bytes != crate::read::COLUMN_BATCH_BYTES)
             .then_some(config.read_batch_bytes),
         read_columns: config.read_columns,
+        latency_seed: config.latency_seed,
         bundle_bytes: config.bundle_bytes,
         fragment_bytes: config.fragment_bytes,
         staging: StagingSection {
@@ -299,6 +318,7 @@ pub fn read(data_dir: &Path) -> StoreResult<StoreConfig> {
             .read_batch_bytes
             .unwrap_or(crate::read::COLUMN_BATCH_BYTES),
         read_columns: file.read_columns,
+        latency_seed: file.latency_seed,
         bundle_bytes: file.bundle_bytes,
         fragment_bytes: file.fragment_bytes,
         staging: StagingConfig {

@@ -71,8 +71,14 @@ fn emulated_config(
     emulated.time_factor = config.time_factor;
     // `validate` has checked the rate is finite and positive, as the disk requires.
     emulated.throttle_bytes_per_s = config.disk_throttle_bytes_per_s(rack);
-    emulated.seed = index as u64;
+    emulated.seed = disk_latency_seed(config.latency_seed, index);
     emulated
+}
+
+/// Disk `index`'s latency stream under the store's `latency_seed` ([`StoreConfig::latency_seed`]):
+/// the index itself under seed 0, as every store had before the key existed.
+fn disk_latency_seed(latency_seed: u64, index: usize) -> u64 {
+    latency_seed.rotate_left(32) ^ index as u64
 }
 
 fn disk_error(error: DiskError) -> StoreError {
@@ -135,4 +141,25 @@ pub async fn open_rack<C: Catalog>(
         code: Arc::new(code),
         disk_reads: DiskReads::new(rack.disk_count()),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::disk_latency_seed;
+    use std::collections::BTreeSet;
+
+    #[test]
+    fn seed_zero_keeps_each_disk_on_its_index_and_other_seeds_give_every_disk_another_stream() {
+        let disks = 1152;
+        assert!((0..disks).all(|index| disk_latency_seed(0, index) == index as u64));
+        let mut streams = BTreeSet::new();
+        for latency_seed in [0, 1, 2, 40, u64::MAX] {
+            for index in 0..disks {
+                assert!(
+                    streams.insert(disk_latency_seed(latency_seed, index)),
+                    "seed {latency_seed} disk {index} repeats a stream"
+                );
+            }
+        }
+    }
 }

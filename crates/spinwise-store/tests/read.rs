@@ -327,4 +327,20 @@ async fn a_read_batch_of_zero_or_above_the_limit_is_refused_by_name() {
     store.close().await;
     let text = std::fs::read_to_string(data.join("store.toml")).unwrap();
     assert!(!text.contains("read_batch_bytes"), "{text}");
+    assert!(!text.contains("latency_seed"), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_latency_seed_round_trips_through_store_toml() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let mut seeded = config();
+    seeded.latency_seed = 7;
+    let store = Store::init_sqlite(&data, seeded).await.unwrap();
+    store.close().await;
+    let text = std::fs::read_to_string(data.join("store.toml")).unwrap();
+    assert!(text.contains("latency_seed = 7\n"), "{text}");
+    let reopened = Store::open_sqlite(&data).await.unwrap();
+    assert_eq!(reopened.config().latency_seed, 7);
+    reopened.close().await;
 }

@@ -27,8 +27,11 @@
 //! modulo the groups, which `Store::flush_placed` follows), and each is read once.
 //!
 //! The simulator replays each trace with [`SIMULATOR_SEEDS`] seeds (other latency draws) and the
-//! store once; the summary and the figures set the store's run against the simulator's median
-//! and min–max, and `requests-b{b}.csv` keeps every read of the base seed and of the store.
+//! store `--store-runs` times (default once; run i's emulated disks draw under
+//! `StoreConfig::latency_seed` i, its row's seed is the base seed + i). The summary and the
+//! figures set the store's run, or its runs' median and min–max, against the simulator's median
+//! and min–max, and `requests-b{b}.csv` keeps every read of the base seed and of the store's
+//! first run.
 //!
 //! Invariants: the trace is a pure function of (seed, b), and both systems replay that very
 //! trace; the simulator's rows are deterministic, the store's are wall-clock measurements (they
@@ -189,7 +192,8 @@ pub fn fig4(context: &Context) -> CliResult<Outcome> {
         time_factor: context.store_time_factor.unwrap_or(DEFAULT_TIME_FACTOR),
         network_gbps: context.network_gbps.unwrap_or(Some(DEFAULT_NETWORK_GBPS)),
     };
-    let progress = ProgressBar::new(bursts.len() as u64 * 2);
+    let store_runs = u64::from(context.store_runs);
+    let progress = ProgressBar::new(bursts.len() as u64 * (1 + store_runs));
     progress.set_style(
         ProgressStyle::with_template(
             "{spinner} {msg} {pos}/{len} runs [{bar:40}] {elapsed_precise}",
@@ -214,13 +218,21 @@ pub fn fig4(context: &Context) -> CliResult<Outcome> {
             reads.extend(seed_reads);
         }
         progress.inc(1);
-        progress.set_message(format!("pelican-fig4: store, b = {requests} (real time)"));
-        let rack = (rack_toml.as_str(), &rack);
-        let (row, stored_reads) = stored_row(rack, &layout, &trace, context.base_seed, scale)?;
-        rows.push(row);
-        reads.extend(stored_reads);
+        for run in 0..store_runs {
+            progress.set_message(format!(
+                "pelican-fig4: store, b = {requests}, run {} of {store_runs} (real time)",
+                run + 1
+            ));
+            let rack = (rack_toml.as_str(), &rack);
+            let seed = context.base_seed.wrapping_add(run);
+            let (row, stored_reads) = stored_row(rack, &layout, &trace, (seed, run), scale)?;
+            rows.push(row);
+            if run == 0 {
+                reads.extend(stored_reads);
+            }
+            progress.inc(1);
+        }
         requests_by_burst.push((requests, reads));
-        progress.inc(1);
     }
     progress.finish_and_clear();
     let summary = summary(&rows, bursts, scale);
@@ -310,12 +322,13 @@ fn scaled_layout(layout: &Layout, scale: Scale) -> Layout {
     scaled
 }
 
-/// The store's replay of `trace`; `rack` is the rack's TOML and the rack it parses to.
+/// The store's replay of `trace`; `rack` is the rack's TOML and the rack it parses to, `seeds`
+/// the row's seed and the disks' latency seed.
 fn stored_row(
     rack: (&str, &Rack),
     layout: &Layout,
     trace: &[TraceRecord],
-    seed: u64,
+    (seed, latency_seed): (u64, u64),
     scale: Scale,
 ) -> CliResult<(Row, Vec<RequestRow>)> {
     let directory = tempfile::tempdir().map_err(crate::error::io_error(&std::env::temp_dir()))?;
@@ -328,7 +341,7 @@ fn stored_row(
         rack,
         layout,
         trace,
-        seed,
+        latency_seed,
         scale,
     ))?;
     let row = store_row(&report, trace.len() as u64, seed, scale);
@@ -379,7 +392,7 @@ async fn store_replay(
     (rack_toml, rack): (&str, &Rack),
     layout: &Layout,
     trace: &[TraceRecord],
-    seed: u64,
+    latency_seed: u64,
     scale: Scale,
 ) -> CliResult<ReplayReport> {
     let scaled_bytes = (BLOB_BYTES as f64 * scale.bytes_factor()).round() as usize;
@@ -389,13 +402,14 @@ async fn store_replay(
         scaled_layout(layout, scale),
     );
     config.fragment_bytes = FRAGMENT_BYTES;
+    config.latency_seed = latency_seed;
     // The preload is not measured: it runs at time factor PRELOAD_TIME_FACTOR and the host's
     // speed, then the store is reopened at the replay's scale.
     config.time_factor = PRELOAD_TIME_FACTOR;
     let store = Store::init_sqlite(data, config.clone())
         .await
         .map_err(store_error)?;
-    preload(&store, trace, scaled_bytes, seed, layout).await?;
+    preload(&store, trace, scaled_bytes, layout).await?;
     store.close().await;
     config.time_factor = scale.time_factor;
     config.disk_bandwidth_scale = Some(BANDWIDTH_SCALE);
@@ -456,10 +470,10 @@ async fn preload(
     store: &SqliteStore,
     trace: &[TraceRecord],
     bytes: usize,
-    seed: u64,
     layout: &Layout,
 ) -> CliResult<()> {
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    // The content is never compared, only read; one stream for every run.
+    let mut rng = ChaCha8Rng::seed_from_u64(0);
     let mut content = vec![0u8; bytes];
     let groups = layout.groups.len() as u32;
     // Staged in group order, so the flush (which migrates placed objects in log order) spins
@@ -535,7 +549,7 @@ fn store_row(report: &ReplayReport, requests: u64, seed: u64, scale: Scale) -> R
     }
 }
 
-/// The simulator's median over its seeds with min–max whiskers, or the store's one run, per b.
+/// A system's median over its runs per b, with min–max whiskers when it ran more than once.
 fn series(rows: &[Row], system: &'static str, y: fn(&Row) -> f64) -> Series {
     let mut bursts: Vec<u64> = rows.iter().map(|r| r.burst_requests).collect();
     bursts.dedup();
@@ -550,12 +564,14 @@ fn series(rows: &[Row], system: &'static str, y: fn(&Row) -> f64) -> Series {
             Some(point)
         })
         .collect();
+    // The median, whiskers at min and max (the summary says so).
+    let name = match runs_per_burst(rows, system) {
+        1 => system.to_string(),
+        runs if system == "simulator" => format!("simulator, {runs} seeds"),
+        runs => format!("{system}, {runs} runs"),
+    };
     Series {
-        name: match system {
-            // The median, whiskers at min and max (the summary says so).
-            "simulator" => format!("simulator, {SIMULATOR_SEEDS} seeds"),
-            _ => system.into(),
-        },
+        name,
         style: SeriesStyle::LineWithMarkers,
         points,
     }
@@ -646,9 +662,61 @@ fn figures(rows: &[Row]) -> Vec<Figure> {
     ]
 }
 
-fn row<'a>(rows: &'a [Row], system: &str, requests: u64) -> Option<&'a Row> {
+/// How many runs of each burst `system` made (the first burst's count; every burst has as many).
+fn runs_per_burst(rows: &[Row], system: &str) -> usize {
+    let Some(first) = rows.iter().find(|r| r.system == system) else {
+        return 0;
+    };
     rows.iter()
-        .find(|r| r.system == system && r.burst_requests == requests)
+        .filter(|r| r.system == system && r.burst_requests == first.burst_requests)
+        .count()
+}
+
+/// Counts of store values inside the simulator's range: (inside, compared).
+#[derive(Default)]
+struct Inside {
+    medians: (usize, usize),
+    runs: (usize, usize),
+}
+
+impl Inside {
+    fn count(tally: &mut (usize, usize), inside: bool) {
+        tally.0 += usize::from(inside);
+        tally.1 += 1;
+    }
+}
+
+/// One summary cell: the simulator's median [min–max] / the store's run, or its median
+/// [min–max] over several, with the store's difference from the simulator's median; † when the
+/// store's median lies outside the simulator's range.
+fn cell(rows: &[Row], requests: u64, y: fn(&Row) -> f64, inside: &mut Inside) -> String {
+    let (Some(sim), Some(store)) = (
+        Spread::of(rows, "simulator", requests, y),
+        Spread::of(rows, "store", requests, y),
+    ) else {
+        return "—".to_string();
+    };
+    let median_inside = sim.contains(store.median);
+    Inside::count(&mut inside.medians, median_inside);
+    for run in rows
+        .iter()
+        .filter(|r| r.system == "store" && r.burst_requests == requests)
+    {
+        Inside::count(&mut inside.runs, sim.contains(y(run)));
+    }
+    let store_text = if store.runs == 1 {
+        format!("{:.2}", store.median)
+    } else {
+        format!("{:.2} [{:.2}–{:.2}]", store.median, store.min, store.max)
+    };
+    format!(
+        "{:.2} [{:.2}–{:.2}] / {store_text} ({:+.0}%){}",
+        sim.median,
+        sim.min,
+        sim.max,
+        relative(store.median, sim.median) * 100.0,
+        if median_inside { "" } else { " \u{2020}" }
+    )
 }
 
 fn summary(rows: &[Row], bursts: &[u64], scale: Scale) -> String {
@@ -671,58 +739,146 @@ fn summary(rows: &[Row], bursts: &[u64], scale: Scale) -> String {
         rate(scale.time_factor),
         rate(scale.bytes_factor())
     );
-    text.push_str(&format!(
-        "Each cell: the simulator's median over {SIMULATOR_SEEDS} seeds [its min–max] / the \
-         store's run (its difference from the simulator's median). The seeds replay the same \
-         trace with other latency draws; **\u{2020}** marks a store value outside the \
-         simulator's range.\n\n"
-    ));
+    let store_runs = runs_per_burst(rows, "store");
+    text.push_str(&if store_runs == 1 {
+        format!(
+            "Each cell: the simulator's median over {SIMULATOR_SEEDS} seeds [its min–max] / the \
+             store's run (its difference from the simulator's median). The seeds replay the same \
+             trace with other latency draws; **\u{2020}** marks a store value outside the \
+             simulator's range.\n\n"
+        )
+    } else {
+        format!(
+            "Each cell: the simulator's median over {SIMULATOR_SEEDS} seeds [its min–max] / the \
+             store's median over {store_runs} runs [their min–max] (its difference from the \
+             simulator's median). The simulator's seeds replay the same trace with other latency \
+             draws, and so do the store's runs (each with its emulated disks on another latency \
+             seed); **\u{2020}** marks a store median outside the simulator's range.\n\n"
+        )
+    });
     text.push_str(
         "| b | throughput (Gbps) | completion mean (s) | ttfb mean (s) | service mean (s) | spin-ups | store rejected, errors |\n\
          |---|---|---|---|---|---|---|\n",
     );
-    let mut outside = 0;
-    let mut compared = 0;
+    let mut inside = Inside::default();
     for &requests in bursts {
-        let Some(store) = row(rows, "store", requests) else {
+        let stored: Vec<&Row> = rows
+            .iter()
+            .filter(|r| r.system == "store" && r.burst_requests == requests)
+            .collect();
+        if stored.is_empty() {
             continue;
+        }
+        let throughput = cell(rows, requests, |r| r.throughput_gbps, &mut inside);
+        let completion = cell(rows, requests, |r| r.completion_mean_s, &mut inside);
+        let ttfb = cell(rows, requests, |r| r.ttfb_mean_s, &mut inside);
+        let service = cell(rows, requests, |r| r.service_mean_s, &mut inside);
+        let spin_ups = |system| Spread::of(rows, system, requests, |r| r.spin_ups as f64);
+        let spin_ups = match (spin_ups("simulator"), spin_ups("store")) {
+            (Some(sim), Some(store)) if store.runs == 1 => {
+                format!("{:.0}–{:.0} / {:.0}", sim.min, sim.max, store.median)
+            }
+            (Some(sim), Some(store)) => format!(
+                "{:.0}–{:.0} / {:.0}–{:.0}",
+                sim.min, sim.max, store.min, store.max
+            ),
+            _ => "—".to_string(),
         };
-        let mut cell = |y: fn(&Row) -> f64| {
-            let Some(sim) = Spread::of(rows, "simulator", requests, y) else {
-                return "—".to_string();
-            };
-            let value = y(store);
-            compared += 1;
-            let mark = if sim.contains(value) {
-                ""
-            } else {
-                outside += 1;
-                " \u{2020}"
-            };
-            format!(
-                "{:.2} [{:.2}–{:.2}] / {value:.2} ({:+.0}%){mark}",
-                sim.median,
-                sim.min,
-                sim.max,
-                relative(value, sim.median) * 100.0
-            )
-        };
-        let throughput = cell(|r| r.throughput_gbps);
-        let completion = cell(|r| r.completion_mean_s);
-        let ttfb = cell(|r| r.ttfb_mean_s);
-        let service = cell(|r| r.service_mean_s);
-        let spin_ups = Spread::of(rows, "simulator", requests, |r| r.spin_ups as f64)
-            .map_or("—".to_string(), |sim| {
-                format!("{:.0}–{:.0} / {}", sim.min, sim.max, store.spin_ups)
-            });
+        let rejected: u64 = stored.iter().map(|r| r.rejected).sum();
+        let errors: u64 = stored.iter().map(|r| r.errors).sum();
         text.push_str(&format!(
-            "| {requests} | {throughput} | {completion} | {ttfb} | {service} | {spin_ups} | {}, {} |\n",
-            store.rejected, store.errors,
+            "| {requests} | {throughput} | {completion} | {ttfb} | {service} | {spin_ups} | {rejected}, {errors} |\n",
         ));
     }
-    text.push_str(&format!(
-        "\nThe store falls inside the simulator's range on {} of {compared} means.\n",
-        compared - outside
-    ));
+    let (medians_inside, means) = inside.medians;
+    if store_runs == 1 {
+        text.push_str(&format!(
+            "\nThe store falls inside the simulator's range on {medians_inside} of {means} means.\n"
+        ));
+    } else {
+        let (runs_inside, runs) = inside.runs;
+        text.push_str(&format!(
+            "\nThe store's median falls inside the simulator's range on {medians_inside} of \
+             {means} means, and its single runs on {runs_inside} of {runs}.\n"
+        ));
+    }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A row of `system` for burst 60 whose four compared means are all `value`.
+    fn row_of(system: &'static str, seed: u64, value: f64) -> Row {
+        Row {
+            system,
+            burst_requests: 60,
+            seed,
+            time_factor: 1.0,
+            bandwidth_scale: 1.0,
+            network_gbps: Some(8.5),
+            requests: 60,
+            completed: 60,
+            rejected: 0,
+            errors: 0,
+            throughput_gbps: value,
+            drained_s: 100.0,
+            ttfb_mean_s: value,
+            ttfb_p50_s: value,
+            ttfb_p99_s: value,
+            ttfb_max_s: value,
+            completion_mean_s: value,
+            completion_p50_s: value,
+            completion_p99_s: value,
+            completion_max_s: value,
+            service_mean_s: value,
+            service_p50_s: value,
+            service_p99_s: value,
+            service_max_s: value,
+            spin_ups: 36,
+        }
+    }
+
+    fn summary_of(store_values: &[f64]) -> String {
+        let mut rows: Vec<Row> = (0..5)
+            .map(|seed| row_of("simulator", seed, 1.0 + seed as f64 * 0.1))
+            .collect();
+        for (run, value) in store_values.iter().enumerate() {
+            rows.push(row_of("store", run as u64, *value));
+        }
+        let scale = Scale {
+            time_factor: 0.05,
+            network_gbps: Some(8.5),
+        };
+        summary(&rows, &[60], scale)
+    }
+
+    #[test]
+    fn one_store_run_is_set_against_the_simulators_median_and_marked_when_outside_its_range() {
+        let inside = summary_of(&[1.3]);
+        assert!(
+            inside.contains("1.20 [1.00–1.40] / 1.30 (+8%) |"),
+            "{inside}"
+        );
+        assert!(inside.contains("inside the simulator's range on 4 of 4 means."));
+        let outside = summary_of(&[1.5]);
+        assert!(outside.contains("/ 1.50 (+25%) \u{2020}"), "{outside}");
+        assert!(outside.contains("on 0 of 4 means."), "{outside}");
+    }
+
+    #[test]
+    fn several_store_runs_give_their_median_and_range_and_count_runs_inside_apart() {
+        let text = summary_of(&[1.1, 1.3, 1.6]);
+        assert!(text.contains("the store's median over 3 runs"), "{text}");
+        assert!(
+            text.contains("1.20 [1.00–1.40] / 1.30 [1.10–1.60] (+8%) |"),
+            "{text}"
+        );
+        assert!(
+            text.contains("on 4 of 4 means, and its single runs on 8 of 12."),
+            "{text}"
+        );
+        assert!(text.contains("| 36–36 / 36–36 |"), "{text}");
+    }
 }

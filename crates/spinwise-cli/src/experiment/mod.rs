@@ -83,6 +83,12 @@ pub struct ExperimentArgs {
     /// alone).
     #[arg(long, value_name = "G|unbounded")]
     pub network_gbps: Option<String>,
+    /// pelican-fig4 only: the store's replays of each burst (default 1, at most 100), run i with
+    /// its emulated disks drawing their latencies under seed i, as the simulator replays each
+    /// burst under 40 seeds. With more than one, the summary and the figures give the store's
+    /// median and range beside the simulator's. Each run takes as long as the first.
+    #[arg(long, value_name = "N")]
+    pub store_runs: Option<u32>,
     /// Print JSON: the list with --list, else a summary of the run.
     #[arg(long)]
     pub json: bool,
@@ -103,6 +109,8 @@ pub struct Context {
     pub store_time_factor: Option<f64>,
     /// The cross-validation's network, when given (`--network-gbps`; `Some(None)`: unbounded).
     pub network_gbps: Option<Option<f64>>,
+    /// The cross-validation's store replays per burst (`--store-runs`; at least 1).
+    pub store_runs: u32,
     pool: rayon::ThreadPool,
 }
 
@@ -169,6 +177,9 @@ pub struct Experiment {
     pub description: &'static str,
     run: fn(&Context) -> CliResult<Outcome>,
 }
+
+/// The most store replays per burst `--store-runs` takes (each is minutes at the default scale).
+pub const MAX_STORE_RUNS: u32 = 100;
 
 /// Every experiment, in the order `--list` prints them.
 pub const EXPERIMENTS: &[Experiment] = &[
@@ -247,6 +258,7 @@ pub fn run(args: &ExperimentArgs) -> CliResult<()> {
     let cross_validation_only = [
         ("--store-time-factor", args.store_time_factor.is_some()),
         ("--network-gbps", args.network_gbps.is_some()),
+        ("--store-runs", args.store_runs.is_some()),
     ];
     if let Some((flag, _)) = cross_validation_only.iter().find(|(_, given)| *given)
         && experiment.name != "pelican-fig4"
@@ -347,6 +359,12 @@ fn context(args: &ExperimentArgs) -> CliResult<Context> {
             "--store-time-factor must be a number in (0, 1], got {factor}"
         )));
     }
+    let store_runs = args.store_runs.unwrap_or(1);
+    if !(1..=MAX_STORE_RUNS).contains(&store_runs) {
+        return Err(CliError::Usage(format!(
+            "--store-runs must be 1 to {MAX_STORE_RUNS}, got {store_runs}"
+        )));
+    }
     let network_gbps = args
         .network_gbps
         .as_deref()
@@ -355,6 +373,7 @@ fn context(args: &ExperimentArgs) -> CliResult<Context> {
     Ok(Context {
         store_time_factor: args.store_time_factor,
         network_gbps,
+        store_runs,
         blob_sizes,
         blob_bytes,
         hours,
