@@ -1007,6 +1007,65 @@ fn a_loaded_class_waits_for_a_switch_on_its_shared_link_and_switches_when_its_pa
 }
 
 #[test]
+fn with_three_classes_on_a_link_a_class_waits_for_a_switch_only_while_no_partner_streams() {
+    for z_streams in [true, false] {
+        let (_, mut layout) = one_at_a_time();
+        layout.scheduler.stagger_switches_min_queue = Some(2);
+        let classes = layout.classes.clone().expect("pelican has classes");
+        let x = common::same_class_pair(&layout);
+        let class_x = classes[x.0 as usize];
+        let groups_of = |class: u32| -> Vec<u32> {
+            (0..classes.len() as u32)
+                .filter(|g| classes[*g as usize] == class)
+                .collect()
+        };
+        let (y, z) = (groups_of(class_x + 1), groups_of(class_x + 2)[0]);
+        let on_the_link = class_x..=class_x + 2;
+        let links: Vec<usize> = classes
+            .iter()
+            .map(|c| if on_the_link.contains(c) { class_x } else { *c } as usize)
+            .collect();
+        let mut scheduler = ClassScheduler::new(&layout).unwrap();
+        scheduler.share_links(&links);
+        scheduler.submit(0, client(0, x.0)).unwrap();
+        for id in 1..4 {
+            scheduler.submit(0, client(id, x.1)).unwrap();
+        }
+        scheduler.submit(0, client(10, y[0])).unwrap();
+        scheduler.submit(0, client(11, y[1])).unwrap();
+        scheduler.submit(0, client(20, z)).unwrap();
+        assert_eq!(
+            poll_all(&mut scheduler, 0).len(),
+            3,
+            "x1, y1 and z1 spin up"
+        );
+        for group in [x.0, y[0], z] {
+            scheduler.spun_up(SPIN_UP_US, group);
+        }
+        assert_eq!(
+            served_ids(&poll_all(&mut scheduler, SPIN_UP_US)),
+            [0, 10, 20]
+        );
+        if !z_streams {
+            scheduler.served(10_500_000, &client(20, z));
+            assert_eq!(poll_all(&mut scheduler, 10_500_000), [], "Z idles, up");
+        }
+        scheduler.served(11_000_000, &client(10, y[0]));
+        assert_eq!(
+            poll_all(&mut scheduler, 11_000_000),
+            [Action::SpinDown(y[0])]
+        );
+        scheduler.served(12_000_000, &client(0, x.0));
+        let x_done = poll_all(&mut scheduler, 12_000_000);
+        if z_streams {
+            assert_eq!(x_done, [Action::SpinDown(x.0)], "Z keeps the link busy");
+        } else {
+            assert_eq!(x_done, [], "X's switch would leave the link idle");
+        }
+    }
+}
+
+#[test]
 fn without_a_shared_link_or_below_the_queue_threshold_or_with_an_expedited_read_a_class_switches_at_once()
  {
     for (min_queue, share, expedited_read) in [(2, false, false), (4, true, false), (2, true, true)]
