@@ -197,48 +197,7 @@ fn pelican_fig4_quick_replays_each_burst_in_the_simulator_and_the_store_and_they
     assert_eq!(table.numbers("completed"), bursts);
     assert!(table.numbers("rejected").iter().all(|r| *r == 0.0));
     assert!(table.numbers("errors").iter().all(|e| *e == 0.0));
-    // The same reads land in the same groups: the spin-ups agree (the store may batch a read
-    // that arrives while its group is still spinning up, as some of the simulator's seeds do).
-    let spin_ups = table.numbers("spin_ups");
-    let (simulated, stored) = split_by_system(&systems, &spin_ups);
-    for (stores, seeds_of_burst) in stored.chunks(store_runs).zip(simulated.chunks(seeds)) {
-        let low = seeds_of_burst.iter().copied().fold(f64::INFINITY, f64::min);
-        let high = seeds_of_burst.iter().copied().fold(0.0, f64::max);
-        for store in stores {
-            assert!(
-                *store >= low - 1.0 && *store <= high + 1.0,
-                "{store} vs {low}–{high}"
-            );
-        }
-    }
-    // Both read through the paper's 8.5 Gbps NIC, and it binds: 1 GB alone takes 0.94 s through
-    // it, against 0.64 s off the 15 disks, in the simulator and in the store's replay alike.
-    assert!(table.numbers("network_gbps").iter().all(|g| *g == 8.5));
-    let nic_alone_s = 8.0 / 8.5;
-    for service_s in table.numbers("service_p50_s") {
-        assert!(service_s >= 0.9 * nic_alone_s, "{service_s} s");
-    }
-    // Wall-clock measurements on a possibly loaded host, so the bounds are wide; they still
-    // catch a read path that streams one disk at a time (service × 2.2 before the column
-    // threads) or a scaling mistake (a factor of 1/f = 20).
-    for metric in ["service_mean_s", "completion_mean_s", "throughput_gbps"] {
-        let values = table.numbers(metric);
-        let (simulated, stored) = split_by_system(&systems, &values);
-        for (stores, seeds_of_burst) in stored.chunks(store_runs).zip(simulated.chunks(seeds)) {
-            let median = {
-                let mut sorted = seeds_of_burst.to_vec();
-                sorted.sort_by(f64::total_cmp);
-                (sorted[seeds / 2 - 1] + sorted[seeds / 2]) / 2.0
-            };
-            for store in stores {
-                let ratio = store / median;
-                assert!(
-                    (0.6..1.7).contains(&ratio),
-                    "{metric}: store / simulator median = {ratio:.2} ({values:?})"
-                );
-            }
-        }
-    }
+    assert_store_near_simulator(&table, seeds, store_runs);
     for figure in [
         "throughput",
         "completion_time",
@@ -281,6 +240,74 @@ fn pelican_fig4_quick_replays_each_burst_in_the_simulator_and_the_store_and_they
             assert!(serve[read] >= submitted[read] - 0.1 && serve[read] < last_byte[read]);
         }
     }
+}
+
+/// The agreement `pelican-fig4` must show in `table` (`seeds` simulator rows, then `store_runs`
+/// store rows, per burst): the same spin-ups within one, every read through the 8.5 Gbps NIC,
+/// and each store run's means within wide bounds of the simulator's median.
+fn assert_store_near_simulator(table: &Table, seeds: usize, store_runs: usize) {
+    let systems = table.column("system");
+    // The same reads land in the same groups: the spin-ups agree (the store may batch a read
+    // that arrives while its group is still spinning up, as some of the simulator's seeds do).
+    let spin_ups = table.numbers("spin_ups");
+    let (simulated, stored) = split_by_system(&systems, &spin_ups);
+    for (stores, seeds_of_burst) in stored.chunks(store_runs).zip(simulated.chunks(seeds)) {
+        let low = seeds_of_burst.iter().copied().fold(f64::INFINITY, f64::min);
+        let high = seeds_of_burst.iter().copied().fold(0.0, f64::max);
+        for store in stores {
+            assert!(
+                *store >= low - 1.0 && *store <= high + 1.0,
+                "{store} vs {low}–{high}"
+            );
+        }
+    }
+    // Both read through the paper's 8.5 Gbps NIC, and it binds: 1 GB alone takes 0.94 s through
+    // it, against 0.64 s off the 15 disks, in the simulator and in the store's replay alike.
+    assert!(table.numbers("network_gbps").iter().all(|g| *g == 8.5));
+    let nic_alone_s = 8.0 / 8.5;
+    for service_s in table.numbers("service_p50_s") {
+        assert!(service_s >= 0.9 * nic_alone_s, "{service_s} s");
+    }
+    // Wall-clock measurements on a possibly loaded host, so the bounds are wide; they still
+    // catch a read path that streams one disk at a time (service × 2.2 before the column
+    // threads) or a scaling mistake (a factor of 1/f = 20).
+    for metric in ["service_mean_s", "completion_mean_s", "throughput_gbps"] {
+        let values = table.numbers(metric);
+        let (simulated, stored) = split_by_system(&systems, &values);
+        for (stores, seeds_of_burst) in stored.chunks(store_runs).zip(simulated.chunks(seeds)) {
+            let median = {
+                let mut sorted = seeds_of_burst.to_vec();
+                sorted.sort_by(f64::total_cmp);
+                (sorted[seeds / 2 - 1] + sorted[seeds / 2]) / 2.0
+            };
+            for store in stores {
+                let ratio = store / median;
+                assert!(
+                    (0.6..1.7).contains(&ratio),
+                    "{metric}: store / simulator median = {ratio:.2} ({values:?})"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn pelican_fig4_with_staggered_switches_runs_the_rule_in_both_systems_and_they_still_agree() {
+    let dir = TempDir::new("pelican-fig4-staggered");
+    run_quick("pelican-fig4", dir.path(), &["--stagger-switches", "2"]);
+    let table = Table::read(&dir.join("results.csv"));
+    assert!(
+        table
+            .numbers("stagger_switches_min_queue")
+            .iter()
+            .all(|depth| *depth == 2.0)
+    );
+    assert_store_near_simulator(&table, 40, 1);
+    let summary = std::fs::read_to_string(dir.join("summary.md")).unwrap();
+    assert!(
+        summary.contains("with staggered switches from 2 queued reads"),
+        "{summary}"
+    );
 }
 
 /// `values` split into the simulator's rows and the store's, each in file order.
@@ -336,6 +363,16 @@ fn store_runs_outside_one_to_a_hundred_are_refused() {
 }
 
 #[test]
+fn staggered_switches_outside_one_to_the_queue_depth_are_refused() {
+    let flags = ["0", "1001"].map(|bad| format!("--stagger-switches={bad}"));
+    assert_each_refused(
+        "pelican-fig4",
+        &flags,
+        &["--stagger-switches", "queue depth"],
+    );
+}
+
+#[test]
 fn a_network_that_is_not_a_positive_number_or_unbounded_is_refused() {
     let flags = ["0", "-8.5", "inf", "fast"].map(|bad| format!("--network-gbps={bad}"));
     assert_each_refused("pelican-fig4", &flags, &["--network-gbps"]);
@@ -347,6 +384,7 @@ fn the_cross_validation_flags_are_refused_by_the_other_experiments() {
         "--network-gbps=8.5",
         "--store-time-factor=0.1",
         "--store-runs=2",
+        "--stagger-switches=2",
     ]
     .map(String::from);
     assert_each_refused("pelican-fig5", &flags, &["pelican-fig4 only"]);

@@ -89,6 +89,11 @@ pub struct ExperimentArgs {
     /// median and range beside the simulator's. Each run takes as long as the first.
     #[arg(long, value_name = "N")]
     pub store_runs: Option<u32>,
+    /// pelican-fig4 only: both systems stagger the switches of classes sharing the NIC from N
+    /// queued reads (not in Pelican; `spinwise sim --stagger-switches`, docs/simulator.md
+    /// "Staggered switches"): the simulator's rule against the store's driver.
+    #[arg(long, value_name = "N")]
+    pub stagger_switches: Option<u32>,
     /// Print JSON: the list with --list, else a summary of the run.
     #[arg(long)]
     pub json: bool,
@@ -111,6 +116,9 @@ pub struct Context {
     pub network_gbps: Option<Option<f64>>,
     /// The cross-validation's store replays per burst (`--store-runs`; at least 1).
     pub store_runs: u32,
+    /// The cross-validation's staggered switches (`--stagger-switches`), checked against the
+    /// layout by the experiment.
+    pub stagger_switches: Option<u32>,
     pool: rayon::ThreadPool,
 }
 
@@ -259,6 +267,7 @@ pub fn run(args: &ExperimentArgs) -> CliResult<()> {
         ("--store-time-factor", args.store_time_factor.is_some()),
         ("--network-gbps", args.network_gbps.is_some()),
         ("--store-runs", args.store_runs.is_some()),
+        ("--stagger-switches", args.stagger_switches.is_some()),
     ];
     if let Some((flag, _)) = cross_validation_only.iter().find(|(_, given)| *given)
         && experiment.name != "pelican-fig4"
@@ -374,6 +383,7 @@ fn context(args: &ExperimentArgs) -> CliResult<Context> {
         store_time_factor: args.store_time_factor,
         network_gbps,
         store_runs,
+        stagger_switches: args.stagger_switches,
         blob_sizes,
         blob_bytes,
         hours,
