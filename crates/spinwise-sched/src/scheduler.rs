@@ -97,19 +97,33 @@
 //! the time, against 11–12% if they switched independently; docs/simulator.md). With the
 //! layout's `stagger_switches_min_queue` set and the links named
 //! ([`ClassScheduler::share_links`]), a class that has nothing left for its spinning group and
-//! holds at least that many queued client reads does not spin its group down while a class
-//! sharing a link with it is switching (spinning a group down or up, or resting with work to
-//! do) and no class sharing it streams client reads: while its own switch would leave the link
-//! idle. It switches once a partner streams, so its switch overlaps that partner's streaming.
+//! holds at least that many queued client reads does not spin its group down while
+//!
+//! - a class sharing a link with it is switching (spinning a group down or up, or resting with
+//!   work to do) whose last batch lasted at least as long as this class's last switch, and
+//! - no class sharing the link streams client reads: its own switch would leave the link idle.
+//!
+//! It switches once a partner streams, so its switch overlaps that partner's streaming. The
+//! wait costs nothing the link could have used (the class had nothing to send), only the time
+//! until the class's next batch, which grows meanwhile. What it buys depends on the batches:
+//! with batches of T seconds alone on the link and switches of S, classes in step use the link
+//! 2T / (S + 2T) of the time and staggered ones min(1, T / S), so staggering pays from T > S / 2.
+//! A batch that shared the link lasted about 2T, one that streamed alone T, so "the partner's
+//! last batch (up to its last request served, not counting its own wait) ≥ my last switch"
+//! starts staggering at T ≥ S / 2 and keeps it from T ≥ S. Without that test, short batches
+//! (the prototype's one-read batches against 15 s switches, or u = 50 GB on the pelican rack)
+//! serialised the classes' switches: 12.5 → 8.2 Gbps at u = 50 GB (docs/experiments.md).
+//!
 //! With two classes on a link (Pelican's servers) a switching partner is never streaming; with
 //! three (the prototype's one NIC), waiting whenever any partner switched kept a class waiting
-//! while the third streamed, and the simulator's mean completion at b = 240 doubled. Waiting
-//! costs nothing the link could have used (the class had nothing to send), and its next batch
-//! grows meanwhile. Below the queue threshold (light load, where the link is idle anyway) and
-//! with an expedited read queued, a class never waits. No cycle of waiting can form: only a
-//! class whose group is up waits, and only for one whose switch is under way, which needs
-//! nothing from it (an idle waiting group that blocks a spin-up is spun down like any idle
-//! blocker).
+//! while the third streamed, and the simulator's mean completion at b = 240 doubled. Below the
+//! queue threshold (light load, where the link is idle anyway), with an expedited read queued,
+//! and with rebuild work queued, a class never waits: a wait delays the class's next turn of
+//! either queue, and the rebuild restores redundancy (waiting while a disk was being rebuilt on
+//! the pelican rack at 2 req/s stretched the rebuild from 23.0 to 24.6 h). No cycle of waiting
+//! can form: only a class whose group is up waits, and only for one whose switch is under way,
+//! which needs nothing from it (an idle waiting group that blocks a spin-up is spun down like
+//! any idle blocker).
 //!
 //! Invariants: at most one group per class is not resting; at most
 //! `concurrent_requests_per_class` requests per class are being served, all by its active group;
@@ -200,6 +214,17 @@ struct Class {
     /// that had no group), and the queue charged for it once known.
     switch_started_us: Option<u64>,
     switch_queue: Option<Queue>,
+    /// When the class's group last came up: its batch began.
+    active_since_us: Option<u64>,
+    /// From `active_since_us` to the last request served since: the batch so far, without the
+    /// time the class then held its group waiting for a partner.
+    batch_so_far_us: Option<u64>,
+    /// How long the class's last batch lasted (its group up until its last request served
+    /// before the class spun the group down to switch) and its last switch (spin-down begun
+    /// until the next group up), in µs: what a staggering class compares (module
+    /// documentation, "Staggered switches").
+    last_batch_us: Option<u64>,
+    last_switch_us: Option<u64>,
 }
 
 /// The request a class is serving and how to charge it when it is done.
@@ -270,6 +295,10 @@ impl ClassScheduler {
                     yielding: false,
                     switch_started_us: None,
                     switch_queue: None,
+                    active_since_us: None,
+                    batch_so_far_us: None,
+                    last_batch_us: None,
+                    last_switch_us: None,
                 })
             })
             .collect::<Result<Vec<_>, SchedulerError>>()?;
@@ -328,16 +357,23 @@ impl ClassScheduler {
 
     /// Whether `class_index`, about to switch away from its group, waits for a partner's switch
     /// (module documentation, "Staggered switches"): only while its switch would leave the link
-    /// idle, some partner switching and none streaming client reads.
+    /// idle, some partner switching whose last batch lasted at least as long as this class's
+    /// last switch and none streaming client reads, and never with expedited reads or rebuild
+    /// work queued.
     fn waits_for_partner(&self, class_index: usize) -> bool {
         let class = &self.classes[class_index];
         let loaded = self
             .stagger_min_queue
             .is_some_and(|depth| class.client.len() >= depth);
         let partners = || self.partners[class_index].iter().map(|p| &self.classes[*p]);
+        let covers_a_switch = |partner: &Class| {
+            (partner.last_batch_us.zip(class.last_switch_us))
+                .is_some_and(|(batch_us, switch_us)| batch_us >= switch_us)
+        };
         loaded
             && class.expedited.is_empty()
-            && partners().any(Class::is_switching)
+            && class.rebuild.is_empty()
+            && partners().any(|partner| partner.is_switching() && covers_a_switch(partner))
             && !partners().any(Class::streams_client_reads)
     }
 
@@ -423,7 +459,9 @@ impl ClassScheduler {
             .enter(group, self.active)
             .expect("active is never costlier than spinning up");
         class.current = Some((group, Phase::Active));
+        class.active_since_us = Some(now_us);
         let started_us = class.switch_started_us.take().unwrap_or(now_us);
+        class.last_switch_us = Some(elapsed_us(started_us, now_us));
         if let Some(queue) = class.switch_queue.take() {
             class.fair.charge(queue, elapsed_us(started_us, now_us));
         }
@@ -457,6 +495,9 @@ impl ClassScheduler {
             .serving
             .remove(position.expect("served a request not being served"));
         let took_us = serving.charge_us.max(1);
+        if let Some(since_us) = class.active_since_us {
+            class.batch_so_far_us = Some(elapsed_us(since_us, now_us));
+        }
         if serving.in_turn {
             class.fair.charge(serving.queue, took_us);
         } else {
@@ -528,6 +569,8 @@ impl ClassScheduler {
                     let class = &mut self.classes[class_index];
                     class.current = Some((group, Phase::SpinningDown));
                     class.switch_started_us = Some(now_us);
+                    class.active_since_us = None;
+                    class.last_batch_us = class.batch_so_far_us.take();
                     return Some(Action::SpinDown(group));
                 };
                 let request = class

@@ -947,10 +947,15 @@ fn staggered(min_queue: u32, share: bool) -> Staggered {
 }
 
 impl Staggered {
-    /// X serving read 0 on x1 with reads 1–3 for x2 queued (and, if asked, an expedited read for
-    /// x2 from 11.5 s); Y served read 10 on y1 at 11 s and is spinning y1 down to serve read 11
-    /// on y2. Returns what X does when read 0 ends at 12 s.
-    fn x_done_while_y_switches(&mut self, expedited_for_x2: bool) -> Vec<Action> {
+    /// X serving read 0 on x1 with reads 1–3 for x2 queued (and, if asked, an expedited read or
+    /// a rebuild request for x2 half a second before X is done); both groups came up at
+    /// `SPIN_UP_US`, a 10 s switch; Y served read 10 on y1 after `y_batch_us` and is spinning y1
+    /// down to serve read 11 on y2. Returns what X does when read 0 ends a second after Y's.
+    fn x_done_while_y_switches(
+        &mut self,
+        urgent_for_x2: Option<Kind>,
+        y_batch_us: u64,
+    ) -> Vec<Action> {
         let (x, y) = (self.x, self.y);
         let scheduler = &mut self.scheduler;
         scheduler.submit(0, client(0, x.0)).unwrap();
@@ -965,20 +970,42 @@ impl Staggered {
         scheduler.spun_up(SPIN_UP_US, x.0);
         scheduler.spun_up(SPIN_UP_US, y.0);
         assert_eq!(served_ids(&poll_all(scheduler, SPIN_UP_US)).len(), 2);
-        scheduler.served(11_000_000, &client(10, y.0));
+        let y_done_us = SPIN_UP_US + y_batch_us;
+        scheduler.served(y_done_us, &client(10, y.0));
         assert_eq!(
-            poll_all(scheduler, 11_000_000),
+            poll_all(scheduler, y_done_us),
             [Action::SpinDown(y.0)],
             "Y switches to y2"
         );
-        if expedited_for_x2 {
-            scheduler.submit(11_500_000, expedited(4, x.1)).unwrap();
-            assert_eq!(poll_all(scheduler, 11_500_000), []);
+        let x_done_us = y_done_us + 1_000_000;
+        if let Some(kind) = urgent_for_x2 {
+            let urgent = Request {
+                kind,
+                ..client(4, x.1)
+            };
+            scheduler.submit(x_done_us - 500_000, urgent).unwrap();
+            assert_eq!(poll_all(scheduler, x_done_us - 500_000), []);
         }
         let read_zero = client(0, x.0);
-        scheduler.served(12_000_000, &read_zero);
-        poll_all(scheduler, 12_000_000)
+        scheduler.served(x_done_us, &read_zero);
+        poll_all(scheduler, x_done_us)
     }
+}
+
+/// A batch of Y's long enough to cover X's 10 s switch.
+const LONG_BATCH_US: u64 = 11_000_000;
+/// When X is done after Y's long batch.
+const X_DONE_US: u64 = SPIN_UP_US + LONG_BATCH_US + 1_000_000;
+
+#[test]
+fn a_class_does_not_wait_for_a_partner_whose_last_batch_was_shorter_than_its_own_switch() {
+    let mut run = staggered(2, true);
+    let x = run.x;
+    assert_eq!(
+        run.x_done_while_y_switches(None, 1_000_000),
+        [Action::SpinDown(x.0)],
+        "Y streamed 1 s after a 10 s switch: waiting would only delay X"
+    );
 }
 
 #[test]
@@ -986,16 +1013,17 @@ fn a_loaded_class_waits_for_a_switch_on_its_shared_link_and_switches_when_its_pa
     let mut run = staggered(2, true);
     let (x, y) = (run.x, run.y);
     assert_eq!(
-        run.x_done_while_y_switches(false),
+        run.x_done_while_y_switches(None, LONG_BATCH_US),
         [],
         "X waits: Y is switching"
     );
-    run.scheduler.spun_down(12_500_000, y.0);
+    let y_down_us = X_DONE_US + 500_000;
+    run.scheduler.spun_down(y_down_us, y.0);
     assert_eq!(
-        poll_all(&mut run.scheduler, 12_500_000),
+        poll_all(&mut run.scheduler, y_down_us),
         [Action::SpinUp(y.1)]
     );
-    let y_up_us = 12_500_000 + SPIN_UP_US;
+    let y_up_us = y_down_us + SPIN_UP_US;
     run.scheduler.spun_up(y_up_us, y.1);
     let mut after = poll_all(&mut run.scheduler, y_up_us);
     after.sort_by_key(|a| format!("{a:?}"));
@@ -1046,17 +1074,22 @@ fn with_three_classes_on_a_link_a_class_waits_for_a_switch_only_while_no_partner
             served_ids(&poll_all(&mut scheduler, SPIN_UP_US)),
             [0, 10, 20]
         );
+        let y_done_us = SPIN_UP_US + LONG_BATCH_US;
         if !z_streams {
-            scheduler.served(10_500_000, &client(20, z));
-            assert_eq!(poll_all(&mut scheduler, 10_500_000), [], "Z idles, up");
+            scheduler.served(y_done_us - 500_000, &client(20, z));
+            assert_eq!(
+                poll_all(&mut scheduler, y_done_us - 500_000),
+                [],
+                "Z idles, up"
+            );
         }
-        scheduler.served(11_000_000, &client(10, y[0]));
+        scheduler.served(y_done_us, &client(10, y[0]));
         assert_eq!(
-            poll_all(&mut scheduler, 11_000_000),
+            poll_all(&mut scheduler, y_done_us),
             [Action::SpinDown(y[0])]
         );
-        scheduler.served(12_000_000, &client(0, x.0));
-        let x_done = poll_all(&mut scheduler, 12_000_000);
+        scheduler.served(X_DONE_US, &client(0, x.0));
+        let x_done = poll_all(&mut scheduler, X_DONE_US);
         if z_streams {
             assert_eq!(x_done, [Action::SpinDown(x.0)], "Z keeps the link busy");
         } else {
@@ -1066,16 +1099,20 @@ fn with_three_classes_on_a_link_a_class_waits_for_a_switch_only_while_no_partner
 }
 
 #[test]
-fn without_a_shared_link_or_below_the_queue_threshold_or_with_an_expedited_read_a_class_switches_at_once()
+fn without_a_shared_link_or_below_the_queue_threshold_or_with_an_expedited_read_or_rebuild_work_a_class_switches_at_once()
  {
-    for (min_queue, share, expedited_read) in [(2, false, false), (4, true, false), (2, true, true)]
-    {
+    for (min_queue, share, urgent) in [
+        (2, false, None),
+        (4, true, None),
+        (2, true, Some(Kind::Expedited)),
+        (2, true, Some(Kind::Rebuild)),
+    ] {
         let mut run = staggered(min_queue, share);
         let x = run.x;
         assert_eq!(
-            run.x_done_while_y_switches(expedited_read),
+            run.x_done_while_y_switches(urgent, LONG_BATCH_US),
             [Action::SpinDown(x.0)],
-            "min_queue {min_queue}, shared {share}, expedited {expedited_read}"
+            "min_queue {min_queue}, shared {share}, queued {urgent:?}"
         );
     }
 }

@@ -1204,21 +1204,23 @@ async fn a_class_runs_up_to_its_layout_s_concurrent_requests_on_its_group_at_onc
     assert_eq!(report.audit.refusals, 0);
 }
 
-/// Groups x1 and x2 of one pelican class and y1 of another whose reads leave by the same
-/// server's NIC (the layout's `group_read_servers`): partners for staggered switches.
-fn partner_groups(rack: &Rack, layout: &Layout) -> (GroupIndex, GroupIndex, GroupIndex) {
+/// Groups x1 and x2 of one pelican class, and y0 and y1 of another, all four reading through
+/// the same server's NIC (the layout's `group_read_servers`): partners for staggered switches.
+fn partner_groups(rack: &Rack, layout: &Layout) -> [GroupIndex; 4] {
     let server_of = layout.group_read_servers(rack).unwrap();
     let classes = group_of_class(layout);
-    let mut groups_of_x = classes[&0].iter().copied();
-    let x1 = groups_of_x.next().unwrap();
-    let x2 = groups_of_x
-        .find(|g| server_of[*g as usize] == server_of[x1 as usize])
-        .expect("class 0 has two groups on one server");
-    let y1 = (classes.iter().filter(|(class, _)| **class != 0))
-        .flat_map(|(_, groups)| groups.iter().copied())
-        .find(|g| server_of[*g as usize] == server_of[x1 as usize])
-        .expect("another class reads through x1's server");
-    (x1, x2, y1)
+    let x1 = classes[&0][0];
+    let on_x1s_server = |groups: &Vec<GroupIndex>| -> Vec<GroupIndex> {
+        (groups.iter().copied())
+            .filter(|g| server_of[*g as usize] == server_of[x1 as usize])
+            .collect()
+    };
+    let x2 = on_x1s_server(&classes[&0])[1];
+    let y = (classes.iter().filter(|(class, _)| **class != 0))
+        .map(|(_, groups)| on_x1s_server(groups))
+        .find(|groups| groups.len() >= 2)
+        .expect("another class has two groups reading through x1's server");
+    [x1, x2, y[0], y[1]]
 }
 
 /// Until `flag` is set (at most 10 s, so a broken driver fails the test instead of hanging it).
@@ -1243,23 +1245,31 @@ async fn until_phase(driver: &Driver, group: GroupIndex, phase: GroupPhase) {
     panic!("group {group} never reached {phase:?}");
 }
 
-/// Class X serves a job on x1 with one for x2 queued; partner Y starts spinning y1 up (held)
-/// before x1's job ends. Returns x1's phase 200 ms after that job ended while y1 was still
-/// spinning up, and the order in which y1 came up and x1 went down.
+/// Partner Y serves a job on y0 for as long as class X takes to bring x1 up (so Y's batch
+/// covers X's switch), then switches to y1, whose spin-up is held; X serves a job on x1 with
+/// one for x2 queued and finishes while y1 is still spinning up. Returns x1's phase 200 ms
+/// after that, and the order in which y1 came up and x1 went down.
 async fn x_finishes_while_y_spins_up(stagger: Option<u32>) -> (GroupPhase, Vec<GroupActivity>) {
     let (rack, pelican_layout) = pelican();
     let mut layout = pelican_layout.clone();
     layout.scheduler.stagger_switches_min_queue = stagger;
-    let (x1, x2, y1) = partner_groups(rack, &layout);
+    let [x1, x2, y0, y1] = partner_groups(rack, &layout);
     let bench = bench(rack, &layout, BenchOptions::default());
     let driver = bench.driver.clone();
     let mut activity = driver.subscribe_activity();
-    let release = Arc::new(AtomicBool::new(false));
-    let released = release.clone();
-    let first = Job::new(x1, 1 << 20, Kind::Client, move |_: &GroupDisks| {
-        wait_for(&released)
-    });
-    let first = driver.submit(first).await.unwrap();
+    let held_until = |group, release: &Arc<AtomicBool>| {
+        let released = release.clone();
+        Job::new(group, 1 << 20, Kind::Client, move |_: &GroupDisks| {
+            wait_for(&released)
+        })
+    };
+    let (release_y, release_x) = (
+        Arc::new(AtomicBool::new(false)),
+        Arc::new(AtomicBool::new(false)),
+    );
+    let y_batch = driver.submit(held_until(y0, &release_y)).await.unwrap();
+    until_phase(&driver, y0, GroupPhase::Active).await;
+    let first = driver.submit(held_until(x1, &release_x)).await.unwrap();
     until_phase(&driver, x1, GroupPhase::Active).await;
     let touch = |group, name: &'static str| {
         Job::new(group, 1 << 20, Kind::Client, move |disks: &GroupDisks| {
@@ -1269,8 +1279,10 @@ async fn x_finishes_while_y_spins_up(stagger: Option<u32>) -> (GroupPhase, Vec<G
     let second = driver.submit(touch(x2, "second")).await.unwrap();
     let held = HeldSpinUps::new(&bench.hold_spin_up);
     let third = driver.submit(touch(y1, "third")).await.unwrap();
+    release_y.store(true, Ordering::SeqCst);
+    within("y0's job", y_batch.wait()).await.unwrap();
     until_phase(&driver, y1, GroupPhase::SpinningUp).await;
-    release.store(true, Ordering::SeqCst);
+    release_x.store(true, Ordering::SeqCst);
     within("x1's job", first.wait()).await.unwrap();
     tokio::time::sleep(Duration::from_millis(200)).await;
     let x1_phase = driver.state().await.unwrap().groups[x1 as usize].phase;
