@@ -87,6 +87,7 @@ fn summary_json(rack: &Rack, planned: &Plan, elapsed_ms: f64) -> serde_json::Val
             "rebuild_share": layout.scheduler.rebuild_share,
             "max_queue_depth": layout.scheduler.max_queue_depth,
             "concurrent_requests_per_class": layout.scheduler.concurrent_requests_per_class,
+            "stagger_switches_min_queue": layout.scheduler.stagger_switches_min_queue,
         },
         "elapsed_ms": elapsed_ms,
     })
@@ -157,6 +158,11 @@ fn print_summary(rack: &Rack, planned: &Plan, elapsed_ms: f64, out: Option<&Path
         scheduler.max_queue_depth,
         scheduler.concurrent_requests_per_class
     );
+    if let Some(depth) = scheduler.stagger_switches_min_queue {
+        outln!(
+            "             staggered switches: a class queueing ≥ {depth} reads waits for a NIC partner's switch"
+        );
+    }
     outln!("time         {elapsed_ms:.0} ms");
     match out {
         Some(path) => outln!("wrote        {}", path.display()),

@@ -88,12 +88,17 @@ pub struct SimArgs {
     /// docs/simulator.md "Concurrent requests"). FP and the random layout serve one at a time.
     #[arg(long, value_name = "N")]
     pub concurrent_requests: Option<u32>,
-    /// What if Pelican's classes staggered their group switches (not in the paper): a class
-    /// holding at least N queued client reads does not switch while another class sending
-    /// through the same server's NIC is switching, so one streams while the other switches
-    /// (1 to the queue depth; needs a NIC; docs/simulator.md "Staggered switches").
-    #[arg(long, value_name = "N")]
+    /// Staggered group switches from N queued reads (not in the paper; the pelican preset sets
+    /// 100): a class holding at least N queued client reads does not switch while another class
+    /// sending through the same server's NIC is switching and none streams, so one streams
+    /// while the other switches (1 to the queue depth; needs a NIC; docs/simulator.md
+    /// "Staggered switches"). Overrides the layout's `stagger_switches_min_queue`.
+    #[arg(long, value_name = "N", conflicts_with = "no_stagger_switches")]
     pub stagger_switches: Option<u32>,
+    /// Pelican's scheduler as §2.3 describes it: every class switches groups independently,
+    /// whatever the layout's `stagger_switches_min_queue` says.
+    #[arg(long)]
+    pub no_stagger_switches: bool,
     /// Mount with the rack's low-load distribution at every load, dropping its
     /// `mount_latency_high_load_s` (the stragglers under load, Pelican §4.1).
     #[arg(long)]
@@ -152,6 +157,9 @@ pub fn run(args: &SimArgs) -> CliResult<()> {
     }
     if let Some(depth) = args.stagger_switches {
         stagger_switches(&mut layout, depth)?;
+    }
+    if args.no_stagger_switches {
+        layout.scheduler.stagger_switches_min_queue = None;
     }
     let rack = if switch_latency.is_as_described() {
         described

@@ -574,8 +574,10 @@ fn pelican_plateau_quick_scales_the_switch_latencies_and_a_shorter_switch_carrie
             "no high-load stragglers",
             "1 request(s) per class",
             "one request per class → 4",
-            "staggered switches (from 100 queued)",
+            "× 1, as the preset ships: staggered switches (from 100 queued)",
             "our addition, not Pelican's scheduler",
+            "Pelican's independent switches",
+            "In 2 of the 10 runs (the others switch independently)",
         ],
     );
     assert_eq!(

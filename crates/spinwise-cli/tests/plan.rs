@@ -24,11 +24,12 @@ fn plan_pelican_json_reports_the_pelican_layout_parameters() {
     assert_eq!(summary["efficient"], json!(true));
     assert_eq!(summary["verified"], json!(true));
     assert_eq!(summary["rack"], json!("pelican"));
-    // What the layout hands the scheduler (Pelican §4.1; four requests per class, the preset).
+    // What the layout hands the scheduler (Pelican §4.1; four requests per class and staggered
+    // switches from 100 queued reads, the preset's).
     assert_eq!(
         summary["scheduler"],
         json!({"reordering_bound_gb": 500.0, "rebuild_share": 0.5, "max_queue_depth": 1000,
-               "concurrent_requests_per_class": 4})
+               "concurrent_requests_per_class": 4, "stagger_switches_min_queue": 100})
     );
     assert!(number(&summary, "elapsed_ms") > 0.0);
     // The summary is internally consistent: every disk is in exactly one group.
@@ -366,7 +367,8 @@ fn plan_pelican_text_names_what_the_layout_hands_the_scheduler() {
     assert!(
         run.stdout.contains(
             "scheduler    reordering bound 500 GB, rebuild share 0.5, queue depth 1000 per class, \
-             4 request(s) per class at once"
+             4 request(s) per class at once\n             staggered switches: a class \
+             queueing ≥ 100 reads waits for a NIC partner's switch"
         ),
         "{}",
         run.stdout

@@ -464,3 +464,38 @@ fn stagger_switches_is_reported_and_refused_outside_one_to_the_queue_depth() {
             .stderr_mentions(&["--stagger-switches", bad]);
     }
 }
+
+#[test]
+fn the_pelican_preset_staggers_from_a_hundred_queued_reads_unless_told_not_to() {
+    let pelican = |extra: &[&str]| {
+        let mut args = vec![
+            "sim",
+            "--preset",
+            "pelican",
+            "--rate",
+            "2",
+            "--hours",
+            "0.2",
+            "--warmup-hours",
+            "0",
+            "--network-gbps",
+            "40",
+            "--json",
+        ];
+        args.extend_from_slice(extra);
+        args.into_iter().map(String::from).collect::<Vec<_>>()
+    };
+    let preset = spinwise(pelican(&[])).success().json();
+    assert_eq!(preset["stagger_switches_min_queue"], 100);
+    let described = spinwise(pelican(&["--no-stagger-switches"]))
+        .success()
+        .json();
+    assert!(described["stagger_switches_min_queue"].is_null());
+    spinwise(pelican(&[
+        "--no-stagger-switches",
+        "--stagger-switches",
+        "20",
+    ]))
+    .usage_error()
+    .stderr_mentions(&["--no-stagger-switches", "--stagger-switches"]);
+}

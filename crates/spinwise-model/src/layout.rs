@@ -131,9 +131,10 @@ pub struct SchedulerConfig {
     pub concurrent_requests_per_class: u32,
     /// Staggered switches (docs/simulator.md, "Staggered switches"): a class whose client queue
     /// holds at least this many requests does not start a group switch while another class
-    /// sending through the same network link is switching. Absent (the default): classes switch
-    /// independently, as Pelican §2.3's. Not from the rack: set in a layout file or by
-    /// `spinwise sim --stagger-switches N`.
+    /// sending through the same network link is switching and none streams. Absent: classes
+    /// switch independently, as Pelican §2.3's. The planner copies the rack's
+    /// `targets.fairness.stagger_switches_min_queue`; `spinwise sim --stagger-switches N` and
+    /// `--no-stagger-switches` override it for one run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stagger_switches_min_queue: Option<u32>,
 }
@@ -147,20 +148,14 @@ impl SchedulerConfig {
             rebuild_share: self.rebuild_share,
             max_queue_depth: self.max_queue_depth,
             concurrent_requests_per_class: self.concurrent_requests_per_class,
+            stagger_switches_min_queue: self.stagger_switches_min_queue,
         };
-        if let Some(problem) = fairness.out_of_range() {
-            return Err(format!(
+        match fairness.out_of_range() {
+            Some(problem) => Err(format!(
                 "scheduler.{} = {} is out of range: expected {}",
                 problem.key, problem.value, problem.expected
-            ));
-        }
-        match self.stagger_switches_min_queue {
-            Some(depth) if depth == 0 || depth > self.max_queue_depth => Err(format!(
-                "scheduler.stagger_switches_min_queue = {depth} is out of range: expected 1 to \
-                 max_queue_depth ({})",
-                self.max_queue_depth
             )),
-            _ => Ok(()),
+            None => Ok(()),
         }
     }
 }

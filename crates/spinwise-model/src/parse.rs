@@ -168,6 +168,7 @@ struct RawFairness {
     max_queue_depth: u32,
     #[serde(default = "one_request")]
     concurrent_requests_per_class: u32,
+    stagger_switches_min_queue: Option<u32>,
 }
 
 fn one_request() -> u32 {
@@ -1036,6 +1037,7 @@ impl Checker<'_> {
             rebuild_share: raw.fairness.rebuild_share,
             max_queue_depth: raw.fairness.max_queue_depth,
             concurrent_requests_per_class: raw.fairness.concurrent_requests_per_class,
+            stagger_switches_min_queue: raw.fairness.stagger_switches_min_queue,
         };
         if let Some(problem) = fairness.out_of_range() {
             return Err(self.error(

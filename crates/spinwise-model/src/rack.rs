@@ -220,6 +220,13 @@ pub struct Fairness {
     /// fingerprint and the layouts planned for it (a store's `layout.json`) still bind.
     #[serde(default = "one_request", skip_serializing_if = "is_one_request")]
     pub concurrent_requests_per_class: u32,
+    /// Staggered switches (docs/simulator.md, "Staggered switches"; not in Pelican): a class
+    /// queueing at least this many client reads does not start a group switch while another
+    /// class sending through the same network link is switching and none streams. `None`:
+    /// classes switch independently, as Pelican §2.3's. Left out of the serialized rack when
+    /// `None`, so racks written before the setting existed keep their fingerprints.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stagger_switches_min_queue: Option<u32>,
 }
 
 /// A fairness setting outside the range a scheduler accepts: the key (without its table), the
@@ -264,6 +271,15 @@ impl Fairness {
                 "concurrent_requests_per_class",
                 concurrent.to_string(),
                 "1 to 64 requests",
+            );
+        }
+        if let Some(depth) = self.stagger_switches_min_queue
+            && !(1..=self.max_queue_depth).contains(&depth)
+        {
+            return refuse(
+                "stagger_switches_min_queue",
+                depth.to_string(),
+                "1 to max_queue_depth requests",
             );
         }
         None

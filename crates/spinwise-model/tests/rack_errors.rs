@@ -1073,6 +1073,35 @@ fn concurrent_requests_per_class_defaults_to_one_and_outside_one_to_sixty_four_i
 }
 
 #[test]
+fn stagger_switches_min_queue_is_absent_by_default_and_outside_one_to_the_queue_depth_is_rejected()
+{
+    let rack = parse_rack("minimal.toml", MINIMAL_RACK).unwrap();
+    assert_eq!(rack.targets.fairness.stagger_switches_min_queue, None);
+    let with = |count: &str| {
+        edit(
+            MINIMAL_RACK,
+            "max_queue_depth = 100",
+            &format!("max_queue_depth = 100\nstagger_switches_min_queue = {count}"),
+        )
+    };
+    for good in [1, 100] {
+        let staggered = parse_rack("staggered.toml", &with(&good.to_string())).unwrap();
+        assert_eq!(
+            staggered.targets.fairness.stagger_switches_min_queue,
+            Some(good)
+        );
+        // Absent is left out of the fingerprint (older racks keep theirs); a value changes it.
+        assert_ne!(staggered.fingerprint(), rack.fingerprint());
+    }
+    assert!(!serde_json::to_string(&rack).unwrap().contains("stagger"));
+    for bad in ["0", "101"] {
+        let error = refused(&with(bad));
+        assert_eq!(error.field, "targets.fairness.stagger_switches_min_queue");
+        assert!(matches!(error.problem, RackProblem::OutOfRange { .. }));
+    }
+}
+
+#[test]
 fn disk_listed_twice_in_one_domain_is_rejected_as_a_duplicate() {
     let text = edit(
         MINIMAL_RACK,

@@ -216,7 +216,7 @@ pub fn finish(
             rebuild_share: rack.targets.fairness.rebuild_share,
             max_queue_depth: rack.targets.fairness.max_queue_depth,
             concurrent_requests_per_class: rack.targets.fairness.concurrent_requests_per_class,
-            stagger_switches_min_queue: None,
+            stagger_switches_min_queue: rack.targets.fairness.stagger_switches_min_queue,
         },
     };
     layout.symmetric = crate::quality::is_symmetric(&layout);

@@ -32,6 +32,20 @@ fn pelican_preset_plans_48_groups_of_24_with_15_plus_3_four_active() {
 }
 
 #[test]
+fn pelican_preset_hands_its_scheduler_the_racks_fairness_targets_with_staggered_switches() {
+    let rack = preset("pelican");
+    let scheduler = plan(&rack).unwrap().layout.scheduler;
+    let fairness = &rack.targets.fairness;
+    assert_eq!(scheduler.reordering_bound_gb, 500.0);
+    assert_eq!(scheduler.max_queue_depth, fairness.max_queue_depth);
+    assert_eq!(scheduler.concurrent_requests_per_class, 4);
+    assert_eq!(scheduler.stagger_switches_min_queue, Some(100));
+    // The cross-validation rack keeps Pelican's independent switches.
+    let prototype = plan(&preset("pelican-prototype")).unwrap().layout.scheduler;
+    assert_eq!(prototype.stagger_switches_min_queue, None);
+}
+
+#[test]
 fn pelican_manual_layout_is_verified_and_reaches_full_quality() {
     let rack = preset("pelican");
     let plan = pelican_layout(&rack).unwrap();

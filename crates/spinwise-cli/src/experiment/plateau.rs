@@ -2,15 +2,16 @@
 //! scheduler on the pelican preset at 4, 5 and 8 req/s and 40 Gbps, with the group-switch
 //! latencies (spin-up, mount, unmount) scaled from the preset's calibrated values down to a tenth,
 //! once as described but without the high-load mount stragglers, once as described but
-//! serving one request per class at a time (what the preset's concurrent requests buy), and once
-//! as described with staggered switches (our addition, not Pelican's). Not a figure of the paper:
-//! it measures how far from the paper's own latencies its Fig. 5(a) plateau lies, and where our
-//! rejects below 5 req/s come from (docs/experiments.md, "pelican-plateau").
+//! serving one request per class at a time (what the preset's concurrent requests buy), all with
+//! Pelican's independent switches as §2.3 describes them, and once as the preset ships: with
+//! its staggered switches (our addition, not Pelican's). Not a figure of the paper: it measures
+//! how far from the paper's own latencies its Fig. 5(a) plateau lies, what staggering buys, and
+//! where our rejects below 5 req/s come from (docs/experiments.md, "pelican-plateau").
 //!
 //! Invariants: each run differs from the `pelican-fig5` Pelican run of its rate at 40 Gbps only
-//! in its [`SwitchLatency`], its requests per class or its staggering (same layout, u, queue depth and
-//! network), and the scale-1 run with stragglers at the preset's concurrency is that
-//! configuration. The paper's numbers and the "near 40 Gbps" threshold are
+//! in its [`SwitchLatency`], its requests per class or its staggering (same layout, u, queue
+//! depth and network), and the scale-1 run with stragglers at the preset's concurrency and
+//! staggering is that configuration. The paper's numbers and the "near 40 Gbps" threshold are
 //! named constants; ours are computed from the rows.
 
 use super::summary::{Comparison, agreement, header, mean_of, rate, table};
@@ -35,10 +36,6 @@ const NETWORK_GBPS: f64 = 40.0;
 const PAPER_PLATEAU_GBPS: f64 = 40.0;
 /// What counts as "near" the paper's plateau: within 10%.
 const NEAR_PLATEAU_GBPS: f64 = 36.0;
-/// The queue length from which the staggered variant's classes wait for their NIC partner's
-/// switch: the lowest of 20, 100 and 300 that left 1 and 2 req/s unchanged (docs/simulator.md,
-/// "Staggered switches").
-const STAGGER_MIN_QUEUE: u32 = 100;
 
 /// One configuration of the sweep: the switch latencies, the requests a class serves at once,
 /// and whether classes sharing a NIC stagger their switches.
@@ -49,9 +46,14 @@ struct Variant {
     stagger: Option<u32>,
 }
 
-/// The scales at the preset's concurrency, then as described without stragglers, then as
-/// described one request at a time (unless the preset serves one at a time already).
-fn variants(context: &Context, preset_concurrency: u32) -> Vec<Variant> {
+/// The scales at the preset's concurrency, then as described without stragglers, then as the
+/// preset ships (staggered, if it staggers), then as described one request at a time (unless
+/// the preset serves one at a time already); all but the preset's row switch independently.
+fn variants(
+    context: &Context,
+    preset_concurrency: u32,
+    preset_stagger: Option<u32>,
+) -> Vec<Variant> {
     let scales = if context.quick { QUICK_SCALES } else { SCALES };
     let at_preset = |scale, high_load_mounts| Variant {
         latency: SwitchLatency {
@@ -63,10 +65,12 @@ fn variants(context: &Context, preset_concurrency: u32) -> Vec<Variant> {
     };
     let mut variants: Vec<Variant> = scales.iter().map(|&s| at_preset(s, true)).collect();
     variants.push(at_preset(1.0, false));
-    variants.push(Variant {
-        stagger: Some(STAGGER_MIN_QUEUE),
-        ..at_preset(1.0, true)
-    });
+    if let Some(depth) = preset_stagger {
+        variants.push(Variant {
+            stagger: Some(depth),
+            ..at_preset(1.0, true)
+        });
+    }
     if preset_concurrency != 1 {
         variants.push(Variant {
             concurrent_requests: 1,
@@ -95,8 +99,9 @@ fn at(rows: &[Row], variant: Variant, rate_per_s: f64, metric: fn(&Row) -> f64) 
 pub fn plateau(context: &Context) -> CliResult<Outcome> {
     let setups = [Setup::synthesized("pelican")?];
     let preset_concurrency = setups[0].layout.scheduler.concurrent_requests_per_class;
+    let preset_stagger = setups[0].layout.scheduler.stagger_switches_min_queue;
     let rates = if context.quick { QUICK_RATES } else { RATES };
-    let variants = variants(context, preset_concurrency);
+    let variants = variants(context, preset_concurrency, preset_stagger);
     let mut jobs = Vec::new();
     for &variant in &variants {
         for &rate_per_s in rates {
@@ -108,7 +113,7 @@ pub fn plateau(context: &Context) -> CliResult<Outcome> {
                 switch_latency: variant.latency,
                 concurrent_requests: (variant.concurrent_requests != preset_concurrency)
                     .then_some(variant.concurrent_requests),
-                stagger_switches: variant.stagger,
+                stagger_switches: (variant.stagger != preset_stagger).then_some(variant.stagger),
                 ..Job::default()
             });
         }
@@ -121,7 +126,12 @@ pub fn plateau(context: &Context) -> CliResult<Outcome> {
         &rows,
     ) + &variant_table(&rows, &variants, rates)
         + "\n"
-        + &table(&comparisons(&rows, &variants, preset_concurrency));
+        + &table(&comparisons(
+            &rows,
+            &variants,
+            preset_concurrency,
+            preset_stagger,
+        ));
     Ok(Outcome {
         rows: rows.into(),
         figures,
@@ -194,7 +204,10 @@ fn variant_label(variant: Variant, preset_concurrency: u32) -> String {
         )
     };
     match variant.stagger {
-        Some(depth) => format!("{label}, staggered switches (from {depth} queued)"),
+        Some(depth) => format!(
+            "{}, as the preset ships: staggered switches (from {depth} queued)",
+            label.replace(" (as described)", "")
+        ),
         None => label,
     }
 }
@@ -235,7 +248,12 @@ fn variant_table(rows: &[Row], variants: &[Variant], rates: &[f64]) -> String {
     text
 }
 
-fn comparisons(rows: &[Row], variants: &[Variant], preset_concurrency: u32) -> Vec<Comparison> {
+fn comparisons(
+    rows: &[Row],
+    variants: &[Variant],
+    preset_concurrency: u32,
+    preset_stagger: Option<u32>,
+) -> Vec<Comparison> {
     let described = Variant {
         latency: SwitchLatency::AS_DESCRIBED,
         concurrent_requests: preset_concurrency,
@@ -244,7 +262,9 @@ fn comparisons(rows: &[Row], variants: &[Variant], preset_concurrency: u32) -> V
     let mut out = Vec::new();
     if let Some(gbps) = at(rows, described, PLATEAU_RATE, |r| r.throughput_gbps) {
         out.push(Comparison {
-            quantity: "throughput at 5 req/s, latencies as described".into(),
+            quantity: "throughput at 5 req/s, latencies as described, Pelican's independent \
+                       switches"
+                .into(),
             paper: "≈ 40 Gbps, the NIC's (Pelican §4.2, Fig. 5(a))".into(),
             ours: format!("{gbps:.1} Gbps"),
             note: agreement(
@@ -255,24 +275,28 @@ fn comparisons(rows: &[Row], variants: &[Variant], preset_concurrency: u32) -> V
             ),
         });
     }
-    out.extend(staggered_plateau(rows, described));
+    out.extend(preset_stagger.and_then(|depth| staggered_plateau(rows, described, depth)));
     out.extend(concurrency_gain(rows, described));
     out.extend(needed_switch(rows, variants, described));
     out.extend(rejects_below_plateau(rows, described));
     out
 }
 
-/// The plateau with the classes that share a NIC staggering their switches (our addition).
-fn staggered_plateau(rows: &[Row], described: Variant) -> Option<Comparison> {
+/// The plateau as the preset ships, the classes that share a NIC staggering their switches from
+/// `depth` queued reads (our addition).
+fn staggered_plateau(rows: &[Row], described: Variant, depth: u32) -> Option<Comparison> {
     let staggered = Variant {
-        stagger: Some(STAGGER_MIN_QUEUE),
+        stagger: Some(depth),
         ..described
     };
     let gbps = at(rows, staggered, PLATEAU_RATE, |r| r.throughput_gbps)?;
     let rejected = at(rows, staggered, PLATEAU_RATE, |r| r.reject_rate)?;
     let independent = at(rows, described, PLATEAU_RATE, |r| r.throughput_gbps)?;
     Some(Comparison {
-        quantity: "throughput at 5 req/s, classes on a NIC staggering their switches".into(),
+        quantity: format!(
+            "throughput at 5 req/s as the preset ships: classes on a NIC staggering their \
+             switches from {depth} queued reads"
+        ),
         paper: "≈ 40 Gbps, the NIC's (Pelican §4.2, Fig. 5(a))".into(),
         ours: format!(
             "{independent:.1} → {gbps:.1} Gbps, {:.2}% rejected",

@@ -24,7 +24,7 @@ pub fn header(title: &str, context: &Context, rows: &[Row]) -> String {
         "# {title}\n\n{} runs, {} measured simulated hours each after {} h of warm-up, {} seed(s) \
          per configuration from base seed {}{}. Budget violations found by the simulator's \
          independent checker over all runs: {violations}. Every number below is computed from \
-         `results.csv`. {}\n\n",
+         `results.csv`. {}{}\n\n",
         rows.len(),
         context.hours,
         context.warmup_hours,
@@ -36,6 +36,39 @@ pub fn header(title: &str, context: &Context, rows: &[Row]) -> String {
             ""
         },
         blob_text(context),
+        stagger_text(rows),
+    )
+}
+
+/// Which runs staggered the switches of classes sharing a NIC (our addition to Pelican's
+/// scheduler, which the pelican preset ships with), so no reader takes them for Pelican §2.3's.
+fn stagger_text(rows: &[Row]) -> String {
+    let staggered: Vec<u32> = rows
+        .iter()
+        .filter_map(|r| r.stagger_switches_min_queue)
+        .collect();
+    let Some(depth) = staggered.iter().min() else {
+        return String::new();
+    };
+    let depths = if staggered.iter().all(|d| d == depth) {
+        format!("{depth}")
+    } else {
+        format!("{depth} or more")
+    };
+    let which = if staggered.len() == rows.len() {
+        "every run".to_string()
+    } else {
+        format!(
+            "{} of the {} runs (the others switch independently)",
+            staggered.len(),
+            rows.len()
+        )
+    };
+    format!(
+        " In {which} the classes that share a NIC stagger their group switches from {depths} \
+         queued reads (the layout's `stagger_switches_min_queue`, which the pelican preset \
+         sets: our addition, not Pelican §2.3's scheduler; docs/simulator.md, \"Staggered \
+         switches\")."
     )
 }
 

@@ -92,8 +92,9 @@ pub struct Job {
     pub reordering_bound_gb: Option<f64>,
     /// Overrides the layout's `scheduler.concurrent_requests_per_class` (`pelican-plateau`).
     pub concurrent_requests: Option<u32>,
-    /// Sets the layout's `scheduler.stagger_switches_min_queue` (`pelican-plateau`).
-    pub stagger_switches: Option<u32>,
+    /// Overrides the layout's `scheduler.stagger_switches_min_queue` (`pelican-plateau`):
+    /// `Some(None)` runs Pelican's independent switches on a preset that staggers.
+    pub stagger_switches: Option<Option<u32>>,
     /// Overrides the context's measured hours for this job (a slow policy run shorter; the
     /// summary says so).
     pub measured_hours: Option<f64>,
@@ -324,8 +325,8 @@ fn run_one(
         if let Some(concurrent) = job.concurrent_requests {
             layout.scheduler.concurrent_requests_per_class = concurrent;
         }
-        if job.stagger_switches.is_some() {
-            layout.scheduler.stagger_switches_min_queue = job.stagger_switches;
+        if let Some(stagger) = job.stagger_switches {
+            layout.scheduler.stagger_switches_min_queue = stagger;
         }
         if changes_rack {
             rack_override = Some(
