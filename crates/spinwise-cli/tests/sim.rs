@@ -356,20 +356,9 @@ fn concurrent_requests_override_the_rack_and_are_reported_and_out_of_range_is_re
     // The pelican preset serves four per class; --concurrent-requests 1 serves one at a time,
     // which at 5 req/s (above what either carries) carries less.
     let run = |extra: &[&str]| {
-        let mut args = vec![
-            "sim",
-            "--preset",
-            "pelican",
-            "--rate",
-            "5",
-            "--hours",
-            "3",
-            "--network-gbps",
-            "40",
-            "--json",
-        ];
-        args.extend(extra);
-        spinwise(args).success().json()
+        spinwise(pelican_at_40_gbps(&["--rate", "5", "--hours", "3"], extra))
+            .success()
+            .json()
     };
     let four = run(&[]);
     let one = run(&["--concurrent-requests", "1"]);
@@ -468,22 +457,8 @@ fn stagger_switches_is_reported_and_refused_outside_one_to_the_queue_depth() {
 #[test]
 fn the_pelican_preset_staggers_from_a_hundred_queued_reads_unless_told_not_to() {
     let pelican = |extra: &[&str]| {
-        let mut args = vec![
-            "sim",
-            "--preset",
-            "pelican",
-            "--rate",
-            "2",
-            "--hours",
-            "0.2",
-            "--warmup-hours",
-            "0",
-            "--network-gbps",
-            "40",
-            "--json",
-        ];
-        args.extend_from_slice(extra);
-        args.into_iter().map(String::from).collect::<Vec<_>>()
+        let run = ["--rate", "2", "--hours", "0.2", "--warmup-hours", "0"];
+        pelican_at_40_gbps(&run, extra)
     };
     let preset = spinwise(pelican(&[])).success().json();
     assert_eq!(preset["stagger_switches_min_queue"], 100);
@@ -498,4 +473,20 @@ fn the_pelican_preset_staggers_from_a_hundred_queued_reads_unless_told_not_to() 
     ]))
     .usage_error()
     .stderr_mentions(&["--no-stagger-switches", "--stagger-switches"]);
+}
+
+/// `spinwise sim --preset pelican --network-gbps 40 --json` with `run`'s and then `extra`'s
+/// flags.
+fn pelican_at_40_gbps(run: &[&str], extra: &[&str]) -> Vec<String> {
+    let preset = [
+        "sim",
+        "--preset",
+        "pelican",
+        "--network-gbps",
+        "40",
+        "--json",
+    ];
+    (preset.iter().chain(run).chain(extra))
+        .map(|arg| arg.to_string())
+        .collect()
 }
