@@ -460,10 +460,12 @@ impl ClassScheduler {
             .expect("active is never costlier than spinning up");
         class.current = Some((group, Phase::Active));
         class.active_since_us = Some(now_us);
+        class.batch_so_far_us = None;
         let started_us = class.switch_started_us.take().unwrap_or(now_us);
-        class.last_switch_us = Some(elapsed_us(started_us, now_us));
+        let switch_us = elapsed_us(started_us, now_us);
+        class.last_switch_us = Some(switch_us);
         if let Some(queue) = class.switch_queue.take() {
-            class.fair.charge(queue, elapsed_us(started_us, now_us));
+            class.fair.charge(queue, switch_us);
         }
     }
 
