@@ -3,7 +3,8 @@
 supported call byte-exact: buckets, PUT/GET/HEAD of 0 B, 1 B, 5 MiB and 100 MiB objects (whole
 and ranged), metadata and copies, listings, deletes, multipart upload (low level, boto3's
 upload_file, and `aws s3 cp` of a 20 MiB file, which the CLI uploads in parts), conditional
-requests (IfNoneMatch="*" and IfMatch PUTs, 304 and 412 GETs), a public-read bucket read
+requests (IfNoneMatch="*" and IfMatch PUTs, 304 and 412 GETs), presigned URLs (boto3 SigV4 and
+SigV2, `aws s3 presign`) fetched as bare HTTP, a public-read bucket read
 anonymously (boto3 UNSIGNED, `aws s3 cp --no-sign-request`) and the error codes
 (SignatureDoesNotMatch, NoSuchBucket, NoSuchKey, ...).
 
@@ -32,6 +33,8 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
+import urllib.request
 
 INSTALL_HINT = "install with: pip install awscli boto3"
 
@@ -105,8 +108,9 @@ class Context:
         self.s3 = self.client(self.secret_key)
         self.buckets = []
 
-    def client(self, secret_key, read_timeout=300):
+    def client(self, secret_key, read_timeout=300, signature_version=None):
         config = botocore.config.Config(
+            signature_version=signature_version,
             s3={"addressing_style": "path"},
             retries={"max_attempts": 3, "mode": "standard"},
             read_timeout=read_timeout,
@@ -436,6 +440,53 @@ def check_public_read(ctx):
     ctx.s3.put_bucket_acl(Bucket=bucket, ACL="private")
     expect_error(lambda: anonymous.get_object(Bucket=bucket, Key="open.txt"), "AccessDenied", 403,
                  "anonymous GET after the bucket went private again")
+
+
+def fetch(url, method="GET", data=None):
+    """A bare HTTP request, as a browser or curl sends a presigned URL: (status, body, S3 error code)."""
+    request = urllib.request.Request(url, method=method, data=data)
+    if data is not None:
+        # urllib would add a form Content-Type, which a SigV2 URL signs as empty.
+        request.add_header("Content-Type", "")
+    try:
+        with urllib.request.urlopen(request, timeout=300) as answer:
+            return answer.status, answer.read(), None
+    except urllib.error.HTTPError as error:
+        body = error.read()
+        code = body.split(b"<Code>")[1].split(b"</Code>")[0].decode() if b"<Code>" in body else None
+        return error.code, body, code
+
+
+@check
+def check_presigned_urls(ctx):
+    """URLs from boto3's generate_presigned_url (SigV4 and SigV2) and `aws s3 presign` work as
+    bare HTTP for their own method and key until they expire, and for nothing else."""
+    bucket = ctx.bucket("presigned")
+    data = pattern(MIB + 7, 61)
+    ctx.s3.put_object(Bucket=bucket, Key="shared.bin", Body=data)
+    for version in ("s3v4", "s3"):
+        signer = ctx.client(ctx.secret_key, signature_version=version)
+        url = signer.generate_presigned_url("get_object", Params={"Bucket": bucket, "Key": "shared.bin"}, ExpiresIn=300)
+        status, body, code = fetch(url)
+        expect(status == 200, f"{version} presigned GET: {status} {code}")
+        expect_bytes(body, data, f"{version} presigned GET")
+        status, _, code = fetch(url.replace("/shared.bin", "/other.bin"))
+        expect((status, code) == (403, "SignatureDoesNotMatch"), f"{version} URL for another key: {status} {code}")
+        status, _, code = fetch(url, method="DELETE")
+        expect((status, code) == (403, "SignatureDoesNotMatch"), f"{version} GET URL as a DELETE: {status} {code}")
+        upload = pattern(200_000, 62)
+        url = signer.generate_presigned_url("put_object", Params={"Bucket": bucket, "Key": f"up-{version}"}, ExpiresIn=300)
+        status, _, code = fetch(url, method="PUT", data=upload)
+        expect(status == 200, f"{version} presigned PUT: {status} {code}")
+        expect_bytes(ctx.get(bucket, f"up-{version}"), upload, f"the object a {version} presigned PUT stored")
+        url = signer.generate_presigned_url("get_object", Params={"Bucket": bucket, "Key": "shared.bin"}, ExpiresIn=1)
+        time.sleep(2.1)
+        status, _, code = fetch(url)
+        expect((status, code) == (403, "AccessDenied"), f"{version} expired URL: {status} {code}")
+    url = ctx.aws("s3", "presign", f"s3://{bucket}/shared.bin", "--expires-in", "300").strip()
+    status, body, code = fetch(url)
+    expect(status == 200, f"`aws s3 presign` URL: {status} {code}")
+    expect_bytes(body, data, "`aws s3 presign` URL")
 
 
 @check

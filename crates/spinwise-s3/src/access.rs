@@ -18,7 +18,11 @@
 //! - an anonymous request to a private or missing bucket, or for any other operation, gets the
 //!   same `403 AccessDenied` as before public-read buckets existed (no bucket's existence leaks);
 //! - an ACL this server cannot honour exactly is refused (`501 NotImplemented`) and changes
-//!   nothing: a bucket is never left more public than what was asked, nor silently less.
+//!   nothing: a bucket is never left more public than what was asked, nor silently less;
+//! - a SigV4 presigned URL lives at most [`MAX_PRESIGNED_LIFETIME_S`] (a week, as S3): s3s checks
+//!   the signature and the expiry but not the lifetime a client chose, so a URL valid for years
+//!   would otherwise be honoured. The limit is checked here, after the signature, before anything
+//!   else runs.
 
 use crate::meta::MetaDb;
 use crate::names::check_bucket;
@@ -52,6 +56,9 @@ pub const ANONYMOUS_READS: &[&str] = &[
     "HeadBucket",
     "GetBucketLocation",
 ];
+
+/// The longest lifetime (`X-Amz-Expires`) of a SigV4 presigned URL, in seconds: a week, S3's limit.
+pub const MAX_PRESIGNED_LIFETIME_S: u64 = 7 * 24 * 3600;
 
 /// Who may read a bucket.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -332,6 +339,7 @@ impl PublicReadAccess {
 #[async_trait::async_trait]
 impl S3Access for PublicReadAccess {
     async fn check(&self, cx: &mut S3AccessContext<'_>) -> S3Result<()> {
+        check_presigned_lifetime(cx.uri().query())?;
         if cx.credentials().is_some() {
             return Ok(());
         }
@@ -346,6 +354,27 @@ impl S3Access for PublicReadAccess {
             S3ErrorCode::AccessDenied,
             "Signature is required",
         ))
+    }
+}
+
+/// Refuses a SigV4 presigned URL whose `X-Amz-Expires` exceeds [`MAX_PRESIGNED_LIFETIME_S`]
+/// with S3's `400 AuthorizationQueryParametersError`. Other queries pass: an unparsable value
+/// never gets here (s3s refuses it while checking the signature).
+pub fn check_presigned_lifetime(query: Option<&str>) -> S3Result<()> {
+    let lifetime_s = query
+        .into_iter()
+        .flat_map(|query| query.split('&'))
+        .find_map(|pair| pair.strip_prefix("X-Amz-Expires="))
+        .and_then(|value| value.parse::<u64>().ok());
+    match lifetime_s {
+        Some(seconds) if seconds > MAX_PRESIGNED_LIFETIME_S => Err(S3Error::with_message(
+            S3ErrorCode::AuthorizationQueryParametersError,
+            format!(
+                "X-Amz-Expires must be less than a week (in seconds) that is, the given \
+                 X-Amz-Expires must be less than {MAX_PRESIGNED_LIFETIME_S} seconds ({seconds} given)"
+            ),
+        )),
+        _ => Ok(()),
     }
 }
 
@@ -390,6 +419,29 @@ fn no_such_bucket(bucket: &str) -> S3Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn presigned_urls_live_at_most_a_week() {
+        let query = |seconds: u64| {
+            format!("X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Expires={seconds}&X-Amz-Signature=00")
+        };
+        assert!(check_presigned_lifetime(Some(&query(MAX_PRESIGNED_LIFETIME_S))).is_ok());
+        let refused = check_presigned_lifetime(Some(&query(MAX_PRESIGNED_LIFETIME_S + 1)))
+            .expect_err("a URL living a week and a second");
+        assert_eq!(
+            refused.code(),
+            &S3ErrorCode::AuthorizationQueryParametersError
+        );
+        assert_eq!(refused.status_code(), Some(http::StatusCode::BAD_REQUEST));
+        for other in [
+            None,
+            Some(""),
+            Some("list-type=2&prefix=a"),
+            Some("Expires=9999999999"),
+        ] {
+            assert!(check_presigned_lifetime(other).is_ok(), "{other:?}");
+        }
+    }
 
     fn canned(name: &str) -> BucketCannedACL {
         BucketCannedACL::from(name.to_string())

@@ -55,7 +55,7 @@ pub mod service;
 pub mod tier;
 pub mod tls;
 
-pub use access::{BucketAcl, PublicReadAccess};
+pub use access::{BucketAcl, MAX_PRESIGNED_LIFETIME_S, PublicReadAccess};
 pub use credentials::{CredentialSource, Credentials, CredentialsError};
 pub use hosts::{BucketDomains, DomainError};
 pub use meta::{META_FILE, MetaDb, MetaError};

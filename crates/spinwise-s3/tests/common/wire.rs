@@ -4,6 +4,7 @@
 
 #![allow(dead_code)]
 
+use super::ACCESS_KEY;
 use aws_sigv4::http_request::{
     PercentEncodingMode, SignableBody, SignableRequest, SigningSettings, UriPathNormalizationMode,
     sign,
@@ -17,11 +18,12 @@ use tokio::net::TcpStream;
 /// The longest a test waits for one answer.
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// An answer: status and the body as text.
+/// An answer: status, and the body as text (lossy) and as bytes.
 #[derive(Debug)]
 pub struct Answer {
     pub status: u16,
     pub body: String,
+    pub body_bytes: Vec<u8>,
 }
 
 impl Answer {
@@ -89,6 +91,64 @@ pub fn signed_headers_for_host(
             .map(|header| (header.name().to_string(), header.value().to_string())),
     );
     out
+}
+
+/// `target` (a path, maybe with a query) presigned for `method` with SigV4 query parameters
+/// valid for `lifetime` from `signed_at`, as `aws s3 presign` makes them: only `host` is signed
+/// and the payload is unsigned. The SDK's presigner refuses lifetimes over a week; this one
+/// does not, so tests can send what an old or hostile client would.
+pub fn presigned_target(
+    addr: SocketAddr,
+    method: &str,
+    target: &str,
+    (signed_at, lifetime): (SystemTime, Duration),
+    secret_key: &str,
+) -> String {
+    let host = addr.to_string();
+    let identity =
+        aws_credential_types::Credentials::new(ACCESS_KEY, secret_key, None, None, "wire").into();
+    let mut settings = s3_settings();
+    settings.signature_location = aws_sigv4::http_request::SignatureLocation::QueryParams;
+    settings.expires_in = Some(lifetime);
+    let params: aws_sigv4::http_request::SigningParams<'_> = v4::SigningParams::builder()
+        .identity(&identity)
+        .region("us-east-1")
+        .name("s3")
+        .time(signed_at)
+        .settings(settings)
+        .build()
+        .expect("complete signing parameters")
+        .into();
+    let url = format!("http://{host}{target}");
+    let headers = [("host", host.as_str())];
+    let signable = SignableRequest::new(
+        method,
+        url.as_str(),
+        headers.iter().copied(),
+        SignableBody::UnsignedPayload,
+    )
+    .expect("a signable request");
+    let (instructions, _signature) = sign(signable, &params).expect("signing").into_parts();
+    let (_headers, query) = instructions.into_parts();
+    let separator = if target.contains('?') { '&' } else { '?' };
+    let query: Vec<String> = query
+        .into_iter()
+        .map(|(name, value)| format!("{name}={}", percent_encode(&value)))
+        .collect();
+    format!("{target}{separator}{}", query.join("&"))
+}
+
+/// Percent-encodes everything but S3's unreserved characters (a query parameter's value).
+fn percent_encode(value: &str) -> String {
+    value
+        .bytes()
+        .map(|byte| match byte {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (byte as char).to_string()
+            }
+            _ => format!("%{byte:02X}"),
+        })
+        .collect()
 }
 
 /// S3's way: the path signed as sent (no second percent-encoding, no `..` normalization).
@@ -203,15 +263,20 @@ async fn send(addr: SocketAddr, request: &[u8], hang_up: bool) -> Answer {
 }
 
 fn parse_answer(raw: &[u8]) -> Answer {
-    let text = String::from_utf8_lossy(raw);
-    let status = text
+    let head_end = raw
+        .windows(4)
+        .position(|window| window == b"\r\n\r\n")
+        .map_or(raw.len(), |end| end + 4);
+    let status = String::from_utf8_lossy(&raw[..head_end])
         .split_whitespace()
         .nth(1)
         .and_then(|code| code.parse().ok())
         .unwrap_or(0);
-    let body = text
-        .split_once("\r\n\r\n")
-        .map(|(_, body)| body.to_string())
-        .unwrap_or_default();
-    Answer { status, body }
+    let body_bytes = raw[head_end..].to_vec();
+    let body = String::from_utf8_lossy(&body_bytes).into_owned();
+    Answer {
+        status,
+        body,
+        body_bytes,
+    }
 }
