@@ -3,7 +3,8 @@
 supported call byte-exact: buckets, PUT/GET/HEAD of 0 B, 1 B, 5 MiB and 100 MiB objects (whole
 and ranged), metadata and copies, listings, deletes, multipart upload (low level, boto3's
 upload_file, and `aws s3 cp` of a 20 MiB file, which the CLI uploads in parts), conditional
-requests (IfNoneMatch="*" and IfMatch PUTs, 304 and 412 GETs), presigned URLs (boto3 SigV4 and
+requests (IfNoneMatch="*" and IfMatch PUTs, 304 and 412 GETs), standard object headers
+(Cache-Control, Content-Disposition, ...) and response-* overrides, presigned URLs (boto3 SigV4 and
 SigV2, `aws s3 presign`) fetched as bare HTTP, a public-read bucket read
 anonymously (boto3 UNSIGNED, `aws s3 cp --no-sign-request`) and the error codes
 (SignatureDoesNotMatch, NoSuchBucket, NoSuchKey, ...).
@@ -25,6 +26,7 @@ DATA/store.toml; the Rust test sets 2 s): each waits up to a minute for its obje
 """
 
 import argparse
+import datetime
 import hashlib
 import os
 import random
@@ -233,6 +235,46 @@ def check_metadata_and_copies(ctx):
     replaced = ctx.s3.head_object(Bucket=bucket, Key="replaced")
     expect(replaced["Metadata"] == {"colour": "red"}, f"REPLACE gave {replaced.get('Metadata')}")
     expect(replaced["ContentType"] == "application/x-other", f"REPLACE gave {replaced.get('ContentType')}")
+
+
+@check
+def check_object_headers(ctx):
+    """Cache-Control, Content-Disposition, Content-Encoding, Content-Language and Expires sent by
+    boto3 and `aws s3 cp` come back on HEAD and GET; a presigned URL's response-* parameters
+    override them for that download only."""
+    bucket = ctx.bucket("headers")
+    data = pattern(300_000, 71)
+    expires = datetime.datetime(2026, 10, 21, 7, 28, tzinfo=datetime.timezone.utc)
+    sent = {
+        "CacheControl": "max-age=86400",
+        "ContentDisposition": 'attachment; filename="report.pdf"',
+        "ContentEncoding": "gzip",
+        "ContentLanguage": "de-CH",
+    }
+    ctx.s3.put_object(Bucket=bucket, Key="report", Body=data, Expires=expires, **sent)
+    for name, answer in (("HEAD", ctx.s3.head_object(Bucket=bucket, Key="report")),
+                         ("GET", ctx.s3.get_object(Bucket=bucket, Key="report"))):
+        shown = {field: answer.get(field) for field in sent}
+        expect(shown == sent, f"{name} showed {shown}, sent {sent}")
+        expect(answer.get("Expires") == expires, f"{name} Expires {answer.get('Expires')}")
+    url = ctx.s3.generate_presigned_url("get_object", ExpiresIn=300, Params={
+        "Bucket": bucket, "Key": "report", "ResponseContentDisposition": 'inline; filename="view.pdf"',
+        "ResponseContentType": "application/pdf"})
+    with urllib.request.urlopen(url, timeout=300) as answer:
+        expect(answer.headers["Content-Disposition"] == 'inline; filename="view.pdf"',
+               f"presigned override: Content-Disposition {answer.headers['Content-Disposition']}")
+        expect(answer.headers["Content-Type"] == "application/pdf", f"presigned override: {answer.headers['Content-Type']}")
+        expect_bytes(answer.read(), data, "the presigned download with overrides")
+    head = ctx.s3.head_object(Bucket=bucket, Key="report")
+    expect(head["ContentDisposition"] == sent["ContentDisposition"], "an override changed the object")
+    source = os.path.join(ctx.workdir, "headers-source")
+    with open(source, "wb") as file:
+        file.write(data)
+    ctx.aws("s3", "cp", source, f"s3://{bucket}/cli", "--cache-control", "no-cache",
+            "--content-disposition", "inline", "--content-language", "fr")
+    head = ctx.s3.head_object(Bucket=bucket, Key="cli")
+    shown = (head.get("CacheControl"), head.get("ContentDisposition"), head.get("ContentLanguage"))
+    expect(shown == ("no-cache", "inline", "fr"), f"aws s3 cp --cache-control ...: HEAD showed {shown}")
 
 
 @check

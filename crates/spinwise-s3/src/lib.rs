@@ -6,7 +6,7 @@
 //!   (`STANDARD` staged, `GLACIER` migrated), 503 SlowDown when the scheduler queue or staging
 //!   is full;
 //! - [`meta`] holds [`MetaDb`], the S3 layer's SQLite database (`DATA/s3.sqlite`): buckets and
-//!   per-object ETag, Content-Type and user metadata, written between the store's staging fsync
+//!   per-object ETag, Content-Type, standard headers and user metadata, written between the store's staging fsync
 //!   and its catalog commit (`Store::put_with`), keyed by the BLAKE3 the store computed;
 //! - [`metrics`] holds [`metrics::S3Metrics`]: Prometheus metrics of a running server (groups'
 //!   phases and spin counts, queued jobs, disks active against the budget, S3 answers by status)
@@ -19,6 +19,9 @@
 //! - [`body`] streams a request body into the store, hashing what S3 needs (MD5 for the ETag
 //!   unless `EtagMode::Blake3`, `x-amz-checksum-*`; a large body on a thread of its own) and
 //!   refusing bad digests and bodies over the limit before anything is committed;
+//! - [`headers`] holds the standard object headers (Cache-Control, Content-Disposition,
+//!   Content-Encoding, Content-Language, Expires) kept with each object, and the `response-*`
+//!   overrides of a signed GET or HEAD;
 //! - `conditions` evaluates conditional requests (`If-Match`, `If-None-Match`,
 //!   `If-(Un)Modified-Since`, the copy-source forms, and conditional writes);
 //! - [`hosts`] holds [`BucketDomains`]: virtual-hosted-style addressing (`<bucket>.<domain>`
@@ -44,6 +47,7 @@ pub mod access;
 pub mod body;
 pub(crate) mod conditions;
 pub mod credentials;
+pub mod headers;
 pub mod hosts;
 pub mod meta;
 pub mod metrics;

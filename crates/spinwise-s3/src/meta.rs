@@ -1,7 +1,7 @@
 //! [`MetaDb`]: the S3 layer's own SQLite database (`DATA/s3.sqlite`, WAL, `synchronous = FULL`),
 //! holding what the store does not know: buckets (and whether each is public-read), and each
-//! object's S3 metadata (ETag, Content-Type, user metadata). The byte/row layout is documented in
-//! docs/s3.md.
+//! object's S3 metadata (ETag, Content-Type, standard headers, user metadata). The byte/row
+//! layout is documented in docs/s3.md.
 //!
 //! Invariants:
 //! - the store's catalog decides whether an object exists; a metadata row only describes an
@@ -13,6 +13,7 @@
 //!   start-up ([`MetaDb::orphans`]).
 
 use crate::access::BucketAcl;
+use crate::headers::ObjectHeaders;
 use sqlx::Row;
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
@@ -35,6 +36,7 @@ const MIGRATIONS: &[&str] = &[
     SCHEMA_RESTORE,
     SCHEMA_PUBLIC_READ,
     SCHEMA_RESTORE_TIER,
+    SCHEMA_OBJECT_HEADERS,
 ];
 
 const SCHEMA_V1: &str = r#"
@@ -94,6 +96,14 @@ ALTER TABLE restores ADD COLUMN tier TEXT NOT NULL DEFAULT 'Standard'
     CHECK (tier IN ('Expedited', 'Standard', 'Bulk'));
 "#;
 
+/// Standard object headers (see [`crate::headers`]): Cache-Control, Content-Disposition,
+/// Content-Encoding, Content-Language and Expires as a JSON object, kept with each object and each
+/// open multipart upload. Rows that predate this step were written without them: `{}`.
+const SCHEMA_OBJECT_HEADERS: &str = r#"
+ALTER TABLE object_meta ADD COLUMN headers TEXT NOT NULL DEFAULT '{}';
+ALTER TABLE multipart_uploads ADD COLUMN headers TEXT NOT NULL DEFAULT '{}';
+"#;
+
 #[derive(Debug, thiserror::Error)]
 pub enum MetaError {
     #[error("the S3 metadata database {path}: {message}")]
@@ -117,6 +127,8 @@ pub struct ObjectMeta {
     pub content_type: Option<String>,
     /// `x-amz-meta-*` headers, names lower-case without the prefix.
     pub user_metadata: BTreeMap<String, String>,
+    /// Cache-Control, Content-Disposition, Content-Encoding, Content-Language, Expires.
+    pub headers: ObjectHeaders,
     pub written_unix_ms: i64,
 }
 
@@ -284,8 +296,9 @@ impl MetaDb {
         })?;
         sqlx::query(
             "INSERT OR REPLACE INTO object_meta \
-             (store_key, content_hash, size_bytes, etag, content_type, user_metadata, written_unix_ms) \
-             VALUES (?, ?, ?, ?, ?, ?, ?)",
+             (store_key, content_hash, size_bytes, etag, content_type, user_metadata, \
+              written_unix_ms, headers) \
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
         )
         .bind(&meta.store_key)
         .bind(&meta.content_hash[..])
@@ -294,6 +307,7 @@ impl MetaDb {
         .bind(&meta.content_type)
         .bind(user_metadata)
         .bind(meta.written_unix_ms)
+        .bind(meta.headers.to_json())
         .execute(&self.pool)
         .await?;
         Ok(())
@@ -306,7 +320,7 @@ impl MetaDb {
         content_hash: &[u8; 32],
     ) -> Result<Option<ObjectMeta>, MetaError> {
         let row = sqlx::query(
-            "SELECT size_bytes, etag, content_type, user_metadata, written_unix_ms \
+            "SELECT size_bytes, etag, content_type, user_metadata, written_unix_ms, headers \
              FROM object_meta WHERE store_key = ? AND content_hash = ?",
         )
         .bind(store_key)
@@ -320,6 +334,7 @@ impl MetaDb {
         };
         let size_bytes: i64 = row.get(0);
         let user_metadata: String = row.get(3);
+        let headers: String = row.get(5);
         Ok(Some(ObjectMeta {
             store_key: store_key.to_string(),
             content_hash: *content_hash,
@@ -328,6 +343,7 @@ impl MetaDb {
             content_type: row.get(2),
             user_metadata: serde_json::from_str(&user_metadata)
                 .map_err(|e| corrupt(e.to_string()))?,
+            headers: ObjectHeaders::from_json(&headers).map_err(corrupt)?,
             written_unix_ms: row.get(4),
         }))
     }
@@ -442,6 +458,60 @@ mod tests {
     async fn version_3_database(path: &Path) {
         let bucket = "INSERT INTO buckets (name, created_unix_ms) VALUES ('old', 1);";
         old_database(path, 3, bucket).await;
+    }
+
+    #[tokio::test]
+    async fn objects_and_uploads_from_before_object_headers_open_with_none() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(META_FILE);
+        let rows = "INSERT INTO object_meta (store_key, content_hash, size_bytes, etag, \
+                    content_type, user_metadata, written_unix_ms) \
+                    VALUES ('b/k', zeroblob(32), 1, 'e', 'text/plain', '{}', 5); \
+                    INSERT INTO multipart_uploads (upload_id, bucket, object_key, content_type, \
+                    user_metadata, started_unix_ms) VALUES ('u', 'b', 'k', NULL, '{}', 5);";
+        old_database(&path, 5, rows).await;
+        let db = MetaDb::open(&path).await.unwrap();
+        let meta = db.object_meta("b/k", &[0; 32]).await.unwrap().unwrap();
+        assert_eq!(meta.content_type.as_deref(), Some("text/plain"));
+        assert_eq!(meta.headers, ObjectHeaders::default());
+        let upload = db.upload("u").await.unwrap().unwrap();
+        assert_eq!(upload.headers, ObjectHeaders::default());
+        db.close().await;
+    }
+
+    #[tokio::test]
+    async fn an_object_row_keeps_its_headers_and_a_corrupt_one_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = MetaDb::open(&dir.path().join(META_FILE)).await.unwrap();
+        let mut row = ObjectMeta {
+            store_key: "b/k".into(),
+            content_hash: [7; 32],
+            size_bytes: 3,
+            etag: "e".into(),
+            content_type: None,
+            user_metadata: BTreeMap::new(),
+            headers: ObjectHeaders {
+                content_disposition: Some("attachment; filename=\"k.txt\"".into()),
+                content_encoding: Some("gzip".into()),
+                ..ObjectHeaders::default()
+            },
+            written_unix_ms: 9,
+        };
+        db.put_object_meta(&row).await.unwrap();
+        assert_eq!(
+            db.object_meta("b/k", &[7; 32]).await.unwrap(),
+            Some(row.clone())
+        );
+        sqlx::query("UPDATE object_meta SET headers = '{\"expires\":\"never\"}'")
+            .execute(db.pool())
+            .await
+            .unwrap();
+        let error = db.object_meta("b/k", &[7; 32]).await.unwrap_err();
+        assert!(matches!(error, MetaError::Corrupt { .. }), "{error}");
+        row.headers = ObjectHeaders::default();
+        db.put_object_meta(&row).await.unwrap();
+        assert_eq!(db.object_meta("b/k", &[7; 32]).await.unwrap(), Some(row));
+        db.close().await;
     }
 
     #[tokio::test]

@@ -1253,6 +1253,7 @@ impl SpinwiseS3 {
         bucket: &str,
         store_key: &str,
         range: Option<&Range>,
+        overrides: &crate::headers::ResponseOverrides,
     ) -> S3Result<Option<GetObjectOutput>> {
         let Some(RestoredSource {
             stream,
@@ -1270,21 +1271,22 @@ impl SpinwiseS3 {
                 view.record.size_bytes
             )
         });
-        Ok(Some(GetObjectOutput {
+        let output = GetObjectOutput {
             body: Some(s3s::dto::StreamingBlob::wrap(stream)),
             content_length: Some((bytes.end - bytes.start) as i64),
             content_range,
             accept_ranges: Some("bytes".into()),
             e_tag: view.etag(),
             last_modified: Some(view.last_modified()),
-            content_type: view.content_type(),
             metadata: view.user_metadata(),
             storage_class: Some(s3s::dto::StorageClass::from_static(
                 self.storage_class_in(bucket, &view.record).await?,
             )),
             restore: self.restorer().restore_header(&view.record).await?,
             ..Default::default()
-        }))
+        };
+        let shown = view.shown_headers(overrides.clone());
+        Ok(Some(crate::headers::show_headers!(output, shown)))
     }
 }
 

@@ -21,6 +21,10 @@
 
 use crate::body::{BodyStream, Digests, Expected, Upload, Wanted};
 use crate::conditions::{ReadConditions, WriteCondition, check_delete};
+use crate::headers::{
+    ObjectHeaders, ResponseOverrides, ShownHeaders, object_headers, response_overrides,
+    show_headers,
+};
 use crate::meta::{MetaDb, MetaError, ObjectMeta};
 use crate::multipart::Multipart;
 use crate::multipart::expiry::UploadExpiry;
@@ -202,6 +206,7 @@ impl std::fmt::Debug for SpinwiseS3 {
 pub(crate) struct Described {
     pub(crate) content_type: Option<String>,
     pub(crate) user_metadata: BTreeMap<String, String>,
+    pub(crate) headers: ObjectHeaders,
     /// The ETag to record instead of the body's MD5 (a completed multipart upload's).
     pub(crate) etag: Option<String>,
 }
@@ -218,6 +223,25 @@ impl ObjectView {
     }
     pub(crate) fn content_type(&self) -> Option<String> {
         self.meta.as_ref().and_then(|m| m.content_type.clone())
+    }
+    /// The headers a GET or HEAD answers with, `overrides` applied.
+    pub(crate) fn shown_headers(&self, overrides: ResponseOverrides) -> ShownHeaders {
+        let stored = self.meta.as_ref().map(|m| &m.headers);
+        ShownHeaders::new(
+            self.content_type(),
+            stored.unwrap_or(&ObjectHeaders::default()),
+            overrides,
+        )
+    }
+    /// What a CopyObject with the `COPY` directive gives its target.
+    pub(crate) fn described(&self) -> Described {
+        let meta = self.meta.as_ref();
+        Described {
+            etag: None,
+            content_type: self.content_type(),
+            user_metadata: meta.map(|m| m.user_metadata.clone()).unwrap_or_default(),
+            headers: meta.map(|m| m.headers.clone()).unwrap_or_default(),
+        }
     }
     pub(crate) fn user_metadata(&self) -> Option<Metadata> {
         self.meta
@@ -553,6 +577,7 @@ impl SpinwiseS3 {
                     etag,
                     content_type: described.content_type,
                     user_metadata: described.user_metadata,
+                    headers: described.headers,
                     written_unix_ms: now_unix_ms(),
                 };
                 meta.put_object_meta(&row).await.map_err(|error| {
@@ -929,10 +954,12 @@ pub(crate) struct Ingested {
 pub(crate) fn described_from(
     content_type: Option<String>,
     metadata: Option<Metadata>,
+    headers: ObjectHeaders,
 ) -> Described {
     Described {
         etag: None,
         content_type,
+        headers,
         user_metadata: metadata
             .unwrap_or_default()
             .into_iter()
@@ -1069,7 +1096,8 @@ impl S3 for SpinwiseS3 {
         )?;
         let condition = WriteCondition::of(input.if_match, input.if_none_match)?;
         let stream = body_stream(input.body);
-        let described = described_from(input.content_type, input.metadata);
+        let headers = object_headers!(input);
+        let described = described_from(input.content_type, input.metadata, headers);
         let target = WriteTarget {
             bucket: &input.bucket,
             store_key: &store_key,
@@ -1107,6 +1135,8 @@ impl S3 for SpinwiseS3 {
     ) -> S3Result<S3Response<GetObjectOutput>> {
         let input = req.input;
         let store_key = store_key(&input.bucket, &input.key)?;
+        let overrides = response_overrides!(input);
+        overrides.check_allowed(req.credentials.is_some())?;
         self.require_bucket(&input.bucket).await?;
         let conditions = ReadConditions::for_read(
             input.if_match,
@@ -1116,7 +1146,7 @@ impl S3 for SpinwiseS3 {
         );
         self.precheck(&store_key, &conditions).await?;
         if let Some(restored) = self
-            .get_restored(&input.bucket, &store_key, input.range.as_ref())
+            .get_restored(&input.bucket, &store_key, input.range.as_ref(), &overrides)
             .await?
         {
             let last_modified = restored.last_modified.clone().unwrap_or_default();
@@ -1142,12 +1172,14 @@ impl S3 for SpinwiseS3 {
             accept_ranges: Some("bytes".into()),
             e_tag: view.etag(),
             last_modified: Some(view.last_modified()),
-            content_type: view.content_type(),
             metadata: view.user_metadata(),
             storage_class: Some(StorageClass::from_static(storage_class)),
             ..Default::default()
         };
-        Ok(S3Response::new(output))
+        Ok(S3Response::new(show_headers!(
+            output,
+            view.shown_headers(overrides)
+        )))
     }
 
     async fn head_object(
@@ -1156,6 +1188,8 @@ impl S3 for SpinwiseS3 {
     ) -> S3Result<S3Response<HeadObjectOutput>> {
         let input = req.input;
         let store_key = store_key(&input.bucket, &input.key)?;
+        let overrides = response_overrides!(input);
+        overrides.check_allowed(req.credentials.is_some())?;
         self.require_bucket(&input.bucket).await?;
         let view = self.stat_view(&store_key).await?;
         let conditions = ReadConditions::for_read(
@@ -1167,17 +1201,20 @@ impl S3 for SpinwiseS3 {
         check_read(&conditions, view.etag().as_ref(), &view.last_modified())?;
         let restore = self.restorer.restore_header(&view.record).await?;
         let storage_class = self.storage_class_in(&input.bucket, &view.record).await?;
-        Ok(S3Response::new(HeadObjectOutput {
+        let output = HeadObjectOutput {
             restore,
             content_length: Some(view.record.size_bytes as i64),
             accept_ranges: Some("bytes".into()),
             e_tag: view.etag(),
             last_modified: Some(view.last_modified()),
-            content_type: view.content_type(),
             metadata: view.user_metadata(),
             storage_class: Some(StorageClass::from_static(storage_class)),
             ..Default::default()
-        }))
+        };
+        Ok(S3Response::new(show_headers!(
+            output,
+            view.shown_headers(overrides)
+        )))
     }
 
     async fn delete_object(
@@ -1259,16 +1296,11 @@ impl S3 for SpinwiseS3 {
             .open_copy_source(&source_bucket, &source, None, &conditions)
             .await?;
         let described = match replace {
-            true => described_from(input.content_type, input.metadata),
-            false => Described {
-                etag: None,
-                content_type: view.content_type(),
-                user_metadata: view
-                    .meta
-                    .as_ref()
-                    .map(|m| m.user_metadata.clone())
-                    .unwrap_or_default(),
-            },
+            true => {
+                let headers = object_headers!(input);
+                described_from(input.content_type, input.metadata, headers)
+            }
+            false => view.described(),
         };
         let target = WriteTarget {
             bucket: &input.bucket,

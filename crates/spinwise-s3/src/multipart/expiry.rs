@@ -169,6 +169,7 @@ mod tests {
             object_key: format!("k{started_unix_ms}"),
             content_type: None,
             user_metadata: Default::default(),
+            headers: Default::default(),
             started_unix_ms,
         };
         assert!(expiry.meta.insert_upload(&row, 10).await.unwrap());

@@ -186,7 +186,8 @@ impl SpinwiseS3 {
         store_key(&input.bucket, &input.key)?;
         let _bucket_open = self.bucket_gate.read().await;
         self.require_bucket(&input.bucket).await?;
-        let described = described_from(input.content_type, input.metadata);
+        let headers = crate::headers::object_headers!(input);
+        let described = described_from(input.content_type, input.metadata, headers);
         let id = UploadId::random().map_err(internal)?;
         let row = UploadRow {
             upload_id: id.hex(),
@@ -194,6 +195,7 @@ impl SpinwiseS3 {
             object_key: input.key.clone(),
             content_type: described.content_type,
             user_metadata: described.user_metadata,
+            headers: described.headers,
             started_unix_ms: now_unix_ms(),
         };
         let max_open = self.settings.max_open_uploads;
@@ -478,6 +480,7 @@ impl SpinwiseS3 {
         let described = Described {
             content_type: upload.content_type.clone(),
             user_metadata: upload.user_metadata.clone(),
+            headers: upload.headers.clone(),
             etag: Some(etag.to_string()),
         };
         let ingested = self
@@ -889,6 +892,7 @@ mod tests {
             object_key: key.to_string(),
             content_type: None,
             user_metadata: Default::default(),
+            headers: Default::default(),
             started_unix_ms: 0,
         }
     }

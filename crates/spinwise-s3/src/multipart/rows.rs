@@ -8,6 +8,7 @@
 //!   bytes (files no row names are swept);
 //! - an upload's rows (upload and parts) are removed together in one transaction.
 
+use crate::headers::ObjectHeaders;
 use crate::meta::{MetaDb, MetaError};
 use sqlx::Row;
 use std::collections::BTreeMap;
@@ -45,6 +46,9 @@ pub struct UploadRow {
     pub object_key: String,
     pub content_type: Option<String>,
     pub user_metadata: BTreeMap<String, String>,
+    /// The standard headers the completed object gets (column `headers`, migration
+    /// `meta::SCHEMA_OBJECT_HEADERS`).
+    pub headers: ObjectHeaders,
     pub started_unix_ms: i64,
 }
 
@@ -72,9 +76,11 @@ fn corrupt(key: &str, message: impl ToString) -> MetaError {
 fn upload_from(row: &sqlx::sqlite::SqliteRow) -> Result<UploadRow, MetaError> {
     let upload_id: String = row.get(0);
     let user_metadata: String = row.get(4);
+    let headers: String = row.get(6);
     Ok(UploadRow {
         user_metadata: serde_json::from_str(&user_metadata)
             .map_err(|error| corrupt(&upload_id, error))?,
+        headers: ObjectHeaders::from_json(&headers).map_err(|error| corrupt(&upload_id, error))?,
         upload_id,
         bucket: row.get(1),
         object_key: row.get(2),
@@ -102,7 +108,7 @@ fn part_from(upload_id: &str, row: &sqlx::sqlite::SqliteRow) -> Result<PartRow, 
 /// Column lists as macros, so queries stay `&'static str` (sqlx takes no built strings).
 macro_rules! upload_columns {
     () => {
-        "upload_id, bucket, object_key, content_type, user_metadata, started_unix_ms"
+        "upload_id, bucket, object_key, content_type, user_metadata, started_unix_ms, headers"
     };
 }
 macro_rules! part_columns {
@@ -123,7 +129,7 @@ impl MetaDb {
         let done = sqlx::query(concat!(
             "INSERT INTO multipart_uploads (",
             upload_columns!(),
-            ") SELECT ?, ?, ?, ?, ?, ? \
+            ") SELECT ?, ?, ?, ?, ?, ?, ? \
              WHERE (SELECT count(*) FROM multipart_uploads) < ?"
         ))
         .bind(&upload.upload_id)
@@ -132,6 +138,7 @@ impl MetaDb {
         .bind(&upload.content_type)
         .bind(user_metadata)
         .bind(upload.started_unix_ms)
+        .bind(upload.headers.to_json())
         .bind(i64::try_from(max_open).unwrap_or(i64::MAX))
         .execute(self.pool())
         .await?;

@@ -57,8 +57,46 @@ pub fn signed_headers_for_host(
     access_key: &str,
     secret_key: &str,
 ) -> Vec<(String, String)> {
-    let mut all: Vec<(&str, &str)> =
-        vec![("host", host), ("x-amz-content-sha256", "UNSIGNED-PAYLOAD")];
+    let keys = (access_key, secret_key);
+    sign_headers(host, method, target, headers, keys, "UNSIGNED-PAYLOAD")
+}
+
+/// [`signed_headers`] for an `aws-chunked` body with unsigned chunks and trailers
+/// (`STREAMING-UNSIGNED-PAYLOAD-TRAILER`), as the SDKs stream bodies whose checksum they send
+/// last; the caller frames the body ([`aws_chunked`]).
+pub fn signed_streaming_headers(
+    addr: SocketAddr,
+    method: &str,
+    target: &str,
+    headers: &[(&str, &str)],
+) -> Vec<(String, String)> {
+    let host = addr.to_string();
+    let keys = (ACCESS_KEY, super::SECRET_KEY);
+    let payload = "STREAMING-UNSIGNED-PAYLOAD-TRAILER";
+    sign_headers(&host, method, target, headers, keys, payload)
+}
+
+/// `data` as one unsigned `aws-chunked` chunk, the closing chunk and the `trailers`.
+pub fn aws_chunked(data: &[u8], trailers: &[(&str, &str)]) -> Vec<u8> {
+    let mut body = format!("{:x}\r\n", data.len()).into_bytes();
+    body.extend_from_slice(data);
+    body.extend_from_slice(b"\r\n0\r\n");
+    for (name, value) in trailers {
+        body.extend_from_slice(format!("{name}:{value}\r\n").as_bytes());
+    }
+    body.extend_from_slice(b"\r\n");
+    body
+}
+
+fn sign_headers(
+    host: &str,
+    method: &str,
+    target: &str,
+    headers: &[(&str, &str)],
+    (access_key, secret_key): (&str, &str),
+    payload: &str,
+) -> Vec<(String, String)> {
+    let mut all: Vec<(&str, &str)> = vec![("host", host), ("x-amz-content-sha256", payload)];
     all.extend_from_slice(headers);
     let identity =
         aws_credential_types::Credentials::new(access_key, secret_key, None, None, "wire").into();
@@ -76,7 +114,7 @@ pub fn signed_headers_for_host(
         method,
         url.as_str(),
         all.iter().copied(),
-        SignableBody::UnsignedPayload,
+        SignableBody::Precomputed(payload.to_string()),
     )
     .expect("a signable request");
     let (instructions, _signature) = sign(signable, &params).expect("signing").into_parts();
