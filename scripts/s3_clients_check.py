@@ -184,6 +184,10 @@ def check_buckets(ctx):
     expect(name in listed, f"ListBuckets {listed} lacks {name}")
     ctx.s3.head_bucket(Bucket=name)
     ctx.s3.get_bucket_location(Bucket=name)
+    versioning = ctx.s3.get_bucket_versioning(Bucket=name)
+    expect("Status" not in versioning, f"GetBucketVersioning of a new bucket: {versioning.get('Status')}")
+    status = ctx.aws("s3api", "get-bucket-versioning", "--bucket", name).strip()
+    expect(status == "", f"aws s3api get-bucket-versioning printed {status!r}")
     expect_error(lambda: ctx.s3.create_bucket(Bucket=name), "BucketAlreadyOwnedByYou", 409, "CreateBucket twice")
     temporary = f"{ctx.prefix}-temporary"
     ctx.s3.create_bucket(Bucket=temporary)

@@ -1030,6 +1030,18 @@ impl S3 for SpinwiseS3 {
         Ok(S3Response::new(GetBucketLocationOutput::default()))
     }
 
+    /// Versioning was never enabled on any bucket (this server keeps one version per key), which
+    /// S3 answers with an empty configuration: no `Status`. Clients that probe versioning
+    /// (Cyberduck, Terraform, backup tools checking for object lock) then carry on.
+    /// PutBucketVersioning stays `501 NotImplemented`.
+    async fn get_bucket_versioning(
+        &self,
+        req: S3Request<GetBucketVersioningInput>,
+    ) -> S3Result<S3Response<GetBucketVersioningOutput>> {
+        self.require_bucket(&req.input.bucket).await?;
+        Ok(S3Response::new(GetBucketVersioningOutput::default()))
+    }
+
     async fn delete_bucket(
         &self,
         req: S3Request<DeleteBucketInput>,

@@ -6,7 +6,9 @@
 mod common;
 
 use aws_sdk_s3::primitives::ByteStream;
-use aws_sdk_s3::types::{Delete, ObjectIdentifier, StorageClass};
+use aws_sdk_s3::types::{
+    BucketVersioningStatus, Delete, ObjectIdentifier, StorageClass, VersioningConfiguration,
+};
 use common::{
     bucket, code, files_under, get_bytes, md5_hex, pattern, put, start, start_with, status,
 };
@@ -115,6 +117,46 @@ async fn buckets_are_created_listed_headed_and_deleted_only_when_empty() {
         .await;
     assert_eq!(code(&put_gone.unwrap_err()), "NoSuchBucket");
     harness.server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bucket_versioning_reads_as_never_enabled_and_cannot_be_turned_on() {
+    let harness = start().await;
+    let client = &harness.client;
+    bucket(&harness, "plain").await;
+    let versioning = client
+        .get_bucket_versioning()
+        .bucket("plain")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!((versioning.status(), versioning.mfa_delete()), (None, None));
+    let missing = client
+        .get_bucket_versioning()
+        .bucket("absent")
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!(code(&missing), "NoSuchBucket");
+    let enable = client
+        .put_bucket_versioning()
+        .bucket("plain")
+        .versioning_configuration(
+            VersioningConfiguration::builder()
+                .status(BucketVersioningStatus::Enabled)
+                .build(),
+        )
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!(code(&enable), "NotImplemented");
+    let still = client
+        .get_bucket_versioning()
+        .bucket("plain")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(still.status(), None);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
