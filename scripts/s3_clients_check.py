@@ -4,7 +4,8 @@ supported call byte-exact: buckets, PUT/GET/HEAD of 0 B, 1 B, 5 MiB and 100 MiB 
 and ranged), metadata and copies, listings, deletes, multipart upload (low level, boto3's
 upload_file, and `aws s3 cp` of a 20 MiB file, which the CLI uploads in parts), conditional
 requests (IfNoneMatch="*" and IfMatch PUTs, 304 and 412 GETs), standard object headers
-(Cache-Control, Content-Disposition, ...) and response-* overrides, presigned URLs (boto3 SigV4 and
+(Cache-Control, Content-Disposition, ...) and response-* overrides, lifecycle configurations,
+presigned URLs (boto3 SigV4 and
 SigV2, `aws s3 presign`) fetched as bare HTTP, a public-read bucket read
 anonymously (boto3 UNSIGNED, `aws s3 cp --no-sign-request`) and the error codes
 (SignatureDoesNotMatch, NoSuchBucket, NoSuchKey, ...).
@@ -28,6 +29,7 @@ DATA/store.toml; the Rust test sets 2 s): each waits up to a minute for its obje
 import argparse
 import datetime
 import hashlib
+import json
 import os
 import random
 import shutil
@@ -239,6 +241,31 @@ def check_metadata_and_copies(ctx):
     replaced = ctx.s3.head_object(Bucket=bucket, Key="replaced")
     expect(replaced["Metadata"] == {"colour": "red"}, f"REPLACE gave {replaced.get('Metadata')}")
     expect(replaced["ContentType"] == "application/x-other", f"REPLACE gave {replaced.get('ContentType')}")
+
+
+@check
+def check_lifecycle(ctx):
+    """A lifecycle configuration set with boto3 reads back with the aws CLI, survives bucket
+    tagging, refuses what it cannot honour and is deleted."""
+    bucket = ctx.bucket("lifecycle")
+    expect_error(lambda: ctx.s3.get_bucket_lifecycle_configuration(Bucket=bucket), "NoSuchLifecycleConfiguration",
+                 404, "GetBucketLifecycleConfiguration without rules")
+    rules = [{"ID": "tmp", "Status": "Enabled", "Filter": {"Prefix": "tmp/"}, "Expiration": {"Days": 30},
+              "AbortIncompleteMultipartUpload": {"DaysAfterInitiation": 7}}]
+    ctx.s3.put_bucket_lifecycle_configuration(Bucket=bucket, LifecycleConfiguration={"Rules": rules})
+    ctx.s3.put_bucket_tagging(Bucket=bucket, Tagging={"TagSet": [{"Key": "team", "Value": "ops"}]})
+    shown = json.loads(ctx.aws("s3api", "get-bucket-lifecycle-configuration", "--bucket", bucket))["Rules"]
+    expect(len(shown) == 1 and shown[0]["ID"] == "tmp" and shown[0]["Expiration"] == {"Days": 30}
+           and shown[0]["Filter"] == {"Prefix": "tmp/"}
+           and shown[0]["AbortIncompleteMultipartUpload"] == {"DaysAfterInitiation": 7},
+           f"aws s3api get-bucket-lifecycle-configuration printed {shown}")
+    transition = [{"ID": "cold", "Status": "Enabled", "Filter": {"Prefix": ""},
+                   "Transitions": [{"Days": 1, "StorageClass": "GLACIER"}]}]
+    expect_error(lambda: ctx.s3.put_bucket_lifecycle_configuration(
+        Bucket=bucket, LifecycleConfiguration={"Rules": transition}), "NotImplemented", 501, "a transition rule")
+    ctx.s3.delete_bucket_lifecycle(Bucket=bucket)
+    expect_error(lambda: ctx.s3.get_bucket_lifecycle_configuration(Bucket=bucket), "NoSuchLifecycleConfiguration",
+                 404, "GetBucketLifecycleConfiguration after DeleteBucketLifecycle")
 
 
 @check

@@ -22,6 +22,8 @@
 //! - [`headers`] holds the standard object headers (Cache-Control, Content-Disposition,
 //!   Content-Encoding, Content-Language, Expires) kept with each object, and the `response-*`
 //!   overrides of a signed GET or HEAD;
+//! - [`lifecycle`] holds bucket lifecycle rules (expiry by age or date, abort of incomplete
+//!   multipart uploads, by prefix) and the sweeper that applies them;
 //! - `conditions` evaluates conditional requests (`If-Match`, `If-None-Match`,
 //!   `If-(Un)Modified-Since`, the copy-source forms, and conditional writes);
 //! - [`hosts`] holds [`BucketDomains`]: virtual-hosted-style addressing (`<bucket>.<domain>`
@@ -49,6 +51,7 @@ pub(crate) mod conditions;
 pub mod credentials;
 pub mod headers;
 pub mod hosts;
+pub mod lifecycle;
 pub mod meta;
 pub mod metrics;
 pub mod multipart;

@@ -37,6 +37,7 @@ const MIGRATIONS: &[&str] = &[
     SCHEMA_PUBLIC_READ,
     SCHEMA_RESTORE_TIER,
     SCHEMA_OBJECT_HEADERS,
+    crate::lifecycle::SCHEMA_STEP,
 ];
 
 const SCHEMA_V1: &str = r#"

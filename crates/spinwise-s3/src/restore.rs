@@ -412,8 +412,8 @@ impl Restorer {
 
     // ---- buckets ----
 
-    /// Gives a new bucket the default mode and no tags (replacing what a deleted bucket of
-    /// the same name left).
+    /// Gives a new bucket the default mode, no tags and no lifecycle rules (replacing what a
+    /// deleted bucket of the same name left).
     pub async fn init_bucket(&self, bucket: &str) -> Result<(), sqlx::Error> {
         sqlx::query(
             "INSERT OR REPLACE INTO bucket_config (bucket, restore_mode, tags) VALUES (?, ?, '[]')",
@@ -462,8 +462,11 @@ impl Restorer {
         tags: &[(String, String)],
     ) -> Result<(), sqlx::Error> {
         let tags = serde_json::to_string(tags).expect("string pairs serialize");
+        // An upsert, not a replace: the row also holds the bucket's lifecycle rules.
         sqlx::query(
-            "INSERT OR REPLACE INTO bucket_config (bucket, restore_mode, tags) VALUES (?, ?, ?)",
+            "INSERT INTO bucket_config (bucket, restore_mode, tags) VALUES (?, ?, ?) \
+             ON CONFLICT (bucket) DO UPDATE SET \
+             restore_mode = excluded.restore_mode, tags = excluded.tags",
         )
         .bind(bucket)
         .bind(mode.as_str())

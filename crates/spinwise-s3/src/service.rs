@@ -25,6 +25,7 @@ use crate::headers::{
     ObjectHeaders, ResponseOverrides, ShownHeaders, object_headers, response_overrides,
     show_headers,
 };
+use crate::lifecycle::LifecycleSweeper;
 use crate::meta::{MetaDb, MetaError, ObjectMeta};
 use crate::multipart::Multipart;
 use crate::multipart::expiry::UploadExpiry;
@@ -103,6 +104,9 @@ pub struct S3Settings {
     pub restore_expedited_per_hour: u64,
     /// What a PutObject or CopyObject ETag is (multipart ETags are always S3's MD5 form).
     pub etag_mode: EtagMode,
+    /// The length of a lifecycle rule's "day" in seconds (86400: rules count days and expire
+    /// at midnight UTC, as S3's; tests use less). See [`crate::lifecycle`].
+    pub lifecycle_day_s: u64,
 }
 
 /// The default for [`S3Settings::restore_expedited_max_ongoing`]: 8. Each Expedited restore
@@ -178,20 +182,64 @@ impl Default for S3Settings {
             restore_expedited_max_ongoing: DEFAULT_EXPEDITED_MAX_ONGOING,
             restore_expedited_per_hour: DEFAULT_EXPEDITED_PER_HOUR,
             etag_mode: EtagMode::Md5,
+            lifecycle_day_s: 86_400,
         }
     }
+}
+
+/// Striped per-key locks: writes, deletes and lifecycle expiry of one key take turns.
+pub(crate) struct KeyLocks(Vec<Mutex<()>>);
+
+impl KeyLocks {
+    fn new() -> KeyLocks {
+        KeyLocks((0..KEY_LOCK_STRIPES).map(|_| Mutex::new(())).collect())
+    }
+
+    /// The lock of `store_key`'s stripe.
+    pub(crate) fn of(&self, store_key: &str) -> &Mutex<()> {
+        let mut hasher = std::hash::DefaultHasher::new();
+        store_key.hash(&mut hasher);
+        &self.0[(hasher.finish() % KEY_LOCK_STRIPES as u64) as usize]
+    }
+}
+
+/// Why [`remove_object`] failed.
+pub(crate) enum Removed {
+    Store(StoreError),
+    Meta(MetaError),
+}
+
+/// Deletes `store_key`'s object, its metadata rows and any restored copy; an absent key is
+/// success. The caller holds the key's lock (DELETE, DeleteObjects, lifecycle expiry).
+pub(crate) async fn remove_object(
+    store: &SqliteStore,
+    meta: &MetaDb,
+    restorer: &Restorer,
+    store_key: &str,
+) -> Result<(), Removed> {
+    match store.delete(store_key).await {
+        Ok(_) | Err(StoreError::NoSuchKey { .. }) => {}
+        Err(error) => return Err(Removed::Store(error)),
+    }
+    meta.delete_object_meta_except(store_key, None)
+        .await
+        .map_err(Removed::Meta)?;
+    restorer.forget(store_key, None).await;
+    Ok(())
 }
 
 pub struct SpinwiseS3 {
     pub(crate) store: Arc<SqliteStore>,
     pub(crate) meta: MetaDb,
     pub(crate) settings: S3Settings,
-    key_locks: Vec<Mutex<()>>,
+    pub(crate) key_locks: Arc<KeyLocks>,
     pub(crate) bucket_gate: RwLock<()>,
     pub(crate) multipart: Arc<Multipart>,
     restorer: Arc<Restorer>,
     /// The sweeper of abandoned multipart uploads holds a weak handle to this (`None`: never).
     pub(crate) upload_expiry: Option<Arc<UploadExpiry>>,
+    /// The lifecycle sweeper holds a weak handle to this (set once the service is built).
+    lifecycle: Option<Arc<LifecycleSweeper>>,
 }
 
 impl std::fmt::Debug for SpinwiseS3 {
@@ -449,10 +497,11 @@ impl SpinwiseS3 {
             meta,
             settings,
             restorer,
-            key_locks: (0..KEY_LOCK_STRIPES).map(|_| Mutex::new(())).collect(),
+            key_locks: Arc::new(KeyLocks::new()),
             bucket_gate: RwLock::new(()),
             multipart: Arc::new(Multipart::new(&store_dir)),
             upload_expiry: None,
+            lifecycle: None,
         };
         let swept = service.sweep_orphans().await?;
         if swept > 0 {
@@ -463,6 +512,7 @@ impl SpinwiseS3 {
         }
         service.sweep_multipart().await?;
         service.start_upload_expiry().await?;
+        service.lifecycle = Some(LifecycleSweeper::start(&service).await?);
         Ok(service)
     }
 
@@ -473,6 +523,11 @@ impl SpinwiseS3 {
         &self.meta
     }
     /// The restores (RestoreObject, restored copies, bucket restore modes).
+    /// The sweeper applying the buckets' lifecycle rules.
+    pub fn lifecycle(&self) -> Option<&Arc<LifecycleSweeper>> {
+        self.lifecycle.as_ref()
+    }
+
     pub fn restorer(&self) -> &Arc<Restorer> {
         &self.restorer
     }
@@ -512,9 +567,7 @@ impl SpinwiseS3 {
     }
 
     fn key_lock(&self, store_key: &str) -> &Mutex<()> {
-        let mut hasher = std::hash::DefaultHasher::new();
-        store_key.hash(&mut hasher);
-        &self.key_locks[(hasher.finish() % KEY_LOCK_STRIPES as u64) as usize]
+        self.key_locks.of(store_key)
     }
 
     pub(crate) fn store_error(&self, error: StoreError) -> S3Error {
@@ -784,16 +837,12 @@ impl SpinwiseS3 {
             let etag = current.as_ref().map(ObjectView::etag);
             check_delete(wanted, etag.as_ref().map(Option::as_ref))?;
         }
-        match self.store.delete(store_key).await {
-            Ok(_) | Err(StoreError::NoSuchKey { .. }) => {}
-            Err(error) => return Err(self.store_error(error)),
-        }
-        self.meta
-            .delete_object_meta_except(store_key, None)
+        remove_object(&self.store, &self.meta, &self.restorer, store_key)
             .await
-            .map_err(meta_error)?;
-        self.restorer.forget(store_key, None).await;
-        Ok(())
+            .map_err(|error| match error {
+                Removed::Store(error) => self.store_error(error),
+                Removed::Meta(error) => meta_error(error),
+            })
     }
 
     /// One page of a bucket listing (ListObjectsV2 and ListObjects share it).
@@ -1040,6 +1089,37 @@ impl S3 for SpinwiseS3 {
     ) -> S3Result<S3Response<GetBucketVersioningOutput>> {
         self.require_bucket(&req.input.bucket).await?;
         Ok(S3Response::new(GetBucketVersioningOutput::default()))
+    }
+
+    async fn put_bucket_lifecycle_configuration(
+        &self,
+        req: S3Request<PutBucketLifecycleConfigurationInput>,
+    ) -> S3Result<S3Response<PutBucketLifecycleConfigurationOutput>> {
+        let input = req.input;
+        self.put_lifecycle(&input.bucket, input.lifecycle_configuration)
+            .await?;
+        Ok(S3Response::new(
+            PutBucketLifecycleConfigurationOutput::default(),
+        ))
+    }
+
+    async fn get_bucket_lifecycle_configuration(
+        &self,
+        req: S3Request<GetBucketLifecycleConfigurationInput>,
+    ) -> S3Result<S3Response<GetBucketLifecycleConfigurationOutput>> {
+        let rules = self.get_lifecycle(&req.input.bucket).await?;
+        Ok(S3Response::new(GetBucketLifecycleConfigurationOutput {
+            rules: Some(rules),
+            ..Default::default()
+        }))
+    }
+
+    async fn delete_bucket_lifecycle(
+        &self,
+        req: S3Request<DeleteBucketLifecycleInput>,
+    ) -> S3Result<S3Response<DeleteBucketLifecycleOutput>> {
+        self.delete_lifecycle(&req.input.bucket).await?;
+        Ok(S3Response::new(DeleteBucketLifecycleOutput::default()))
     }
 
     async fn delete_bucket(

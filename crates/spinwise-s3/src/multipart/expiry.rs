@@ -18,6 +18,7 @@
 
 use super::files::{Multipart, UploadId};
 use super::remove_upload;
+use super::rows::UploadRow;
 use crate::meta::{MetaDb, MetaError};
 use crate::service::{SpinwiseS3, now_unix_ms};
 use std::sync::{Arc, Weak};
@@ -77,37 +78,58 @@ impl UploadExpiry {
             .meta
             .uploads_started_before(cutoff_unix_ms, MAX_ABORTS_PER_SWEEP)
             .await?;
-        let mut aborted = 0;
-        for upload in &expired {
-            let Some(id) = UploadId::parse(&upload.upload_id) else {
-                continue; // rows are only ever written with parsed ids
-            };
-            let Ok(_held) = self.multipart.lock(&id).try_write() else {
-                tracing::debug!(
-                    upload = upload.upload_id,
-                    "an expired multipart upload is busy (completion or part in flight); next sweep"
-                );
-                continue;
-            };
-            // A completion may have finished between the listing and the lock: then the rows
-            // are gone and there is nothing to abort.
-            if remove_upload(&self.meta, &self.multipart, &id).await? {
-                aborted += 1;
-                tracing::info!(
-                    bucket = upload.bucket,
-                    key = upload.object_key,
-                    upload = upload.upload_id,
-                    age_s = now_ms.saturating_sub(upload.started_unix_ms) / 1000,
-                    "aborted an abandoned multipart upload"
-                );
-            }
-        }
-        Ok(aborted)
+        abort_uploads(
+            &self.meta,
+            &self.multipart,
+            &expired,
+            now_ms,
+            "abandon_uploads_after_s",
+        )
+        .await
     }
 
     fn sweep_interval(&self) -> Duration {
         sweep_interval(self.abandon_after)
     }
+}
+
+/// Aborts `uploads` as AbortMultipartUpload would, skipping any whose lock is held (a
+/// completion or part in flight: looked at again next sweep); `why` names the limit or
+/// lifecycle rule in the log. Returns how many it aborted.
+pub(crate) async fn abort_uploads(
+    meta: &MetaDb,
+    multipart: &Multipart,
+    uploads: &[UploadRow],
+    now_ms: i64,
+    why: &str,
+) -> Result<usize, MetaError> {
+    let mut aborted = 0;
+    for upload in uploads {
+        let Some(id) = UploadId::parse(&upload.upload_id) else {
+            continue; // rows are only ever written with parsed ids
+        };
+        let Ok(_held) = multipart.lock(&id).try_write() else {
+            tracing::debug!(
+                upload = upload.upload_id,
+                "an expired multipart upload is busy (completion or part in flight); next sweep"
+            );
+            continue;
+        };
+        // A completion may have finished between the listing and the lock: then the rows are
+        // gone and there is nothing to abort.
+        if remove_upload(meta, multipart, &id).await? {
+            aborted += 1;
+            tracing::info!(
+                bucket = upload.bucket,
+                key = upload.object_key,
+                upload = upload.upload_id,
+                age_s = now_ms.saturating_sub(upload.started_unix_ms) / 1000,
+                why,
+                "aborted an abandoned multipart upload"
+            );
+        }
+    }
+    Ok(aborted)
 }
 
 /// How often the sweeper runs for an age limit: an eighth of it, within 50 ms..=1 h.

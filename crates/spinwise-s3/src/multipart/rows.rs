@@ -203,6 +203,32 @@ impl MetaDb {
         rows.iter().map(upload_from).collect()
     }
 
+    /// Up to `limit` of `bucket`'s uploads whose key starts with `prefix`, started before
+    /// `cutoff_unix_ms`, oldest first (a lifecycle rule's AbortIncompleteMultipartUpload).
+    pub async fn bucket_uploads_started_before(
+        &self,
+        bucket: &str,
+        prefix: &str,
+        cutoff_unix_ms: i64,
+        limit: u32,
+    ) -> Result<Vec<UploadRow>, MetaError> {
+        let rows = sqlx::query(concat!(
+            "SELECT ",
+            upload_columns!(),
+            " FROM multipart_uploads WHERE bucket = ? AND started_unix_ms < ? \
+             AND substr(object_key, 1, length(?)) = ? \
+             ORDER BY started_unix_ms, upload_id LIMIT ?"
+        ))
+        .bind(bucket)
+        .bind(cutoff_unix_ms)
+        .bind(prefix)
+        .bind(prefix)
+        .bind(i64::from(limit))
+        .fetch_all(self.pool())
+        .await?;
+        rows.iter().map(upload_from).collect()
+    }
+
     /// Whether `bucket` has open uploads (DeleteBucket refuses then).
     pub async fn bucket_has_uploads(&self, bucket: &str) -> Result<bool, MetaError> {
         let found: Option<i64> =
