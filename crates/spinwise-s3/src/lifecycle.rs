@@ -431,8 +431,9 @@ impl std::fmt::Debug for LifecycleSweeper {
 }
 
 impl LifecycleSweeper {
-    /// Sweeps once (what expired while the server was down), then starts the sweeper task.
-    pub(crate) async fn start(service: &SpinwiseS3) -> Result<Arc<LifecycleSweeper>, MetaError> {
+    /// Starts the sweeper task, which sweeps at once (what expired while the server was down;
+    /// on its own task, so a large bucket does not delay start-up) and then every interval.
+    pub(crate) fn start(service: &SpinwiseS3) -> Arc<LifecycleSweeper> {
         let day_s = service.settings.lifecycle_day_s.max(1);
         let sweeper = Arc::new(LifecycleSweeper {
             store: Arc::clone(&service.store),
@@ -442,11 +443,8 @@ impl LifecycleSweeper {
             multipart: Arc::clone(&service.multipart),
             day_ms: i64::try_from(day_s.saturating_mul(1000)).unwrap_or(i64::MAX),
         });
-        if let Err(error) = sweeper.sweep().await {
-            tracing::warn!(%error, "applying lifecycle rules at start");
-        }
         tokio::spawn(sweep_until_dropped(Arc::downgrade(&sweeper)));
-        Ok(sweeper)
+        sweeper
     }
 
     /// Expires the objects and aborts the uploads the rules say are due now.
@@ -570,19 +568,19 @@ impl LifecycleSweeper {
     }
 }
 
-/// Sweeps until the sweeper is dropped (holding it only while sweeping).
+/// Sweeps now and then every interval until the sweeper is dropped (holding it only while
+/// sweeping).
 async fn sweep_until_dropped(sweeper: Weak<LifecycleSweeper>) {
     loop {
-        let Some(interval) = sweeper.upgrade().map(|s| s.sweep_interval()) else {
-            return;
-        };
-        tokio::time::sleep(interval).await;
         let Some(strong) = sweeper.upgrade() else {
             return;
         };
         if let Err(error) = strong.sweep().await {
             tracing::warn!(%error, "applying lifecycle rules");
         }
+        let interval = strong.sweep_interval();
+        drop(strong);
+        tokio::time::sleep(interval).await;
     }
 }
 

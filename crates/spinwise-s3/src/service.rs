@@ -512,7 +512,7 @@ impl SpinwiseS3 {
         }
         service.sweep_multipart().await?;
         service.start_upload_expiry().await?;
-        service.lifecycle = Some(LifecycleSweeper::start(&service).await?);
+        service.lifecycle = Some(LifecycleSweeper::start(&service));
         Ok(service)
     }
 
