@@ -71,9 +71,10 @@ impl ObjectHeaders {
     }
 }
 
-/// The `response-*` query parameters of one GET or HEAD.
+/// The six headers a GET or HEAD answers with: the `response-*` query parameters a request
+/// gave (its overrides), or what the response shows ([`ResponseHeaders::shown`]).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct ResponseOverrides {
+pub struct ResponseHeaders {
     pub content_type: Option<String>,
     pub cache_control: Option<String>,
     pub content_disposition: Option<String>,
@@ -82,9 +83,12 @@ pub struct ResponseOverrides {
     pub expires: Option<Timestamp>,
 }
 
-impl ResponseOverrides {
+/// The `response-*` parameters of one request.
+pub type ResponseOverrides = ResponseHeaders;
+
+impl ResponseHeaders {
     fn is_empty(&self) -> bool {
-        *self == ResponseOverrides::default()
+        *self == ResponseHeaders::default()
     }
 
     /// Refuses overrides on an anonymous request, as S3 does.
@@ -97,27 +101,15 @@ impl ResponseOverrides {
             "Request specific response headers cannot be used for anonymous GET requests.",
         ))
     }
-}
 
-/// The headers one GET or HEAD answers with: the stored ones, each replaced by its override.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct ShownHeaders {
-    pub content_type: Option<String>,
-    pub cache_control: Option<String>,
-    pub content_disposition: Option<String>,
-    pub content_encoding: Option<String>,
-    pub content_language: Option<String>,
-    pub expires: Option<Timestamp>,
-}
-
-impl ShownHeaders {
-    pub fn new(
+    /// What a response shows: the stored headers, each replaced by its override.
+    pub fn shown(
         content_type: Option<String>,
         stored: &ObjectHeaders,
         overrides: ResponseOverrides,
-    ) -> ShownHeaders {
+    ) -> ResponseHeaders {
         let stored = stored.clone();
-        ShownHeaders {
+        ResponseHeaders {
             content_type: overrides.content_type.or(content_type),
             cache_control: overrides.cache_control.or(stored.cache_control),
             content_disposition: overrides.content_disposition.or(stored.content_disposition),
@@ -158,10 +150,10 @@ macro_rules! response_overrides {
     };
 }
 
-/// Sets a GetObject or HeadObject output's six header fields from a [`ShownHeaders`].
+/// Sets a GetObject or HeadObject output's six header fields from a [`ResponseHeaders`].
 macro_rules! show_headers {
     ($output:expr, $shown:expr) => {{
-        let shown: $crate::headers::ShownHeaders = $shown;
+        let shown: $crate::headers::ResponseHeaders = $shown;
         let mut output = $output;
         output.content_type = shown.content_type;
         output.cache_control = shown.cache_control;
@@ -256,7 +248,7 @@ mod tests {
             cache_control: Some("max-age=60".into()),
             ..ResponseOverrides::default()
         };
-        let shown = ShownHeaders::new(Some("text/plain".into()), &stored, overrides);
+        let shown = ResponseHeaders::shown(Some("text/plain".into()), &stored, overrides);
         assert_eq!(shown.content_type.as_deref(), Some("application/pdf"));
         assert_eq!(shown.content_disposition.as_deref(), Some("attachment"));
         assert_eq!(shown.cache_control.as_deref(), Some("max-age=60"));

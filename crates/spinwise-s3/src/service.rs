@@ -22,7 +22,7 @@
 use crate::body::{BodyStream, Digests, Expected, Upload, Wanted};
 use crate::conditions::{ReadConditions, WriteCondition, check_delete};
 use crate::headers::{
-    ObjectHeaders, ResponseOverrides, ShownHeaders, object_headers, response_overrides,
+    ObjectHeaders, ResponseHeaders, ResponseOverrides, object_headers, response_overrides,
     show_headers,
 };
 use crate::lifecycle::LifecycleSweeper;
@@ -238,7 +238,8 @@ pub struct SpinwiseS3 {
     restorer: Arc<Restorer>,
     /// The sweeper of abandoned multipart uploads holds a weak handle to this (`None`: never).
     pub(crate) upload_expiry: Option<Arc<UploadExpiry>>,
-    /// The lifecycle sweeper holds a weak handle to this (set once the service is built).
+    /// Applies the buckets' lifecycle rules (set once the service is built); its task holds a
+    /// weak handle, so dropping the service stops it.
     lifecycle: Option<Arc<LifecycleSweeper>>,
 }
 
@@ -273,9 +274,9 @@ impl ObjectView {
         self.meta.as_ref().and_then(|m| m.content_type.clone())
     }
     /// The headers a GET or HEAD answers with, `overrides` applied.
-    pub(crate) fn shown_headers(&self, overrides: ResponseOverrides) -> ShownHeaders {
+    pub(crate) fn shown_headers(&self, overrides: ResponseOverrides) -> ResponseHeaders {
         let stored = self.meta.as_ref().map(|m| &m.headers);
-        ShownHeaders::new(
+        ResponseHeaders::shown(
             self.content_type(),
             stored.unwrap_or(&ObjectHeaders::default()),
             overrides,
@@ -522,12 +523,12 @@ impl SpinwiseS3 {
     pub fn meta(&self) -> &MetaDb {
         &self.meta
     }
-    /// The restores (RestoreObject, restored copies, bucket restore modes).
     /// The sweeper applying the buckets' lifecycle rules.
     pub fn lifecycle(&self) -> Option<&Arc<LifecycleSweeper>> {
         self.lifecycle.as_ref()
     }
 
+    /// The restores (RestoreObject, restored copies, bucket restore modes).
     pub fn restorer(&self) -> &Arc<Restorer> {
         &self.restorer
     }
