@@ -177,7 +177,7 @@ fn without_aws_chunked(value: &str) -> Option<String> {
     (!kept.is_empty()).then(|| kept.join(", "))
 }
 
-fn http_date(timestamp: &Timestamp) -> String {
+pub(crate) fn http_date(timestamp: &Timestamp) -> String {
     let mut text = Vec::new();
     timestamp
         .format(TimestampFormat::HttpDate, &mut text)

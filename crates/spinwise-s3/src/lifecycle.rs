@@ -18,6 +18,7 @@
 //! - one sweep expires at most [`MAX_EXPIRATIONS_PER_SWEEP`] objects and aborts at most
 //!   [`crate::multipart::expiry::MAX_ABORTS_PER_SWEEP`] uploads; the rest wait for the next.
 
+use crate::headers::http_date;
 use crate::meta::{MetaDb, MetaError};
 use crate::multipart::Multipart;
 use crate::multipart::expiry::{MAX_ABORTS_PER_SWEEP, abort_uploads};
@@ -30,6 +31,7 @@ use s3s::dto::{
 };
 use s3s::{S3Error, S3ErrorCode, S3Result};
 use serde::{Deserialize, Serialize};
+use spinwise_catalog::ObjectRecord;
 use spinwise_store::{SqliteStore, StoreError};
 use sqlx::Row;
 use std::sync::{Arc, Weak};
@@ -508,11 +510,7 @@ impl LifecycleSweeper {
     }
 
     /// Removes the listed object if, under its key's lock, it is still that version and due.
-    async fn expire_one(
-        &self,
-        listed: &spinwise_catalog::ObjectRecord,
-        now_ms: i64,
-    ) -> Result<bool, MetaError> {
+    async fn expire_one(&self, listed: &ObjectRecord, now_ms: i64) -> Result<bool, MetaError> {
         let _key_held = self.key_locks.of(&listed.key).lock().await;
         match self.store.stat(&listed.key).await {
             Ok(current) if current.content_hash == listed.content_hash => {
@@ -616,6 +614,29 @@ impl SpinwiseS3 {
                 "The lifecycle configuration does not exist",
             )),
         }
+    }
+
+    /// The `x-amz-expiration` of a GET or HEAD: when the bucket's rules expire `record`, and by
+    /// which rule (`expiry-date="Fri, 23 Dec 2012 00:00:00 GMT", rule-id="..."`, as S3 sends).
+    pub(crate) async fn expiration_header(
+        &self,
+        bucket: &str,
+        record: &ObjectRecord,
+    ) -> S3Result<Option<String>> {
+        let Some(lifecycle) = self.meta.lifecycle(bucket).await.map_err(meta_error)? else {
+            return Ok(None);
+        };
+        let key = &record.key[bucket_prefix(bucket).len()..];
+        let day_ms = i64::try_from(self.settings.lifecycle_day_s.max(1).saturating_mul(1000))
+            .unwrap_or(i64::MAX);
+        let expiry = lifecycle.expiry(key, record.created_unix_ms, day_ms);
+        Ok(expiry.map(|(unix_ms, rule_id)| {
+            let date = timestamp_of(unix_ms.div_euclid(1000));
+            format!(
+                "expiry-date=\"{}\", rule-id=\"{rule_id}\"",
+                http_date(&date)
+            )
+        }))
     }
 
     pub(crate) async fn delete_lifecycle(&self, bucket: &str) -> S3Result<()> {

@@ -1257,7 +1257,7 @@ impl SpinwiseS3 {
         store_key: &str,
         range: Option<&Range>,
         overrides: &crate::headers::ResponseOverrides,
-    ) -> S3Result<Option<GetObjectOutput>> {
+    ) -> S3Result<Option<(GetObjectOutput, ObjectRecord)>> {
         let Some(RestoredSource {
             stream,
             bytes,
@@ -1289,7 +1289,8 @@ impl SpinwiseS3 {
             ..Default::default()
         };
         let shown = view.shown_headers(overrides.clone());
-        Ok(Some(crate::headers::show_headers!(output, shown)))
+        let output = crate::headers::show_headers!(output, shown);
+        Ok(Some((output, view.record)))
     }
 }
 

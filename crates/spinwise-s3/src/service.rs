@@ -1238,12 +1238,13 @@ impl S3 for SpinwiseS3 {
             input.if_unmodified_since,
         );
         self.precheck(&store_key, &conditions).await?;
-        if let Some(restored) = self
+        if let Some((mut restored, record)) = self
             .get_restored(&input.bucket, &store_key, input.range.as_ref(), &overrides)
             .await?
         {
             let last_modified = restored.last_modified.clone().unwrap_or_default();
             check_read(&conditions, restored.e_tag.as_ref(), &last_modified)?;
+            restored.expiration = self.expiration_header(&input.bucket, &record).await?;
             return Ok(S3Response::new(restored));
         }
         let (reader, view) = self.open_read(&store_key, input.range.as_ref()).await?;
@@ -1258,7 +1259,9 @@ impl S3 for SpinwiseS3 {
             )
         });
         let storage_class = self.storage_class_in(&input.bucket, &view.record).await?;
+        let expiration = self.expiration_header(&input.bucket, &view.record).await?;
         let output = GetObjectOutput {
+            expiration,
             body: Some(StreamingBlob::wrap(reader_stream(reader))),
             content_length: Some((range.end - range.start) as i64),
             content_range,
@@ -1294,7 +1297,9 @@ impl S3 for SpinwiseS3 {
         check_read(&conditions, view.etag().as_ref(), &view.last_modified())?;
         let restore = self.restorer.restore_header(&view.record).await?;
         let storage_class = self.storage_class_in(&input.bucket, &view.record).await?;
+        let expiration = self.expiration_header(&input.bucket, &view.record).await?;
         let output = HeadObjectOutput {
+            expiration,
             restore,
             content_length: Some(view.record.size_bytes as i64),
             accept_ranges: Some("bytes".into()),

@@ -2,11 +2,13 @@
 //! the configuration round-trips and survives a restart and bucket tagging; objects under a
 //! rule's prefix expire once their age passes its Days (migrated ones without a spin-up), others
 //! and disabled rules' stay; a PUT restarts an object's age; incomplete multipart uploads are
-//! aborted after DaysAfterInitiation; what cannot be honoured is 501 and changes nothing.
+//! aborted after DaysAfterInitiation; what cannot be honoured is 501 and changes nothing; HEAD
+//! and GET say when and by which rule an object expires (`x-amz-expiration`).
 
 mod common;
 
 use aws_sdk_s3::Client;
+use aws_sdk_s3::primitives::{DateTime, DateTimeFormat};
 use aws_sdk_s3::types::{
     AbortIncompleteMultipartUpload, BucketLifecycleConfiguration, ExpirationStatus,
     LifecycleExpiration, LifecycleRule, LifecycleRuleFilter, Tag, Tagging,
@@ -233,6 +235,53 @@ async fn objects_under_a_rules_prefix_expire_without_a_spin_up_and_the_others_st
         .unwrap();
     let keys: Vec<&str> = listed.contents().iter().filter_map(|o| o.key()).collect();
     assert_eq!(keys, ["keep/c", "logsx", "tmp/d"]);
+    harness.server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn head_and_get_say_when_and_by_which_rule_an_object_expires() {
+    let harness = start_with(common::config(None), S3Settings::default()).await;
+    let client = &harness.client;
+    bucket(&harness, "archive").await;
+    put(client, "archive", "logs/a", b"log").await;
+    put(client, "archive", "keep/b", b"kept").await;
+    let rules = vec![
+        expire_rule("logs", "logs/", 30, true),
+        expire_rule("short-but-off", "logs/", 1, false),
+    ];
+    set_rules(client, "archive", rules).await.unwrap();
+
+    let head = client
+        .head_object()
+        .bucket("archive")
+        .key("logs/a")
+        .send()
+        .await
+        .unwrap();
+    let written_s = u64::try_from(head.last_modified().unwrap().secs()).unwrap();
+    // Creation plus 30 days, rounded up to the next midnight UTC.
+    let expiry_s = (written_s + 30 * 86_400).div_ceil(86_400) * 86_400;
+    let date = DateTime::from_secs(i64::try_from(expiry_s).unwrap())
+        .fmt(DateTimeFormat::HttpDate)
+        .unwrap();
+    let expected = format!("expiry-date=\"{date}\", rule-id=\"logs\"");
+    assert_eq!(head.expiration(), Some(expected.as_str()));
+    let get = client
+        .get_object()
+        .bucket("archive")
+        .key("logs/a")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(get.expiration(), Some(expected.as_str()));
+    let other = client
+        .head_object()
+        .bucket("archive")
+        .key("keep/b")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(other.expiration(), None, "no rule covers keep/");
     harness.server.stop().await;
 }
 
