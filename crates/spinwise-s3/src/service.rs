@@ -306,6 +306,40 @@ impl ObjectView {
     }
 }
 
+/// The storage classes S3 knows. A write may name any of them and every object is stored
+/// the same way: `STANDARD` on the staging log, then cold on the sleeping disks by the store's
+/// upkeep (docs/s3.md "Storage classes and cold reads"); a client asking for `GLACIER` gets what
+/// it asked for, soon. Any other name is S3's `400 InvalidStorageClass`.
+const KNOWN_STORAGE_CLASSES: [&str; 11] = [
+    StorageClass::STANDARD,
+    StorageClass::REDUCED_REDUNDANCY,
+    StorageClass::STANDARD_IA,
+    StorageClass::ONEZONE_IA,
+    StorageClass::INTELLIGENT_TIERING,
+    StorageClass::GLACIER,
+    StorageClass::DEEP_ARCHIVE,
+    StorageClass::GLACIER_IR,
+    StorageClass::OUTPOSTS,
+    StorageClass::SNOW,
+    StorageClass::EXPRESS_ONEZONE,
+];
+
+/// Refuses a write's `x-amz-storage-class` that S3 does not know.
+pub(crate) fn check_storage_class(class: Option<&StorageClass>) -> S3Result<()> {
+    match class {
+        Some(class) if !KNOWN_STORAGE_CLASSES.contains(&class.as_str()) => {
+            Err(S3Error::with_message(
+                S3ErrorCode::InvalidStorageClass,
+                format!(
+                    "The storage class you specified is not valid: {}",
+                    class.as_str()
+                ),
+            ))
+        }
+        _ => Ok(()),
+    }
+}
+
 /// `STANDARD` while the object is staged; once migrated to sleeping disks, the cold class of its
 /// bucket's restore mode ([`RestoreMode::cold_storage_class`]).
 pub fn storage_class(record: &ObjectRecord, mode: RestoreMode) -> &'static str {
@@ -1169,6 +1203,7 @@ impl S3 for SpinwiseS3 {
         let trailers = req.trailing_headers;
         let input = req.input;
         let store_key = store_key(&input.bucket, &input.key)?;
+        check_storage_class(input.storage_class.as_ref())?;
         self.require_bucket(&input.bucket).await?;
         if let Some(length) = input.content_length
             && u64::try_from(length).unwrap_or(0) > self.settings.max_put_bytes
@@ -1372,6 +1407,7 @@ impl S3 for SpinwiseS3 {
         let (source_bucket, source_key) = copy_source(&input.copy_source)?;
         let source = store_key(&source_bucket, &source_key)?;
         let target = store_key(&input.bucket, &input.key)?;
+        check_storage_class(input.storage_class.as_ref())?;
         self.require_bucket(&source_bucket).await?;
         self.require_bucket(&input.bucket).await?;
         let replace = input

@@ -160,6 +160,76 @@ async fn bucket_versioning_reads_as_never_enabled_and_cannot_be_turned_on() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_may_name_any_s3_storage_class_and_an_unknown_one_stores_nothing() {
+    let harness = start().await;
+    let client = &harness.client;
+    bucket(&harness, "classes").await;
+    for class in [
+        StorageClass::Glacier,
+        StorageClass::DeepArchive,
+        StorageClass::Standard,
+    ] {
+        client
+            .put_object()
+            .bucket("classes")
+            .key(class.as_str())
+            .storage_class(class.clone())
+            .body(ByteStream::from_static(b"x"))
+            .send()
+            .await
+            .unwrap();
+        let head = client
+            .head_object()
+            .bucket("classes")
+            .key(class.as_str())
+            .send()
+            .await
+            .unwrap();
+        // Every object starts on the staging log and goes cold by the store's upkeep.
+        assert_eq!(head.storage_class, Some(StorageClass::Standard));
+    }
+    let frozen = client
+        .put_object()
+        .bucket("classes")
+        .key("frozen")
+        .storage_class(StorageClass::from("FROZEN"))
+        .body(ByteStream::from_static(b"x"))
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!(
+        (status(&frozen), code(&frozen).as_str()),
+        (400, "InvalidStorageClass")
+    );
+    let copied = client
+        .copy_object()
+        .bucket("classes")
+        .key("frozen")
+        .copy_source("classes/GLACIER")
+        .storage_class(StorageClass::from("FROZEN"))
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!(code(&copied), "InvalidStorageClass");
+    let upload = client
+        .create_multipart_upload()
+        .bucket("classes")
+        .key("frozen")
+        .storage_class(StorageClass::from("FROZEN"))
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!(code(&upload), "InvalidStorageClass");
+    let missing = client
+        .head_object()
+        .bucket("classes")
+        .key("frozen")
+        .send()
+        .await;
+    assert_eq!(status(&missing.unwrap_err()), 404);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unknown_bucket_unknown_key_bad_range_and_bad_keys_get_their_s3_errors() {
     let harness = start().await;
     let client = &harness.client;

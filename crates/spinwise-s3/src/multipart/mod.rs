@@ -184,6 +184,7 @@ impl SpinwiseS3 {
     ) -> S3Result<S3Response<CreateMultipartUploadOutput>> {
         let input = req.input;
         store_key(&input.bucket, &input.key)?;
+        crate::service::check_storage_class(input.storage_class.as_ref())?;
         let _bucket_open = self.bucket_gate.read().await;
         self.require_bucket(&input.bucket).await?;
         let headers = crate::headers::object_headers!(input);
