@@ -233,27 +233,38 @@ fn origin(settings: &ServeSettings) -> String {
 }
 
 /// Refuses creation settings (rack, layout, time factor) that differ from those `existing` was
-/// created with; the same values are accepted, so a configuration file can keep them.
+/// created with; the same values are accepted, so a configuration file can keep them. The
+/// refusal says both ways out: serve the store as it is, or create another one.
 fn check_fixed(settings: &ServeSettings, existing: &StoreConfig) -> CliResult<()> {
-    let differs = |what: &str| {
+    let data = settings.data.display();
+    let differs = |what: &str, setting: &str, leave_out: &str| {
         CliError::Usage(format!(
-            "{} already holds a store: its rack, layout and time factor were fixed when it was created, and the {what} from {} differs (drop it, or use another --data)",
-            settings.data.display(),
+            "{data} already holds a store, and a store's rack, layout and time factor are fixed \
+             when it is created: its {what}, and {setting} from {} differs. To serve that store, \
+             leave out {leave_out}; to start a new store with {setting}, give another data \
+             directory (e.g. --data {data}-2), or remove {data} if its objects are not needed.",
             origin(settings)
         ))
     };
     if settings.rack.is_some() && rack_text(settings.rack.as_ref())?.1 != existing.rack_toml {
-        return Err(differs("rack"));
+        let what = match &existing.rack_source {
+            RackSource::Preset(name) => format!("rack is the {name} preset"),
+            RackSource::File(path) => format!("rack came from {}", path.display()),
+        };
+        return Err(differs(&what, "the rack", "--preset/--rack"));
     }
     if let Some(path) = &settings.layout
         && read_layout(path)? != existing.layout
     {
-        return Err(differs("layout"));
+        let setting = format!("the layout {}", path.display());
+        return Err(differs("layout was planned then", &setting, "--layout"));
     }
     if let Some(factor) = settings.time_factor
         && factor != existing.time_factor
     {
-        return Err(differs("time factor"));
+        let what = format!("time factor is {}", existing.time_factor);
+        let setting = format!("time factor {factor}");
+        return Err(differs(&what, &setting, "--time-factor"));
     }
     Ok(())
 }
@@ -293,16 +304,11 @@ fn log_activity(store: &Arc<SqliteStore>) -> tokio::task::JoinHandle<()> {
         loop {
             tokio::select! {
                 event = activity.recv() => match event {
-                    Ok(GroupActivity::Up { group, .. }) => {
-                        let queued = match driver.state().await {
-                            Ok(state) => state
-                                .groups
-                                .iter()
-                                .find(|g| g.group == group)
-                                .map_or(0, |g| g.queued_jobs + usize::from(g.serving)),
-                            Err(_) => return,
-                        };
-                        tracing::info!(group, jobs = queued, "group spun up: work queued for it (reads, migration, rebuild or scrub)");
+                    Ok(GroupActivity::SpinningUp { group, work, .. }) => {
+                        tracing::info!(group, jobs = work.total_jobs(), "group spinning up for {work}");
+                    }
+                    Ok(GroupActivity::Up { group, took_us, work, .. }) => {
+                        tracing::info!(group, jobs = work.total_jobs(), took_s = took_us as f64 / 1e6, "group spun up for {work}");
                     }
                     Ok(GroupActivity::GoingDown { group, .. }) => {
                         tracing::info!(group, "group spinning down: idle, or yielding to a group with waiting work");

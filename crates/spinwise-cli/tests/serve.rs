@@ -128,6 +128,11 @@ fn serve_creates_its_store_refuses_unsigned_requests_and_stops_cleanly_on_sigter
     assert!(!refused.status.success());
     let stderr = String::from_utf8_lossy(&refused.stderr);
     assert!(stderr.contains("already holds a store"), "{stderr}");
+    assert!(
+        stderr.contains("its rack is the dense-jbod-60 preset"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("leave out --preset/--rack"), "{stderr}");
 }
 
 /// Runs `serve` with `extra` flags that must make it fail at once; returns its stderr.
@@ -313,7 +318,13 @@ fn serve_takes_its_settings_from_a_configuration_file_and_flags_override_it() {
     assert!(!refused.status.success());
     let stderr = String::from_utf8_lossy(&refused.stderr);
     assert!(stderr.contains("already holds a store"), "{stderr}");
-    assert!(stderr.contains("time factor"), "{stderr}");
+    assert!(stderr.contains("time factor 0.5"), "{stderr}");
+    // The refusal says what to do instead: serve the store as it is, or make another.
+    assert!(stderr.contains("leave out --time-factor"), "{stderr}");
+    assert!(
+        stderr.contains("give another data directory (e.g. --data "),
+        "{stderr}"
+    );
 
     // A bad file is refused, naming the file and the line, and creates nothing.
     let bad = dir.path().join("bad.toml");

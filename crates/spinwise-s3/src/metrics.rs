@@ -271,7 +271,7 @@ impl S3Metrics {
                             .get_or_create(&GroupLabel { group })
                             .inc();
                     }
-                    Ok(GroupActivity::GoingDown { .. }) => {}
+                    Ok(GroupActivity::GoingDown { .. } | GroupActivity::SpinningUp { .. }) => {}
                     Err(RecvError::Lagged(missed)) => {
                         metrics.missed_events.inc_by(missed);
                     }
@@ -391,6 +391,8 @@ pub fn serve_metrics(listener: TcpListener, metrics: Arc<S3Metrics>) -> JoinHand
                 tokio::time::sleep(std::time::Duration::from_millis(100)).await;
                 continue;
             };
+            // As the S3 listener: no small answer waits on the scraper's delayed ACK.
+            let _ = socket.set_nodelay(true);
             let metrics = Arc::clone(&metrics);
             tokio::spawn(async move {
                 let service = hyper::service::service_fn(move |request| {

@@ -30,7 +30,7 @@
 //!   compacted; the caller holds the upkeep lock (no other process flushes or compacts).
 
 use crate::crash;
-use crate::driver::{GroupDisks, Job};
+use crate::driver::{GroupDisks, Job, Purpose};
 use crate::error::{StoreError, StoreResult};
 use crate::migrate::CHUNKS_IN_FLIGHT;
 use crate::repair::blob_code;
@@ -485,7 +485,8 @@ impl<C: Catalog> Store<C> {
                     .map(|()| *sink.0.finalize().as_bytes())
                     .map_err(|error| error.to_string())
             },
-        );
+        )
+        .for_purpose(Purpose::Compaction);
         self.run_job(old.id, job).await
     }
 
@@ -509,7 +510,8 @@ impl<C: Catalog> Store<C> {
             plan.size_bytes,
             Kind::Rebuild,
             move |_: &GroupDisks| copy_live_bytes(copy),
-        );
+        )
+        .for_purpose(Purpose::Compaction);
         self.run_job(old.id, job).await
     }
 
@@ -551,7 +553,8 @@ impl<C: Catalog> Store<C> {
         let job = Job::new(blob.group, 0, Kind::Rebuild, move |_: &GroupDisks| {
             remove_stacks(id, &disks);
             Ok(())
-        });
+        })
+        .for_purpose(Purpose::Compaction);
         self.run_job(id, job).await?;
         self.catalog().remove_blob(id).await?;
         self.forget_space(&blob);

@@ -33,6 +33,7 @@
 
 use crate::audit::{AuditCounters, AuditError, AuditRefusal, BudgetAudit, DiskPower};
 use crate::clock::Clock;
+pub use crate::purpose::{Purpose, WaitingWork};
 use spinwise_disk::{Disk, DiskError};
 use spinwise_model::{BindError, DiskIndex, GroupIndex, Layout, Rack};
 use spinwise_sched::policy::{FullyProvisioned, Policy};
@@ -204,6 +205,8 @@ pub struct Job<T> {
     /// What the job moves, in bytes: its cost in the reordering queue.
     pub bytes: u64,
     pub kind: Kind,
+    /// What it is for, as the spin-up it causes is explained ([`Job::for_purpose`]).
+    pub purpose: Purpose,
     work: Work<T>,
 }
 
@@ -214,12 +217,23 @@ impl<T: Send + 'static> Job<T> {
         kind: Kind,
         work: impl FnOnce(&GroupDisks) -> T + Send + 'static,
     ) -> Job<T> {
+        let purpose = match kind {
+            Kind::Client | Kind::Expedited => Purpose::Read,
+            Kind::Rebuild => Purpose::Rebuild,
+        };
         Job {
             group,
             bytes,
             kind,
+            purpose,
             work: Box::new(work),
         }
+    }
+
+    /// The job, said to be for `purpose` (a new job is a read, or a rebuild if of that kind).
+    pub fn for_purpose(mut self, purpose: Purpose) -> Job<T> {
+        self.purpose = purpose;
+        self
     }
 }
 
@@ -270,9 +284,28 @@ impl<T> JobHandle<T> {
 /// scrub: Pelican batches with spin-ups). Submit jobs for an `Up` group to use it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum GroupActivity {
-    Up { group: GroupIndex, at_us: u64 },
-    GoingDown { group: GroupIndex, at_us: u64 },
-    Down { group: GroupIndex, at_us: u64 },
+    /// The group's disks were commanded up for `work`.
+    SpinningUp {
+        group: GroupIndex,
+        at_us: u64,
+        work: WaitingWork,
+    },
+    /// Every disk of the group answered, `took_us` after the spin-up started; `work` is what
+    /// waits for it now.
+    Up {
+        group: GroupIndex,
+        at_us: u64,
+        took_us: u64,
+        work: WaitingWork,
+    },
+    GoingDown {
+        group: GroupIndex,
+        at_us: u64,
+    },
+    Down {
+        group: GroupIndex,
+        at_us: u64,
+    },
 }
 
 /// Something a disk did that the store must know about.
@@ -352,6 +385,7 @@ enum Command {
         group: GroupIndex,
         bytes: u64,
         kind: Kind,
+        purpose: Purpose,
         work: ErasedWork,
         reply: oneshot::Sender<Result<u64, Rejected>>,
     },
@@ -489,6 +523,7 @@ impl Driver {
             group: job.group,
             bytes: job.bytes,
             kind: job.kind,
+            purpose: job.purpose,
             work,
             reply,
         };
@@ -610,6 +645,8 @@ enum Phase {
 /// A job accepted and not yet started.
 struct Queued {
     submitted_us: u64,
+    group: GroupIndex,
+    purpose: Purpose,
     work: ErasedWork,
 }
 
@@ -744,10 +781,20 @@ impl Engine {
                 group,
                 bytes,
                 kind,
+                purpose,
                 work,
                 reply,
             } => {
-                let answer = self.accept(group, bytes, kind, work);
+                let answer = self.accept(
+                    Request {
+                        id: 0,
+                        group,
+                        bytes,
+                        kind,
+                    },
+                    purpose,
+                    work,
+                );
                 let _ = reply.send(answer);
             }
             Command::State { reply } => {
@@ -778,11 +825,11 @@ impl Engine {
         Ok(())
     }
 
+    /// Hands `request` (its id assigned here) to the policy and queues its work.
     fn accept(
         &mut self,
-        group: GroupIndex,
-        bytes: u64,
-        kind: Kind,
+        request: Request,
+        purpose: Purpose,
         work: ErasedWork,
     ) -> Result<u64, Rejected> {
         if self.shutting_down {
@@ -790,21 +837,36 @@ impl Engine {
         }
         let request = Request {
             id: self.next_id,
-            group,
-            bytes,
-            kind,
+            ..request
         };
         self.policy.submit(self.now_us, request)?;
         self.next_id += 1;
-        self.queued_per_group[group as usize] += 1;
+        self.queued_per_group[request.group as usize] += 1;
         self.queued.insert(
             request.id,
             Queued {
                 submitted_us: self.now_us,
+                group: request.group,
+                purpose,
                 work,
             },
         );
         Ok(request.id)
+    }
+
+    /// What is queued for `group` now, by purpose.
+    fn waiting_work(&self, group: GroupIndex) -> WaitingWork {
+        let mut work = WaitingWork::default();
+        if self.queued_per_group[group as usize] == 0 {
+            return work;
+        }
+        for queued in self.queued.values().filter(|q| q.group == group) {
+            work.add(
+                queued.purpose,
+                self.now_us.saturating_sub(queued.submitted_us),
+            );
+        }
+        work
     }
 
     fn handle_completion(&mut self, completion: Completion) {
@@ -860,6 +922,11 @@ impl Engine {
             started_us: self.now_us,
             outstanding,
         };
+        self.announce(GroupActivity::SpinningUp {
+            group,
+            at_us: self.now_us,
+            work: self.waiting_work(group),
+        });
         if outstanding == 0 {
             self.group_up(group);
         }
@@ -911,6 +978,8 @@ impl Engine {
         self.announce(GroupActivity::Up {
             group,
             at_us: self.now_us,
+            took_us: self.now_us.saturating_sub(started_us),
+            work: self.waiting_work(group),
         });
     }
 

@@ -24,7 +24,7 @@
 //! which the next read or scrub repairs again; a repair that cannot be queued or fails is
 //! reported, never a panic, and never fails the read whose bytes were already verified.
 
-use crate::driver::{Driver, GroupDisks, Job, JobHandle};
+use crate::driver::{Driver, GroupDisks, Job, JobHandle, Purpose};
 use crate::error::StoreResult;
 use crate::repair::{FailDiskReport, RepairFailure, blob_code, write_rebuilt_stack};
 use crate::store::Store;
@@ -160,7 +160,8 @@ impl HealHook {
             stack_bytes,
             Kind::Rebuild,
             move |_: &GroupDisks| write_rebuilt_stack(&job_blob, column, &sources, target.as_ref()),
-        );
+        )
+        .for_purpose(Purpose::Repair);
         // A blocking thread of the runtime: `block_on` is allowed here, and waits only for the
         // driver to accept the job (not for the job to run).
         match self.runtime.block_on(self.driver.submit(job)) {

@@ -8,6 +8,7 @@
 //! - [`config`] holds the data directory's `store.toml` and `layout.json`;
 //! - [`error`] holds [`StoreError`];
 //! - [`placement`] decides a blob's group and disks (Pelican §2.2);
+//! - [`purpose`] names what each driver job is for, so every spin-up is logged with its reason;
 //! - [`stacks`] writes a blob's stripe stacks to its disks and reads fragments back;
 //! - [`driver`] runs the sans-IO scheduler with a real [`clock`] against the disks, every power
 //!   change passing the [`audit`];
@@ -45,6 +46,7 @@ pub mod lock;
 pub mod migrate;
 pub mod ordered;
 pub mod placement;
+pub mod purpose;
 pub mod rack;
 pub mod read;
 pub mod repair;

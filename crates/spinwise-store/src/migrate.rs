@@ -588,7 +588,8 @@ impl<C: Catalog> Store<C> {
                 current: Bytes::new(),
             };
             write_stacks(&code, id, size, hash, reader, &column_disks)
-        });
+        })
+        .for_purpose(crate::driver::Purpose::Migration);
         let run =
             async {
                 let handle =
@@ -685,7 +686,8 @@ impl<C: Catalog> Store<C> {
         let id = blob.id;
         let job = crate::driver::Job::new(blob.group, 0, Kind::Client, move |_: &_| {
             remove_stacks(id, &column_disks)
-        });
+        })
+        .for_purpose(crate::driver::Purpose::Cleanup);
         let driver = &self.rack_io().driver;
         let handle = driver
             .submit(job)

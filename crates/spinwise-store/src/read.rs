@@ -47,7 +47,7 @@ use crate::buffers::BufferPool;
 use crate::clock::{Clock, SystemClock};
 use crate::columns::{DiskReads, MIN_SPREAD_STRIPES, ReadClaim};
 use crate::config::ReadColumns;
-use crate::driver::{Done, GroupDisks, Job, JobHandle};
+use crate::driver::{Done, GroupDisks, Job, JobHandle, Purpose};
 use crate::error::{StoreError, StoreResult};
 use crate::stacks::fetch_from_disks;
 use crate::store::Store;
@@ -903,7 +903,8 @@ impl<C: Catalog> Store<C> {
             range.end - range.start,
             kind,
             move |group: &GroupDisks| decode_range(group, &context, sender),
-        );
+        )
+        .for_purpose(Purpose::Read);
         let job = rack
             .driver
             .submit(job)

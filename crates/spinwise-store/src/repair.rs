@@ -12,7 +12,7 @@
 //! room, and keeps at most r of the blob's stacks per spread failure component; a task that
 //! cannot proceed stays queued and is reported, typed.
 
-use crate::driver::{GroupDisks, Job};
+use crate::driver::{GroupDisks, Job, Purpose};
 use crate::error::{StoreError, StoreResult};
 use crate::placement::Placement;
 use crate::stacks::{fetch_from_disks, stack_name};
@@ -396,7 +396,8 @@ impl<C: Catalog> Store<C> {
             stack_bytes,
             Kind::Rebuild,
             move |_: &GroupDisks| write_rebuilt_stack(&job_blob, column, &sources, target.as_ref()),
-        );
+        )
+        .for_purpose(Purpose::Repair);
         Ok(self.run_repair_job(job, &record, column).await?)
     }
 }

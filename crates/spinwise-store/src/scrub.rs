@@ -14,7 +14,7 @@
 //! byte budget: what the upkeep task runs when a group is up anyway, see [`crate::upkeep`]).
 //! Both hold the upkeep lock ([`crate::lock`]).
 
-use crate::driver::{GroupDisks, Job};
+use crate::driver::{GroupDisks, Job, Purpose};
 use crate::error::{StoreError, StoreResult};
 use crate::repair::{RepairFailure, blob_code, column_disks};
 use crate::stacks::fetch_from_disks;
@@ -264,7 +264,8 @@ impl<C: Catalog> Store<C> {
         let bytes = Self::scrub_cost_bytes(blob)?;
         let job = Job::new(blob.group, bytes, Kind::Rebuild, move |_: &GroupDisks| {
             scrub_blob(&job_blob, &disks)
-        });
+        })
+        .for_purpose(Purpose::Scrub);
         let handle = self
             .rack_io()
             .driver

@@ -10,7 +10,7 @@
 //! or in standby) is recorded failed and its stacks queued for rebuild (crate::heal);
 //! running the rebuild is the operator's call.
 
-use crate::driver::Job;
+use crate::driver::{Job, Purpose};
 use crate::error::{StoreError, StoreResult};
 use crate::store::Store;
 use serde::Serialize;
@@ -83,7 +83,7 @@ impl<C: Catalog> Store<C> {
             .now_us;
         let mut handles = Vec::with_capacity(groups as usize);
         for group in 0..groups {
-            let job = Job::new(group, 1, Kind::Client, check_group);
+            let job = Job::new(group, 1, Kind::Client, check_group).for_purpose(Purpose::Check);
             let handle = driver
                 .submit(job)
                 .await

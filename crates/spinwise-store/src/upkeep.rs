@@ -272,6 +272,8 @@ impl<C: Catalog> Upkeep<C> {
                 self.up.remove(&group);
                 self.batched.remove(&group);
             }
+            // Not up yet: nothing rides a spin-up before its disks answer.
+            GroupActivity::SpinningUp { .. } => {}
         }
     }
 

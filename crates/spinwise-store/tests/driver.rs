@@ -20,7 +20,7 @@ use spinwise_store::audit::{AuditCounters, AuditRefusal, BudgetAudit, DiskPower}
 use spinwise_store::clock::{Clock, ManualClock, SystemClock};
 use spinwise_store::driver::{
     DiskEvent, Driver, DriverConfig, DriverError, GroupActivity, GroupDisks, GroupPhase, Job,
-    PolicyChoice, Rejected, UnknownDisk,
+    PolicyChoice, Purpose, Rejected, UnknownDisk,
 };
 use std::collections::BTreeMap;
 use std::io::Read;
@@ -476,6 +476,64 @@ async fn a_job_queued_while_its_group_is_down_waits_for_the_spin_up_then_runs() 
     assert_eq!(done.output.unwrap().len(), layout.group_size as usize);
     assert!(done.timing.spin_up_wait_us >= 50_000, "{:?}", done.timing);
     assert!(done.timing.queued_us >= done.timing.spin_up_wait_us);
+    bench.driver.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_spin_up_is_announced_when_it_starts_and_ends_with_the_work_waiting_for_it() {
+    let (rack, layout) = jbod();
+    let bench = bench(rack, layout, BenchOptions::default());
+    let mut activity = bench.driver.subscribe_activity();
+    let held = HeldSpinUps::new(&bench.hold_spin_up);
+    let first = bench
+        .driver
+        .submit(Job::new(5, 1000, Kind::Client, |_: &GroupDisks| ()))
+        .await
+        .unwrap();
+    let started = within("the spin-up's start", activity.recv())
+        .await
+        .unwrap();
+    let GroupActivity::SpinningUp { group, work, .. } = started else {
+        panic!("the first announcement is the spin-up's start: {started:?}");
+    };
+    assert_eq!(group, 5);
+    assert_eq!(work.jobs(Purpose::Read), 1);
+    assert_eq!(work.total_jobs(), 1);
+    assert_eq!(work.to_string().split(", ").next(), Some("1 read"));
+    let mut later = Vec::new();
+    for purpose in [Purpose::Read, Purpose::Read, Purpose::Migration] {
+        let job = Job::new(5, 1000, Kind::Client, |_: &GroupDisks| ()).for_purpose(purpose);
+        later.push(bench.driver.submit(job).await.unwrap());
+    }
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    drop(held);
+    let up = within("the spin-up's end", activity.recv()).await.unwrap();
+    let GroupActivity::Up {
+        group,
+        took_us,
+        work,
+        ..
+    } = up
+    else {
+        panic!("the spin-up's end follows its start: {up:?}");
+    };
+    assert_eq!(group, 5);
+    assert!(
+        took_us >= 50_000,
+        "the spin-up was held 50 ms: {took_us} µs"
+    );
+    assert_eq!(work.jobs(Purpose::Read), 3, "{work}");
+    assert_eq!(work.jobs(Purpose::Migration), 1, "{work}");
+    assert!(work.oldest_wait_us(Purpose::Read) >= took_us, "{work}");
+    assert!(
+        work.to_string().starts_with("3 reads, oldest waited ")
+            && work.to_string().contains("; 1 migration, waited "),
+        "{work}"
+    );
+    first.wait().await.unwrap();
+    for handle in later {
+        handle.wait().await.unwrap();
+    }
     bench.driver.shutdown().await.unwrap();
 }
 
