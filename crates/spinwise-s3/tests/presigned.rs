@@ -205,6 +205,15 @@ async fn a_presigned_url_opens_only_its_own_method_bucket_and_key() {
         forged.contains(ACCESS_KEY),
         "the forged URL names the real access key"
     );
+    let stranger = target.replace(ACCESS_KEY, "UNKNOWNACCESSKEY0000");
+    assert_ne!(stranger, target, "the URL names the access key");
+    let answer = exchange(addr, "GET", &stranger, &headers, b"", None).await;
+    assert_refused(
+        &answer,
+        403,
+        "InvalidAccessKeyId",
+        "a URL naming an access key the server does not know",
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

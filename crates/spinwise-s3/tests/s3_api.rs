@@ -293,7 +293,8 @@ async fn unknown_bucket_unknown_key_bad_range_and_bad_keys_get_their_s3_errors()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_wrong_secret_is_signature_does_not_match_and_unsigned_requests_are_refused() {
+async fn a_wrong_secret_is_signature_does_not_match_an_unknown_key_invalid_access_key_id_and_unsigned_requests_are_refused()
+ {
     let harness = start().await;
     bucket(&harness, "locked").await;
     let intruder = common::client(
@@ -306,7 +307,11 @@ async fn a_wrong_secret_is_signature_does_not_match_and_unsigned_requests_are_re
     assert_eq!(status(&refused), 403);
     let stranger = common::client(harness.server.local_addr(), "UNKNOWNKEY", "whatever");
     let refused = stranger.list_buckets().send().await.unwrap_err();
-    assert_eq!(code(&refused), "NotSignedUp");
+    assert_eq!(
+        code(&refused),
+        "InvalidAccessKeyId",
+        "S3's code for an unknown key"
+    );
     assert_eq!(status(&refused), 403);
 
     // A bare, unsigned request.
