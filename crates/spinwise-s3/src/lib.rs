@@ -52,6 +52,7 @@ pub mod credentials;
 pub mod headers;
 pub mod hosts;
 pub mod lifecycle;
+pub(crate) mod listing;
 pub mod meta;
 pub mod metrics;
 pub mod multipart;

@@ -1241,7 +1241,10 @@ impl SpinwiseS3 {
                 )),
             };
         };
-        let view = self.view(record).await?;
+        let Some(view) = self.view(record).await? else {
+            // Replaced since it was found: a new PUT is staged, so the store serves it.
+            return Ok(None);
+        };
         Ok(Some(RestoredSource {
             stream: Box::pin(stream),
             bytes,

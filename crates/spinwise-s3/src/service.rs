@@ -26,6 +26,7 @@ use crate::headers::{
     show_headers,
 };
 use crate::lifecycle::LifecycleSweeper;
+use crate::listing::KeyEncoding;
 use crate::meta::{MetaDb, MetaError, ObjectMeta};
 use crate::multipart::Multipart;
 use crate::multipart::expiry::UploadExpiry;
@@ -56,8 +57,10 @@ const KEY_LOCK_STRIPES: usize = 64;
 const MAX_LIST_KEYS: i32 = 1000;
 /// Chunks a GET reads ahead of the client.
 const GET_READ_AHEAD_CHUNKS: usize = 2;
-/// How often GET retries when the object changed between its lookup and opening its bytes.
-const OPEN_ATTEMPTS: u32 = 3;
+/// How often a read looks again when its key's object was replaced between finding the object
+/// and reading its metadata row or opening its bytes. Each look takes a few milliseconds: only a
+/// key overwritten faster than that, without pause, runs out of them (503 SlowDown then).
+const READ_ATTEMPTS: u32 = 16;
 
 /// Limits and advice of the S3 layer.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -362,6 +365,14 @@ pub(crate) fn now_unix_ms() -> i64 {
 
 pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// 503 SlowDown for a read that found `store_key` replaced on every look ([`READ_ATTEMPTS`]).
+fn overwritten(store_key: &str, retry_after_s: u32) -> S3Error {
+    slow_down(
+        format!("{store_key:?} is being overwritten faster than it can be read; retry"),
+        retry_after_s,
+    )
 }
 
 pub(crate) fn internal(error: impl std::fmt::Display) -> S3Error {
@@ -724,10 +735,10 @@ impl SpinwiseS3 {
 
     /// The key's object, if it holds one.
     async fn current_view(&self, store_key: &str) -> S3Result<Option<ObjectView>> {
-        match self.store.stat(store_key).await {
-            Ok(record) => Ok(Some(self.view(record).await?)),
-            Err(StoreError::NoSuchKey { .. }) => Ok(None),
-            Err(error) => Err(self.store_error(error)),
+        match self.stat_view(store_key).await {
+            Ok(view) => Ok(Some(view)),
+            Err(error) if *error.code() == S3ErrorCode::NoSuchKey => Ok(None),
+            Err(error) => Err(error),
         }
     }
 
@@ -784,9 +795,7 @@ impl SpinwiseS3 {
         store_key: &str,
         range: Option<&Range>,
     ) -> S3Result<(ObjectReader, ObjectView)> {
-        let mut attempt = 0;
-        loop {
-            attempt += 1;
+        for _ in 0..READ_ATTEMPTS {
             let record = self
                 .store
                 .stat(store_key)
@@ -809,24 +818,49 @@ impl SpinwiseS3 {
                 .get_with(store_key, bytes, ContentCheck::ChunksOnly)
                 .await
                 .map_err(|e| self.store_error(e))?;
-            if reader.record().content_hash != record.content_hash && attempt < OPEN_ATTEMPTS {
+            if reader.record().content_hash != record.content_hash {
                 continue; // replaced meanwhile: the range was checked against other bytes
             }
-            let view = self.view(reader.record().clone()).await?;
-            return Ok((reader, view));
+            if let Some(view) = self.view(reader.record().clone()).await? {
+                return Ok((reader, view));
+            }
         }
+        Err(overwritten(store_key, self.settings.retry_after_s))
     }
 
-    pub(crate) async fn view(&self, record: ObjectRecord) -> S3Result<ObjectView> {
-        let meta = self
-            .meta
-            .object_meta(&record.key, &record.content_hash)
-            .await
-            .map_err(meta_error)?;
+    /// `record` with the metadata row written with it, or `None` when the key no longer holds
+    /// that object (replaced or deleted since `record` was read: its row went with it).
+    ///
+    /// A PUT writes its row before the catalog commits the object, and drops the rows of what
+    /// it replaced only after that commit; a DELETE drops the rows after the object. So a row is
+    /// missing only for an object the key has left, which a reader must not describe with
+    /// another version's row nor with none (it looks again), or for an object that never had
+    /// one (a broken invariant: logged, served without).
+    pub(crate) async fn view(&self, record: ObjectRecord) -> S3Result<Option<ObjectView>> {
+        if let Some(meta) = self.object_meta(&record).await? {
+            return Ok(Some(ObjectView {
+                record,
+                meta: Some(meta),
+            }));
+        }
+        match self.store.stat(&record.key).await {
+            Ok(current) if current.content_hash == record.content_hash => {}
+            Ok(_) | Err(StoreError::NoSuchKey { .. }) => return Ok(None),
+            Err(error) => return Err(self.store_error(error)),
+        }
+        // Still the key's content: written again meanwhile (with a new row), or never described.
+        let meta = self.object_meta(&record).await?;
         if meta.is_none() {
             tracing::warn!(key = record.key, "a stored object has no S3 metadata row");
         }
-        Ok(ObjectView { record, meta })
+        Ok(Some(ObjectView { record, meta }))
+    }
+
+    async fn object_meta(&self, record: &ObjectRecord) -> S3Result<Option<ObjectMeta>> {
+        self.meta
+            .object_meta(&record.key, &record.content_hash)
+            .await
+            .map_err(meta_error)
     }
 
     /// `bucket`'s restore mode (the server's default for a bucket never configured).
@@ -854,13 +888,19 @@ impl SpinwiseS3 {
         }
     }
 
+    /// The key's current object and its row (NoSuchKey when there is none).
     async fn stat_view(&self, store_key: &str) -> S3Result<ObjectView> {
-        let record = self
-            .store
-            .stat(store_key)
-            .await
-            .map_err(|e| self.store_error(e))?;
-        self.view(record).await
+        for _ in 0..READ_ATTEMPTS {
+            let record = self
+                .store
+                .stat(store_key)
+                .await
+                .map_err(|e| self.store_error(e))?;
+            if let Some(view) = self.view(record).await? {
+                return Ok(view);
+            }
+        }
+        Err(overwritten(store_key, self.settings.retry_after_s))
     }
 
     /// Deletes one object (absent is success, as in S3); with `if_match`, only if the object
@@ -916,7 +956,13 @@ impl SpinwiseS3 {
                 }
                 position = Some(record.key.clone());
                 page.last = Some(key);
-                page.objects.push(self.view(record).await?);
+                let store_key = record.key.clone();
+                let view = match self.view(record).await? {
+                    Some(view) => Some(view),
+                    // Replaced while listed: list what the key holds now, if anything.
+                    None => self.current_view(&store_key).await?,
+                };
+                page.objects.extend(view);
                 if page.objects.len() + page.prefixes.len() == max_keys {
                     break;
                 }
@@ -952,17 +998,11 @@ struct ListPage {
 }
 
 impl ListPage {
-    fn contents(&self) -> Vec<Object> {
+    fn contents(&self, encoding: KeyEncoding) -> Vec<Object> {
         self.objects
             .iter()
             .map(|view| Object {
-                key: Some(
-                    view.record
-                        .key
-                        .split_once('/')
-                        .map_or("", |(_, k)| k)
-                        .into(),
-                ),
+                key: Some(encoding.encode(view.record.key.split_once('/').map_or("", |(_, k)| k))),
                 size: Some(view.record.size_bytes as i64),
                 e_tag: view.etag(),
                 last_modified: Some(view.last_modified()),
@@ -973,12 +1013,12 @@ impl ListPage {
             })
             .collect()
     }
-    fn common_prefixes(&self) -> Option<Vec<CommonPrefix>> {
+    fn common_prefixes(&self, encoding: KeyEncoding) -> Option<Vec<CommonPrefix>> {
         (!self.prefixes.is_empty()).then(|| {
             self.prefixes
                 .iter()
                 .map(|prefix| CommonPrefix {
-                    prefix: Some(prefix.clone()),
+                    prefix: Some(encoding.encode(prefix)),
                 })
                 .collect()
         })
@@ -1465,6 +1505,7 @@ impl S3 for SpinwiseS3 {
         req: S3Request<ListObjectsV2Input>,
     ) -> S3Result<S3Response<ListObjectsV2Output>> {
         let input = req.input;
+        let encoding = KeyEncoding::of_request(input.encoding_type.as_ref())?;
         let token = input
             .continuation_token
             .as_deref()
@@ -1480,16 +1521,16 @@ impl S3 for SpinwiseS3 {
             max_keys,
         };
         let page = self.list_page(&input.bucket, query).await?;
-        let contents = page.contents();
-        let common_prefixes = page.common_prefixes();
+        let contents = page.contents(encoding);
+        let common_prefixes = page.common_prefixes(encoding);
         Ok(S3Response::new(ListObjectsV2Output {
             name: Some(input.bucket),
-            prefix: input.prefix,
-            delimiter: input.delimiter,
+            prefix: encoding.encode_option(input.prefix),
+            delimiter: encoding.encode_option(input.delimiter),
             max_keys: Some(max_keys.clamp(0, MAX_LIST_KEYS)),
             key_count: Some((page.objects.len() + page.prefixes.len()) as i32),
             continuation_token: input.continuation_token,
-            start_after: input.start_after,
+            start_after: encoding.encode_option(input.start_after),
             is_truncated: Some(page.truncated),
             next_continuation_token: page
                 .truncated
@@ -1497,7 +1538,7 @@ impl S3 for SpinwiseS3 {
                 .flatten(),
             contents: Some(contents),
             common_prefixes,
-            encoding_type: input.encoding_type,
+            encoding_type: encoding.answered(),
             ..Default::default()
         }))
     }
@@ -1507,6 +1548,7 @@ impl S3 for SpinwiseS3 {
         req: S3Request<ListObjectsInput>,
     ) -> S3Result<S3Response<ListObjectsOutput>> {
         let input = req.input;
+        let encoding = KeyEncoding::of_request(input.encoding_type.as_ref())?;
         let prefix = input.prefix.clone().unwrap_or_default();
         let max_keys = input.max_keys.unwrap_or(MAX_LIST_KEYS);
         // A marker that is a common prefix we returned resumes past all of that prefix.
@@ -1535,15 +1577,15 @@ impl S3 for SpinwiseS3 {
         };
         Ok(S3Response::new(ListObjectsOutput {
             name: Some(input.bucket),
-            prefix: input.prefix,
-            delimiter: input.delimiter,
-            marker: input.marker,
+            prefix: encoding.encode_option(input.prefix),
+            delimiter: encoding.encode_option(input.delimiter),
+            marker: encoding.encode_option(input.marker),
             max_keys: Some(max_keys.clamp(0, MAX_LIST_KEYS)),
             is_truncated: Some(page.truncated),
-            next_marker: page.truncated.then_some(next_marker).flatten(),
-            contents: Some(page.contents()),
-            common_prefixes: page.common_prefixes(),
-            encoding_type: input.encoding_type,
+            next_marker: encoding.encode_option(page.truncated.then_some(next_marker).flatten()),
+            contents: Some(page.contents(encoding)),
+            common_prefixes: page.common_prefixes(encoding),
+            encoding_type: encoding.answered(),
             ..Default::default()
         }))
     }

@@ -25,6 +25,7 @@ pub mod rows;
 
 use crate::body::{BodyStream, Expected, Upload, Wanted};
 use crate::conditions::{ReadConditions, WriteCondition};
+use crate::listing::KeyEncoding;
 use crate::meta::{MetaDb, MetaError};
 use crate::names::store_key;
 use crate::restore::RestoredSource;
@@ -573,6 +574,7 @@ impl SpinwiseS3 {
         req: S3Request<ListMultipartUploadsInput>,
     ) -> S3Result<S3Response<ListMultipartUploadsOutput>> {
         let input = req.input;
+        let encoding = KeyEncoding::of_request(input.encoding_type.as_ref())?;
         self.require_bucket(&input.bucket).await?;
         let prefix = input.prefix.clone().unwrap_or_default();
         let max_uploads = input.max_uploads.unwrap_or(MAX_LIST).clamp(0, MAX_LIST) as usize;
@@ -594,16 +596,17 @@ impl SpinwiseS3 {
         );
         Ok(S3Response::new(ListMultipartUploadsOutput {
             bucket: Some(input.bucket),
-            prefix: input.prefix,
-            delimiter: input.delimiter,
-            key_marker: input.key_marker,
+            prefix: encoding.encode_option(input.prefix),
+            delimiter: encoding.encode_option(input.delimiter),
+            key_marker: encoding.encode_option(input.key_marker),
             upload_id_marker: input.upload_id_marker,
             max_uploads: Some(max_uploads as i32),
             is_truncated: Some(page.truncated),
-            next_key_marker: page
-                .truncated
-                .then(|| page.next_key_marker.clone())
-                .flatten(),
+            next_key_marker: encoding.encode_option(
+                page.truncated
+                    .then(|| page.next_key_marker.clone())
+                    .flatten(),
+            ),
             next_upload_id_marker: page
                 .truncated
                 .then(|| page.next_upload_id_marker.clone())
@@ -612,7 +615,7 @@ impl SpinwiseS3 {
                 page.uploads
                     .iter()
                     .map(|upload| MultipartUpload {
-                        key: Some(upload.object_key.clone()),
+                        key: Some(encoding.encode(&upload.object_key)),
                         upload_id: Some(upload.upload_id.clone()),
                         initiated: Some(timestamp(upload.started_unix_ms)),
                         storage_class: Some(StorageClass::from_static(StorageClass::STANDARD)),
@@ -624,11 +627,11 @@ impl SpinwiseS3 {
                 page.prefixes
                     .iter()
                     .map(|prefix| CommonPrefix {
-                        prefix: Some(prefix.clone()),
+                        prefix: Some(encoding.encode(prefix)),
                     })
                     .collect()
             }),
-            encoding_type: input.encoding_type,
+            encoding_type: encoding.answered(),
             ..Default::default()
         }))
     }
