@@ -147,6 +147,36 @@ fn save(path: &Path, credentials: &Credentials) -> std::io::Result<()> {
     Ok(())
 }
 
+/// s3s's authentication over the one key pair. s3s's own `SimpleAuth` answers an unknown key
+/// with `NotSignedUp`; S3 answers `InvalidAccessKeyId`, which is what clients report and what
+/// people search for when a key is mistyped.
+pub struct KeyPairAuth {
+    access_key: String,
+    secret_key: s3s::auth::SecretKey,
+}
+
+impl KeyPairAuth {
+    pub fn new(credentials: &Credentials) -> KeyPairAuth {
+        KeyPairAuth {
+            access_key: credentials.access_key.clone(),
+            secret_key: credentials.secret_key.clone().into(),
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl s3s::auth::S3Auth for KeyPairAuth {
+    async fn get_secret_key(&self, access_key: &str) -> s3s::S3Result<s3s::auth::SecretKey> {
+        if access_key == self.access_key {
+            return Ok(self.secret_key.clone());
+        }
+        Err(s3s::S3Error::with_message(
+            s3s::S3ErrorCode::InvalidAccessKeyId,
+            "The AWS Access Key Id you provided does not exist in our records.",
+        ))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -180,35 +210,5 @@ mod tests {
         assert!(Credentials::given("", "secret").is_err());
         assert!(Credentials::given("key", "has space").is_err());
         assert!(Credentials::given("key", "secret").is_ok());
-    }
-}
-
-/// s3s's authentication over the one key pair. s3s's own `SimpleAuth` answers an unknown key
-/// with `NotSignedUp`; S3 answers `InvalidAccessKeyId`, which is what clients report and what
-/// people search for when a key is mistyped.
-pub struct KeyPairAuth {
-    access_key: String,
-    secret_key: s3s::auth::SecretKey,
-}
-
-impl KeyPairAuth {
-    pub fn new(credentials: &Credentials) -> KeyPairAuth {
-        KeyPairAuth {
-            access_key: credentials.access_key.clone(),
-            secret_key: credentials.secret_key.clone().into(),
-        }
-    }
-}
-
-#[async_trait::async_trait]
-impl s3s::auth::S3Auth for KeyPairAuth {
-    async fn get_secret_key(&self, access_key: &str) -> s3s::S3Result<s3s::auth::SecretKey> {
-        if access_key == self.access_key {
-            return Ok(self.secret_key.clone());
-        }
-        Err(s3s::S3Error::with_message(
-            s3s::S3ErrorCode::InvalidAccessKeyId,
-            "The AWS Access Key Id you provided does not exist in our records.",
-        ))
     }
 }

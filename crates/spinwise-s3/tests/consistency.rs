@@ -56,7 +56,7 @@ async fn read(
         let key = KEYS[(n + reader) % KEYS.len()];
         n += 1;
         reads.fetch_add(1, Ordering::Relaxed);
-        if n % 2 == 0 {
+        if n.is_multiple_of(2) {
             let got = client
                 .get_object()
                 .bucket("race")

@@ -186,7 +186,7 @@ async fn no_group_is_spun_up_for_scrub_alone_more_often_than_the_minimum_interva
     let report = upkeep.stop().await;
     let mut ups: BTreeMap<u32, Vec<u64>> = BTreeMap::new();
     while let Ok(event) = activity.try_recv() {
-        if let GroupActivity::Up { group, at_us } = event {
+        if let GroupActivity::Up { group, at_us, .. } = event {
             ups.entry(group).or_default().push(at_us);
         }
     }
