@@ -2,10 +2,13 @@
 //! in its own temporary directory, and read the shipped presets from `presets/`.
 //!
 //! Every invocation goes through [`spinwise`], which checks the one property every command must
-//! have whatever its input: it never panics.
+//! have whatever its input: it never panics. [`s3_server`] runs `spinwise serve` for the tests
+//! that drive it with outside S3 clients.
 
 // Each test binary uses a different subset of these helpers.
 #![allow(dead_code)]
+
+pub mod s3_server;
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
