@@ -6,11 +6,18 @@
 //!   bucket and key, and a bucket's objects are exactly the store keys with prefix `"<bucket>/"`;
 //! - object keys are opaque strings: `..`, `/`, leading slashes are plain bytes of a key and never
 //!   reach a file system path (the store keeps keys in its catalog only);
-//! - a key containing NUL, or whose store key exceeds the store's 1024 bytes, is refused before
-//!   anything is stored.
+//! - a key containing NUL, or longer than S3's 1,024 bytes, is refused before anything is
+//!   stored; every key S3 allows fits the store (a bucket name is at most 63 bytes, and the
+//!   store's keys hold 1,024 + 63 + 1).
 
 use s3s::{S3Error, S3ErrorCode};
 use spinwise_store::staging::MAX_KEY_BYTES;
+
+/// S3's longest object key, in bytes of UTF-8.
+pub const MAX_OBJECT_KEY_BYTES: usize = 1024;
+/// S3's longest bucket name.
+const MAX_BUCKET_NAME_BYTES: usize = 63;
+const _: () = assert!(MAX_BUCKET_NAME_BYTES + 1 + MAX_OBJECT_KEY_BYTES <= MAX_KEY_BYTES);
 
 /// Checks an S3 bucket name (3–63 bytes of `a-z 0-9 . -`, starting and ending alphanumeric, no
 /// `..`, not an IP address, no `xn--` prefix).
@@ -40,18 +47,17 @@ pub fn store_key(bucket: &str, key: &str) -> Result<String, S3Error> {
             "object keys must not contain NUL",
         ));
     }
-    let store_key = format!("{bucket}/{key}");
-    if store_key.len() > MAX_KEY_BYTES {
+    if key.len() > MAX_OBJECT_KEY_BYTES {
         return Err(S3Error::with_message(
             S3ErrorCode::KeyTooLongError,
             format!(
-                "keys in bucket `{bucket}` are at most {} bytes (the store's {MAX_KEY_BYTES} less the bucket name and `/`); this one is {}",
-                MAX_KEY_BYTES - bucket.len() - 1,
+                "object keys are at most {MAX_OBJECT_KEY_BYTES} bytes; this one is {}",
                 key.len()
             ),
         ));
     }
-    Ok(store_key)
+    debug_assert!(bucket.len() <= MAX_BUCKET_NAME_BYTES, "checked above");
+    Ok(format!("{bucket}/{key}"))
 }
 
 /// The store-key prefix of every object in `bucket`.
@@ -116,8 +122,11 @@ mod tests {
             *store_key("photos", "a\0b").unwrap_err().code(),
             S3ErrorCode::InvalidArgument
         );
-        let longest = "k".repeat(MAX_KEY_BYTES - "photos/".len());
-        assert!(store_key("photos", &longest).is_ok());
+        // S3's limit is the key's alone, whatever the bucket's name.
+        let longest = "k".repeat(MAX_OBJECT_KEY_BYTES);
+        let longest_bucket = "b".repeat(MAX_BUCKET_NAME_BYTES);
+        let joined = store_key(&longest_bucket, &longest).unwrap();
+        assert!(joined.len() <= MAX_KEY_BYTES, "the store holds every key S3 allows");
         let too_long = format!("{longest}k");
         assert_eq!(
             *store_key("photos", &too_long).unwrap_err().code(),

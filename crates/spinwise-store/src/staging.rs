@@ -57,8 +57,11 @@ const RECORD_HEADER_FIXED_BYTES: u64 = 20;
 const FRAME_HEADER_BYTES: u64 = 8;
 /// Bytes of a record's trailer (end marker, size, BLAKE3, crc).
 const TRAILER_BYTES: u64 = 48;
-/// Keys are 1 ..= this many bytes of UTF-8.
-pub const MAX_KEY_BYTES: usize = 1024;
+/// Keys are 1 ..= this many bytes of UTF-8: room for S3's longest key (1,024 bytes) under its
+/// longest bucket name (63) and the `/` between them, since the S3 layer's store keys are
+/// `"<bucket>/<key>"`. (1,024 until 2026-11-28, which refused S3 keys of 1,024 bytes; the
+/// record layout is unchanged, the key length being a u32.)
+pub const MAX_KEY_BYTES: usize = 1088;
 const MIN_CHUNK_BYTES: u32 = 4 * 1024;
 const MAX_CHUNK_BYTES: u32 = 64 * 1024 * 1024;
 
