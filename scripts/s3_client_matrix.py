@@ -33,7 +33,6 @@ missing (with the line that installs it). Helpers (Context, expect, fetch) come 
 s3_clients_check.py beside this file.
 """
 
-import argparse
 import json
 import os
 import shutil
@@ -44,14 +43,14 @@ import time
 import urllib.parse
 import xml.etree.ElementTree
 
-from s3_clients_check import Context, Mismatch, expect, fetch, pattern
+from s3_clients_check import Context, Mismatch, expect, fetch, parse_arguments, pattern
 
 import botocore.exceptions
 
 MIB = 1 << 20
 LONGEST_KEY_BYTES = 1024  # S3's limit on a key's UTF-8 length
 APT_HINT = "install with: apt-get install rclone restic (Debian's packages; .ci/run installs them when missing)"
-PIP_HINT = "install with: pip install awscli==1.45.11 boto3==1.43.11 (.ci/run installs them)"
+PIP_HINT = "install with: pip install awscli==1.46.3 boto3==1.44.8 (.ci/run installs them)"
 MATRIX = []
 
 
@@ -374,27 +373,8 @@ def clean_up(ctx):
             print(f"s3_client_matrix: cleaning up {bucket}: {error}", file=sys.stderr)
 
 
-def parse_arguments():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--endpoint", required=True, help="http://HOST:PORT of spinwise serve")
-    parser.add_argument("--access-key", default=os.environ.get("SPINWISE_ACCESS_KEY"))
-    parser.add_argument("--secret-key", default=os.environ.get("SPINWISE_SECRET_KEY"))
-    parser.add_argument("--bucket-prefix", default="client-matrix", help="buckets are <prefix>-<client>")
-    parser.add_argument("--only", default="", help="comma-separated check names (default: all)")
-    arguments = parser.parse_args()
-    if not arguments.access_key or not arguments.secret_key:
-        parser.error("--access-key and --secret-key (or SPINWISE_ACCESS_KEY / SPINWISE_SECRET_KEY) are needed")
-    return arguments
-
-
 def main():
-    arguments = parse_arguments()
-    # botocore before 1.43.77 (the pinned aws CLI's and boto3's) sends `Expect: 100-continue` with
-    # an empty PUT body; the server answers at once without a 100 Continue, as RFC 9110 allows and
-    # S3 itself does, and botocore then misreads the next PUT on that connection until the server
-    # closes it 30 s later (boto/botocore#3755). Not sending the Expect for an empty body (botocore's
-    # own opt-in) keeps that client bug from costing each run 30 s. ctx.aws passes it on to the CLI.
-    os.environ.setdefault("BOTO_EXPERIMENTAL__NO_EMPTY_CONTINUE", "true")
+    arguments = parse_arguments(__doc__, "client-matrix")
     wanted = [name for name in arguments.only.split(",") if name]
     known = {function.__name__ for function in MATRIX}
     unknown = [name for name in wanted if name not in known]

@@ -639,12 +639,13 @@ def check_restore_tiers(ctx, bucket):
     expect("ongoing-request=" in restore, f"x-amz-restore after a Bulk restore: {restore!r}")
 
 
-def parse_arguments():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def parse_arguments(description=__doc__, bucket_prefix="s3-clients-check"):
+    """The command line both client scripts take (this one and s3_client_matrix.py)."""
+    parser = argparse.ArgumentParser(description=description.split("\n\n")[0])
     parser.add_argument("--endpoint", required=True, help="http://HOST:PORT of spinwise serve")
     parser.add_argument("--access-key", default=os.environ.get("SPINWISE_ACCESS_KEY"))
     parser.add_argument("--secret-key", default=os.environ.get("SPINWISE_SECRET_KEY"))
-    parser.add_argument("--bucket-prefix", default="s3-clients-check", help="buckets are <prefix>-<check>")
+    parser.add_argument("--bucket-prefix", default=bucket_prefix, help="buckets are <prefix>-<check>")
     parser.add_argument("--only", default="", help="comma-separated check names (default: all)")
     arguments = parser.parse_args()
     if not arguments.access_key or not arguments.secret_key:

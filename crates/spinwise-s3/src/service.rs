@@ -796,11 +796,7 @@ impl SpinwiseS3 {
         range: Option<&Range>,
     ) -> S3Result<(ObjectReader, ObjectView)> {
         for _ in 0..READ_ATTEMPTS {
-            let record = self
-                .store
-                .stat(store_key)
-                .await
-                .map_err(|e| self.store_error(e))?;
+            let record = self.stat_record(store_key).await?;
             let bytes = match range {
                 Some(range) => Some(range.check(record.size_bytes).map_err(|_| {
                     S3Error::with_message(
@@ -891,16 +887,20 @@ impl SpinwiseS3 {
     /// The key's current object and its row (NoSuchKey when there is none).
     async fn stat_view(&self, store_key: &str) -> S3Result<ObjectView> {
         for _ in 0..READ_ATTEMPTS {
-            let record = self
-                .store
-                .stat(store_key)
-                .await
-                .map_err(|e| self.store_error(e))?;
+            let record = self.stat_record(store_key).await?;
             if let Some(view) = self.view(record).await? {
                 return Ok(view);
             }
         }
         Err(overwritten(store_key, self.settings.retry_after_s))
+    }
+
+    /// The store's record of `store_key` (NoSuchKey when there is none).
+    async fn stat_record(&self, store_key: &str) -> S3Result<ObjectRecord> {
+        self.store
+            .stat(store_key)
+            .await
+            .map_err(|e| self.store_error(e))
     }
 
     /// Deletes one object (absent is success, as in S3); with `if_match`, only if the object

@@ -17,7 +17,7 @@ pub const SECRET_KEY: &str = "spinwise-clients-check-secret-0123456789";
 
 /// How to install the Python clients, at the versions `.ci/run` pins.
 pub const PIP_HINT: &str =
-    "install with: pip install awscli==1.45.11 boto3==1.43.11 (as .ci/run does)";
+    "install with: pip install awscli==1.46.3 boto3==1.44.8 (as .ci/run does)";
 
 /// A script under the workspace's scripts/ directory.
 pub fn script(name: &str) -> PathBuf {
