@@ -6,7 +6,7 @@ mod common;
 
 use common::pattern;
 use spinwise_store::staging::{
-    ContentCheck, StagingConfig, StagingError, StagingLog, segment_path,
+    ContentCheck, MAX_KEY_BYTES, StagingConfig, StagingError, StagingLog, segment_path,
 };
 use std::collections::BTreeSet;
 use std::io::{Seek, SeekFrom, Write};
@@ -266,14 +266,25 @@ async fn a_put_over_the_staging_limit_fails_typed_and_leaves_nothing_behind() {
 }
 
 #[tokio::test]
-async fn keys_outside_one_to_1024_bytes_are_refused() {
+async fn keys_outside_one_to_1088_bytes_are_refused_and_the_longest_reads_back_after_a_reopen() {
     let dir = tempfile::tempdir().unwrap();
     let log = StagingLog::open(dir.path(), small_chunks()).await.unwrap();
-    for key in [String::new(), "x".repeat(1025)] {
+    for key in [String::new(), "x".repeat(MAX_KEY_BYTES + 1)] {
         let refused = log.append(&key, &b"v"[..]).await;
         assert!(matches!(refused, Err(StagingError::KeyLength { .. })));
     }
-    log.append(&"x".repeat(1024), &b"v"[..]).await.unwrap();
+    // S3's longest key (1,024 bytes) under its longest bucket name (63) and '/'.
+    let longest = format!("{}/{}", "b".repeat(63), "k".repeat(1024));
+    assert_eq!(longest.len(), MAX_KEY_BYTES);
+    log.append(&longest, &b"v"[..]).await.unwrap();
+    drop(log);
+    let reopened = StagingLog::open(dir.path(), small_chunks()).await.unwrap();
+    let keys: Vec<String> = reopened
+        .scanned_records()
+        .into_iter()
+        .map(|r| r.key)
+        .collect();
+    assert_eq!(keys, [longest]);
 }
 
 #[tokio::test]
