@@ -170,7 +170,7 @@ async fn reopening_keeps_acknowledged_objects_and_drops_unacknowledged_appends()
 async fn bad_keys_missing_stores_and_second_inits_are_refused_typed() {
     let dir = tempfile::tempdir().unwrap();
     let store = new_store(dir.path(), 1 << 20).await;
-    let long = "k".repeat(1025);
+    let long = "k".repeat(spinwise_store::staging::MAX_KEY_BYTES + 1);
     for key in ["", long.as_str()] {
         assert!(matches!(
             store.put(key, &b"v"[..]).await,
