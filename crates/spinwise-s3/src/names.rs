@@ -126,7 +126,10 @@ mod tests {
         let longest = "k".repeat(MAX_OBJECT_KEY_BYTES);
         let longest_bucket = "b".repeat(MAX_BUCKET_NAME_BYTES);
         let joined = store_key(&longest_bucket, &longest).unwrap();
-        assert!(joined.len() <= MAX_KEY_BYTES, "the store holds every key S3 allows");
+        assert!(
+            joined.len() <= MAX_KEY_BYTES,
+            "the store holds every key S3 allows"
+        );
         let too_long = format!("{longest}k");
         assert_eq!(
             *store_key("photos", &too_long).unwrap_err().code(),
