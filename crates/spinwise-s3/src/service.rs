@@ -796,24 +796,25 @@ impl SpinwiseS3 {
         range: Option<&Range>,
     ) -> S3Result<(ObjectReader, ObjectView)> {
         for _ in 0..READ_ATTEMPTS {
-            // A range is checked against the object's size before its bytes are opened; a whole
-            // read needs no lookup of its own (the reader brings the record).
-            let checked = match range {
-                Some(range) => Some(self.checked_range(store_key, range).await?),
+            let record = self.stat_record(store_key).await?;
+            let bytes = match range {
+                Some(range) => Some(range.check(record.size_bytes).map_err(|_| {
+                    S3Error::with_message(
+                        S3ErrorCode::InvalidRange,
+                        format!(
+                            "the range is outside the object's {} bytes",
+                            record.size_bytes
+                        ),
+                    )
+                })?),
                 None => None,
             };
             let reader = self
                 .store
-                .get_with(
-                    store_key,
-                    checked.as_ref().map(|(bytes, _)| bytes.clone()),
-                    ContentCheck::ChunksOnly,
-                )
+                .get_with(store_key, bytes, ContentCheck::ChunksOnly)
                 .await
                 .map_err(|e| self.store_error(e))?;
-            if let Some((_, checked_hash)) = &checked
-                && reader.record().content_hash != *checked_hash
-            {
+            if reader.record().content_hash != record.content_hash {
                 continue; // replaced meanwhile: the range was checked against other bytes
             }
             if let Some(view) = self.view(reader.record().clone()).await? {
@@ -821,26 +822,6 @@ impl SpinwiseS3 {
             }
         }
         Err(overwritten(store_key, self.settings.retry_after_s))
-    }
-
-    /// `range` as bytes of `store_key`'s current object (416 InvalidRange outside it), with the
-    /// content hash of the object it was checked against.
-    async fn checked_range(
-        &self,
-        store_key: &str,
-        range: &Range,
-    ) -> S3Result<(std::ops::Range<u64>, spinwise_catalog::ContentHash)> {
-        let record = self.stat_record(store_key).await?;
-        let bytes = range.check(record.size_bytes).map_err(|_| {
-            S3Error::with_message(
-                S3ErrorCode::InvalidRange,
-                format!(
-                    "the range is outside the object's {} bytes",
-                    record.size_bytes
-                ),
-            )
-        })?;
-        Ok((bytes, record.content_hash))
     }
 
     /// `record` with the metadata row written with it, or `None` when the key no longer holds

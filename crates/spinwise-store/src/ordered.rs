@@ -13,12 +13,10 @@
 //! - when the consumer stops (returns `Break`) the channels close, every worker ends at its
 //!   next send, and [`run_ordered`] returns only after all of them have ended;
 //! - a worker's per-thread state (an open file, a fetch function) is made by `make_worker` on
-//!   that worker's thread and never shared;
-//! - one worker runs on the caller's thread: a small GET (one chunk) spawns no thread, which
-//!   cost ~60 µs of CPU and ~0.5 ms of wall time per GET under load (docs/BENCHMARKS.md).
+//!   that worker's thread and never shared.
 
 use std::ops::ControlFlow;
-use std::sync::{OnceLock, mpsc};
+use std::sync::mpsc;
 
 /// The most reader threads one read uses, whatever the core count: past a few the filesystem
 /// and memory bandwidth, not the crc, are the limit, and many concurrent GETs share the cores.
@@ -27,10 +25,7 @@ pub const MAX_READ_WORKERS: usize = 4;
 /// Reader threads for one read of `items` items: one per core up to [`MAX_READ_WORKERS`], never
 /// more than the items, at least one.
 pub fn read_workers(items: u64) -> usize {
-    // Asked once: `available_parallelism` reads cgroup files (21 syscalls, 35-45 µs), which
-    // was 6% of a small GET's CPU when asked per read.
-    static CORES: OnceLock<usize> = OnceLock::new();
-    let cores = *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, usize::from));
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
     cores
         .min(MAX_READ_WORKERS)
         .min(usize::try_from(items).unwrap_or(usize::MAX))
@@ -50,9 +45,6 @@ where
         workers >= 1 && depth >= 1,
         "{workers} workers, depth {depth}"
     );
-    if workers == 1 {
-        return run_inline(items, make_worker(), consume);
-    }
     std::thread::scope(|scope| {
         let mut receivers = Vec::with_capacity(workers);
         for first in 0..workers {
@@ -71,20 +63,6 @@ where
         // Dropping the receivers ends workers still blocked on a full channel.
         drop(receivers);
     });
-}
-
-/// [`run_ordered`] with one worker, on the caller's thread: each result is consumed before the
-/// next is computed.
-fn run_inline<T>(
-    items: u64,
-    mut work: impl FnMut(u64) -> T,
-    mut consume: impl FnMut(T) -> ControlFlow<()>,
-) {
-    for item in 0..items {
-        if consume(work(item)).is_break() {
-            return;
-        }
-    }
 }
 
 fn consume_in_order<T>(
