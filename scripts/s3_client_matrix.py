@@ -11,6 +11,10 @@ directories since a file name is at most 255 bytes), beside a 0 B file and a 9 M
 - `check_aws_cli_sync`: `aws s3 sync` up twice (the second prints nothing), waits until upkeep
   has migrated every object (GLACIER_IR, so the downloads are cold reads through spin-ups), then
   down into a new directory twice (the second prints nothing) and compares the trees.
+- `check_aws_cli_empty_file_then_more_on_one_connection`: `aws s3 cp --recursive` with one
+  connection of three empty files, each followed by one with a body: every file arrives, within
+  15 s (a client that misreads the answer after an empty PUT waits 30 s for the server to drop
+  the connection).
 - `check_boto3_listing`: boto3 PUTs the same keys; ListObjectsV2 and ListObjects, paged three
   keys at a time, with a prefix, after a StartAfter and with a delimiter, return exactly the keys
   written in S3's order; the raw XML of a url-encoded listing decodes to them; every GET is
@@ -207,6 +211,28 @@ def check_aws_cli_sync(ctx):
     expect_same_tree(read_tree(download), contents, "`aws s3 sync` down")
     down_again = ctx.aws("s3", "sync", "--no-progress", target, download)
     expect(down_again.strip() == "", f"second `aws s3 sync` down transferred again:\n{down_again}")
+
+
+@matrix("aws")
+def check_aws_cli_empty_file_then_more_on_one_connection(ctx):
+    # The aws CLI 1.46 bundles botocore 1.43.62, which sends an empty PUT with `Expect:
+    # 100-continue`; answered without `100 Continue`, it misreads the next answer on that
+    # connection unless the server closes it (boto/botocore#3755), and that upload waits 30 s.
+    bucket = ctx.bucket("aws-one-connection")
+    # Three empty files, each followed by one with a body (the CLI uploads in name order).
+    contents = {}
+    for index in range(3):
+        contents[f"{index}a-empty.bin"] = b""
+        contents[f"{index}b-after.bin"] = pattern(64 * 1024, index)
+    source = os.path.join(ctx.workdir, "aws-one-connection")
+    write_tree(source, contents)
+    started = time.monotonic()
+    copied = ctx.aws("s3", "cp", "--recursive", "--no-progress", source, f"s3://{bucket}", s3_settings=["max_concurrent_requests = 1"])
+    took_s = time.monotonic() - started
+    expect(len(lines_with(copied, "upload:")) == len(contents), f"`aws s3 cp --recursive` on one connection:\n{copied}")
+    expect(took_s < 15, f"`aws s3 cp --recursive` of {len(contents)} small files on one connection took {took_s:.1f} s")
+    for key, data in contents.items():
+        expect(ctx.get(bucket, key) == data, f"{key} differs after `aws s3 cp --recursive`")
 
 
 @matrix()

@@ -142,12 +142,13 @@ class Context:
             arguments["Range"] = byte_range
         return self.s3.get_object(**arguments)["Body"].read()
 
-    def aws(self, *arguments):
-        """Runs the aws CLI against the server; returns stdout, raises Mismatch on failure."""
+    def aws(self, *arguments, s3_settings=()):
+        """Runs the aws CLI against the server; returns stdout, raises Mismatch on failure.
+        `s3_settings` are more `name = value` lines for the config's `s3` section."""
         config = os.path.join(self.workdir, "aws-config")
-        if not os.path.exists(config):
-            with open(config, "w") as file:
-                file.write("[default]\nregion = us-east-1\ns3 =\n    addressing_style = path\n")
+        with open(config, "w") as file:
+            lines = ["addressing_style = path", *s3_settings]
+            file.write("[default]\nregion = us-east-1\ns3 =\n" + "".join(f"    {line}\n" for line in lines))
         environment = dict(os.environ)
         environment.update(
             AWS_ACCESS_KEY_ID=self.access_key,

@@ -63,6 +63,12 @@ fn aws_cli_sync_carries_awkward_names_both_ways_and_a_second_sync_transfers_noth
 }
 
 #[test]
+fn aws_cli_uploads_an_empty_file_then_more_on_one_connection_without_a_stall() {
+    require("aws", &["--version"], PIP_HINT);
+    run_check("check_aws_cli_empty_file_then_more_on_one_connection");
+}
+
+#[test]
 fn boto3_lists_awkward_names_exactly_as_written_and_reads_them_byte_exact() {
     run_check("check_boto3_listing");
 }

@@ -16,7 +16,10 @@
 //!   operation's status otherwise);
 //! - a refusal (any status but 2xx) of a request that declared a body closes the connection
 //!   ([`close_after_refused_body`]): the body may be unread, and the bytes that follow on the
-//!   connection are then not known to be the next request.
+//!   connection are then not known to be the next request;
+//! - an answer to an empty request that asked `Expect: 100-continue` closes the connection
+//!   ([`close_after_unanswered_expect`]): no `100 Continue` went out, and botocore before
+//!   1.43.77 (the aws CLI 1.46 bundles 1.43.62) misreads the next answer on that connection.
 
 use crate::access::PublicReadAccess;
 use crate::credentials::{Credentials, KeyPairAuth};
@@ -149,6 +152,7 @@ impl Connections {
         let metrics = self.metrics;
         let with_status = hyper::service::service_fn(move |request: http::Request<_>| {
             let declares_body = declares_body(request.headers());
+            let expects_continue = expects_continue(request.headers());
             let call = hyper::service::Service::call(&service, request);
             let metrics = metrics.clone();
             async move {
@@ -161,6 +165,8 @@ impl Connections {
                 }
                 if declares_body {
                     close_after_refused_body(&mut response);
+                } else if expects_continue {
+                    close_after_unanswered_expect(&mut response);
                 }
                 Ok::<_, s3s::HttpError>(response)
             }
@@ -199,6 +205,31 @@ fn close_after_refused_body<B>(response: &mut http::Response<B>) {
             http::HeaderValue::from_static("close"),
         );
     }
+}
+
+/// Whether a request asks `Expect: 100-continue` (the only expectation HTTP/1.1 defines).
+fn expects_continue(headers: &http::HeaderMap) -> bool {
+    headers
+        .get(http::header::EXPECT)
+        .is_some_and(|value| value.as_bytes().eq_ignore_ascii_case(b"100-continue"))
+}
+
+/// Marks the answer to an empty request that asked `Expect: 100-continue` `Connection: close`.
+///
+/// Why: hyper sends `100 Continue` only when a handler reads the body, and an empty body is
+/// never read, so the final answer comes first, as RFC 9110 §10.1.1 allows. botocore before
+/// 1.43.77 (boto/botocore#3755) then keeps that answer's status line for the connection and
+/// reads the next answer on it, to a request that also waited for `100 Continue`, as headers:
+/// it sees none and waits for a body until the server drops the connection 30 s later. The
+/// aws CLI 1.46 bundles such a botocore (1.43.62): `aws s3 sync` of a tree with an empty file
+/// and a 9 MiB file failed its upload part ("'ETag'") after 31 s in five runs of six. Closing
+/// the connection resets botocore's state (its `close()` restores the response class); the
+/// cost is one new connection after each empty PUT from such a client.
+fn close_after_unanswered_expect<B>(response: &mut http::Response<B>) {
+    response.headers_mut().insert(
+        http::header::CONNECTION,
+        http::HeaderValue::from_static("close"),
+    );
 }
 
 async fn accept_loop(

@@ -145,6 +145,47 @@ async fn a_refused_body_closes_its_connection_and_an_accepted_one_keeps_it() {
     assert_eq!((kept.status, kept.body.as_str()), (200, "abc"));
 }
 
+/// An empty PUT that asked `Expect: 100-continue` is answered without a `100 Continue` (there is
+/// no body to wait for). botocore before 1.43.77, which the aws CLI 1.46 bundles, then misreads
+/// the next answer on that connection (`aws s3 sync` stalled 30 s and failed an upload part), so
+/// that answer closes the connection; the same empty PUT without `Expect` keeps it open.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_empty_put_that_expected_continue_closes_its_connection_after_its_answer() {
+    let harness = start().await;
+    let addr = harness.server.local_addr();
+    assert_eq!(signed(&harness, "PUT", "/kept", &[], b"").await.status, 200);
+
+    let mut socket = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let put = signed_headers(addr, "PUT", "/kept/empty", &[], ACCESS_KEY, SECRET_KEY);
+    send_on(&mut socket, "PUT", "/kept/empty", &put, 0, b"").await;
+    let (head, answer) = answer_on(&mut socket).await;
+    assert_eq!(answer.status, 200, "{head}{answer:?}");
+    assert!(!head.contains("connection: close"), "{head}");
+
+    let expect = [("expect", "100-continue")];
+    let put = signed_headers(addr, "PUT", "/kept/empty", &expect, ACCESS_KEY, SECRET_KEY);
+    send_on(&mut socket, "PUT", "/kept/empty", &put, 0, b"").await;
+    let (head, answer) = answer_on(&mut socket).await;
+    assert_eq!(answer.status, 200, "{head}{answer:?}");
+    assert!(
+        !head.contains(" 100 "),
+        "a 100 Continue for no body: {head}"
+    );
+    assert!(head.contains("connection: close"), "{head}");
+    let mut rest = Vec::new();
+    let closed = tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        tokio::io::AsyncReadExt::read_to_end(&mut socket, &mut rest),
+    )
+    .await;
+    assert!(
+        matches!(closed, Ok(Ok(0))),
+        "the connection stayed open: {closed:?}"
+    );
+    let kept = signed(&harness, "GET", "/kept/empty", &[], b"").await;
+    assert_eq!((kept.status, kept.body.as_str()), (200, ""));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_signatures_are_refused_with_s3_errors() {
     let harness = start().await;
