@@ -47,6 +47,7 @@
 
 pub mod access;
 pub mod body;
+pub mod bucket_cache;
 pub(crate) mod conditions;
 pub mod credentials;
 pub mod headers;

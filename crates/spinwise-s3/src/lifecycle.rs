@@ -598,6 +598,7 @@ impl SpinwiseS3 {
             )
         })?;
         let lifecycle = Lifecycle::from_s3(configuration)?;
+        let _changing = self.buckets.change(bucket);
         self.meta
             .set_lifecycle(bucket, Some(&lifecycle))
             .await
@@ -606,8 +607,7 @@ impl SpinwiseS3 {
     }
 
     pub(crate) async fn get_lifecycle(&self, bucket: &str) -> S3Result<Vec<LifecycleRule>> {
-        self.require_bucket(bucket).await?;
-        match self.meta.lifecycle(bucket).await.map_err(meta_error)? {
+        match self.existing_bucket(bucket).await?.lifecycle {
             Some(lifecycle) => Ok(lifecycle.to_s3()),
             None => Err(invalid(
                 S3ErrorCode::NoSuchLifecycleConfiguration,
@@ -623,7 +623,7 @@ impl SpinwiseS3 {
         bucket: &str,
         record: &ObjectRecord,
     ) -> S3Result<Option<String>> {
-        let Some(lifecycle) = self.meta.lifecycle(bucket).await.map_err(meta_error)? else {
+        let Some(lifecycle) = self.existing_bucket(bucket).await?.lifecycle else {
             return Ok(None);
         };
         let key = &record.key[bucket_prefix(bucket).len()..];
@@ -641,6 +641,7 @@ impl SpinwiseS3 {
 
     pub(crate) async fn delete_lifecycle(&self, bucket: &str) -> S3Result<()> {
         self.require_bucket(bucket).await?;
+        let _changing = self.buckets.change(bucket);
         self.meta
             .set_lifecycle(bucket, None)
             .await

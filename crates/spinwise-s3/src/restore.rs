@@ -1220,19 +1220,14 @@ impl SpinwiseS3 {
     pub(crate) async fn restored_source(
         &self,
         bucket: &str,
-        store_key: &str,
+        record: &ObjectRecord,
         range: Option<&Range>,
     ) -> S3Result<Option<RestoredSource>> {
-        let record = self
-            .store()
-            .stat(store_key)
-            .await
-            .map_err(|e| self.store_error(e))?;
         if matches!(record.location, ObjectLocation::Staged { .. }) {
             return Ok(None);
         }
         let restorer = self.restorer();
-        let Some((stream, bytes)) = restorer.open_copy(&record, range).await? else {
+        let Some((stream, bytes)) = restorer.open_copy(record, range).await? else {
             let (mode, _) = restorer.bucket_config(bucket).await.map_err(internal)?;
             return match mode {
                 RestoreMode::Sync => Ok(None),
@@ -1241,7 +1236,7 @@ impl SpinwiseS3 {
                 )),
             };
         };
-        let Some(view) = self.view(record).await? else {
+        let Some(view) = self.view(record.clone()).await? else {
             // Replaced since it was found: a new PUT is staged, so the store serves it.
             return Ok(None);
         };
@@ -1257,7 +1252,7 @@ impl SpinwiseS3 {
     pub(crate) async fn get_restored(
         &self,
         bucket: &str,
-        store_key: &str,
+        record: &ObjectRecord,
         range: Option<&Range>,
         overrides: &crate::headers::ResponseOverrides,
     ) -> S3Result<Option<(GetObjectOutput, ObjectRecord)>> {
@@ -1265,7 +1260,7 @@ impl SpinwiseS3 {
             stream,
             bytes,
             view,
-        }) = self.restored_source(bucket, store_key, range).await?
+        }) = self.restored_source(bucket, record, range).await?
         else {
             return Ok(None);
         };

@@ -20,6 +20,7 @@
 //!   otherwise; a PUT or DELETE drops the key's restored copy ([`crate::restore`]).
 
 use crate::body::{BodyStream, Digests, Expected, Upload, Wanted};
+use crate::bucket_cache::{BucketCache, CachedBucket, Lookup};
 use crate::conditions::{ReadConditions, WriteCondition, check_delete};
 use crate::headers::{
     ObjectHeaders, ResponseHeaders, ResponseOverrides, object_headers, response_overrides,
@@ -237,6 +238,8 @@ pub struct SpinwiseS3 {
     pub(crate) settings: S3Settings,
     pub(crate) key_locks: Arc<KeyLocks>,
     pub(crate) bucket_gate: RwLock<()>,
+    /// Existing buckets and their lifecycle rules ([`crate::bucket_cache`]).
+    pub(crate) buckets: BucketCache,
     pub(crate) multipart: Arc<Multipart>,
     restorer: Arc<Restorer>,
     /// The sweeper of abandoned multipart uploads holds a weak handle to this (`None`: never).
@@ -545,6 +548,7 @@ impl SpinwiseS3 {
             restorer,
             key_locks: Arc::new(KeyLocks::new()),
             bucket_gate: RwLock::new(()),
+            buckets: BucketCache::default(),
             multipart: Arc::new(Multipart::new(&store_dir)),
             upload_expiry: None,
             lifecycle: None,
@@ -621,14 +625,35 @@ impl SpinwiseS3 {
     }
 
     pub(crate) async fn require_bucket(&self, bucket: &str) -> S3Result<()> {
+        self.existing_bucket(bucket).await.map(drop)
+    }
+
+    /// `bucket` and its lifecycle rules (NoSuchBucket when it does not exist), from the
+    /// [`BucketCache`] when it knows them.
+    pub(crate) async fn existing_bucket(&self, bucket: &str) -> S3Result<CachedBucket> {
         check_bucket(bucket)?;
-        match self.meta.bucket(bucket).await.map_err(meta_error)? {
-            Some(_) => Ok(()),
-            None => Err(S3Error::with_message(
+        let epoch = match self.buckets.lookup(bucket) {
+            Lookup::Hit(cached) => return Ok(cached),
+            Lookup::Miss(epoch) => epoch,
+        };
+        if self
+            .meta
+            .bucket(bucket)
+            .await
+            .map_err(meta_error)?
+            .is_none()
+        {
+            return Err(S3Error::with_message(
                 S3ErrorCode::NoSuchBucket,
                 format!("no bucket `{bucket}`"),
-            )),
+            ));
         }
+        let lifecycle = self.meta.lifecycle(bucket).await.map_err(meta_error)?;
+        let cached = CachedBucket {
+            lifecycle: lifecycle.map(Arc::new),
+        };
+        self.buckets.fill(bucket, epoch, cached.clone());
+        Ok(cached)
     }
 
     /// Streams `stream` into the store under `store_key`, its metadata row written between the
@@ -769,13 +794,11 @@ impl SpinwiseS3 {
         conditions: &ReadConditions,
     ) -> S3Result<RestoredSource> {
         self.precheck(store_key, conditions).await?;
-        let source = match self
-            .restored_source(source_bucket, store_key, range)
-            .await?
-        {
+        let found = self.stat_record(store_key).await?;
+        let source = match self.restored_source(source_bucket, &found, range).await? {
             Some(restored) => restored,
             None => {
-                let (reader, view) = self.open_read(store_key, range).await?;
+                let (reader, view) = self.open_read(found, range).await?;
                 RestoredSource {
                     bytes: reader.range(),
                     stream: reader_stream(reader),
@@ -788,15 +811,21 @@ impl SpinwiseS3 {
         Ok(source)
     }
 
-    /// Opens `store_key` for reading (all, or `range`): the reader and the view of the object it
-    /// streams.
+    /// Opens the object `found` was read for (all, or `range`): the reader and the view of the
+    /// object it streams. `found` is the key's record as the caller last read it; when the key
+    /// has moved on by the time the bytes are opened, its record is read again.
     pub(crate) async fn open_read(
         &self,
-        store_key: &str,
+        found: ObjectRecord,
         range: Option<&Range>,
     ) -> S3Result<(ObjectReader, ObjectView)> {
+        let store_key = found.key.clone();
+        let mut found = Some(found);
         for _ in 0..READ_ATTEMPTS {
-            let record = self.stat_record(store_key).await?;
+            let record = match found.take() {
+                Some(record) => record,
+                None => self.stat_record(&store_key).await?,
+            };
             let bytes = match range {
                 Some(range) => Some(range.check(record.size_bytes).map_err(|_| {
                     S3Error::with_message(
@@ -811,7 +840,7 @@ impl SpinwiseS3 {
             };
             let reader = self
                 .store
-                .get_with(store_key, bytes, ContentCheck::ChunksOnly)
+                .get_with(&store_key, bytes, ContentCheck::ChunksOnly)
                 .await
                 .map_err(|e| self.store_error(e))?;
             if reader.record().content_hash != record.content_hash {
@@ -821,7 +850,7 @@ impl SpinwiseS3 {
                 return Ok((reader, view));
             }
         }
-        Err(overwritten(store_key, self.settings.retry_after_s))
+        Err(overwritten(&store_key, self.settings.retry_after_s))
     }
 
     /// `record` with the metadata row written with it, or `None` when the key no longer holds
@@ -1102,6 +1131,7 @@ impl S3 for SpinwiseS3 {
         let acl = crate::access::from_create_bucket(&req.input)?;
         let bucket = req.input.bucket;
         check_bucket(&bucket)?;
+        let _changing = self.buckets.change(&bucket);
         if !self
             .meta
             .create_bucket_with_acl(&bucket, now_unix_ms(), acl)
@@ -1204,6 +1234,7 @@ impl S3 for SpinwiseS3 {
         let bucket = req.input.bucket;
         let _no_puts = self.bucket_gate.write().await;
         self.require_bucket(&bucket).await?;
+        let _changing = self.buckets.change(&bucket);
         let held = self
             .store
             .list(&bucket_prefix(&bucket), None, 1)
@@ -1313,8 +1344,9 @@ impl S3 for SpinwiseS3 {
             input.if_unmodified_since,
         );
         self.precheck(&store_key, &conditions).await?;
+        let found = self.stat_record(&store_key).await?;
         if let Some((mut restored, record)) = self
-            .get_restored(&input.bucket, &store_key, input.range.as_ref(), &overrides)
+            .get_restored(&input.bucket, &found, input.range.as_ref(), &overrides)
             .await?
         {
             let last_modified = restored.last_modified.clone().unwrap_or_default();
@@ -1322,7 +1354,7 @@ impl S3 for SpinwiseS3 {
             restored.expiration = self.expiration_header(&input.bucket, &record).await?;
             return Ok(S3Response::new(restored));
         }
-        let (reader, view) = self.open_read(&store_key, input.range.as_ref()).await?;
+        let (reader, view) = self.open_read(found, input.range.as_ref()).await?;
         check_read(&conditions, view.etag().as_ref(), &view.last_modified())?;
         let range = reader.range();
         let content_range = input.range.as_ref().map(|_| {
