@@ -129,17 +129,7 @@ async fn a_refused_body_closes_its_connection_and_an_accepted_one_keeps_it() {
         send_on(&mut socket, "PUT", target, &put, declared, b"").await;
         let (head, answer) = answer_on(&mut socket).await;
         assert!(answer.status >= 400, "{target}: {head}{answer:?}");
-        assert!(head.contains("connection: close"), "{target}: {head}");
-        let mut rest = Vec::new();
-        let closed = tokio::time::timeout(
-            std::time::Duration::from_secs(10),
-            tokio::io::AsyncReadExt::read_to_end(&mut socket, &mut rest),
-        )
-        .await;
-        assert!(
-            matches!(closed, Ok(Ok(0))),
-            "{target}: the connection stayed open: {closed:?}"
-        );
+        assert_closes(&mut socket, &head, target).await;
     }
     let kept = signed(&harness, "GET", "/kept/a", &[], b"").await;
     assert_eq!((kept.status, kept.body.as_str()), (200, "abc"));
@@ -171,19 +161,25 @@ async fn an_empty_put_that_expected_continue_closes_its_connection_after_its_ans
         !head.contains(" 100 "),
         "a 100 Continue for no body: {head}"
     );
-    assert!(head.contains("connection: close"), "{head}");
+    assert_closes(&mut socket, &head, "the empty PUT").await;
+    let kept = signed(&harness, "GET", "/kept/empty", &[], b"").await;
+    assert_eq!((kept.status, kept.body.as_str()), (200, ""));
+}
+
+/// Asserts that the answer whose head is `head` said `Connection: close` and that the server
+/// then ended the connection (within 10 s).
+async fn assert_closes(socket: &mut tokio::net::TcpStream, head: &str, what: &str) {
+    assert!(head.contains("connection: close"), "{what}: {head}");
     let mut rest = Vec::new();
     let closed = tokio::time::timeout(
         std::time::Duration::from_secs(10),
-        tokio::io::AsyncReadExt::read_to_end(&mut socket, &mut rest),
+        tokio::io::AsyncReadExt::read_to_end(socket, &mut rest),
     )
     .await;
     assert!(
         matches!(closed, Ok(Ok(0))),
-        "the connection stayed open: {closed:?}"
+        "{what}: the connection stayed open: {closed:?}"
     );
-    let kept = signed(&harness, "GET", "/kept/empty", &[], b"").await;
-    assert_eq!((kept.status, kept.body.as_str()), (200, ""));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
