@@ -40,6 +40,10 @@ pub enum RackProblem {
     UnknownDisk { id: u32 },
     #[error("coordinate {value} on axis `{axis}` is outside 0..{size}")]
     CoordinateOutOfRange { axis: String, value: u32, size: u32 },
+    /// Two listed disks at one position: a typo in the list (one rack slot holds one disk), so
+    /// both ids are named for the operator to find the wrong one.
+    #[error("disks {first} and {second} are both at {at}")]
+    SameCoordinates { first: u32, second: u32, at: String },
     #[error("expected {expected} coordinates (one per axis), found {found}")]
     CoordinateCount { expected: usize, found: usize },
     #[error("disks must be given either as `grid = true` or as a `list`, not {found}")]

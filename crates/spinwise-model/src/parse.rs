@@ -437,6 +437,9 @@ impl Checker<'_> {
             ));
         }
         let mut ids = BTreeSet::new();
+        // Position → the id first listed there. A rack without axes gives every disk the empty
+        // position, which is not a collision (such a rack says nothing about where disks are).
+        let mut positions: BTreeMap<&[u32], u32> = BTreeMap::new();
         let mut disks = Vec::with_capacity(list.len());
         for disk in list {
             let field = format!("disks.list[id={}]", disk.id);
@@ -469,6 +472,24 @@ impl Checker<'_> {
                         },
                     ));
                 }
+            }
+            if !axes.is_empty()
+                && let Some(first) = positions.insert(&disk.at, disk.id)
+            {
+                let at = axes
+                    .iter()
+                    .zip(&disk.at)
+                    .map(|(axis, value)| format!("{}={value}", axis.name))
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                return Err(self.error(
+                    format!("{field}.at"),
+                    RackProblem::SameCoordinates {
+                        first,
+                        second: disk.id,
+                        at: format!("({at})"),
+                    },
+                ));
             }
             disks.push(Disk {
                 id: disk.id,

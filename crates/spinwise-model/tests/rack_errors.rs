@@ -470,6 +470,53 @@ fn coordinate_out_of_range_is_rejected_naming_disk_and_axis() {
 }
 
 #[test]
+fn two_disks_at_one_coordinate_are_refused_naming_both_ids_and_the_position() {
+    let text = edit(
+        &listed_rack(),
+        "{ id = 7, at = [1, 3] }",
+        "{ id = 7, at = [0, 2] }",
+    );
+    let error = refused(&text);
+    assert_eq!(error.field, "disks.list[id=7].at");
+    assert_eq!(
+        error.problem,
+        RackProblem::SameCoordinates {
+            first: 2,
+            second: 7,
+            at: "(tray=0, slot=2)".into()
+        }
+    );
+    assert!(
+        error
+            .to_string()
+            .ends_with("disks 2 and 7 are both at (tray=0, slot=2)"),
+        "{error}"
+    );
+}
+
+#[test]
+fn listed_disks_without_axes_share_no_position_and_are_accepted() {
+    // No axes: every disk has the empty position, which says nothing about where it sits.
+    let mut list = String::from("[disks]\nlist = [\n");
+    for id in 0..8 {
+        list.push_str(&format!("  {{ id = {id} }},\n"));
+    }
+    list.push_str("]\n");
+    let text = edit(
+        MINIMAL_RACK,
+        "[[axes]]\nname = \"tray\"\nsize = 2\n[[axes]]\nname = \"slot\"\nsize = 4\n",
+        "",
+    );
+    let text = edit(&text, "[disks]\ngrid = true\n", &list);
+    let lists = r#"domains = { lists = [[0, 1, 2, 3], [4, 5, 6, 7]] }"#;
+    let text = text
+        .replace(r#"domains = { by = ["tray"] }"#, lists)
+        .replace(r#"domains = { by = ["tray/2"] }"#, "domains = { by = [] }");
+    let rack = parse_rack(SOURCE, &text).expect("a rack without axes is accepted");
+    assert_eq!(rack.disk_count(), 8);
+}
+
+#[test]
 fn wrong_number_of_coordinates_is_rejected() {
     let text = edit(
         &listed_rack(),
