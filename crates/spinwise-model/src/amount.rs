@@ -123,7 +123,9 @@ impl<'de> Deserialize<'de> for Amount {
         let value = f64::deserialize(deserializer)?;
         Amount::from_f64(value).ok_or_else(|| {
             serde::de::Error::custom(format!(
-                "{value} is not a quantity: it must be a finite number between 0 and {}",
+                "{} is not a quantity: it must be a finite number between 0 and {}",
+                // As written (`1e300`), not as a 301-digit integer.
+                crate::quote::number(value),
                 Amount::MAX_UNITS
             ))
         })

@@ -5,8 +5,15 @@
 
 use thiserror::Error;
 
+/// Displayed as `{source_name}: {field}: {problem}`, with the field and the problem cut to
+/// [`crate::quote::MAX_MESSAGE_CHARS`] each: both may quote the file (a name, a line), and a
+/// refusal must stay small whatever the file holds.
 #[derive(Debug, Clone, PartialEq, Error)]
-#[error("{source_name}: {field}: {problem}")]
+#[error(
+    "{source_name}: {}: {}",
+    crate::quote::message(field),
+    crate::quote::message(&problem.to_string())
+)]
 pub struct RackError {
     /// The file (or preset) the description came from.
     pub source_name: String,
@@ -108,6 +115,10 @@ pub enum RackProblem {
     },
     #[error("upper bound {upper_bound} is below the budget {budget}")]
     UpperBoundBelowBudget { upper_bound: String, budget: String },
-    #[error("distribution min {min} exceeds max {max}")]
+    #[error(
+        "distribution min {} exceeds max {}",
+        crate::quote::number(*min),
+        crate::quote::number(*max)
+    )]
     InvertedRange { min: f64, max: f64 },
 }

@@ -168,20 +168,26 @@ fn is_one_request(count: &u32) -> bool {
     *count == 1
 }
 
+/// Why a layout file was refused. Every text taken from the file (a JSON message quoting a
+/// value, a format string, a state name) is displayed through [`crate::quote`], so a refusal
+/// stays small whatever the file holds.
 #[derive(Debug, Error)]
 pub enum LayoutError {
-    #[error("{source_name}: not a layout file: {message}")]
+    #[error("{source_name}: not a layout file: {}", crate::quote::message(message))]
     Json {
         source_name: String,
         message: String,
     },
-    #[error("{source_name}: format `{found}` is not `{LAYOUT_FORMAT}`")]
+    #[error(
+        "{source_name}: format `{}` is not `{LAYOUT_FORMAT}`",
+        crate::quote::excerpt(found)
+    )]
     Format { source_name: String, found: String },
     #[error(
         "{source_name}: layout version {found} is not supported (this build reads version {LAYOUT_VERSION})"
     )]
     Version { source_name: String, found: u32 },
-    #[error("{source_name}: {message}")]
+    #[error("{source_name}: {}", crate::quote::message(message))]
     Inconsistent {
         source_name: String,
         message: String,
@@ -255,14 +261,25 @@ impl Layout {
     }
 
     /// Reads a layout, refusing unknown formats and versions and structurally broken files.
+    /// JSON nesting is bounded by serde_json's recursion limit (128), so a depth bomb is refused,
+    /// not a stack overflow.
     pub fn from_json(source_name: &str, text: &str) -> Result<Layout, LayoutError> {
-        let probe: serde_json::Value =
-            serde_json::from_str(text).map_err(|e| LayoutError::Json {
-                source_name: source_name.into(),
-                message: e.to_string(),
-            })?;
+        // The format and version are read first, so a file of another format or version is
+        // refused as such rather than for its fields. Both passes are typed (no JSON tree: a
+        // tree costs ~10 times the file in memory); everything else is skipped by the probe.
+        #[derive(Deserialize)]
+        struct Probe {
+            format: Option<serde_json::Value>,
+            version: Option<serde_json::Value>,
+        }
+        let json_error = |e: serde_json::Error| LayoutError::Json {
+            source_name: source_name.into(),
+            message: e.to_string(),
+        };
+        let probe: Probe = serde_json::from_str(text).map_err(json_error)?;
         let format = probe
-            .get("format")
+            .format
+            .as_ref()
             .and_then(|f| f.as_str())
             .unwrap_or("(missing)");
         if format != LAYOUT_FORMAT {
@@ -271,17 +288,14 @@ impl Layout {
                 found: format.into(),
             });
         }
-        let version = probe.get("version").and_then(|v| v.as_u64()).unwrap_or(0);
+        let version = probe.version.as_ref().and_then(|v| v.as_u64()).unwrap_or(0);
         if version != u64::from(LAYOUT_VERSION) {
             return Err(LayoutError::Version {
                 source_name: source_name.into(),
                 found: u32::try_from(version).unwrap_or(u32::MAX),
             });
         }
-        let layout: Layout = serde_json::from_value(probe).map_err(|e| LayoutError::Json {
-            source_name: source_name.into(),
-            message: e.to_string(),
-        })?;
+        let layout: Layout = serde_json::from_str(text).map_err(json_error)?;
         layout
             .check_structure()
             .map_err(|message| LayoutError::Inconsistent {

@@ -13,6 +13,7 @@ pub mod error;
 pub mod layout;
 pub mod limits;
 pub mod parse;
+pub mod quote;
 pub mod rack;
 pub mod sample;
 

@@ -8,6 +8,7 @@
 use crate::amount::Amount;
 use crate::error::{RackError, RackProblem};
 use crate::limits;
+use crate::quote;
 use crate::rack::*;
 use serde::Deserialize;
 use std::collections::{BTreeMap, BTreeSet};
@@ -188,6 +189,22 @@ pub fn parse_rack(source_name: &str, text: &str) -> Result<Rack, RackError> {
             },
         ));
     }
+    // Counted before parsing, with a lexer that allocates nothing: the parser's memory grows
+    // with the token count, not the byte count (limits::MAX_RACK_TOKENS says by how much).
+    if toml_parser::Source::new(text)
+        .lex()
+        .take(limits::MAX_RACK_TOKENS + 1)
+        .count()
+        > limits::MAX_RACK_TOKENS
+    {
+        return Err(checker.error(
+            "(file)",
+            RackProblem::TooMany {
+                what: "TOML tokens (keys, values, punctuation, spaces)",
+                limit: limits::MAX_RACK_TOKENS,
+            },
+        ));
+    }
     let raw: RawRack = toml::from_str(text).map_err(|error| checker.syntax_error(text, &error))?;
     checker.validate(raw)
 }
@@ -214,14 +231,17 @@ impl Checker<'_> {
             Some(span) => {
                 let line = text[..span.start.min(text.len())].matches('\n').count() + 1;
                 let source_line = text.lines().nth(line - 1).unwrap_or("").trim();
-                format!("line {line} (`{source_line}`)")
+                // A line may be the whole file: quote its start and say how long it is.
+                format!("line {line} (`{}`)", quote::excerpt(source_line))
             }
             None => "(document)".to_string(),
         };
         self.error(
             field,
             RackProblem::Syntax {
-                message: error.message().trim().to_string(),
+                // The parser's message may quote the input (an unknown key, a string of the
+                // wrong type): bounded like the line.
+                message: quote::message(error.message().trim()),
             },
         )
     }
@@ -989,7 +1009,7 @@ impl Checker<'_> {
                     return Err(self.error(
                         format!("{field}.mean"),
                         RackProblem::OutOfRange {
-                            value: mean.to_string(),
+                            value: quote::number(mean),
                             expected: "a mean within [min, max]",
                         },
                     ));
@@ -1039,7 +1059,7 @@ impl Checker<'_> {
             return Err(self.error(
                 "targets.capacity_overhead_max",
                 RackProblem::OutOfRange {
-                    value: raw.capacity_overhead_max.to_string(),
+                    value: quote::number(raw.capacity_overhead_max),
                     expected: "a fraction strictly between 0 and 1",
                 },
             ));
@@ -1048,7 +1068,7 @@ impl Checker<'_> {
             return Err(self.error(
                 "targets.spare_exhaustion_probability",
                 RackProblem::OutOfRange {
-                    value: raw.spare_exhaustion_probability.to_string(),
+                    value: quote::number(raw.spare_exhaustion_probability),
                     expected: "a probability strictly between 0 and 1",
                 },
             ));
@@ -1088,7 +1108,7 @@ impl Checker<'_> {
             Err(self.error(
                 field,
                 RackProblem::OutOfRange {
-                    value: value.to_string(),
+                    value: quote::number(value),
                     expected: "a positive finite number",
                 },
             ))
@@ -1102,7 +1122,7 @@ impl Checker<'_> {
             Err(self.error(
                 field,
                 RackProblem::OutOfRange {
-                    value: value.to_string(),
+                    value: quote::number(value),
                     expected: "a finite number ≥ 0",
                 },
             ))
@@ -1116,7 +1136,7 @@ impl Checker<'_> {
             Err(self.error(
                 field,
                 RackProblem::OutOfRange {
-                    value: value.to_string(),
+                    value: quote::number(value),
                     expected: "a probability between 0 and 1",
                 },
             ))

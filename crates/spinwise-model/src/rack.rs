@@ -254,13 +254,17 @@ impl Fairness {
         if !(bound.is_finite() && bound >= 0.0) {
             return refuse(
                 "reordering_bound_gb",
-                bound.to_string(),
+                crate::quote::number(bound),
                 "a finite number of GB ≥ 0",
             );
         }
         let share = self.rebuild_share;
         if !(share > 0.0 && share <= 1.0) {
-            return refuse("rebuild_share", share.to_string(), "a share in (0, 1]");
+            return refuse(
+                "rebuild_share",
+                crate::quote::number(share),
+                "a share in (0, 1]",
+            );
         }
         if self.max_queue_depth == 0 {
             return refuse("max_queue_depth", "0".into(), "at least 1 request");
