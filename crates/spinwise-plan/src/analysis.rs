@@ -1,6 +1,6 @@
 //! Rack analysis (Flamingo §4.1, eq. 1–2): for every hard resource, how many disks may be in their
 //! costliest state per domain (m_r) and rack-wide (M_r); the bottleneck resources (smallest M_r);
-//! and the bounds on concurrently active groups used by the quality metrics.
+//! the bound on groups spinning up together and the high-load target the solver scores against.
 //!
 //! Costs are exact [`Amount`]s, so two resources tie only when they truly tie.
 
@@ -126,12 +126,14 @@ pub fn spinning_per_domain(rack: &Rack, resource: &Resource) -> u64 {
         .map_or(domain_size, |disks| (disks.max(0) as u64).min(domain_size))
 }
 
-/// m for the high-load metric, from the bottleneck as Flamingo computes m (eq. 1–2), with one
-/// disk of every domain spinning up and the others active: per domain
-/// 1 + ⌊(headroom − spinning step) / active step⌋ disks, summed over the domains, divided by n.
-/// Pessimistic where a group misses a domain, so a layout can do better than this bound (the
-/// metric then reads 1.0); an efficient layout reaches it from every ordering.
-pub fn high_load_bound(rack: &Rack, group_size: u64) -> u64 {
+/// Flamingo's m for the high-load metric, from the bottleneck (eq. 1–2), with one disk of every
+/// domain spinning up and the others active: per domain 1 + ⌊(headroom − spinning step) / active
+/// step⌋ disks, summed over the domains, divided by n. An estimate, not a bound: it charges a
+/// spin-up in every domain, where the spinning group misses most of them, so a layout can do
+/// better (issue 29: ocp-cold-storage fits 5 where this says 4). The solver scores candidates
+/// against it before any layout exists; a finished layout's `high_load_bound` is the proven figure
+/// of [`crate::high_load::high_load_maximum`].
+pub fn high_load_target(rack: &Rack, group_size: u64) -> u64 {
     let path = rack.spin_up_path();
     let (resting, active) = (rack.resting_state(), rack.active_state());
     let groups = rack.disk_count() as u64 / group_size;

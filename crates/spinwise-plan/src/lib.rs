@@ -12,6 +12,7 @@ pub mod constraints;
 pub mod durability;
 pub mod error;
 pub mod explore;
+pub mod high_load;
 pub mod pelican;
 pub mod plan;
 pub mod quality;

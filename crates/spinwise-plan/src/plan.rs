@@ -6,10 +6,11 @@
 //! the same layout, byte for byte.
 
 use crate::admission::{Admission, Mode};
-use crate::analysis::{Analysis, analyse, high_load_bound, low_load_bound};
+use crate::analysis::{Analysis, analyse, high_load_target, low_load_bound};
 use crate::constraints::group_constraints;
 use crate::durability::{ErasureCandidate, erasure_candidates, spares_for_group};
 use crate::error::PlanError;
+use crate::high_load::{DEFAULT_NODE_LIMIT, HighLoadMaximum, high_load_maximum};
 use crate::solver::{self, Problem, sampled_quality};
 use crate::verify::verify;
 use rand::SeedableRng;
@@ -30,6 +31,9 @@ pub struct Plan {
     pub layout: Layout,
     pub analysis: Analysis,
     pub erasure: ErasureCandidate,
+    /// How the layout's `max_spinning_groups` and `high_load_bound` were established (method,
+    /// nodes, whether the node limit stopped the search).
+    pub high_load: HighLoadMaximum,
 }
 
 /// Group size and erasure parameters for a rack, before any disk is assigned.
@@ -48,7 +52,7 @@ pub fn plan(rack: &Rack) -> Result<Plan, PlanError> {
         rack,
         group_size: sizing.group_size as usize,
         low_load_bound: low_load_bound(rack, u64::from(sizing.group_size)),
-        high_load_bound: high_load_bound(rack, u64::from(sizing.group_size)),
+        high_load_target: high_load_target(rack, u64::from(sizing.group_size)),
         stripe_width: sizing.erasure.width(),
         redundancy: sizing.erasure.r,
     };
@@ -153,7 +157,6 @@ pub fn finish(
 ) -> Result<Plan, PlanError> {
     let group_size = u64::from(sizing.group_size);
     let low_bound = low_load_bound(rack, group_size);
-    let high_bound = high_load_bound(rack, group_size);
     let constraints = group_constraints(rack, &assembly.groups);
     let (path, resting, active) = (
         rack.spin_up_path(),
@@ -162,7 +165,13 @@ pub fn finish(
     );
     let mut admission = Admission::new(&constraints, assembly.groups.len(), &path, resting, active);
     let witness = concurrency_witness(&mut admission, low_bound);
-    let spinning_witness = spinning_witness(&mut admission);
+    // The greedy witness seeds the exact search, which either proves it maximal or beats it;
+    // the proven upper bound is the high-load metric's m, so the efficiency label is judged
+    // against the true figure and not an estimate.
+    let greedy = spinning_witness(&mut admission);
+    let high_load = high_load_maximum(rack, &assembly.groups, &greedy, DEFAULT_NODE_LIMIT);
+    let spinning_witness = high_load.witness.clone();
+    let high_bound = high_load.upper_bound;
     let ((low, low_all), (high, high_all)) = sampled_quality(
         &mut admission,
         low_bound,
@@ -226,6 +235,7 @@ pub fn finish(
         layout,
         analysis,
         erasure: sizing.erasure,
+        high_load,
     })
 }
 
@@ -254,7 +264,8 @@ fn concurrency_witness(admission: &mut Admission, bound: u64) -> Vec<GroupIndex>
 
 /// The most groups found spinning at once in the high-load sense: all but the last active, the
 /// last spinning up beside them (Flamingo's scheduler on OCP keeps three groups spinning where a
-/// conservative one keeps two). Best of seeded greedy passes; not a proof of the maximum.
+/// conservative one keeps two). Best of seeded greedy passes; not a proof of the maximum, only the
+/// starting witness of the exact search ([`crate::high_load`]).
 fn spinning_witness(admission: &mut Admission) -> Vec<GroupIndex> {
     let groups = admission.groups() as u64;
     let mut order: Vec<GroupIndex> = (0..groups as GroupIndex).collect();

@@ -62,7 +62,10 @@ pub struct Problem<'a> {
     pub group_size: usize,
     /// ⌊M / n⌋ for spinning up (low-load bound).
     pub low_load_bound: u64,
-    pub high_load_bound: u64,
+    /// The high-load figure candidates are scored against: Flamingo's m from the bottleneck
+    /// ([`crate::analysis::high_load_target`]), an estimate — the finished layout is judged
+    /// against its exact maximum instead.
+    pub high_load_target: u64,
     /// k + r: a group must hold a stripe this wide with at most `redundancy` fragments in any
     /// component of a `spread` failure domain (single-fault availability, docs/durability.md).
     pub stripe_width: u32,
@@ -479,7 +482,7 @@ fn score(
         }
     }
     let mut admission = Admission::from_rack(rack, &group_of, groups.len());
-    let (low_bound, high_bound) = (problem.low_load_bound, problem.high_load_bound);
+    let (low_bound, high_bound) = (problem.low_load_bound, problem.high_load_target);
     let mut quality = sampled_quality(&mut admission, low_bound, high_bound, SCREENING_SAMPLES);
     if quality.0.1 && quality.1.1 {
         quality = sampled_quality(&mut admission, low_bound, high_bound, EFFICIENCY_SAMPLES);
