@@ -8,6 +8,7 @@
 //! Readers refuse any `format`/`version` they do not know.
 
 use crate::amount::Amount;
+use crate::limits;
 use crate::rack::{DiskIndex, Fairness, Rack, ResourceKind};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
@@ -29,15 +30,19 @@ pub struct Layout {
     pub disks: u32,
     pub group_size: u32,
     /// Disk ids of each group, ascending.
+    #[serde(deserialize_with = "bounded::groups")]
     pub groups: Vec<Vec<u32>>,
     pub erasure: Erasure,
     /// State names in rack order; group-constraint costs are indexed like this.
+    #[serde(deserialize_with = "bounded::vec::<_, _, { limits::MAX_STATES }>")]
     pub states: Vec<String>,
     pub resting_state: String,
     pub active_state: String,
     /// Resting → active, both included.
+    #[serde(deserialize_with = "bounded::vec::<_, _, { limits::MAX_STATES }>")]
     pub spin_up_path: Vec<String>,
     pub group_constraints: Vec<GroupConstraint>,
+    #[serde(deserialize_with = "bounded::vec::<_, _, { limits::MAX_RESOURCES }>")]
     pub bottleneck: Vec<String>,
     /// Flamingo's M: disks that may be in their costliest state at once.
     pub max_disks_at_highest: u64,
@@ -47,12 +52,18 @@ pub struct Layout {
     pub max_active_groups_bound: u32,
     /// Upper bound on groups concurrently active while one more spins up (high-load metric's m).
     pub high_load_bound: u32,
+    #[serde(deserialize_with = "bounded::vec::<_, _, { limits::MAX_DISKS }>")]
     pub active_witness: Vec<GroupIndex>,
     /// Most groups found spinning at once: all of `spinning_witness` but the last active, the last
     /// spinning up beside them.
     pub max_spinning_groups: u32,
+    #[serde(deserialize_with = "bounded::vec::<_, _, { limits::MAX_DISKS }>")]
     pub spinning_witness: Vec<GroupIndex>,
     /// Class of each group when the solver built classes of colliding groups.
+    #[serde(
+        default,
+        deserialize_with = "bounded::optional_vec::<_, _, { limits::MAX_DISKS }>"
+    )]
     pub classes: Option<Vec<u32>>,
     pub symmetric: bool,
     pub efficient: bool,
@@ -92,8 +103,10 @@ pub struct GroupConstraint {
     pub kind: ResourceKind,
     pub budget: Amount,
     /// Per-disk cost in each state, indexed like [`Layout::states`].
+    #[serde(deserialize_with = "bounded::vec::<_, _, { limits::MAX_STATES }>")]
     pub cost: Vec<Amount>,
     /// (group, disks of that group in the domain), ascending by group.
+    #[serde(deserialize_with = "bounded::vec::<_, _, { limits::MAX_DISKS }>")]
     pub members: Vec<(GroupIndex, u32)>,
 }
 
@@ -392,4 +405,129 @@ pub fn fingerprint(bytes: &[u8]) -> String {
         hash = hash.wrapping_mul(0x0100_0000_01b3);
     }
     format!("{hash:016x}")
+}
+
+/// Sequences read from a layout file with at most as many elements as a valid layout can hold,
+/// refused at the first one too many. Why: serde's `Vec` grows as long as the file goes on,
+/// and a 16 MiB file of `[],` is 5.6 million empty groups (134 MB) before any structural check
+/// could see that a layout has at most `MAX_DISKS` of them.
+mod bounded {
+    use crate::limits::MAX_DISKS;
+    use serde::Deserialize;
+    use serde::de::{DeserializeSeed, Deserializer, Error, SeqAccess, Visitor};
+    use std::fmt;
+    use std::marker::PhantomData;
+
+    /// A sequence of at most `MAX` elements.
+    pub fn vec<'de, D, T, const MAX: usize>(deserializer: D) -> Result<Vec<T>, D::Error>
+    where
+        D: Deserializer<'de>,
+        T: Deserialize<'de>,
+    {
+        deserializer.deserialize_seq(Bounded::<T, MAX>(PhantomData))
+    }
+
+    /// `null` or a sequence of at most `MAX` elements.
+    pub fn optional_vec<'de, D, T, const MAX: usize>(
+        deserializer: D,
+    ) -> Result<Option<Vec<T>>, D::Error>
+    where
+        D: Deserializer<'de>,
+        T: Deserialize<'de>,
+    {
+        struct Optional<T, const MAX: usize>(PhantomData<T>);
+        impl<'de, T: Deserialize<'de>, const MAX: usize> Visitor<'de> for Optional<T, MAX> {
+            type Value = Option<Vec<T>>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(f, "null or a sequence of at most {MAX} elements")
+            }
+            fn visit_none<E: Error>(self) -> Result<Self::Value, E> {
+                Ok(None)
+            }
+            fn visit_unit<E: Error>(self) -> Result<Self::Value, E> {
+                Ok(None)
+            }
+            fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+                vec::<D, T, MAX>(d).map(Some)
+            }
+        }
+        deserializer.deserialize_option(Optional::<T, MAX>(PhantomData))
+    }
+
+    struct Bounded<T, const MAX: usize>(PhantomData<T>);
+
+    impl<'de, T: Deserialize<'de>, const MAX: usize> Visitor<'de> for Bounded<T, MAX> {
+        type Value = Vec<T>;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            write!(f, "a sequence of at most {MAX} elements")
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<T>, A::Error> {
+            let mut out = Vec::new();
+            while let Some(element) = seq.next_element()? {
+                if out.len() == MAX {
+                    return Err(A::Error::custom(format!("more than {MAX} elements")));
+                }
+                out.push(element);
+            }
+            Ok(out)
+        }
+    }
+
+    /// The groups: at most `MAX_DISKS` groups holding at most `MAX_DISKS` disk ids in all (a
+    /// disk is in one group), counted across groups as they are read.
+    pub fn groups<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<Vec<u32>>, D::Error> {
+        struct Groups;
+        impl<'de> Visitor<'de> for Groups {
+            type Value = Vec<Vec<u32>>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(f, "groups of at most {MAX_DISKS} disk ids in all")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                let mut groups = Vec::new();
+                let mut ids_left = MAX_DISKS;
+                while let Some(group) = seq.next_element_seed(Ids {
+                    left: &mut ids_left,
+                })? {
+                    if groups.len() == MAX_DISKS {
+                        return Err(A::Error::custom(format!("more than {MAX_DISKS} groups")));
+                    }
+                    groups.push(group);
+                }
+                Ok(groups)
+            }
+        }
+        deserializer.deserialize_seq(Groups)
+    }
+
+    /// One group's ids, taken from the budget shared by all groups.
+    struct Ids<'a> {
+        left: &'a mut usize,
+    }
+
+    impl<'de> DeserializeSeed<'de> for Ids<'_> {
+        type Value = Vec<u32>;
+        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Vec<u32>, D::Error> {
+            d.deserialize_seq(self)
+        }
+    }
+
+    impl<'de> Visitor<'de> for Ids<'_> {
+        type Value = Vec<u32>;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            write!(f, "a group's disk ids")
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<u32>, A::Error> {
+            let mut ids = Vec::new();
+            while let Some(id) = seq.next_element()? {
+                if *self.left == 0 {
+                    return Err(A::Error::custom(format!(
+                        "more than {MAX_DISKS} disk ids in all groups"
+                    )));
+                }
+                *self.left -= 1;
+                ids.push(id);
+            }
+            Ok(ids)
+        }
+    }
 }

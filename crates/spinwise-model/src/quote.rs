@@ -3,7 +3,8 @@
 //!
 //! Invariants: [`excerpt`] returns at most [`MAX_QUOTED_CHARS`] characters of the input plus a
 //! short suffix; [`message`] at most [`MAX_MESSAGE_CHARS`] characters plus a short marker;
-//! [`number`] at most ~25 characters for any `f64`. Cuts fall on character boundaries.
+//! [`number`] at most ~25 characters for any `f64`. Cuts fall on character boundaries, and
+//! control characters are escaped.
 
 /// Characters of a source line or a value quoted in an error: enough to recognise the line (the
 /// key and the start of its value), short enough for one terminal line.
@@ -18,9 +19,26 @@ pub const MAX_MESSAGE_CHARS: usize = 600;
 /// length of the whole, so the reader knows it was cut and by how much.
 pub fn excerpt(text: &str) -> String {
     match text.char_indices().nth(MAX_QUOTED_CHARS) {
-        None => text.to_string(),
-        Some((cut, _)) => format!("{}… ({} bytes)", &text[..cut], text.len()),
+        None => printable(text),
+        Some((cut, _)) => format!("{}… ({} bytes)", printable(&text[..cut]), text.len()),
     }
+}
+
+/// Control characters (a NUL, an escape sequence) escaped, so a quote cannot garble or
+/// drive the terminal it is printed on.
+fn printable(text: &str) -> String {
+    if !text.chars().any(char::is_control) {
+        return text.to_string();
+    }
+    text.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
 }
 
 /// `text` if at most [`MAX_MESSAGE_CHARS`] characters; otherwise its head and tail around a
@@ -28,7 +46,7 @@ pub fn excerpt(text: &str) -> String {
 /// expected (`…, expected u32`), which is the useful part.
 pub fn message(text: &str) -> String {
     if text.chars().nth(MAX_MESSAGE_CHARS).is_none() {
-        return text.to_string();
+        return printable(text);
     }
     let head_end = text
         .char_indices()
@@ -42,9 +60,9 @@ pub fn message(text: &str) -> String {
         .map_or(head_end, |(at, _)| at.max(head_end));
     format!(
         "{} …[{} bytes in all]… {}",
-        &text[..head_end],
+        printable(&text[..head_end]),
         text.len(),
-        &text[tail_start..]
+        printable(&text[tail_start..])
     )
 }
 
@@ -81,6 +99,12 @@ mod tests {
         let shown = message(&long);
         assert!(shown.ends_with(", expected u32"), "{shown}");
         assert!(shown.chars().count() < MAX_MESSAGE_CHARS + 40);
+    }
+
+    #[test]
+    fn control_characters_are_escaped() {
+        assert_eq!(excerpt("a\0b\x1b[2J"), "a\\u{0}b\\u{1b}[2J");
+        assert!(!message(&"\0".repeat(10_000)).contains('\0'));
     }
 
     #[test]

@@ -238,3 +238,34 @@ fn a_layout_quoting_megabytes_gives_a_short_message() {
         );
     }
 }
+
+#[test]
+fn a_layout_of_more_groups_or_states_than_a_rack_can_have_is_refused_as_it_is_read() {
+    let head = r#"{"format": "spinwise-layout", "version": 1, "#;
+    let limit = spinwise_model::limits::MAX_DISKS;
+    for (text, expected) in [
+        (
+            format!("{head}\"groups\": [{}[]]}}", "[],".repeat(limit)),
+            format!("more than {limit} groups"),
+        ),
+        (
+            format!("{head}\"groups\": [[{}0]]}}", "0,".repeat(limit)),
+            format!("more than {limit} disk ids in all groups"),
+        ),
+        (
+            format!("{head}\"groups\": [[{}0], [0]]}}", "0,".repeat(limit - 1)),
+            format!("more than {limit} disk ids in all groups"),
+        ),
+        (
+            format!("{head}\"states\": [{}\"\"]}}", "\"\",".repeat(32)),
+            "more than 32 elements".to_string(),
+        ),
+        (
+            format!("{head}\"active_witness\": [{}0]}}", "0,".repeat(limit)),
+            format!("more than {limit} elements"),
+        ),
+    ] {
+        let error = Layout::from_json("many.json", &text).expect_err("refused");
+        assert!(error.to_string().contains(&expected), "{error}");
+    }
+}
