@@ -6,8 +6,8 @@ use crate::source::{RackSource, read_layout};
 use clap::{Args, ValueEnum};
 use serde_json::json;
 use spinwise_model::Rack;
-use spinwise_plan::{Plan, pelican_layout, plan, verify};
-use std::path::PathBuf;
+use spinwise_plan::{Plan, Violation, pelican_layout, plan, verify};
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 #[derive(Args)]
@@ -208,15 +208,26 @@ pub fn run_verify(args: &VerifyArgs) -> CliResult<()> {
                     json!({ "verified": false, "rack": rack.name, "violations": violations })
                 );
             }
-            let details = violations
-                .iter()
-                .map(|v| format!("  {}: {}", v.check, v.detail))
-                .collect::<Vec<_>>()
-                .join("\n");
-            Err(CliError::Unverified {
-                rack: rack.name.clone(),
-                details,
-            })
+            Err(unverified(&rack, &args.layout, &violations))
         }
+    }
+}
+
+/// The refusal of a layout that fails verification: how many violations and in which file, then
+/// every violation on its own line (each names the number found and the number required).
+pub fn unverified(rack: &Rack, layout: &Path, violations: &[Violation]) -> CliError {
+    let details = violations
+        .iter()
+        .map(|v| format!("  {v}"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    CliError::Unverified {
+        rack: format!(
+            "{} ({} violation(s) in {})",
+            rack.name,
+            violations.len(),
+            layout.display()
+        ),
+        details,
     }
 }

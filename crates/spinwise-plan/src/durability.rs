@@ -86,14 +86,25 @@ pub fn survives_component_failures(rack: &Rack, width: u32, r: u32) -> bool {
         })
 }
 
+/// The smallest k whose k disks streaming together reach the rack's per-read bandwidth floor.
+/// One formula for the planner and the verifier, so they agree at the boundary.
+pub fn minimum_data_fragments(rack: &Rack) -> u32 {
+    (rack.targets.file_bandwidth_floor_mb_per_s / rack.disk_model.bandwidth_mb_per_s)
+        .ceil()
+        .max(1.0) as u32
+}
+
+/// The largest lifetime loss probability of a blob the durability target allows: 10^-nines.
+pub fn allowed_loss_probability(rack: &Rack) -> f64 {
+    10f64.powf(-rack.targets.durability_nines)
+}
+
 /// All (k, r) that meet the durability target, the bandwidth floor, the overhead ceiling and the
 /// component-failure rule, best first (lowest capacity overhead, then narrowest).
 pub fn erasure_candidates(rack: &Rack) -> Vec<ErasureCandidate> {
     let targets = &rack.targets;
-    let allowed_loss = 10f64.powf(-targets.durability_nines);
-    let minimum_k = (targets.file_bandwidth_floor_mb_per_s / rack.disk_model.bandwidth_mb_per_s)
-        .ceil()
-        .max(1.0) as u32;
+    let allowed_loss = allowed_loss_probability(rack);
+    let minimum_k = minimum_data_fragments(rack);
     let maximum_width = rack.disk_count() as u32;
     let mut candidates = Vec::new();
     for r in 1..=MAX_REDUNDANCY_FRAGMENTS {

@@ -1,26 +1,132 @@
-//! The independent layout verifier. It trusts nothing the planner computed: it re-derives every
-//! hard constraint from the rack, disk by disk, and checks the layout file against it.
+//! The independent layout verifier: everything `spinwise verify` checks, and what the planner
+//! runs on every layout it writes. Three families, all reported together (never only the first):
 //!
-//! Checks: the layout belongs to this rack; every disk is in exactly one group and groups have
-//! equal size; k + r + f fits a group; each group can walk the spin-up path alone while every
-//! other disk rests; the claimed `max_active_groups` is witnessed by groups that really can spin
-//! up together; the claimed `max_spinning_groups` is witnessed by groups that can be active while
-//! the last of them spins up; each group can spread a stripe with at most r fragments in any
-//! component of a `spread` failure domain; and the layout's group constraints are at least as strict as the rack's domains
-//! (so a scheduler obeying them cannot break a hard budget).
+//! - **Hard budgets** (this file): the layout belongs to this rack; every disk is in exactly one
+//!   group and groups have equal size; k + r + f fits a group; each group can walk the spin-up
+//!   path alone while every other disk rests; the claimed `max_active_groups` is witnessed by
+//!   groups that really can spin up together; the claimed `max_spinning_groups` is witnessed by
+//!   groups that can be active while the last of them spins up; each group can spread a stripe
+//!   with at most r fragments in any component of a `spread` failure domain; and the layout's
+//!   group constraints are at least as strict as the rack's domains (so a scheduler obeying them
+//!   cannot break a hard budget).
+//! - **Targets** ([`targets`]): the erasure code against every target the rack states (per-read
+//!   bandwidth floor, capacity overhead cap, durability, the spares f the durability model
+//!   computes, the model's range of k and r) and the witnessed concurrency against the IO
+//!   concurrency target.
+//! - **Derived claims** ([`claims`]): every figure the layout file carries that the planner
+//!   derives (disk count, M, bottleneck, both bounds, classes, symmetry, sampled quality, the
+//!   scheduler settings) recomputed and compared; a mismatch is refused because consumers
+//!   (`spinwise quality`, the scheduler) trust these figures.
 //!
-//! Deliberately written without the planner's admission or constraint code: two derivations that
-//! agree are evidence, one derivation checked against itself is not.
+//! Invariants: `verify` never panics on a layout `Layout::from_json` accepted; it returns `Ok`
+//! only with no violation at all; every violation names its check, and those comparing numbers
+//! carry the number found and the number required.
+//!
+//! The hard-budget checks are deliberately written without the planner's admission or constraint
+//! code: two derivations that agree are evidence, one derivation checked against itself is not.
+//! The target and claim checks do call the planner's definitions (durability model, bounds,
+//! sampling): a claim *is* what those functions compute, so a second formula could only drift.
+
+mod claims;
+mod targets;
 
 use serde::Serialize;
 use spinwise_model::rack::FailureDomain;
 use spinwise_model::{Amount, DiskIndex, Erasure, Layout, Rack, ResourceKind};
 use std::collections::BTreeMap;
 
+/// A number a violation found or requires. Counts are exact; measures are what the rack states
+/// (MB/s, fractions, probabilities).
 #[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum Figure {
+    Count(u64),
+    Measure(f64),
+    Flag(bool),
+    Names(Vec<String>),
+}
+
+impl std::fmt::Display for Figure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Figure::Count(count) => write!(f, "{count}"),
+            Figure::Measure(measure) => write!(f, "{measure}"),
+            Figure::Flag(flag) => write!(f, "{flag}"),
+            Figure::Names(names) => write!(f, "{names:?}"),
+        }
+    }
+}
+
+/// How the found number must relate to the required one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Relation {
+    AtLeast,
+    AtMost,
+    Exactly,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Requirement {
+    pub relation: Relation,
+    pub value: Figure,
+}
+
+impl Requirement {
+    pub fn at_least(value: Figure) -> Requirement {
+        Requirement {
+            relation: Relation::AtLeast,
+            value,
+        }
+    }
+
+    pub fn at_most(value: Figure) -> Requirement {
+        Requirement {
+            relation: Relation::AtMost,
+            value,
+        }
+    }
+
+    pub fn exactly(value: Figure) -> Requirement {
+        Requirement {
+            relation: Relation::Exactly,
+            value,
+        }
+    }
+}
+
+/// One reason a layout is refused.
+#[derive(Clone, Debug, PartialEq, Serialize, thiserror::Error)]
+#[error("{check}: {detail}")]
 pub struct Violation {
+    /// What was checked: a target (`bandwidth floor`), a hard constraint (`budget`), or the
+    /// layout field whose claim is wrong (`max_active_groups_bound`).
     pub check: &'static str,
+    /// One sentence for a person, naming the numbers.
     pub detail: String,
+    /// The number the layout has, where the check compares numbers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub found: Option<Figure>,
+    /// The number the rack or the planner's definitions require of it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub required: Option<Requirement>,
+}
+
+impl Violation {
+    /// A violation comparing numbers: `found` against `required`.
+    pub fn measured(
+        check: &'static str,
+        detail: String,
+        found: Figure,
+        required: Requirement,
+    ) -> Violation {
+        Violation {
+            check,
+            detail,
+            found: Some(found),
+            required: Some(required),
+        }
+    }
 }
 
 /// Verifies `layout` against `rack`; `Ok` carries the number of hard domains checked.
@@ -62,6 +168,19 @@ pub fn verify(rack: &Rack, layout: &Layout) -> Result<usize, Vec<Violation>> {
         );
     }
     check_constraints_cover_rack(rack, layout, &group_of, &mut violations);
+    targets::check(rack, layout, &mut violations);
+    // Membership passed, so every id names a rack disk.
+    let groups: Vec<Vec<DiskIndex>> = layout
+        .groups
+        .iter()
+        .map(|ids| {
+            ids.iter()
+                .filter_map(|id| index_of(rack, *id))
+                .map(|index| index as DiskIndex)
+                .collect()
+        })
+        .collect();
+    claims::check(rack, layout, &groups, &mut violations);
     if violations.is_empty() {
         Ok(domains_checked)
     } else {
@@ -77,6 +196,8 @@ fn index_of(rack: &Rack, id: u32) -> Option<usize> {
 fn membership(rack: &Rack, layout: &Layout, violations: &mut Vec<Violation>) -> Option<Vec<u32>> {
     if layout.rack_fingerprint != rack.fingerprint() {
         violations.push(Violation {
+            found: None,
+            required: None,
             check: "rack",
             detail: format!(
                 "layout was planned for rack `{}` with another description",
@@ -88,6 +209,8 @@ fn membership(rack: &Rack, layout: &Layout, violations: &mut Vec<Violation>) -> 
     for (group, disks) in layout.groups.iter().enumerate() {
         if disks.len() != layout.group_size as usize {
             violations.push(Violation {
+                found: None,
+                required: None,
                 check: "group size",
                 detail: format!(
                     "group {group} has {} disks, not {}",
@@ -99,10 +222,14 @@ fn membership(rack: &Rack, layout: &Layout, violations: &mut Vec<Violation>) -> 
         for id in disks {
             match index_of(rack, *id) {
                 None => violations.push(Violation {
+                    found: None,
+                    required: None,
                     check: "membership",
                     detail: format!("group {group} names disk {id}, which the rack lacks"),
                 }),
                 Some(disk) if group_of[disk] != u32::MAX => violations.push(Violation {
+                    found: None,
+                    required: None,
                     check: "membership",
                     detail: format!("disk {id} is in groups {} and {group}", group_of[disk]),
                 }),
@@ -112,6 +239,8 @@ fn membership(rack: &Rack, layout: &Layout, violations: &mut Vec<Violation>) -> 
     }
     if let Some(disk) = group_of.iter().position(|g| *g == u32::MAX) {
         violations.push(Violation {
+            found: None,
+            required: None,
             check: "membership",
             detail: format!("disk {} is in no group", rack.disks[disk].id),
         });
@@ -127,6 +256,8 @@ fn check_erasure(layout: &Layout, violations: &mut Vec<Violation>) {
     let erasure = layout.erasure;
     if erasure.k == 0 || erasure.r == 0 || erasure.k + erasure.r + erasure.f > layout.group_size {
         violations.push(Violation {
+            found: None,
+            required: None,
             check: "erasure",
             detail: format!(
                 "k={} r={} f={} does not fit groups of {}",
@@ -148,6 +279,7 @@ fn check_spread(rack: &Rack, layout: &Layout, violations: &mut Vec<Violation>) {
             let room = spread_room(domain, &members, r);
             if room < k + r {
                 violations.push(Violation {
+ found: None, required: None,
                     check: "spread",
                     detail: format!(
                         "group {group}: at most {room} fragments fit with ≤ {r} per `{}`, a stripe has {}",
@@ -234,6 +366,8 @@ fn check_budgets(
                 + added;
             if load > resource.budget {
                 violations.push(Violation {
+                    found: None,
+                    required: None,
                     check: "budget",
                     detail: format!(
                         "{what}: {} domain {domain} would draw {load} {} of a {} budget",
@@ -262,6 +396,8 @@ fn check_constraints_cover_rack(
         .ne(rack.states.iter().map(|s| s.name.as_str()))
     {
         violations.push(Violation {
+            found: None,
+            required: None,
             check: "states",
             detail: "layout states differ from the rack's".into(),
         });
@@ -314,6 +450,8 @@ fn check_constraints_cover_rack(
             });
             if !enforced {
                 violations.push(Violation {
+                    found: None,
+                    required: None,
                     check: "group constraints",
                     detail: format!(
                         "{} domain {domain} is not enforced by any group constraint",
@@ -343,6 +481,8 @@ fn check_witness_groups(layout: &Layout, violations: &mut Vec<Violation>) {
     for (name, witness, claim) in claims {
         if witness.len() != claim as usize {
             violations.push(Violation {
+                found: None,
+                required: None,
                 check: "witness",
                 detail: format!(
                     "{name} holds {} groups for a claim of {claim}",
@@ -354,11 +494,15 @@ fn check_witness_groups(layout: &Layout, violations: &mut Vec<Violation>) {
         for group in witness {
             if *group as usize >= layout.groups.len() {
                 violations.push(Violation {
+                    found: None,
+                    required: None,
                     check: "witness",
                     detail: format!("{name} names group {group}, which the layout lacks"),
                 });
             } else if !seen.insert(group) {
                 violations.push(Violation {
+                    found: None,
+                    required: None,
                     check: "witness",
                     detail: format!("{name} names group {group} twice"),
                 });
@@ -382,6 +526,8 @@ fn check_state_machine(rack: &Rack, layout: &Layout, violations: &mut Vec<Violat
         || layout.active_state != name(rack.active_state());
     if mismatch {
         violations.push(Violation {
+            found: None,
+            required: None,
             check: "states",
             detail: format!(
                 "layout's spin-up path {:?} differs from the rack's {path:?}",
@@ -395,6 +541,8 @@ fn check_state_machine(rack: &Rack, layout: &Layout, violations: &mut Vec<Violat
         .find(|c| c.cost.len() != rack.states.len())
     {
         violations.push(Violation {
+            found: None,
+            required: None,
             check: "group constraints",
             detail: format!(
                 "a `{}` constraint has {} costs for {} states",
