@@ -1,4 +1,5 @@
-//! `CliError`: everything the command can refuse, each with the message a user needs.
+//! `CliError`: everything the command can refuse, each with the message a user needs. Messages
+//! name the file and never quote more of it than `spinwise_model::quote` allows.
 
 use thiserror::Error;
 
@@ -20,6 +21,22 @@ pub enum CliError {
         path: String,
         source: std::io::Error,
     },
+    /// The reader stopped at `limit` + 1 bytes: the rest of the file was never read.
+    #[error("{path}: the file is larger than the {limit}-byte limit for {what} ({constant})")]
+    FileTooLarge {
+        path: String,
+        limit: usize,
+        what: &'static str,
+        constant: &'static str,
+    },
+    #[error("{path}: not a file that can be read as {what}: it is {kind}")]
+    NotAFile {
+        path: String,
+        what: &'static str,
+        kind: &'static str,
+    },
+    #[error("{path}: not UTF-8 text: the byte at offset {offset} is not valid UTF-8")]
+    NotUtf8 { path: String, offset: usize },
     #[error(transparent)]
     Report(#[from] spinwise_report::ReportError),
     #[error("the layout fails verification against {rack}:\n{details}")]

@@ -11,7 +11,7 @@
 //! anything else, so a bad one fails the start and creates nothing. With `--metrics-listen` it
 //! also serves Prometheus metrics on a listener of their own.
 
-use crate::error::{CliError, CliResult, io_error};
+use crate::error::{CliError, CliResult};
 use crate::output::outln;
 use crate::serve_config::{RackChoice, ServeSettings};
 use crate::source::{PRESETS, layout_or_plan, load_preset, read_layout};
@@ -207,7 +207,7 @@ pub fn run(args: &ServeArgs) -> CliResult<()> {
 fn rack_text(choice: Option<&RackChoice>) -> CliResult<(RackSource, String)> {
     match choice {
         Some(RackChoice::File(path)) => {
-            let text = std::fs::read_to_string(path).map_err(io_error(path))?;
+            let text = crate::source::read_rack_file(path)?;
             Ok((RackSource::File(path.clone()), text))
         }
         Some(RackChoice::Preset(name)) => preset_text(name),

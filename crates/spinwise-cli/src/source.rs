@@ -1,10 +1,16 @@
 //! Where a rack comes from (a shipped preset, embedded at build time, or a TOML file) and where
 //! its layout comes from (a layout file, or the planner run on the rack).
+//!
+//! Invariant: every rack and layout file any subcommand reads goes through [`read_bounded`], so
+//! no file costs more than its limit (`spinwise_model::limits`) in memory or reading time, and
+//! none can block the command before it is read (a FIFO without a writer).
 
 use crate::error::{CliError, CliResult, io_error};
 use crate::output::outln;
 use clap::Args;
-use spinwise_model::{Layout, Rack, parse_rack};
+use spinwise_model::{Layout, Rack, limits, parse_rack};
+use std::io::Read;
+use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
 
 include!(concat!(env!("OUT_DIR"), "/presets.rs"));
@@ -24,7 +30,7 @@ impl RackSource {
     pub fn load(&self) -> CliResult<Rack> {
         match (&self.preset, &self.rack) {
             (_, Some(path)) => {
-                let text = std::fs::read_to_string(path).map_err(io_error(path))?;
+                let text = read_rack_file(path)?;
                 Ok(parse_rack(&path.display().to_string(), &text)?)
             }
             (Some(name), None) => load_preset(name),
@@ -48,10 +54,76 @@ pub fn load_preset(name: &str) -> CliResult<Rack> {
     Ok(parse_rack(&format!("preset {name}"), text)?)
 }
 
-/// Reads a layout file (docs/layout-format.md); errors name the path.
+/// The text of a rack file (docs/rack-format.md), at most `limits::MAX_RACK_FILE_BYTES`.
+pub fn read_rack_file(path: &Path) -> CliResult<String> {
+    read_bounded(
+        path,
+        limits::MAX_RACK_FILE_BYTES,
+        "a rack file",
+        "limits::MAX_RACK_FILE_BYTES",
+    )
+}
+
+/// Reads a layout file (docs/layout-format.md), at most `limits::MAX_LAYOUT_FILE_BYTES`; errors
+/// name the path.
 pub fn read_layout(path: &Path) -> CliResult<Layout> {
-    let text = std::fs::read_to_string(path).map_err(io_error(path))?;
+    let text = read_bounded(
+        path,
+        limits::MAX_LAYOUT_FILE_BYTES,
+        "a layout file",
+        "limits::MAX_LAYOUT_FILE_BYTES",
+    )?;
     Ok(Layout::from_json(&path.display().to_string(), &text)?)
+}
+
+/// The UTF-8 text of the file at `path`, refusing it once it passes `limit` bytes. At most
+/// `limit` + 1 bytes are read whatever the file claims or holds (a sparse 4 GB file, a device
+/// that never ends such as `/dev/zero`), so a refusal costs at most the limit in memory.
+/// Directories, FIFOs and sockets are refused before opening: opening a FIFO for reading
+/// waits for a writer, which could block the command forever.
+pub fn read_bounded(
+    path: &Path,
+    limit: usize,
+    what: &'static str,
+    constant: &'static str,
+) -> CliResult<String> {
+    let shown = || path.display().to_string();
+    let file_type = std::fs::metadata(path).map_err(io_error(path))?.file_type();
+    let kind = if file_type.is_dir() {
+        Some("a directory")
+    } else if file_type.is_fifo() {
+        Some("a FIFO (named pipe)")
+    } else if file_type.is_socket() {
+        Some("a socket")
+    } else {
+        None
+    };
+    if let Some(kind) = kind {
+        return Err(CliError::NotAFile {
+            path: shown(),
+            what,
+            kind,
+        });
+    }
+    let file = std::fs::File::open(path).map_err(io_error(path))?;
+    // The file's claimed size only sizes the buffer (capped): the bound is the `take`.
+    let claimed = file.metadata().map_or(0, |m| m.len());
+    let mut bytes = Vec::with_capacity(claimed.min(limit as u64 + 1) as usize);
+    file.take(limit as u64 + 1)
+        .read_to_end(&mut bytes)
+        .map_err(io_error(path))?;
+    if bytes.len() > limit {
+        return Err(CliError::FileTooLarge {
+            path: shown(),
+            limit,
+            what,
+            constant,
+        });
+    }
+    String::from_utf8(bytes).map_err(|error| CliError::NotUtf8 {
+        path: shown(),
+        offset: error.utf8_error().valid_up_to(),
+    })
 }
 
 /// The layout at `path` (`--layout`), or without one the planner's layout for `rack`. Whether a

@@ -217,7 +217,7 @@ async fn run_async(args: &StoreArgs) -> CliResult<()> {
 async fn init(data: &Path, args: &InitArgs) -> CliResult<()> {
     let (source, rack_toml) = match (&args.preset, &args.rack) {
         (_, Some(path)) => {
-            let text = std::fs::read_to_string(path).map_err(io_error(path))?;
+            let text = crate::source::read_rack_file(path)?;
             (RackSource::File(path.clone()), text)
         }
         (Some(name), None) => {
