@@ -10,7 +10,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use rayon::prelude::*;
 use serde_json::json;
 use spinwise_model::Rack;
-use spinwise_plan::explore::{DEFAULT_MAX_CONFIGURATIONS, provisioned_fraction};
+use spinwise_plan::explore::{DEFAULT_MAX_CONFIGURATIONS, provisioned_fraction, provisioned_share};
 use spinwise_plan::{Configuration, PlanError, explore, plan};
 use spinwise_report::{
     PointStatus, ProvisioningFigure, ProvisioningPoint, render_provisioning_png,
@@ -268,25 +268,79 @@ fn provisioning_figure(
     outcomes: &[Outcome],
     resources: &[String],
 ) -> ProvisioningFigure {
-    let fraction = |outcome: &Outcome, name: &str| {
-        provisioned_fraction(&outcome.configuration.analysis, name).unwrap_or(0.0)
+    let configurations: Vec<(&Configuration, PointStatus)> = outcomes
+        .iter()
+        .map(|o| (&o.configuration, status_of(o)))
+        .collect();
+    figure_of(rack, &configurations, resources)
+}
+
+/// The figure's data: one point per configuration, each resource at its exact provisioned share
+/// (continuous in the budget, not whole disks, so configurations a step apart stay apart; the
+/// plotter spreads any that still coincide).
+fn figure_of(
+    rack: &Rack,
+    configurations: &[(&Configuration, PointStatus)],
+    resources: &[String],
+) -> ProvisioningFigure {
+    let share = |configuration: &Configuration, name: &str| {
+        provisioned_share(rack, &configuration.budgets, name).unwrap_or(0.0)
     };
     ProvisioningFigure {
-        title: format!("{}: {} configurations explored", rack.name, outcomes.len()),
+        title: format!(
+            "{}: {} configurations explored",
+            rack.name,
+            configurations.len()
+        ),
         x_label: format!(
-            "{} provisioned (fraction of disks in costliest state)",
+            "{} provisioned (share of every disk in its costliest state)",
             resources[0]
         ),
         y_label: format!("{} provisioned", resources[1]),
         colour_label: format!("{} provisioned", resources[2]),
-        points: outcomes
+        points: configurations
             .iter()
-            .map(|o| ProvisioningPoint {
-                x: fraction(o, &resources[0]),
-                y: fraction(o, &resources[1]),
-                colour: fraction(o, &resources[2]),
-                status: status_of(o),
+            .map(|(c, status)| ProvisioningPoint {
+                x: share(c, &resources[0]),
+                y: share(c, &resources[1]),
+                colour: share(c, &resources[2]),
+                status: *status,
             })
             .collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use spinwise_report::marker_positions;
+    use std::collections::BTreeSet;
+
+    /// Flamingo's Fig. 3(b) has one marker per configuration: pelican's 52 explored
+    /// configurations must give 52 markers at 52 distinct positions (whole-disk fractions put
+    /// them on 33).
+    #[test]
+    fn the_pelican_figure_has_one_distinct_marker_per_explored_configuration() {
+        let path =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../presets/pelican.toml");
+        let text = std::fs::read_to_string(&path).expect("preset readable");
+        let rack = spinwise_model::parse_rack("preset:pelican", &text).expect("preset parses");
+        let exploration = explore(&rack, DEFAULT_MAX_CONFIGURATIONS);
+        assert_eq!(exploration.configurations.len(), 52);
+        let configurations: Vec<(&Configuration, PointStatus)> = exploration
+            .configurations
+            .iter()
+            .map(|c| (c, PointStatus::Efficient))
+            .collect();
+        let resources = figure_resources(&rack, None).expect("three hard resources");
+        let figure = figure_of(&rack, &configurations, &resources);
+        let key = |(x, y): (f64, f64)| (x.to_bits(), y.to_bits());
+        let data: BTreeSet<_> = figure.points.iter().map(|p| key((p.x, p.y))).collect();
+        let markers: BTreeSet<_> = marker_positions(&figure.points)
+            .into_iter()
+            .map(key)
+            .collect();
+        assert_eq!(figure.points.len(), 52);
+        assert_eq!(markers.len(), 52, "{} distinct data positions", data.len());
     }
 }

@@ -146,6 +146,26 @@ pub fn relaxation_step(resource: &Resource) -> Option<Amount> {
     Some(smallest.max(resource.minimum_increase))
 }
 
+/// Share of full provisioning of one resource under `budgets` (a configuration's, in rack order):
+/// the domain headroom over what every disk of the domain in its costliest state needs,
+/// (budget − N_r × cost_lowest) / (N_r × (cost_highest − cost_lowest)), clamped to 0..=1.
+/// Unlike [`provisioned_fraction`], which counts whole disks (M_r / N) so configurations a
+/// relaxation step apart can share a value, this is continuous in the budget: distinct budgets
+/// give distinct shares (issue 29: Fig. 3(b) plotted 52 pelican configurations on 33 markers).
+/// 1 for a resource whose states all cost the same; `None` for an unknown resource.
+pub fn provisioned_share(rack: &Rack, budgets: &[Amount], resource: &str) -> Option<f64> {
+    let index = rack.resource_index(resource)?;
+    let resource = &rack.resources[index];
+    let budget = *budgets.get(index)?;
+    let disks = resource.domain_size() as u64;
+    let step = resource.cost_highest() - resource.cost_lowest();
+    if step <= Amount::ZERO || disks == 0 {
+        return Some(1.0);
+    }
+    let headroom = budget - resource.cost_lowest().times(disks);
+    Some((headroom.as_f64() / step.times(disks).as_f64()).clamp(0.0, 1.0))
+}
+
 /// Fraction of full provisioning of one resource: M_r / N.
 pub fn provisioned_fraction(analysis: &Analysis, resource: &str) -> Option<f64> {
     analysis

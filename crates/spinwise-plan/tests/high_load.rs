@@ -199,7 +199,10 @@ fn branch_and_bound_and_exhaustive_search_agree_with_brute_force_on_generated_ra
         panic!("{error}");
     }
     let compared = compared.into_inner();
-    assert!(compared >= 16, "only {compared} generated racks were small enough to compare");
+    assert!(
+        compared >= 16,
+        "only {compared} generated racks were small enough to compare"
+    );
 }
 
 #[test]

@@ -26,6 +26,6 @@ pub use lines::{
 };
 pub use provisioning::{
     PROVISIONING_FIGURE_SIZE_PX, PointStatus, ProvisioningFigure, ProvisioningPoint,
-    render_provisioning_png, render_provisioning_svg,
+    marker_positions, render_provisioning_png, render_provisioning_svg,
 };
 pub use table::{write_csv, write_table};

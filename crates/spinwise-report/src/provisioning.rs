@@ -7,9 +7,13 @@
 //!   colour finite and within `0..=1` (they are fractions of full provisioning, and the axes are
 //!   fixed to that range so figures of different racks compare at a glance).
 //! - PNG and SVG are drawn by the same generic code ([`draw`]), so they cannot drift apart.
+//! - One marker per point, each at its own position ([`marker_positions`]): a point crowded by
+//!   earlier markers moves to the nearest free place on rings around it rather than being drawn
+//!   over them.
 //! - Layout is computed from measured text, never from guessed pixel widths: long titles and
 //!   colour labels wrap, long axis labels shrink, so nothing is clipped at 1000×800.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use plotters::coord::Shift;
@@ -231,9 +235,12 @@ fn draw<DB: DrawingBackend>(
     ))?;
 
     // Markers: efficient first, so the rarer hollow circles and crosses stay visible on top.
+    let positions = marker_positions(&figure.points);
     for status in PointStatus::ALL {
-        for point in figure.points.iter().filter(|p| p.status == status) {
-            draw_marker(plot, (point.x, point.y), status, viridis(point.colour))?;
+        for (point, at) in figure.points.iter().zip(&positions) {
+            if point.status == status {
+                draw_marker(plot, *at, status, viridis(point.colour))?;
+            }
         }
     }
 
@@ -278,6 +285,63 @@ where
             area.draw(&Cross::new(at, MARKER_RADIUS, colour.stroke_width(2)))
         }
     }
+}
+
+/// Least distance (in axis units, ≈ 6 px, more than a marker's radius) between two markers' centres.
+const MARKER_SEPARATION: f64 = 0.01;
+/// Rings tried around a crowded point before a marker is left where the last ring put it.
+const DODGE_RINGS: i32 = 12;
+
+/// Where each point's marker is drawn, one per point, in input order. Configurations can share a
+/// position (they differ only in the colour resource, or in a resource not plotted): each marker
+/// takes its own point if no earlier marker is within [`MARKER_SEPARATION`], otherwise the first
+/// free place on rings of growing radius around it (inside the padded axes), so every
+/// configuration keeps a visible marker of its own (Flamingo's Fig. 3(b) plots one per
+/// configuration). A point nobody crowds is drawn exactly where it is. Deterministic.
+pub fn marker_positions(points: &[ProvisioningPoint]) -> Vec<(f64, f64)> {
+    let bucket = |v: f64| (v / MARKER_SEPARATION).floor() as i64;
+    let mut placed: BTreeMap<(i64, i64), Vec<(f64, f64)>> = BTreeMap::new();
+    let free = |placed: &BTreeMap<(i64, i64), Vec<(f64, f64)>>, (x, y): (f64, f64)| {
+        let (bx, by) = (bucket(x), bucket(y));
+        (bx - 1..=bx + 1).all(|i| {
+            (by - 1..=by + 1).all(|j| {
+                placed.get(&(i, j)).is_none_or(|others| {
+                    others
+                        .iter()
+                        .all(|o| (o.0 - x).hypot(o.1 - y) >= MARKER_SEPARATION)
+                })
+            })
+        })
+    };
+    let inside = |v: f64| (-AXIS_PAD..=1.0 + AXIS_PAD).contains(&v);
+    let mut positions = Vec::with_capacity(points.len());
+    for point in points {
+        let mut at = (point.x, point.y);
+        'rings: for ring in 1..=DODGE_RINGS {
+            if free(&placed, at) {
+                break;
+            }
+            let radius = MARKER_SEPARATION * f64::from(ring);
+            let slots = 6 * ring;
+            for slot in 0..slots {
+                let angle = std::f64::consts::TAU * f64::from(slot) / f64::from(slots);
+                let candidate = (
+                    point.x + radius * angle.cos(),
+                    point.y + radius * angle.sin(),
+                );
+                if inside(candidate.0) && inside(candidate.1) && free(&placed, candidate) {
+                    at = candidate;
+                    break 'rings;
+                }
+            }
+        }
+        placed
+            .entry((bucket(at.0), bucket(at.1)))
+            .or_default()
+            .push(at);
+        positions.push(at);
+    }
+    positions
 }
 
 fn darker(colour: RGBColor) -> RGBColor {
@@ -458,6 +522,33 @@ mod tests {
             );
         }
         assert!(validate(&figure(vec![point(0.0, 1.0, 0.5)])).is_ok());
+    }
+
+    #[test]
+    fn every_point_gets_a_marker_of_its_own_even_when_points_coincide() {
+        // 52 configurations on 33 positions, as pelican's whole-disk fractions gave (issue 29).
+        let mut points: Vec<ProvisioningPoint> = (0..33)
+            .map(|i| point(f64::from(i) / 32.0, f64::from(i % 5) / 4.0, 0.5))
+            .collect();
+        points.extend((0..19).map(|i| point(f64::from(i % 3) / 32.0, 0.0, 0.1)));
+        let positions = marker_positions(&points);
+        assert_eq!(positions.len(), 52);
+        for (a, first) in positions.iter().enumerate() {
+            for second in &positions[a + 1..] {
+                let distance = (first.0 - second.0).hypot(first.1 - second.1);
+                assert!(
+                    distance >= MARKER_SEPARATION * 0.999,
+                    "{first:?} and {second:?} overlap"
+                );
+            }
+            assert!(
+                (-AXIS_PAD..=1.0 + AXIS_PAD).contains(&first.0)
+                    && (-AXIS_PAD..=1.0 + AXIS_PAD).contains(&first.1),
+                "{first:?} leaves the plotting area"
+            );
+        }
+        // A lone point is drawn exactly where it is.
+        assert_eq!(positions[32], (1.0, 0.5));
     }
 
     #[test]
