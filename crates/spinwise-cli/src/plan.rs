@@ -72,6 +72,12 @@ fn summary_json(rack: &Rack, planned: &Plan, elapsed_ms: f64) -> serde_json::Val
         "max_active_groups_bound": layout.max_active_groups_bound,
         "max_spinning_groups": layout.max_spinning_groups,
         "high_load_bound": layout.high_load_bound,
+        "high_load_search": {
+            "method": planned.high_load.method,
+            "nodes": planned.high_load.nodes,
+            "exact": planned.high_load.exact,
+            "limit_hit": planned.high_load.limit_hit,
+        },
         "max_disks_at_highest": layout.max_disks_at_highest,
         "bottleneck": layout.bottleneck,
         "resources": planned.analysis.resources,
@@ -115,14 +121,32 @@ fn print_summary(rack: &Rack, planned: &Plan, elapsed_ms: f64, out: Option<&Path
         layout.max_disks_at_highest,
         per_resource.join(", ")
     );
+    // The high-load figure is exact unless the search's node limit stopped it; then it is only a
+    // lower bound, and the line says so (issue 29).
+    let search = &planned.high_load;
+    let spinning = if search.exact {
+        format!(
+            "{} spinning with one spinning up (high-load bound {}, exact: {}, {} nodes)",
+            layout.max_spinning_groups,
+            layout.high_load_bound,
+            search.method.name(),
+            search.nodes
+        )
+    } else {
+        format!(
+            "at least {} spinning with one spinning up (high-load bound {}: {} stopped at its limit of {} nodes)",
+            layout.max_spinning_groups,
+            layout.high_load_bound,
+            search.method.name(),
+            search.nodes
+        )
+    };
     outln!(
-        "groups       {} groups of {} disks; {} can spin up together (bound {}); {} spinning with one spinning up (high-load bound {})",
+        "groups       {} groups of {} disks; {} can spin up together (bound {}); {spinning}",
         layout.groups.len(),
         layout.group_size,
         layout.max_active_groups,
         layout.max_active_groups_bound,
-        layout.max_spinning_groups,
-        layout.high_load_bound
     );
     outln!(
         "erasure      k = {}, r = {}, f = {}: capacity overhead {:.1}%, blob loss over {} years {:.1e}",
