@@ -9,11 +9,15 @@
 //! Method, by size of the space:
 //! - **Exhaustive** ([`EXHAUSTIVE_MAX_GROUPS`] groups or fewer): every subset, every choice of the
 //!   spinning group in it.
-//! - **Branch and bound** otherwise: for each choice of the spinning group, a depth-first
-//!   include/exclude search over the other groups, pruned by an admissible capacity count (per
-//!   hard resource, the active disks each domain can still take, capped by the disks the
-//!   remaining groups have there, summed and divided by the group size). The search starts from
-//!   the best greedy witness, so it only has to beat it or prove nothing does.
+//! - **Branch and bound** otherwise: first the all-active relaxation (no group spinning up; a
+//!   spin-up costs at least the active state, so it bounds every spinning choice at once), then
+//!   for each choice of the spinning group a depth-first search over the other groups
+//!   (Tomita-style: candidates coloured into classes of pairwise incompatible groups, at most one
+//!   per class joins), also pruned by an admissible capacity count (per hard resource, the active
+//!   disks each domain can still take, capped by the disks the candidates have there, summed and
+//!   divided by the group size). The search starts from the best greedy witness, so it only has
+//!   to beat it or prove nothing does. Nodes count groups added to a partial set plus one per
+//!   candidate whose compatibility row is compiled; the node limit bounds both.
 //!
 //! Invariants: `witness` always fits (its last group spinning up); `upper_bound ≥ witness.len()`
 //! is proven (by a completed search, or by the capacity count at every node left open when the
@@ -421,6 +425,18 @@ impl Search<'_> {
         if !self.start(spinning) {
             return;
         }
+        // Compiling the pairs costs a row of fit checks per candidate, as much as a node each:
+        // they count against the limit, so the limit bounds all the work, not only the branching.
+        let rows = self.order.len() as u64;
+        if self.nodes + rows > self.node_limit {
+            let candidates = std::mem::take(&mut self.order);
+            let bound = u64::from(spinning.is_some()) + self.capacity_bound(&candidates);
+            self.order = candidates;
+            self.stopped = true;
+            self.open_bound = self.open_bound.max(bound);
+            return;
+        }
+        self.nodes += rows;
         self.compile_pairs();
         let candidates = std::mem::take(&mut self.order);
         self.branch(&candidates, spinning, best);
