@@ -48,7 +48,9 @@
 //! expedited read also rank first in the pass over waiting groups.
 //!
 //! Idle groups stay active until their resources are wanted (a later request for them costs no
-//! spin-up). Bounded queue: at most `max_queue_depth × classes` requests queued over the whole
+//! spin-up), or, with idle spin-down set ([`Policy::set_idle_spin_down_us`], [`crate::idle`]),
+//! until they have had no work for the idle time: then a poll that has nothing else to do spins
+//! them down, and [`Policy::next_timeout_us`] includes the first such deadline. Bounded queue: at most `max_queue_depth × classes` requests queued over the whole
 //! rack (classes from the layout, one per group if it has none), the same total Pelican's class
 //! scheduler accepts; beyond it a request is refused with `Rejected::QueueFull` carrying the
 //! request's class and the rack-wide queued count.
@@ -59,6 +61,7 @@
 //! count is the sum of the per-group queues and never exceeds the bound.
 
 use crate::budget::{GroupBudget, StateIndex};
+use crate::idle::{IdleTimer, SpinDownReason};
 use crate::policy::Policy;
 use crate::scheduler::{Action, Kind, Rejected, Request, SchedulerError, spin_up_state};
 use spinwise_model::{GroupIndex, Layout};
@@ -172,6 +175,8 @@ pub struct Flamingo {
     settled: Option<Option<GroupIndex>>,
     /// The latest `now_us` seen: a timeout must lie after it.
     now_us: u64,
+    /// Idle spin-down ([`crate::idle`]); disabled until [`Policy::set_idle_spin_down_us`].
+    idle: IdleTimer,
 }
 
 impl Flamingo {
@@ -216,6 +221,7 @@ impl Flamingo {
             blockers_scratch: std::cell::RefCell::new(Vec::new()),
             settled: None,
             now_us: 0,
+            idle: IdleTimer::new(None),
         })
     }
 
@@ -430,6 +436,45 @@ impl Flamingo {
 }
 
 impl Flamingo {
+    /// A poll before idle spin-down: pending actions, serving, rescuing a starving group,
+    /// bringing waiting groups up.
+    fn decide(&mut self, now_us: u64) -> Option<Action> {
+        if let Some(action) = self.pending.pop_front() {
+            return Some(action);
+        }
+        let starving = self.starving(now_us);
+        if self.settled != Some(starving) {
+            self.settled = None;
+            if let Some(action) = self.serve_or_rescue(starving) {
+                return Some(action);
+            }
+            self.settled = Some(starving);
+        }
+        let action = self.bring_up_waiting(starving);
+        if action.is_some() {
+            self.settled = None;
+        }
+        action
+    }
+
+    /// Spins down the first group whose idle time has run out by `now_us`, if it is still idle
+    /// (a stale deadline is dropped). A group going down can make room for a waiting one, so the
+    /// memo of passes that found nothing is forgotten.
+    fn spin_down_idle(&mut self, now_us: u64) -> Option<Action> {
+        while let Some(group) = self.idle.due(now_us) {
+            if !self.groups[group as usize].idle() {
+                self.idle.busy(group);
+                continue;
+            }
+            self.groups[group as usize].phase = Phase::SpinningDown;
+            self.idle.spinning_down(group);
+            self.stalled = None;
+            self.settled = None;
+            return Some(Action::SpinDown(group));
+        }
+        None
+    }
+
     /// The first two steps of a poll: serve a free active group that is not held for the
     /// `starving` group, else bring the starving group up (or spin down what it needs). The
     /// greedy search for the starving group is done once and serves both steps: serving nothing
@@ -502,6 +547,7 @@ impl Policy for Flamingo {
         // are held; groups in other phases are neither served nor held.
         if group.phase == Phase::Active {
             self.settled = None;
+            self.idle.busy(request.group);
         }
         let queued = Queued {
             request,
@@ -527,20 +573,12 @@ impl Policy for Flamingo {
 
     fn poll_action(&mut self, now_us: u64) -> Option<Action> {
         self.now_us = self.now_us.max(now_us);
-        if let Some(action) = self.pending.pop_front() {
-            return Some(action);
-        }
-        let starving = self.starving(now_us);
-        if self.settled != Some(starving) {
-            self.settled = None;
-            if let Some(action) = self.serve_or_rescue(starving) {
-                return Some(action);
-            }
-            self.settled = Some(starving);
-        }
-        let action = self.bring_up_waiting(starving);
-        if action.is_some() {
-            self.settled = None;
+        let action = self.decide(now_us).or_else(|| self.spin_down_idle(now_us));
+        if let Some(Action::SpinDown(group)) = action
+            && self.idle.reason(group) == SpinDownReason::MakeRoom
+        {
+            // Spun down to make room: no longer idle-active.
+            self.idle.busy(group);
         }
         action
     }
@@ -560,6 +598,9 @@ impl Policy for Flamingo {
         state.phase = Phase::Active;
         state.idle_since_us = now_us;
         state.batch_left = state.depth();
+        if state.depth() == 0 {
+            self.idle.idle(group, now_us);
+        }
         self.stalled = None;
         self.settled = None;
     }
@@ -576,6 +617,7 @@ impl Policy for Flamingo {
             .enter(group, resting)
             .expect("resting is the cheapest state");
         self.set_phase(group, Phase::Resting);
+        self.idle.spun_down(group);
         self.stalled = None;
         self.settled = None;
     }
@@ -588,22 +630,41 @@ impl Policy for Flamingo {
             .serving
             .remove(position.expect("served a request not being served"));
         group.idle_since_us = now_us;
+        let idle = group.idle();
         self.settled = None;
         // A group that ran dry may now be spun down to make room for a waiting one.
         if group.depth() == 0 {
             self.stalled = None;
+        }
+        if idle {
+            self.idle.idle(request.group, now_us);
         }
     }
 
     fn next_timeout_us(&self) -> Option<u64> {
         // The first group that starts starving after `now_us`.
         let after = Bound::Excluded((self.now_us, GroupIndex::MAX));
-        self.waiting
+        let starving_us = self
+            .waiting
             .range((after, Bound::Unbounded))
             .next()
             .map(|&(urgent_at_us, _)| urgent_at_us)
             // A bound so long that the time saturates is never reached.
-            .filter(|urgent_at_us| *urgent_at_us != u64::MAX)
+            .filter(|urgent_at_us| *urgent_at_us != u64::MAX);
+        let idle_us = self.idle.next_deadline_us();
+        starving_us.into_iter().chain(idle_us).min()
+    }
+
+    fn set_idle_spin_down_us(&mut self, after_us: Option<u64>) {
+        self.idle.set_after_us(after_us);
+    }
+
+    fn spin_down_reason(&self, group: GroupIndex) -> SpinDownReason {
+        self.idle.reason(group)
+    }
+
+    fn idle_spin_downs(&self) -> u64 {
+        self.idle.spin_downs()
     }
 
     fn is_idle(&self) -> bool {
@@ -655,6 +716,7 @@ mod tests {
             preset in 0usize..2,
             arrivals in prop::collection::vec((0u64..600_000_000, any::<u32>(), 0u8..3, 1u64..3_000_000_000), 1..200),
             bound_s in 1u64..300,
+            idle_s in prop::option::of(1u64..600),
         ) {
             let layout = &layouts()[preset];
             let groups = layout.groups.len() as u32;
@@ -666,7 +728,11 @@ mod tests {
                     (*at, Request { id: id as u64, group: group % groups, bytes: *bytes, kind })
                 })
                 .collect();
-            let make = || Flamingo::new(layout).unwrap().with_starvation_bound_us(bound_s * 1_000_000);
+            let make = || {
+                let mut flamingo = Flamingo::new(layout).unwrap().with_starvation_bound_us(bound_s * 1_000_000);
+                flamingo.set_idle_spin_down_us(idle_s.map(|s| s * 1_000_000));
+                flamingo
+            };
             let actions = assert_same_actions(&mut make(), &mut make(), forget, &arrivals);
             prop_assert!(actions >= arrivals.len().min(1));
         }

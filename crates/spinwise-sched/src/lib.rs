@@ -15,6 +15,8 @@
 //! - [`policy`]: the `Policy` interface drivers use, and the fully provisioned (FP) baseline.
 //! - [`flamingo`]: Flamingo's constraint-aware scheduler (§3.2): per-group queues, as many groups
 //!   spinning as the hard budgets allow, greedy spin-downs to make room, starvation-free.
+//! - [`idle`]: idle spin-down, the timer Pelican's and Flamingo's schedulers keep for active
+//!   groups without work, so both drivers spin the same idle groups down at the same times.
 //! - [`random`]: the random straw-man layout's scheduler (Pelican §2.2), at disk level over the
 //!   rack's hard domains ([`budget::GroupBudget::per_disk`]).
 //!
@@ -24,6 +26,7 @@
 pub mod budget;
 pub mod fair;
 pub mod flamingo;
+pub mod idle;
 #[cfg(test)]
 mod lockstep;
 pub mod policy;

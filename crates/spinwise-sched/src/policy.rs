@@ -15,6 +15,7 @@
 //! (`Rack::fully_provisioned`); on a right-provisioned rack its spin-ups would break budgets,
 //! which the simulator's independent checker would report.
 
+use crate::idle::SpinDownReason;
 use crate::scheduler::{Action, ClassScheduler, Kind, Rejected, Request};
 use spinwise_model::{GroupIndex, Layout};
 use std::collections::VecDeque;
@@ -32,10 +33,24 @@ pub trait Policy {
     fn next_timeout_us(&self) -> Option<u64>;
     /// Nothing queued, being served or changing state.
     fn is_idle(&self) -> bool;
+    /// Spin an active group down once it has had no work for `after_us` (`None` or 0: never;
+    /// module [`crate::idle`]). Policies that never spin an idle group down keep their
+    /// behaviour and ignore it: FP keeps every group up by design, and the random layout's
+    /// disk-level scheduler spins disks down only to make room.
+    fn set_idle_spin_down_us(&mut self, _after_us: Option<u64>) {}
+    /// Why `group`, which `poll_action` just asked to spin down, goes down (for logs and
+    /// metrics; valid until the policy hears `spun_down`).
+    fn spin_down_reason(&self, _group: GroupIndex) -> SpinDownReason {
+        SpinDownReason::MakeRoom
+    }
+    /// Groups spun down for idleness so far.
+    fn idle_spin_downs(&self) -> u64 {
+        0
+    }
 }
 
 /// Pelican's class scheduler reads `now_us` to charge its fair share the time each request and
-/// group switch took; it decides on order alone, so it never times out.
+/// group switch took; it decides on order alone, so its only timeouts are idle spin-downs.
 impl Policy for ClassScheduler {
     fn submit(&mut self, now_us: u64, request: Request) -> Result<(), Rejected> {
         ClassScheduler::submit(self, now_us, request)
@@ -53,10 +68,19 @@ impl Policy for ClassScheduler {
         ClassScheduler::served(self, now_us, request)
     }
     fn next_timeout_us(&self) -> Option<u64> {
-        None
+        ClassScheduler::next_timeout_us(self)
     }
     fn is_idle(&self) -> bool {
         ClassScheduler::is_idle(self)
+    }
+    fn set_idle_spin_down_us(&mut self, after_us: Option<u64>) {
+        ClassScheduler::set_idle_spin_down_us(self, after_us)
+    }
+    fn spin_down_reason(&self, group: GroupIndex) -> SpinDownReason {
+        ClassScheduler::spin_down_reason(self, group)
+    }
+    fn idle_spin_downs(&self) -> u64 {
+        ClassScheduler::idle_spin_downs(self)
     }
 }
 

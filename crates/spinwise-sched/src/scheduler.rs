@@ -13,7 +13,7 @@
 //! (`now_us`, any monotonic microsecond clock; a completion before its start is asserted): `SpinUp(g)` → later [`ClassScheduler::spun_up`];
 //! `SpinDown(g)` → later [`ClassScheduler::spun_down`]; `Serve(request)` → later
 //! [`ClassScheduler::served`]. Nothing here reads a clock or sleeps, so the simulator and the
-//! server drive the same code; the policy needs no timers, so there is no timeout to poll.
+//! server drive the same code; its only timer is idle spin-down (below).
 //!
 //! # Time, not turns
 //!
@@ -125,12 +125,24 @@
 //! which needs nothing from it (an idle waiting group that blocks a spin-up is spun down like
 //! any idle blocker).
 //!
+//! # Idle spin-down
+//!
+//! A class whose group has nothing queued or in service keeps it up (a later read for it costs
+//! no spin-up) only for the idle time set by [`ClassScheduler::set_idle_spin_down_us`] (off by
+//! default here; the simulator and the store set it, [`crate::idle`]). Then the group is spun
+//! down although no other group wants its budget, so a rack without load rests. Work for the
+//! class stops the timer. [`ClassScheduler::next_timeout_us`] is the first deadline, so drivers
+//! poll then; an idle spin-down decides nothing else (it runs only when no class has anything
+//! to do) and is not a switch: the time until the next group comes up is charged, as for a
+//! class that had no group, from when the class wanted one.
+//!
 //! Invariants: at most one group per class is not resting; at most
 //! `concurrent_requests_per_class` requests per class are being served, all by its active group;
 //! requests queued per class never exceed the layout's `max_queue_depth`.
 
 use crate::budget::{GroupBudget, StateIndex};
 use crate::fair::{FairShare, FairShareError, Queue};
+use crate::idle::{IdleTimer, SpinDownReason};
 use crate::reorder::{CostModel, ReorderQueue};
 use spinwise_model::{GroupIndex, Layout, ResourceKind};
 use std::collections::VecDeque;
@@ -262,6 +274,9 @@ pub struct ClassScheduler {
     /// partners until [`ClassScheduler::share_links`].
     stagger_min_queue: Option<usize>,
     partners: Vec<Vec<usize>>,
+    /// Idle spin-down (module documentation, "Idle spin-down"); disabled until
+    /// [`ClassScheduler::set_idle_spin_down_us`].
+    idle: IdleTimer,
 }
 
 impl ClassScheduler {
@@ -319,6 +334,7 @@ impl ClassScheduler {
                 .stagger_switches_min_queue
                 .map(|depth| depth as usize),
             partners: vec![Vec::new(); class_count],
+            idle: IdleTimer::new(None),
         })
     }
 
@@ -401,6 +417,27 @@ impl ClassScheduler {
         self.classes.iter().map(Class::depth).sum()
     }
 
+    /// Spins a class's group down once the class has had nothing queued or in service for
+    /// `after_us` (`None` or 0: never, the default).
+    pub fn set_idle_spin_down_us(&mut self, after_us: Option<u64>) {
+        self.idle.set_after_us(after_us);
+    }
+
+    /// The earliest time an idle group's idle time runs out, if any: poll then.
+    pub fn next_timeout_us(&self) -> Option<u64> {
+        self.idle.next_deadline_us()
+    }
+
+    /// Why `group`, just handed out in a `SpinDown`, goes down.
+    pub fn spin_down_reason(&self, group: GroupIndex) -> SpinDownReason {
+        self.idle.reason(group)
+    }
+
+    /// Groups spun down for idleness so far.
+    pub fn idle_spin_downs(&self) -> u64 {
+        self.idle.spin_downs()
+    }
+
     /// Whether nothing is queued, served or changing state.
     pub fn is_idle(&self) -> bool {
         self.pending.is_empty()
@@ -432,6 +469,10 @@ impl ClassScheduler {
                 depth,
             });
         }
+        // Any work keeps the class's group up: it is served there, or the class switches.
+        if let Some((group, _)) = class.current {
+            self.idle.busy(group);
+        }
         let cost = self.cost_model.cost(request.bytes);
         match request.kind {
             Kind::Client => {
@@ -459,6 +500,9 @@ impl ClassScheduler {
             .enter(group, self.active)
             .expect("active is never costlier than spinning up");
         class.current = Some((group, Phase::Active));
+        if class.depth() == 0 {
+            self.idle.idle(group, now_us);
+        }
         class.active_since_us = Some(now_us);
         class.batch_so_far_us = None;
         let started_us = class.switch_started_us.take().unwrap_or(now_us);
@@ -482,6 +526,7 @@ impl ClassScheduler {
             .enter(group, resting)
             .expect("resting is the cheapest state");
         class.current = None;
+        self.idle.spun_down(group);
     }
 
     /// The request handed out by `Serve` is finished at `now_us`; its queue is charged its share
@@ -507,10 +552,50 @@ impl ClassScheduler {
             // (module documentation, "Time, not turns").
             class.fair.charge_out_of_turn(serving.queue, took_us);
         }
+        if let Some((group, Phase::Active)) = class.current
+            && class.serving.is_empty()
+            && class.depth() == 0
+        {
+            self.idle.idle(group, now_us);
+        }
     }
 
-    /// The next thing to do, if any. Call until `None` after every submit and completion.
+    /// The next thing to do, if any. Call until `None` after every submit and completion, and
+    /// at [`ClassScheduler::next_timeout_us`].
     pub fn poll_action(&mut self, now_us: u64) -> Option<Action> {
+        let action = self.decide(now_us).or_else(|| self.spin_down_idle(now_us));
+        if let Some(Action::SpinDown(group)) = action {
+            // Whatever the reason, a group going down is no longer idle-active.
+            if self.idle.reason(group) == SpinDownReason::MakeRoom {
+                self.idle.busy(group);
+            }
+        }
+        action
+    }
+
+    /// Spins down the first group whose idle time has run out by `now_us`, if it is still
+    /// active with nothing queued or in service (a stale deadline is dropped).
+    fn spin_down_idle(&mut self, now_us: u64) -> Option<Action> {
+        while let Some(group) = self.idle.due(now_us) {
+            let class = &mut self.classes[self.class_of[group as usize] as usize];
+            let idle = class.current == Some((group, Phase::Active))
+                && class.serving.is_empty()
+                && class.depth() == 0;
+            if !idle {
+                self.idle.busy(group);
+                continue;
+            }
+            class.current = Some((group, Phase::SpinningDown));
+            class.active_since_us = None;
+            class.last_batch_us = class.batch_so_far_us.take();
+            self.idle.spinning_down(group);
+            return Some(Action::SpinDown(group));
+        }
+        None
+    }
+
+    /// [`ClassScheduler::poll_action`] before idle spin-down: pending actions, then each class.
+    fn decide(&mut self, now_us: u64) -> Option<Action> {
         if let Some(action) = self.pending.pop_front() {
             return Some(action);
         }
