@@ -168,6 +168,9 @@ pub enum CatalogError {
     },
     #[error("catalog limit: {0}")]
     Limit(String),
+    /// [`SqliteCatalog::open_existing`] found no catalog to open (and created none).
+    #[error("catalog database {path} is {absence}")]
+    Absent { path: String, absence: Absence },
     /// The request breaks a rule of the trait (e.g. a `Migrated` record given to `put_object`,
     /// a blob id never handed out, a rebuild task for a healthy disk); nothing was changed.
     #[error("invalid catalog request ({operation}): {message}")]
@@ -175,6 +178,24 @@ pub enum CatalogError {
         operation: &'static str,
         message: String,
     },
+}
+
+/// Why there is no catalog where one was expected.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Absence {
+    /// No file at the path.
+    Missing,
+    /// A file of no bytes (`truncate -s 0`), or a database holding no tables at all.
+    Empty,
+}
+
+impl std::fmt::Display for Absence {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Absence::Missing => "missing",
+            Absence::Empty => "empty",
+        })
+    }
 }
 
 /// Durable metadata. Async so a networked backend (PostgreSQL) fits the same trait; futures are
@@ -223,6 +244,16 @@ pub trait Catalog: Send + Sync + 'static {
     ) -> impl Future<Output = Result<BTreeSet<SegmentId>, CatalogError>> + Send;
     /// A fresh blob id, never handed out before (durable).
     fn next_blob_id(&self) -> impl Future<Output = Result<BlobId, CatalogError>> + Send;
+    /// Raises the blob id counter, if it is not already above, so every id handed out from now
+    /// on is above `highest_used`: an id the store found in use outside the catalog (a stripe
+    /// stack on a disk, left by blobs a lost or older catalog no longer knows). Never lowers
+    /// it. Returns the counter's old value if it was raised, `None` if it already was above.
+    /// Durable. A `highest_used` whose successor is not storable (≥ `i64::MAX`) is
+    /// [`CatalogError::Limit`] and changes nothing.
+    fn reserve_blob_ids_through(
+        &self,
+        highest_used: BlobId,
+    ) -> impl Future<Output = Result<Option<BlobId>, CatalogError>> + Send;
     /// Records a blob in state `Writing` before its stripe stacks are written (intent).
     fn begin_blob(
         &self,

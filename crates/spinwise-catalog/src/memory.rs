@@ -357,6 +357,19 @@ impl Catalog for MemoryCatalog {
         Ok(id)
     }
 
+    async fn reserve_blob_ids_through(
+        &self,
+        highest_used: BlobId,
+    ) -> Result<Option<BlobId>, CatalogError> {
+        let floor = rules::blob_id_floor(highest_used)?;
+        let mut state = self.lock();
+        if state.next_blob_id >= floor {
+            return Ok(None);
+        }
+        let before = std::mem::replace(&mut state.next_blob_id, floor);
+        Ok(Some(before))
+    }
+
     async fn begin_blob(&self, mut record: BlobRecord) -> Result<(), CatalogError> {
         let mut state = self.lock();
         let exists = state.blobs.contains_key(&record.id);

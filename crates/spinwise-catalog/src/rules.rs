@@ -23,6 +23,16 @@ pub(crate) fn stored(value: u64, what: &str) -> Result<i64, CatalogError> {
     })
 }
 
+/// The lowest id the counter may hold once `highest_used` is known to be taken: the id after
+/// it, which must itself be storable (the counter is an i64 like every number).
+pub(crate) fn blob_id_floor(highest_used: u64) -> Result<u64, CatalogError> {
+    let floor = highest_used
+        .checked_add(1)
+        .ok_or_else(|| CatalogError::Limit(format!("no blob id is left above {highest_used}")))?;
+    stored(floor, "next blob id")?;
+    Ok(floor)
+}
+
 fn invalid(operation: &'static str, message: String) -> CatalogError {
     CatalogError::Invalid { operation, message }
 }

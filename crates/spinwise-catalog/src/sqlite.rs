@@ -27,9 +27,9 @@ use sqlx::{Row, SqliteConnection};
 
 use crate::rules;
 use crate::{
-    BlobId, BlobRecord, BlobState, Catalog, CatalogError, CatalogStats, ContentHash, DiskHealth,
-    DiskIndex, DiskRecord, GroupIndex, IntegrityReport, Migration, ObjectLocation, ObjectRecord,
-    RebuildTask, ScrubEntry, SegmentId,
+    Absence, BlobId, BlobRecord, BlobState, Catalog, CatalogError, CatalogStats, ContentHash,
+    DiskHealth, DiskIndex, DiskRecord, GroupIndex, IntegrityReport, Migration, ObjectLocation,
+    ObjectRecord, RebuildTask, ScrubEntry, SegmentId,
 };
 
 /// The schema version this build creates and understands.
@@ -346,11 +346,62 @@ async fn next_blob_id_value(connection: &mut SqliteConnection) -> Result<BlobId,
     unsigned(value, "next_blob_id")
 }
 
+/// Whether opening may create the catalog's schema (and file).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Creation {
+    Allowed,
+    Refused,
+}
+
+/// Why [`SqliteCatalog::migrate`] stopped.
+enum MigrateFailure {
+    /// No tables, and creating them was refused.
+    Empty,
+    Other(String),
+}
+
+impl From<String> for MigrateFailure {
+    fn from(message: String) -> Self {
+        MigrateFailure::Other(message)
+    }
+}
+
 impl SqliteCatalog {
     /// Creates (from an empty or missing file) or opens the catalog at `path`, migrating the
     /// schema to [`SCHEMA_VERSION`]. Refuses a database written by a newer version, or one that
-    /// holds tables but is not a catalog. Needs a tokio runtime.
+    /// holds tables but is not a catalog. Needs a tokio runtime. For a store's `init` (or a
+    /// directory known to hold nothing the catalog would have to name): opening an existing
+    /// store uses [`SqliteCatalog::open_existing`], which never creates one.
     pub async fn open(path: &Path) -> Result<Self, CatalogError> {
+        SqliteCatalog::open_with(path, Creation::Allowed).await
+    }
+
+    /// Opens the catalog at `path` as [`SqliteCatalog::open`] does, but never creates one: a
+    /// missing file is [`CatalogError::Absent`] `Missing`, and a file of no bytes or a database
+    /// without tables is `Absent` `Empty` (nothing is written to it). Why: a store's catalog
+    /// that vanished must not be silently replaced by an empty one while the data it named is
+    /// still on disk (the store decides what to do, see spinwise-store's `open_sqlite`).
+    pub async fn open_existing(path: &Path) -> Result<Self, CatalogError> {
+        let absent = |absence| CatalogError::Absent {
+            path: path.display().to_string(),
+            absence,
+        };
+        match std::fs::metadata(path) {
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+                return Err(absent(Absence::Missing));
+            }
+            // Zero bytes: not even SQLite's header. Checked before connecting, so the file is
+            // left exactly as found.
+            Ok(metadata) if metadata.is_file() && metadata.len() == 0 => {
+                return Err(absent(Absence::Empty));
+            }
+            // Anything else (a directory, unreadable metadata) is for SQLite to refuse.
+            _ => {}
+        }
+        SqliteCatalog::open_with(path, Creation::Refused).await
+    }
+
+    async fn open_with(path: &Path, creation: Creation) -> Result<Self, CatalogError> {
         let open_error = |message: String| CatalogError::Open {
             path: path.display().to_string(),
             message,
@@ -358,7 +409,7 @@ impl SqliteCatalog {
         let options = SqliteConnectOptions::from_str("sqlite:")
             .map_err(|error| open_error(error.to_string()))?
             .filename(path)
-            .create_if_missing(true)
+            .create_if_missing(creation == Creation::Allowed)
             .journal_mode(SqliteJournalMode::Wal)
             .synchronous(SqliteSynchronous::Full)
             .foreign_keys(true)
@@ -369,15 +420,21 @@ impl SqliteCatalog {
             .await
             .map_err(|error| open_error(error.to_string()))?;
         let catalog = SqliteCatalog { pool };
-        if let Err(message) = catalog.migrate().await {
+        if let Err(failure) = catalog.migrate(creation).await {
             catalog.pool.close().await;
-            return Err(open_error(message));
+            return Err(match failure {
+                MigrateFailure::Empty => CatalogError::Absent {
+                    path: path.display().to_string(),
+                    absence: Absence::Empty,
+                },
+                MigrateFailure::Other(message) => open_error(message),
+            });
         }
         Ok(catalog)
     }
 
     /// Brings the schema to [`SCHEMA_VERSION`] in one transaction.
-    async fn migrate(&self) -> Result<(), String> {
+    async fn migrate(&self, creation: Creation) -> Result<(), MigrateFailure> {
         let mut transaction = self
             .pool
             .begin_with("BEGIN IMMEDIATE")
@@ -390,6 +447,10 @@ impl SqliteCatalog {
         .await
         .map_err(|error| error.to_string())?;
         let mut version = if tables.is_empty() {
+            if creation == Creation::Refused {
+                // Dropping the transaction rolls it back: nothing was written.
+                return Err(MigrateFailure::Empty);
+            }
             sqlx::raw_sql(SCHEMA_V1)
                 .execute(&mut *transaction)
                 .await
@@ -401,19 +462,21 @@ impl SqliteCatalog {
                 .await
                 .map_err(|error| format!("reading the schema version: {error}"))?;
             if version > SCHEMA_VERSION {
-                return Err(format!(
+                return Err(MigrateFailure::Other(format!(
                     "schema version {version} is newer than this build understands \
                      ({SCHEMA_VERSION}); use a newer spinwise"
-                ));
+                )));
             }
             if version < 1 {
-                return Err(format!("unknown schema version {version}"));
+                return Err(MigrateFailure::Other(format!(
+                    "unknown schema version {version}"
+                )));
             }
             version
         } else {
-            return Err(format!(
+            return Err(MigrateFailure::Other(format!(
                 "not a spinwise catalog (has tables {tables:?} but no schema_version)"
-            ));
+            )));
         };
         // Each step brings the schema one version up, inside this transaction.
         if version == 1 {
@@ -427,7 +490,7 @@ impl SqliteCatalog {
         transaction
             .commit()
             .await
-            .map_err(|error| error.to_string())
+            .map_err(|error| MigrateFailure::Other(error.to_string()))
     }
 
     /// Waits for running queries and closes every connection (checkpointing the WAL). Every
@@ -865,6 +928,28 @@ impl Catalog for SqliteCatalog {
             .map_err(query_error(operation))?;
         transaction.commit().await.map_err(query_error(operation))?;
         Ok(id)
+    }
+
+    async fn reserve_blob_ids_through(
+        &self,
+        highest_used: BlobId,
+    ) -> Result<Option<BlobId>, CatalogError> {
+        let operation = "reserve_blob_ids_through";
+        let floor = rules::blob_id_floor(highest_used)?;
+        // Read and raised in one write transaction: a concurrent `next_blob_id` hands out its
+        // id either before (and the raise starts above it) or after the raise.
+        let mut transaction = self.write(operation).await?;
+        let next = next_blob_id_value(&mut transaction).await?;
+        if next >= floor {
+            return Ok(None);
+        }
+        sqlx::query("UPDATE counters SET value = ? WHERE name = 'next_blob_id'")
+            .bind(rules::stored(floor, "next blob id")?)
+            .execute(&mut *transaction)
+            .await
+            .map_err(query_error(operation))?;
+        transaction.commit().await.map_err(query_error(operation))?;
+        Ok(Some(next))
     }
 
     async fn begin_blob(&self, record: BlobRecord) -> Result<(), CatalogError> {

@@ -23,6 +23,19 @@ pub enum StoreError {
     AlreadyInitialized { path: String },
     #[error("{path} holds no store (no store.toml); run `spinwise store --data DIR init` first")]
     NotInitialized { path: String },
+    /// The catalog is missing, empty or unreadable while the data directory holds what only a
+    /// catalog can name (see [`crate::survey`]): the store refuses to open and deleted nothing.
+    #[error(
+        "catalog {catalog} is {condition}, but {data_dir} holds {staging_segments} staging segment(s) and {stripe_stacks} stripe stack(s) that only a catalog can name; nothing was deleted; restore the catalog file (e.g. from a backup) or run `spinwise store --data {data_dir} recover` to rebuild it from them"
+    )]
+    CatalogLost {
+        data_dir: String,
+        catalog: String,
+        /// `missing`, `empty`, or `unreadable (why)`.
+        condition: String,
+        staging_segments: u64,
+        stripe_stacks: u64,
+    },
     #[error("object keys are 1 to 1024 bytes of UTF-8; this one is {length_bytes} bytes")]
     KeyLength { length_bytes: usize },
     #[error("no such key: `{key}`")]

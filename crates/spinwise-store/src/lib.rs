@@ -18,6 +18,9 @@
 //!   only the covering fragments, reconstructing from any k; [`ordered`] is the ordered
 //!   parallel pipeline that spreads a GET's reading and crc checks over the cores;
 //! - [`startup`] checks every disk at start-up, group by group under the budgets;
+//! - [`survey`] counts what the data directory holds outside the catalog (staging segments,
+//!   stripe stacks): a store whose catalog is lost refuses to open over them, and blob ids
+//!   continue above every id on the disks;
 //! - [`repair`] fails disks, rebuilds their stripe stacks under the rebuild share and repairs
 //!   damaged stacks in place; [`scrub`] verifies every stripe and repairs what it finds;
 //! - [`heal`] repairs the stacks a read found damaged (on the read's spin-up) and records disks
@@ -56,6 +59,7 @@ pub mod stacks;
 pub mod staging;
 pub mod startup;
 pub mod store;
+pub mod survey;
 pub mod upkeep;
 pub mod writeback;
 

@@ -20,7 +20,8 @@
 //! - a failed migration leaves no `Writing` blob and no stacks when cleanup succeeds, and when it
 //!   does not (or the process dies) the `Writing` record names what to remove: such blobs are
 //!   abandoned (stacks removed in a job on their group, then `abort_blob`) when the store opens
-//!   and at the start of every flush;
+//!   and at the start of every flush; cleanup removes only stacks the blob's write made (their
+//!   headers name the blob, column, size and hash), never another file under the same name;
 //! - memory per migration is bounded whatever the blob size: [`CHUNKS_IN_FLIGHT`] staging chunks
 //!   between the staging reader and the encoder, plus the encoder's stripe and writer queues;
 //! - one flush at a time per store (a lock), so no object is migrated twice by this process;
@@ -31,7 +32,7 @@ use crate::crash;
 use crate::error::{StoreError, StoreResult};
 use crate::placement::PlacementError;
 use crate::space::DiskSpace;
-use crate::stacks::{remove_stacks, write_stacks};
+use crate::stacks::{remove_own_stacks, write_stacks};
 use crate::staging::ContentCheck;
 use crate::store::Store;
 use bytes::Bytes;
@@ -684,8 +685,12 @@ impl<C: Catalog> Store<C> {
         }
         let column_disks = self.column_disks(blob);
         let id = blob.id;
+        let code = crate::repair::blob_code(blob)?;
+        let (size_bytes, content_hash) = (blob.size_bytes, blob.content_hash);
+        // Only the stacks this blob's write made (their headers say so): a file of the same
+        // name another blob wrote stays (see crate::stacks).
         let job = crate::driver::Job::new(blob.group, 0, Kind::Client, move |_: &_| {
-            remove_stacks(id, &column_disks)
+            remove_own_stacks(&code, id, size_bytes, content_hash, &column_disks)
         })
         .for_purpose(crate::driver::Purpose::Cleanup);
         let driver = &self.rack_io().driver;
@@ -693,10 +698,14 @@ impl<C: Catalog> Store<C> {
             .submit(job)
             .await
             .map_err(|error| StoreError::Driver(format!("removing blob {id}'s stacks: {error}")))?;
-        handle
+        let removal = handle
             .wait()
             .await
-            .map_err(|error| StoreError::Driver(format!("removing blob {id}'s stacks: {error}")))?;
+            .map_err(|error| StoreError::Driver(format!("removing blob {id}'s stacks: {error}")))?
+            .output;
+        for (column, reason) in &removal.kept {
+            tracing::warn!(blob = id, column, %reason, "a failed blob's stack name holds a file it did not write");
+        }
         self.catalog().abort_blob(id).await?;
         self.forget_space(blob);
         Ok(())

@@ -9,6 +9,11 @@
 //!   or reports which columns failed after removing the stacks it did write, so a failed
 //!   migration or rebuild leaves no stack behind that the catalog does not know about — and if
 //!   the process dies midway, the catalog's `Writing` blob names what to clean up.
+//! - Cleanup removes only files the operation wrote: a stack is created new
+//!   (`Overwrite::Refuse`, the disk's create-new link), so a file already there under the name
+//!   fails that column and is never removed by the write's cleanup; cleaning up a `Writing`
+//!   blob later ([`remove_own_stacks`]) removes a file only when its header names that blob,
+//!   column, size and content hash.
 //! - A fragment reaches the decoder only from the stack file of the right blob and column: the
 //!   header of each stack is checked before its first fragment is used.
 
@@ -134,7 +139,14 @@ pub fn write_stacks(
         .filter_map(|(column, result)| result.err().map(|error| (column, error)))
         .collect();
     if encoded.is_err() || !failures.is_empty() {
-        remove_stacks(blob, disks);
+        // Only the columns this call wrote: a column that failed may have failed because a
+        // file of that name was already there (another blob's, under a reused id), not ours.
+        for (column, disk) in disks.iter().enumerate() {
+            let written = !failures.iter().any(|(failed, _)| *failed == column);
+            if written {
+                let _ = disk.remove_file(&stack_name(blob, column));
+            }
+        }
     }
     encoded?;
     if failures.is_empty() {
@@ -171,11 +183,69 @@ fn feed_writers<R: Read>(
 }
 
 /// Removes whatever stacks of `blob` these disks hold (best effort: a disk that cannot answer
-/// keeps its orphan until the catalog's `Writing` record gets it cleaned).
+/// keeps its orphan until the catalog's `Writing` record gets it cleaned). For a committed
+/// blob the catalog records (its stacks were created new by its own write, so the names are
+/// its own); a `Writing` blob's cleanup uses [`remove_own_stacks`].
 pub fn remove_stacks(blob: BlobId, disks: &[Arc<dyn Disk>]) {
     for (column, disk) in disks.iter().enumerate() {
         let _ = disk.remove_file(&stack_name(blob, column));
     }
+}
+
+/// What [`remove_own_stacks`] did per column.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StackRemoval {
+    /// Columns whose stack was the blob's and is gone now.
+    pub removed: Vec<usize>,
+    /// Columns whose file is not the blob's (or whose header could not be read), with why:
+    /// left in place.
+    pub kept: Vec<(usize, String)>,
+}
+
+/// Removes the stacks of `blob` (whose columns `disks` hold, coded with `code`, of
+/// `blob_bytes` bytes hashing to `content_hash`) that are its own: a file is removed only when
+/// its header is exactly the one this blob's write gives that column. A file under the same
+/// name that another blob wrote (a blob id reused after a lost catalog, before ids were kept
+/// unique) is kept. Missing files are fine (never written). Blocking IO: call in a job.
+pub fn remove_own_stacks(
+    code: &Code,
+    blob: BlobId,
+    blob_bytes: u64,
+    content_hash: [u8; 32],
+    disks: &[Arc<dyn Disk>],
+) -> StackRemoval {
+    let mut removal = StackRemoval::default();
+    for (column, disk) in disks.iter().enumerate().take(code.columns()) {
+        let name = stack_name(blob, column);
+        let expected = StackHeader::new(code, column, blob, blob_bytes, content_hash);
+        let mut bytes = [0u8; HEADER_BYTES];
+        let header = match disk.read_at(&name, 0, &mut bytes) {
+            Err(DiskError::NotFound { .. }) => continue,
+            Err(error) => Err(error.to_string()),
+            Ok(read) => StackHeader::decode(&bytes[..read]).map_err(|error| error.to_string()),
+        };
+        match header {
+            Ok(found) if found == expected => match disk.remove_file(&name) {
+                Ok(()) | Err(DiskError::NotFound { .. }) => removal.removed.push(column),
+                Err(error) => removal.kept.push((column, error.to_string())),
+            },
+            Ok(found) => removal.kept.push((
+                column,
+                format!(
+                    "disk {}: {name} is another blob's (blob {}, {} bytes, column {}): kept",
+                    disk.index(),
+                    found.blob_id,
+                    found.blob_bytes,
+                    found.column
+                ),
+            )),
+            Err(reason) => removal.kept.push((
+                column,
+                format!("disk {}: {name}: {reason}: kept", disk.index()),
+            )),
+        }
+    }
+    removal
 }
 
 /// A fetch function for `spinwise_ec::StripeDecoder` over `blob`'s stacks on `disks` (column

@@ -115,6 +115,39 @@ pub struct Store<C: Catalog> {
     upkeep_lock: crate::lock::UpkeepLock,
 }
 
+/// Raises `catalog`'s blob id counter above the highest blob id `found` on the disks; returns
+/// a line for [`StoreRecovery::problems`] when it had to (the catalog is older than the disks:
+/// lost and recreated, or restored from a copy), `None` when the counter was already above.
+async fn reserve_blob_ids<C: Catalog>(
+    catalog: &C,
+    found: &crate::survey::DataSurvey,
+) -> StoreResult<Option<String>> {
+    for disk in &found.unlisted_disks {
+        tracing::warn!(
+            disk,
+            "a disk directory could not be listed for its blob ids"
+        );
+    }
+    let Some(highest) = found.highest_blob_id else {
+        return Ok(None);
+    };
+    let Some(counter) = catalog.reserve_blob_ids_through(highest).await? else {
+        return Ok(None);
+    };
+    let problem = format!(
+        "stripe stacks on the disks carry blob ids up to {highest}, but the catalog's next blob id was {counter}: \
+         the catalog is older than the disks (lost and recreated, or restored from a copy), and blobs it does not \
+         know may hold objects it does not list; blob ids now continue from {}, and no stack was removed",
+        highest + 1
+    );
+    tracing::warn!(
+        highest,
+        counter,
+        "raised the catalog's blob id counter above the disks'"
+    );
+    Ok(Some(problem))
+}
+
 fn check_key(key: &str) -> StoreResult<()> {
     if key.is_empty() || key.len() > MAX_KEY_BYTES {
         return Err(StoreError::KeyLength {
@@ -147,10 +180,17 @@ impl<C: Catalog> Store<C> {
         Store::open(data_dir, catalog).await
     }
 
-    /// Opens the store in `data_dir` with `catalog` and runs staging recovery against it.
+    /// Opens the store in `data_dir` with `catalog` and runs staging recovery against it. The
+    /// catalog's blob id counter is first raised above every blob id on the disks
+    /// ([`crate::survey`]), so no id is handed out twice even if `catalog` is older than the
+    /// disks; when it had to be raised, a line in [`StoreRecovery::problems`] says so.
     pub async fn open(data_dir: &Path, catalog: C) -> StoreResult<Store<C>> {
         let config = config::read(data_dir)?;
         let rack = config::validate(&config, &data_dir.join(STORE_FILE))?;
+        // Listed before the counter is read (inside the reservation), so a stack another
+        // process is writing now carries an id the counter has already passed.
+        let found = crate::survey::survey(data_dir)?;
+        let blob_ids_raised = reserve_blob_ids(&catalog, &found).await?;
         let staging = StagingLog::open(&data_dir.join(STAGING_DIR), config.staging).await?;
         let rack_io = open_rack(data_dir, &rack, &config, &catalog).await?;
         let groups = config.layout.groups.len();
@@ -169,6 +209,7 @@ impl<C: Catalog> Store<C> {
             upkeep_lock: crate::lock::UpkeepLock::new(data_dir),
         };
         store.recovery = store.recover().await?;
+        store.recovery.problems.extend(blob_ids_raised);
         // A crash mid-migration left `Writing` blobs: remove their stacks now (docs/store.md,
         // "Migration"); on failure they stay counted as used space and flush retries.
         // Only under the upkeep lock: a `Writing` blob may be another process's flush at work.
@@ -589,14 +630,21 @@ impl Store<SqliteCatalog> {
         Store::init(data_dir, config, catalog).await
     }
 
-    /// [`Store::open`] with the SQLite catalog at `DATA/catalog.sqlite`.
+    /// [`Store::open`] with the SQLite catalog at `DATA/catalog.sqlite`. A catalog that is
+    /// missing, empty or unreadable while the directory holds staging segments or stripe stacks
+    /// is [`StoreError::CatalogLost`], and nothing is changed (docs/store.md, "A lost
+    /// catalog"); one that is missing or empty where there is nothing to lose is created anew.
     pub async fn open_sqlite(data_dir: &Path) -> StoreResult<SqliteStore> {
         if !data_dir.join(STORE_FILE).exists() {
             return Err(StoreError::NotInitialized {
                 path: data_dir.display().to_string(),
             });
         }
-        let catalog = SqliteCatalog::open(&data_dir.join(CATALOG_FILE)).await?;
+        let path = data_dir.join(CATALOG_FILE);
+        let catalog = match SqliteCatalog::open_existing(&path).await {
+            Ok(catalog) => catalog,
+            Err(error) => replace_lost_catalog(data_dir, &path, error).await?,
+        };
         Store::open(data_dir, catalog).await
     }
 
@@ -609,6 +657,40 @@ impl Store<SqliteCatalog> {
         }
         let _ = self.rack_io.driver.shutdown().await;
         self.catalog.close().await;
+    }
+}
+
+/// The catalog at `path` did not open as an existing one (`error`). Refuses with
+/// [`StoreError::CatalogLost`] while `data_dir` holds data only a catalog names; otherwise a
+/// missing or empty catalog is created anew (a store whose catalog went before any PUT loses
+/// nothing) and an unreadable one stays the error it was.
+async fn replace_lost_catalog(
+    data_dir: &Path,
+    path: &Path,
+    error: spinwise_catalog::CatalogError,
+) -> StoreResult<SqliteCatalog> {
+    use spinwise_catalog::CatalogError;
+    let condition = match &error {
+        CatalogError::Absent { absence, .. } => absence.to_string(),
+        CatalogError::Open { message, .. } => format!("unreadable ({message})"),
+        _ => return Err(error.into()),
+    };
+    let found = crate::survey::survey(data_dir)?;
+    if found.holds_data() {
+        return Err(StoreError::CatalogLost {
+            data_dir: data_dir.display().to_string(),
+            catalog: path.display().to_string(),
+            condition,
+            staging_segments: found.staging_segments,
+            stripe_stacks: found.stripe_stacks,
+        });
+    }
+    match error {
+        CatalogError::Absent { .. } => {
+            tracing::warn!(catalog = %path.display(), %condition, "creating a new catalog: the data directory holds no data");
+            Ok(SqliteCatalog::open(path).await?)
+        }
+        other => Err(other.into()),
     }
 }
 

@@ -244,6 +244,12 @@ impl Catalog for RacingCatalog {
     fn next_blob_id(&self) -> impl Future<Output = Result<BlobId, CatalogError>> + Send {
         self.inner.next_blob_id()
     }
+    fn reserve_blob_ids_through(
+        &self,
+        highest_used: BlobId,
+    ) -> impl Future<Output = Result<Option<BlobId>, CatalogError>> + Send {
+        self.inner.reserve_blob_ids_through(highest_used)
+    }
     fn begin_blob(
         &self,
         record: BlobRecord,

@@ -1,0 +1,160 @@
+//! What a data directory holds outside its catalog — staging segments (`DATA/staging/seg-*.log`)
+//! and stripe stacks (`DATA/disks/disk-*/blob-*-c*.stack`) — and the two guards built on it
+//! when a store opens (docs/store.md, "A lost catalog"):
+//!
+//! - a store whose catalog is missing, empty or unreadable refuses to open, deleting nothing,
+//!   while the directory holds segments or stacks: only the catalog names the objects in them,
+//!   and opening over a new empty catalog would have staging recovery delete every segment
+//!   (none is referenced) and later flushes collide with the old stacks;
+//! - the catalog's blob id counter is raised above the highest blob id any stack on the disks
+//!   carries, so a blob id is never handed out twice, even after the catalog was lost, replaced
+//!   or restored from an older copy (the catalog's own counter only remembers what it saw).
+//!
+//! Invariants: the survey only lists directories and parses names; it reads no file, changes
+//! nothing, and spins no disk up. An emulated disk's files are host files, so their names are
+//! host metadata (a store over real drives would need the names kept on the always-on disk).
+//! A disk directory that cannot be listed (a failed or removed disk) is skipped and counted:
+//! its stacks are columns of blobs whose other columns are on other disks of the group.
+
+use crate::config::STAGING_DIR;
+use crate::error::{StoreResult, io_error};
+use crate::rack::DISKS_DIR;
+use spinwise_catalog::BlobId;
+use std::path::{Path, PathBuf};
+
+/// What [`survey`] found.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DataSurvey {
+    /// Files named like staging segments in `DATA/staging/`.
+    pub staging_segments: u64,
+    /// Complete stripe-stack files on the disks (not the disk's temporary files).
+    pub stripe_stacks: u64,
+    /// The highest blob id in any stack file's name, temporary ones (a write in progress or
+    /// cut short) included: an id is taken from the moment a file carries it.
+    pub highest_blob_id: Option<BlobId>,
+    /// Disk directories that could not be listed, with why.
+    pub unlisted_disks: Vec<String>,
+}
+
+impl DataSurvey {
+    /// Whether the directory holds data only a catalog can name.
+    pub fn holds_data(&self) -> bool {
+        self.staging_segments > 0 || self.stripe_stacks > 0
+    }
+}
+
+/// The blob id in a stack file's name: `blob-<16 hex>-c<3 digits>.stack`, or a disk's temporary
+/// file for one (`.tmp-<sequence>-` before it; docs/disks.md).
+pub fn stack_blob_id(name: &str) -> Option<(BlobId, bool)> {
+    let (name, temporary) = match name.strip_prefix(".tmp-") {
+        Some(rest) => (rest.split_once('-')?.1, true),
+        None => (name, false),
+    };
+    let rest = name.strip_prefix("blob-")?.strip_suffix(".stack")?;
+    let (hex, column) = rest.split_once("-c")?;
+    let well_formed =
+        hex.len() == 16 && column.len() == 3 && column.bytes().all(|byte| byte.is_ascii_digit());
+    if !well_formed {
+        return None;
+    }
+    let blob = BlobId::from_str_radix(hex, 16).ok()?;
+    Some((blob, temporary))
+}
+
+/// Whether `name` is a staging segment's file name (docs/staging-format.md).
+fn is_segment_name(name: &str) -> bool {
+    name.strip_prefix("seg-")
+        .and_then(|rest| rest.strip_suffix(".log"))
+        .is_some_and(|hex| hex.len() == 16 && hex.bytes().all(|byte| byte.is_ascii_hexdigit()))
+}
+
+/// The names in `directory`; an absent directory holds nothing.
+fn names_in(directory: &Path) -> std::io::Result<Vec<String>> {
+    let entries = match std::fs::read_dir(directory) {
+        Ok(entries) => entries,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(error) => return Err(error),
+    };
+    let mut names = Vec::new();
+    for entry in entries {
+        names.push(entry?.file_name().to_string_lossy().into_owned());
+    }
+    Ok(names)
+}
+
+/// Lists `data_dir`'s staging directory and every disk directory under `DATA/disks/`. A staging
+/// directory that cannot be listed is an error (it is on the always-on disk, and what it holds
+/// decides whether opening is safe); a disk directory that cannot be listed is reported in
+/// [`DataSurvey::unlisted_disks`].
+pub fn survey(data_dir: &Path) -> StoreResult<DataSurvey> {
+    let staging = data_dir.join(STAGING_DIR);
+    let mut found = DataSurvey {
+        staging_segments: names_in(&staging)
+            .map_err(io_error(&staging))?
+            .iter()
+            .filter(|name| is_segment_name(name))
+            .count() as u64,
+        ..DataSurvey::default()
+    };
+    let disks = data_dir.join(DISKS_DIR);
+    let mut disk_directories: Vec<PathBuf> = names_in(&disks)
+        .map_err(io_error(&disks))?
+        .into_iter()
+        .filter(|name| name.starts_with("disk-"))
+        .map(|name| disks.join(name))
+        .collect();
+    disk_directories.sort();
+    for directory in disk_directories {
+        let names = match names_in(&directory) {
+            Ok(names) => names,
+            Err(error) => {
+                found
+                    .unlisted_disks
+                    .push(format!("{}: {error}", directory.display()));
+                continue;
+            }
+        };
+        for (blob, temporary) in names.iter().filter_map(|name| stack_blob_id(name)) {
+            if !temporary {
+                found.stripe_stacks += 1;
+            }
+            found.highest_blob_id = found.highest_blob_id.max(Some(blob));
+        }
+    }
+    Ok(found)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{is_segment_name, stack_blob_id};
+    use crate::stacks::stack_name;
+
+    #[test]
+    fn stack_names_and_their_temporary_files_give_their_blob_id_and_nothing_else_does() {
+        assert_eq!(stack_blob_id(&stack_name(7, 2)), Some((7, false)));
+        assert_eq!(
+            stack_blob_id(&stack_name(u64::MAX, 254)),
+            Some((u64::MAX, false))
+        );
+        let temporary = format!(".tmp-12-{}", stack_name(0x2a, 0));
+        assert_eq!(stack_blob_id(&temporary), Some((0x2a, true)));
+        for other in [
+            "blob-1-c000.stack",
+            "blob-000000000000000g-c000.stack",
+            "blob-0000000000000001-c00.stack",
+            "blob-0000000000000001-c000.stak",
+            ".failed",
+            "seg-0000000000000001.log",
+            ".tmp-blob-0000000000000001-c000.stack",
+        ] {
+            assert_eq!(stack_blob_id(other), None, "{other}");
+        }
+    }
+
+    #[test]
+    fn segment_names_are_seg_sixteen_hex_digits_log() {
+        assert!(is_segment_name("seg-0000000000000001.log"));
+        assert!(!is_segment_name("seg-1.log"));
+        assert!(!is_segment_name("seg-0000000000000001.log.tmp"));
+    }
+}
