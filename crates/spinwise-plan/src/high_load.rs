@@ -14,8 +14,10 @@
 //!   for each choice of the spinning group a depth-first search over the other groups
 //!   (Tomita-style: candidates coloured into classes of pairwise incompatible groups, at most one
 //!   per class joins), also pruned by an admissible capacity count (per hard resource, the active
-//!   disks each domain can still take, capped by the disks the candidates have there, summed and
-//!   divided by the group size). The search starts from the best greedy witness, so it only has
+//!   disks each domain can still take, capped by the disks the candidates have there, summed per
+//!   component of the resource's domains — domains a group's disks join — and divided by the
+//!   group size: a layout that keeps each group inside one pair of columns fills each pair's air
+//!   channels on its own, which a rack-wide sum cannot see). The search starts from the best greedy witness, so it only has
 //!   to beat it or prove nothing does. Nodes count groups added to a partial set plus one per
 //!   candidate whose compatibility row is compiled; the node limit bounds both.
 //!
@@ -79,6 +81,11 @@ struct Compiled {
     domains: Vec<Domain>,
     /// Domain indices of each hard resource (in rack order).
     resources: Vec<Vec<usize>>,
+    /// Per domain: its component within its resource — domains joined by a group with disks in
+    /// both. A group's disks never leave its component, so capacity is counted per component.
+    component: Vec<usize>,
+    /// Components of each hard resource (parallel to `resources`).
+    component_counts: Vec<usize>,
     /// Per group: (domain, disks of the group in it), ascending by domain.
     weights: Vec<Vec<(usize, i64)>>,
     group_size: i64,
@@ -132,9 +139,12 @@ impl Compiled {
             resources.push(members);
         }
         let group_size = groups.first().map_or(1, Vec::len).max(1) as i64;
+        let (component, component_counts) = components(domains.len(), &resources, &weights);
         Compiled {
             domains,
             resources,
+            component,
+            component_counts,
             weights,
             group_size,
         }
@@ -159,6 +169,54 @@ impl Compiled {
             .zip(&self.domains)
             .all(|(load, domain)| *load <= domain.headroom)
     }
+}
+
+/// Per domain, the index of its component within its resource (domains a group's disks join,
+/// transitively), numbered from 0 in order of first domain; and the component count of each
+/// resource.
+fn components(
+    domain_count: usize,
+    resources: &[Vec<usize>],
+    weights: &[Vec<(usize, i64)>],
+) -> (Vec<usize>, Vec<usize>) {
+    // Union-find over domains; a group joins every domain it has disks in (across resources
+    // too, which is harmless: each resource's domains are then numbered separately below, and
+    // a group links only domains of the resources it touches — every one).
+    let mut parent: Vec<usize> = (0..domain_count).collect();
+    fn root(parent: &mut [usize], mut node: usize) -> usize {
+        while parent[node] != node {
+            parent[node] = parent[parent[node]];
+            node = parent[node];
+        }
+        node
+    }
+    let mut resource_of = vec![0; domain_count];
+    for (resource, members) in resources.iter().enumerate() {
+        for &domain in members {
+            resource_of[domain] = resource;
+        }
+    }
+    for group in weights {
+        let mut first_of_resource: std::collections::BTreeMap<usize, usize> = Default::default();
+        for &(domain, _) in group {
+            let first = *first_of_resource
+                .entry(resource_of[domain])
+                .or_insert(domain);
+            let (a, b) = (root(&mut parent, first), root(&mut parent, domain));
+            parent[a] = b;
+        }
+    }
+    let mut component = vec![0; domain_count];
+    let mut counts = Vec::with_capacity(resources.len());
+    for members in resources {
+        let mut numbers: std::collections::BTreeMap<usize, usize> = Default::default();
+        for &domain in members {
+            let next = numbers.len();
+            component[domain] = *numbers.entry(root(&mut parent, domain)).or_insert(next);
+        }
+        counts.push(numbers.len());
+    }
+    (component, counts)
 }
 
 /// The exact high-load maximum of the layout `groups` on `rack` (see the module comment).
@@ -200,18 +258,7 @@ pub fn high_load_maximum_by(
     if method == HighLoadMethod::Exhaustive && compiled.groups() <= EXHAUSTIVE_MAX_GROUPS {
         return exhaustive(&compiled, best);
     }
-    let mut search = Search {
-        compiled: &compiled,
-        load: vec![0; compiled.domains.len()],
-        available: vec![0; compiled.domains.len()],
-        order: Vec::new(),
-        compatible: Vec::new(),
-        current: Vec::new(),
-        nodes: 0,
-        node_limit,
-        stopped: false,
-        open_bound: 0,
-    };
+    let mut search = Search::new(&compiled, node_limit);
     // Phase 1, the relaxation: every group active, none spinning up. A spin-up costs at least
     // the active state on every resource (the path ends in it), so no set is larger with one of
     // its groups spinning up than the largest all-active set: one search bounds them all, where
@@ -302,6 +349,8 @@ struct Search<'a> {
     load: Vec<i64>,
     /// Scratch: disks each domain holds of a node's candidate groups (zero between uses).
     available: Vec<i64>,
+    /// Scratch: room counted per component of one resource (zero between uses).
+    component_room: Vec<i64>,
     /// Candidate active groups of the current spinning choice.
     order: Vec<GroupIndex>,
     /// Per group, bit set of the groups it can be active beside (with the spinning group and
@@ -313,6 +362,25 @@ struct Search<'a> {
     stopped: bool,
     /// When stopped: the largest bound (spinning group included, if any) of any node left open.
     open_bound: u64,
+}
+
+impl<'a> Search<'a> {
+    fn new(compiled: &'a Compiled, node_limit: u64) -> Search<'a> {
+        let largest_resource = compiled.component_counts.iter().copied().max();
+        Search {
+            compiled,
+            load: vec![0; compiled.domains.len()],
+            available: vec![0; compiled.domains.len()],
+            component_room: vec![0; largest_resource.unwrap_or(0)],
+            order: Vec::new(),
+            compatible: Vec::new(),
+            current: Vec::new(),
+            nodes: 0,
+            node_limit,
+            stopped: false,
+            open_bound: 0,
+        }
+    }
 }
 
 fn has(set: &[u64], group: GroupIndex) -> bool {
@@ -388,8 +456,9 @@ impl Search<'_> {
 
     /// Admissible bound on how many of `candidates` can be made active on top of the current
     /// load: per hard resource, each domain takes at most ⌊remaining headroom / active step⌋ more
-    /// active disks and at most the disks the candidates have there; every added group brings
-    /// `group_size` disks into the resource's domains. Also at most the candidates themselves.
+    /// active disks and at most the disks the candidates have there; a group's `group_size` disks
+    /// all land in one component of the resource's domains (see [`components`]), so each
+    /// component holds at most ⌊its room / group_size⌋ more groups. Also at most the candidates.
     fn capacity_bound(&mut self, candidates: &[GroupIndex]) -> u64 {
         let compiled = self.compiled;
         for &group in candidates {
@@ -398,8 +467,7 @@ impl Search<'_> {
             }
         }
         let mut bound = candidates.len() as u64;
-        for members in &compiled.resources {
-            let mut disks = 0i64;
+        for (members, &count) in compiled.resources.iter().zip(&compiled.component_counts) {
             for &domain in members {
                 let d = &compiled.domains[domain];
                 let room = if d.active > 0 {
@@ -407,9 +475,13 @@ impl Search<'_> {
                 } else {
                     self.available[domain]
                 };
-                disks += room;
+                self.component_room[compiled.component[domain]] += room;
             }
-            bound = bound.min((disks / compiled.group_size) as u64);
+            let groups: i64 = self.component_room[..count]
+                .iter_mut()
+                .map(|room| std::mem::take(room) / compiled.group_size)
+                .sum();
+            bound = bound.min(groups as u64);
         }
         for &group in candidates {
             for &(domain, _) in &compiled.weights[group as usize] {
@@ -548,9 +620,50 @@ mod tests {
                 })
                 .collect(),
             resources: vec![vec![0, 1]],
+            component: vec![0, 0],
+            component_counts: vec![1],
             weights: vec![vec![(0, 1), (1, 1)]; 4],
             group_size: 2,
         }
+    }
+
+    /// One resource of six domains, one active disk of headroom each, in two components of
+    /// three domains: groups 0 and 1 share domain 1, groups 2 and 3 share domain 4.
+    fn two_components() -> Compiled {
+        let weights = vec![
+            vec![(0, 1), (1, 1)],
+            vec![(1, 1), (2, 1)],
+            vec![(3, 1), (4, 1)],
+            vec![(4, 1), (5, 1)],
+        ];
+        let resources = vec![(0..6).collect::<Vec<usize>>()];
+        let (component, component_counts) = components(6, &resources, &weights);
+        Compiled {
+            domains: (0..6)
+                .map(|_| Domain {
+                    headroom: 1,
+                    spinning: 1,
+                    active: 1,
+                })
+                .collect(),
+            resources,
+            component,
+            component_counts,
+            weights,
+            group_size: 2,
+        }
+    }
+
+    #[test]
+    fn capacity_is_counted_per_component_of_the_domains_groups_join() {
+        let compiled = two_components();
+        assert_eq!(compiled.component, vec![0, 0, 0, 1, 1, 1]);
+        assert_eq!(compiled.component_counts, vec![1 + 1]);
+        // Six disks of room would hold three groups of two counted together; each component's
+        // three disks hold one group only, as the groups' shared domains force.
+        let mut search = Search::new(&compiled, 1_000);
+        assert_eq!(search.capacity_bound(&[0, 1, 2, 3]), 2);
+        assert_eq!(exhaustive(&compiled, Vec::new()).witness.len(), 2);
     }
 
     #[test]

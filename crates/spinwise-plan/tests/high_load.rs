@@ -99,6 +99,24 @@ fn shelf_stack_480_keeps_nineteen_groups_spinning_eighteen_active_and_one_spinni
 }
 
 #[test]
+fn smr_archive_2400_keeps_ten_groups_spinning_and_proves_no_eleventh_fits() {
+    // Each group's 16 disks lie in the 40 air channels of one pair of columns, one disk per
+    // channel, so a pair holds two groups at once: 5 pairs, 10 groups. Counting the 200 channels
+    // together (12 groups) left the search unable to close the gap within its node limit.
+    let (rack, planned) = planned("smr-archive-2400");
+    assert_exact("smr-archive-2400", &rack, &planned, 10);
+}
+
+#[test]
+fn every_preset_has_an_exact_high_load_maximum_within_the_node_limit() {
+    for (name, rack) in common::all_presets() {
+        let planned = plan(&rack).unwrap_or_else(|e| panic!("preset {name}: {e}"));
+        let expected = planned.layout.max_spinning_groups;
+        assert_exact(&name, &rack, &planned, expected);
+    }
+}
+
+#[test]
 fn the_high_load_bound_is_never_below_the_witness_on_any_preset() {
     for (name, rack) in common::all_presets() {
         let planned = plan(&rack).unwrap_or_else(|e| panic!("preset {name}: {e}"));
