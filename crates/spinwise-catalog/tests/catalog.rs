@@ -17,6 +17,7 @@ for_both!(
     staged_objects_come_in_log_order,
     segments_in_use_are_the_segments_of_staged_objects_only,
     next_blob_id_never_repeats,
+    reserve_blob_ids_through_raises_the_counter_above_ids_in_use_and_never_lowers_it,
     begin_commit_and_abort_follow_the_blob_lifecycle,
     begin_blob_refuses_ids_never_handed_out_duplicates_and_bad_disk_sets,
     commit_blob_moves_only_objects_still_at_from_and_sets_live_bytes,
@@ -333,6 +334,39 @@ async fn next_blob_id_never_repeats<C: Catalog>(catalog: &C) {
         .unwrap();
     catalog.abort_blob(id).await.unwrap();
     assert!(catalog.next_blob_id().await.unwrap() > id);
+}
+
+async fn reserve_blob_ids_through_raises_the_counter_above_ids_in_use_and_never_lowers_it<
+    C: Catalog,
+>(
+    catalog: &C,
+) {
+    assert_eq!(catalog.next_blob_id().await.unwrap(), 1);
+    // Ids 1..=9 found in use (stacks on the disks): the counter was 2, now 10.
+    assert_eq!(catalog.reserve_blob_ids_through(9).await.unwrap(), Some(2));
+    assert_eq!(catalog.next_blob_id().await.unwrap(), 10);
+    // Already above: nothing changes, never lowered.
+    assert_eq!(catalog.reserve_blob_ids_through(3).await.unwrap(), None);
+    assert_eq!(catalog.reserve_blob_ids_through(10).await.unwrap(), None);
+    assert_eq!(catalog.next_blob_id().await.unwrap(), 11);
+    // An id whose successor cannot be stored is a limit, and changes nothing.
+    for highest in [i64::MAX as u64, u64::MAX] {
+        assert!(
+            matches!(
+                catalog.reserve_blob_ids_through(highest).await,
+                Err(CatalogError::Limit(_))
+            ),
+            "{highest}"
+        );
+    }
+    assert_eq!(catalog.next_blob_id().await.unwrap(), 12);
+    // Ids up to near the storable maximum are fine.
+    let highest = i64::MAX as u64 - 2;
+    assert_eq!(
+        catalog.reserve_blob_ids_through(highest).await.unwrap(),
+        Some(13)
+    );
+    assert_eq!(catalog.next_blob_id().await.unwrap(), highest + 1);
 }
 
 async fn begin_commit_and_abort_follow_the_blob_lifecycle<C: Catalog>(catalog: &C) {

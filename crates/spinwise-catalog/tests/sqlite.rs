@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use common::{runtime, staged, writing_blob};
 use spinwise_catalog::{
-    BlobState, Catalog, CatalogError, CatalogStats, DiskHealth, DiskRecord, Migration,
+    Absence, BlobState, Catalog, CatalogError, CatalogStats, DiskHealth, DiskRecord, Migration,
     ObjectLocation, ObjectRecord, RebuildTask, SqliteCatalog,
 };
 use sqlx::sqlite::{SqliteConnectOptions, SqliteConnection};
@@ -278,6 +278,67 @@ fn open_refuses_a_database_that_is_not_a_catalog() {
             matches!(result, Err(CatalogError::Open { .. })),
             "{result:?}"
         );
+    });
+}
+
+#[test]
+fn open_existing_refuses_a_missing_or_empty_catalog_and_creates_nothing() {
+    runtime().block_on(async {
+        let directory = tempfile::tempdir().unwrap();
+        let path = directory.path().join("catalog.db");
+        let absent = |result: Result<SqliteCatalog, CatalogError>| match result {
+            Err(CatalogError::Absent { absence, .. }) => absence,
+            other => panic!("expected Absent, got {other:?}"),
+        };
+        assert_eq!(
+            absent(SqliteCatalog::open_existing(&path).await),
+            Absence::Missing
+        );
+        assert!(!path.exists(), "open_existing created a file");
+        std::fs::File::create(&path).unwrap();
+        assert_eq!(
+            absent(SqliteCatalog::open_existing(&path).await),
+            Absence::Empty
+        );
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), 0, "wrote to it");
+        // A database with no tables at all (a header and nothing else) is empty too.
+        let options = SqliteConnectOptions::new().filename(&path);
+        let mut raw = SqliteConnection::connect_with(&options).await.unwrap();
+        raw.execute("PRAGMA user_version = 7").await.unwrap();
+        raw.close().await.unwrap();
+        assert_eq!(
+            absent(SqliteCatalog::open_existing(&path).await),
+            Absence::Empty
+        );
+        let mut raw = raw_connection(&path).await;
+        let tables: i64 = sqlx::query_scalar("SELECT count(*) FROM sqlite_schema")
+            .fetch_one(&mut raw)
+            .await
+            .unwrap();
+        raw.close().await.unwrap();
+        assert_eq!(tables, 0, "open_existing created the schema");
+        // A real catalog opens, with what it holds.
+        std::fs::remove_file(&path).unwrap();
+        let catalog = SqliteCatalog::open(&path).await.unwrap();
+        assert_eq!(catalog.next_blob_id().await.unwrap(), 1);
+        catalog.close().await;
+        let catalog = SqliteCatalog::open_existing(&path).await.unwrap();
+        assert_eq!(catalog.next_blob_id().await.unwrap(), 2);
+        catalog.close().await;
+    });
+}
+
+#[test]
+fn reserved_blob_ids_stay_reserved_across_reopen() {
+    runtime().block_on(async {
+        let directory = tempfile::tempdir().unwrap();
+        let path = directory.path().join("catalog.db");
+        let catalog = SqliteCatalog::open(&path).await.unwrap();
+        assert_eq!(catalog.reserve_blob_ids_through(41).await.unwrap(), Some(1));
+        catalog.close().await;
+        let catalog = SqliteCatalog::open(&path).await.unwrap();
+        assert_eq!(catalog.next_blob_id().await.unwrap(), 42);
+        catalog.close().await;
     });
 }
 
