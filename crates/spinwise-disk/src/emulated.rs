@@ -2,21 +2,27 @@
 //! states. Spin-up, mount and unmount sleep the rack's sampled latencies times a time factor;
 //! reads and writes can be throttled to the rack's bandwidth; a failed disk persists a `.failed`
 //! marker so it stays failed after a restart; [`Faults`] injects the failures the store must
-//! survive (short reads, a removed disk, failing writes).
+//! survive (short reads, a removed disk, failing writes). Each power transition is published in
+//! the directory ([`crate::power_file`]) so other processes see the disk's state, as `hdparm -C`
+//! shows a real drive's.
 //!
 //! Invariants: the file half is `files::DirectoryFiles` (shared with the block disk), so atomicity,
 //! durability and capacity are those of the contract; the power gate admits file operations
 //! only while `Active`. `files` is `None` only for a disk whose directory was missing at open,
-//! which is `Failed` from birth, so an admitted operation always has its files.
+//! which is `Failed` from birth, so an admitted operation always has its files. The published
+//! phase is never milder than the truth: `spinning-up` is written before the spin-up sleeps and
+//! `active` only after; `spinning-down` while IO is kept out and `standby` after the wind-down;
+//! once the disk fails, every later publication says `failed`.
 
 use std::fs;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
 
 use crate::files::{DirectoryFiles, Hooks};
 use crate::gate::PowerGate;
+use crate::power_file::{PowerPhase, write_power_phase};
 use crate::timing::{DiskTiming, LatencySampler, Throttle, check_time_factor, duration_from_s};
 use crate::{Disk, DiskError, DiskIndex, Overwrite, PowerState, Space};
 
@@ -109,6 +115,11 @@ pub struct EmulatedDisk {
     sampler: LatencySampler,
     throttle: Option<Throttle>,
     faults: Arc<FaultState>,
+    /// Serializes publications of the power state (a `mark_failed` may race a transition).
+    publishing: Mutex<()>,
+    /// Held through a whole power command, its publications included, so a transition's last
+    /// word (`standby` after a spin-down) can never land after the next one's first.
+    transitions: Mutex<()>,
 }
 
 impl EmulatedDisk {
@@ -145,7 +156,7 @@ impl EmulatedDisk {
         } else {
             PowerState::Standby
         };
-        Ok(EmulatedDisk {
+        let disk = EmulatedDisk {
             index: config.index,
             gate: PowerGate::new(config.index, state),
             sampler: LatencySampler::new(config.seed, config.index),
@@ -155,7 +166,34 @@ impl EmulatedDisk {
             time_factor: config.time_factor,
             throttle,
             faults: Arc::new(FaultState::default()),
-        })
+            publishing: Mutex::new(()),
+            transitions: Mutex::new(()),
+        };
+        // The opening process drives the disk from now on, and a fresh handle is in standby
+        // (or failed): whatever an earlier, dead process published is stale.
+        disk.publish(PowerPhase::Standby);
+        Ok(disk)
+    }
+
+    /// Publishes `phase` in the directory for other processes (`failed` once the disk failed).
+    /// Best effort: the file is an observation of the disk, so failing to write it (a pulled
+    /// disk has no directory) must not fail the power command it reports.
+    fn publish(&self, phase: PowerPhase) {
+        let _serialized = self.publishing.lock().unwrap_or_else(|e| e.into_inner());
+        let phase = match self.gate.state() {
+            PowerState::Failed => PowerPhase::Failed,
+            _ => phase,
+        };
+        let _ = write_power_phase(&self.directory, phase);
+    }
+
+    /// Publishes what the gate says now (after a transition ended, in success or failure).
+    fn publish_gate_state(&self) {
+        self.publish(match self.gate.state() {
+            PowerState::Standby => PowerPhase::Standby,
+            PowerState::Active => PowerPhase::Active,
+            PowerState::Failed => PowerPhase::Failed,
+        });
     }
 
     /// The fault-injection handle (tests and drills only).
@@ -219,30 +257,38 @@ impl Disk for EmulatedDisk {
     }
 
     fn spin_up(&self) -> Result<(), DiskError> {
-        self.gate.spin_up(|| {
+        let _transition = self.transitions.lock().unwrap_or_else(|e| e.into_inner());
+        let result = self.gate.spin_up(|| {
             if !self.directory.is_dir() {
                 self.gate.fail();
                 return Err(DiskError::Failed { disk: self.index });
             }
+            self.publish(PowerPhase::SpinningUp);
             let latency_s = self.sampler.spin_up_s(&self.timing);
             self.sleep_scaled(latency_s);
             Ok(())
-        })
+        });
+        self.publish_gate_state();
+        result
     }
 
     fn spin_down(&self) -> Result<(), DiskError> {
-        self.gate.spin_down(
-            || {},
+        let _transition = self.transitions.lock().unwrap_or_else(|e| e.into_inner());
+        let result = self.gate.spin_down(
+            || self.publish(PowerPhase::SpinningDown),
             || {
                 let latency_s = self.sampler.spin_down_s(&self.timing);
                 self.sleep_scaled(latency_s);
                 Ok(())
             },
-        )
+        );
+        self.publish_gate_state();
+        result
     }
 
     fn mark_failed(&self) {
         self.gate.fail();
+        self.publish(PowerPhase::Failed);
         // Best effort: a pulled disk has no directory to hold the marker, and is failed anyway.
         if let Some(files) = &self.files {
             let _ = files.write_marker(FAILED_MARKER);

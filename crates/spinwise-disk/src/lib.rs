@@ -49,12 +49,14 @@ mod files;
 mod gate;
 mod ledger;
 pub mod model;
+pub mod power_file;
 pub mod timing;
 
 #[cfg(target_os = "linux")]
 pub use block::{BlockConfig, BlockDisk, CommandPaths, DrivePower, PowerTool};
 pub use emulated::{EmulatedConfig, EmulatedDisk, Faults};
 pub use model::{ModelDisk, VirtualClock};
+pub use power_file::{PowerFileError, PowerPhase, read_power_state};
 pub use timing::DiskTiming;
 
 /// What a disk is doing; only `Active` accepts IO.

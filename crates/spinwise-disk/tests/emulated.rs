@@ -31,11 +31,13 @@ fn write(disk: &EmulatedDisk, name: &str, len: u64) -> Result<(), DiskError> {
     disk.write_file(name, len, &mut PatternReader::new(len), Overwrite::Refuse)
 }
 
-/// Every entry of the directory, hidden ones included, sorted.
+/// Every entry of the directory, hidden ones included, sorted; but not the power-state file,
+/// which every open disk keeps (tests/power_file.rs covers it).
 fn raw_entries(directory: &Path) -> Vec<String> {
     let mut names: Vec<String> = fs::read_dir(directory)
         .expect("read_dir")
         .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .filter(|name| name != spinwise_disk::power_file::POWER_STATE_FILE)
         .collect();
     names.sort();
     names

@@ -1,0 +1,116 @@
+//! The power state an emulated disk publishes in its own directory, so any process can ask it
+//! what it is doing, as `hdparm -C` asks a real drive: `DIR/.power-state`.
+//!
+//! Format (docs/disks.md, "Power-state file"): the ASCII name of one [`PowerPhase`]
+//! (`standby`, `spinning-up`, `active`, `spinning-down`, `failed`) followed by one `\n`, nothing
+//! else; at most [`MAX_POWER_FILE_BYTES`] bytes are read.
+//!
+//! Invariants: the file is replaced whole (written to `.power-state.tmp`, then renamed over), so
+//! a reader sees the old phase or the new one, never a torn word. Both names start with '.', so
+//! the contract's `list_files` never shows them and they can never collide with a stripe stack;
+//! the temporary name does not start with `.tmp-`, so `DirectoryFiles::open` leaves it alone
+//! (the next write replaces it). Not fsynced: after a host crash every disk is in standby
+//! anyway, and the next open rewrites the file.
+
+use std::fs;
+use std::io::{self, Read};
+use std::path::Path;
+
+/// The power-state file's name in a disk's directory.
+pub const POWER_STATE_FILE: &str = ".power-state";
+/// The temporary file a new power state is written to before the rename.
+const POWER_STATE_TEMP_FILE: &str = ".power-state.tmp";
+/// The most bytes a reader takes from the file (the longest name and its newline fit).
+pub const MAX_POWER_FILE_BYTES: u64 = 32;
+
+/// What a drive is doing, as seen from outside its process: the gate's states plus the two
+/// transitions, which cost power too (a spin-up draws the most current of all).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum PowerPhase {
+    Standby,
+    SpinningUp,
+    Active,
+    SpinningDown,
+    Failed,
+}
+
+impl PowerPhase {
+    /// The word the file holds.
+    pub fn name(self) -> &'static str {
+        match self {
+            PowerPhase::Standby => "standby",
+            PowerPhase::SpinningUp => "spinning-up",
+            PowerPhase::Active => "active",
+            PowerPhase::SpinningDown => "spinning-down",
+            PowerPhase::Failed => "failed",
+        }
+    }
+
+    fn parse(word: &str) -> Option<PowerPhase> {
+        [
+            PowerPhase::Standby,
+            PowerPhase::SpinningUp,
+            PowerPhase::Active,
+            PowerPhase::SpinningDown,
+            PowerPhase::Failed,
+        ]
+        .into_iter()
+        .find(|phase| phase.name() == word)
+    }
+}
+
+impl std::fmt::Display for PowerPhase {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Why a power state could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum PowerFileError {
+    #[error("{path}: {source}")]
+    Io {
+        path: String,
+        #[source]
+        source: io::Error,
+    },
+    #[error(
+        "{path}: not a power state (expected one of standby, spinning-up, active, spinning-down, failed and a newline)"
+    )]
+    Malformed { path: String },
+}
+
+/// Publishes `phase` in `directory` (temp file + rename).
+pub(crate) fn write_power_phase(directory: &Path, phase: PowerPhase) -> io::Result<()> {
+    let temp = directory.join(POWER_STATE_TEMP_FILE);
+    fs::write(&temp, format!("{}\n", phase.name()))?;
+    fs::rename(&temp, directory.join(POWER_STATE_FILE))
+}
+
+/// The power state the emulated disk in `directory` last published. A missing directory is a
+/// pulled disk (`Failed`), as [`crate::EmulatedDisk::open`] sees it; a directory without the
+/// file holds a disk no process has opened since it was created: `Standby`.
+pub fn read_power_state(directory: &Path) -> Result<PowerPhase, PowerFileError> {
+    if !directory.is_dir() {
+        return Ok(PowerPhase::Failed);
+    }
+    let path = directory.join(POWER_STATE_FILE);
+    let io_error = |source| PowerFileError::Io {
+        path: path.display().to_string(),
+        source,
+    };
+    let file = match fs::File::open(&path) {
+        Ok(file) => file,
+        Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(PowerPhase::Standby),
+        Err(error) => return Err(io_error(error)),
+    };
+    let mut text = String::new();
+    file.take(MAX_POWER_FILE_BYTES)
+        .read_to_string(&mut text)
+        .map_err(io_error)?;
+    text.strip_suffix('\n')
+        .and_then(PowerPhase::parse)
+        .ok_or_else(|| PowerFileError::Malformed {
+            path: path.display().to_string(),
+        })
+}
