@@ -7,11 +7,13 @@
 //! [`MAX_REQUESTS`], and a configured disk failure lies in `[warmup_hours, hours)` with 1 to
 //! `lost_bytes` stripe stacks, and a deferral has a fraction in [0, 1], a wait of at most
 //! [`MAX_HOURS`] and a policy that spins groups, and the expedited and deferred fractions add up
-//! to at most 1. Nothing in the loop re-checks.
+//! to at most 1, and an idle spin-down time is positive and at most [`MAX_HOURS`]. Nothing in
+//! the loop re-checks.
 
 use crate::workload::{Arrivals, BURST_SPREAD_S, BlobSizes};
 use serde::Serialize;
 use spinwise_model::BindError;
+pub use spinwise_sched::idle::DEFAULT_IDLE_SPIN_DOWN_S;
 use spinwise_sched::random::PlacementError;
 use spinwise_sched::scheduler::SchedulerError;
 use thiserror::Error;
@@ -127,6 +129,10 @@ pub struct SimConfig {
     /// (Expedited restores: ahead of the standard reads), each drawn independently; 0 to 1, and
     /// at most 1 with the deferred share (a read is Bulk, Expedited or standard).
     pub expedited_fraction: f64,
+    /// Idle spin-down: Pelican's and Flamingo's schedulers spin a group down once it has had no
+    /// work for this many seconds (`None`: never; FP and the random layout never do). Default
+    /// [`DEFAULT_IDLE_SPIN_DOWN_S`], the store's (spinwise-sched's `idle` module).
+    pub idle_spin_down_s: Option<f64>,
 }
 
 impl Default for SimConfig {
@@ -144,6 +150,7 @@ impl Default for SimConfig {
             failure: None,
             deferral: None,
             expedited_fraction: 0.0,
+            idle_spin_down_s: Some(DEFAULT_IDLE_SPIN_DOWN_S),
         }
     }
 }
@@ -218,6 +225,10 @@ pub enum SimError {
         expedited_fraction: f64,
         bulk_fraction: f64,
     },
+    #[error(
+        "idle_spin_down_s must be a positive number of seconds up to {max_s} (or absent: never), got {idle_spin_down_s}"
+    )]
+    IdleSpinDown { idle_spin_down_s: f64, max_s: f64 },
 }
 
 impl SimConfig {
@@ -292,6 +303,15 @@ impl SimConfig {
         }
         if let Some(deferral) = &self.deferral {
             self.validate_deferral(deferral)?;
+        }
+        if let Some(idle_spin_down_s) = self.idle_spin_down_s {
+            let max_s = MAX_HOURS * 3600.0;
+            if !(idle_spin_down_s > 0.0 && idle_spin_down_s <= max_s) {
+                return Err(SimError::IdleSpinDown {
+                    idle_spin_down_s,
+                    max_s,
+                });
+            }
         }
         let bulk_fraction = self.bulk_fraction();
         let expedited_fraction = self.expedited_fraction;

@@ -187,6 +187,35 @@ pub struct Report {
     pub stale_events: u64,
     /// FNV-1a 64 over every processed (time, event), in order.
     pub trace_hash: u64,
+    /// The idle spin-down time in effect, s: `None` when off, or for FP and the random layout,
+    /// whose schedulers never spin an idle group down.
+    pub idle_spin_down_s: Option<f64>,
+    /// Group spin-downs in the window decided because the group was idle (the others made room
+    /// for another group).
+    pub idle_spin_downs: u64,
+    /// Energy the disks drew in the window, kWh: mean power × window length.
+    pub energy_kwh: f64,
+    /// The same run without idle spin-down, when asked for ([`crate::simulate_with_baseline`]).
+    pub idle_savings: Option<IdleSavings>,
+}
+
+/// What idle spin-down saved: this run against the same configuration and seed with idle
+/// spin-down off. The two runs draw arrivals from one seeded generator that the disks'
+/// latency draws share, so their arrivals agree until the first idle spin-down and are then
+/// two draws of the same process: the saving is a paired difference, exact in expectation, and
+/// at heavy loads (where it is near zero) within the noise of one draw.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct IdleSavings {
+    /// The energy of the run without idle spin-down, kWh, over the same window.
+    pub baseline_energy_kwh: f64,
+    /// `baseline_energy_kwh − energy_kwh` (negative if idle spin-down cost energy).
+    pub saved_kwh: f64,
+    /// `saved_kwh / baseline_energy_kwh` (0 without baseline energy).
+    pub saved_fraction: f64,
+    /// The baseline's mean power, W, group spin-ups and client time to first byte.
+    pub baseline_power_mean_w: f64,
+    pub baseline_spin_ups: u64,
+    pub baseline_time_to_first_byte_s: Summary,
 }
 
 /// FNV-1a 64, fed incrementally (the same function as the layout's rack fingerprint; not a

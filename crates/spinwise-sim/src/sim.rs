@@ -18,13 +18,16 @@ use crate::config::{SimConfig, SimError};
 use crate::disks::Disks;
 use crate::network::{FlowPath, Network};
 use crate::random_layout::{PLACEMENT_SETS, random_placements};
-use crate::report::{Power, ReadTier, RebuildReport, Report, RequestRecord, Summary, TraceHash};
+use crate::report::{
+    IdleSavings, Power, ReadTier, RebuildReport, Report, RequestRecord, Summary, TraceHash,
+};
 use crate::sample::{exponential_us, sample_us, seconds_to_us};
 use crate::workload::{Arrivals, BlobSizes, burst_times_us, group_of_key, vhd_blob_bytes};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use spinwise_model::{DiskIndex, GroupIndex, Layout, Rack, StateIndex};
 use spinwise_sched::flamingo::Flamingo;
+use spinwise_sched::idle::{SpinDownReason, idle_spin_down_us};
 use spinwise_sched::policy::{FullyProvisioned, Policy};
 use spinwise_sched::random::RandomPlacement;
 use spinwise_sched::scheduler::{Action, ClassScheduler, Kind, Request};
@@ -280,6 +283,10 @@ struct Loop<'a> {
     last_byte_us: u64,
     /// Disks spun up in the window (a group spin-up counts each of its disks).
     disk_spin_ups: u64,
+    /// Group spin-downs in the window the policy decided because the group was idle.
+    idle_spin_downs: u64,
+    /// The idle spin-down time the policy was given (`None`: off, or a policy without it).
+    idle_spin_down_s: Option<f64>,
     high_load_spin_ups: u64,
     // Metrics for requests arriving in the window.
     requests: u64,
@@ -296,6 +303,43 @@ struct Loop<'a> {
     trace: TraceHash,
     /// Called with every client read the summaries count, as it completes.
     on_record: &'a mut dyn FnMut(&RequestRecord),
+}
+
+/// Joules in a kilowatt-hour.
+const JOULES_PER_KWH: f64 = 3.6e6;
+
+/// [`simulate_recording`], and with idle spin-down on (for a policy that has it) the same
+/// configuration and seed again with it off, to report in [`Report::idle_savings`] the energy
+/// it saved and what it cost (spin-ups, first byte). Twice the time of one run.
+pub fn simulate_with_baseline(
+    rack: &Rack,
+    layout: &Layout,
+    config: &SimConfig,
+    on_record: &mut dyn FnMut(&RequestRecord),
+) -> Result<Report, SimError> {
+    let mut report = simulate_recording(rack, layout, config, on_record)?;
+    if report.idle_spin_down_s.is_none() {
+        return Ok(report);
+    }
+    let never = SimConfig {
+        idle_spin_down_s: None,
+        ..config.clone()
+    };
+    let baseline = simulate(rack, layout, &never)?;
+    let saved_kwh = baseline.energy_kwh - report.energy_kwh;
+    report.idle_savings = Some(IdleSavings {
+        baseline_energy_kwh: baseline.energy_kwh,
+        saved_kwh,
+        saved_fraction: if baseline.energy_kwh > 0.0 {
+            saved_kwh / baseline.energy_kwh
+        } else {
+            0.0
+        },
+        baseline_power_mean_w: baseline.power_w.mean,
+        baseline_spin_ups: baseline.spin_ups,
+        baseline_time_to_first_byte_s: baseline.time_to_first_byte_s,
+    });
+    Ok(report)
 }
 
 /// Runs `config` on `rack` with `layout` (planned for that rack) and reports what it measured.
@@ -343,6 +387,13 @@ pub fn simulate_recording(
         PolicyKind::Flamingo => (rack, Box::new(Flamingo::new(layout)?)),
         PolicyKind::Random => (rack, random_policy(rack, layout, config, &mut model)?),
     };
+    let mut scheduler = scheduler;
+    // FP keeps every group up by design and the random layout's scheduler works on disks: only
+    // Pelican's and Flamingo's schedulers spin idle groups down.
+    let idle_spin_down_s = config
+        .idle_spin_down_s
+        .filter(|_| matches!(config.policy, PolicyKind::Pelican | PolicyKind::Flamingo));
+    scheduler.set_idle_spin_down_us(idle_spin_down_us(idle_spin_down_s));
     let window_us = config.window_us();
     let units = model.unit_disks.len();
     let targets = model.target_disks.len();
@@ -394,6 +445,8 @@ pub fn simulate_recording(
         standard_ttfb_us: Vec::new(),
         last_byte_us: 0,
         disk_spin_ups: 0,
+        idle_spin_downs: 0,
+        idle_spin_down_s,
         high_load_spin_ups: 0,
         requests: 0,
         rejected: 0,
@@ -1014,7 +1067,11 @@ impl Loop<'_> {
                 self.model.unit_disks[group as usize] = disks;
                 self.push(now_us + ready_us, Event::GroupSpunUp { group });
             }
-            Action::SpinDown(group) => self.spin_down(now_us, group),
+            Action::SpinDown(group) => {
+                let idle = self.scheduler.spin_down_reason(group) == SpinDownReason::Idle;
+                self.idle_spin_downs += u64::from(idle && self.in_window(now_us));
+                self.spin_down(now_us, group);
+            }
             Action::Serve(request) => {
                 let flight = self.in_flight.get_mut(request.id).expect("accepted");
                 flight.serve_us = Some(now_us);
@@ -1125,6 +1182,10 @@ impl Loop<'_> {
             events: self.processed,
             stale_events: self.stale,
             trace_hash: self.trace.finish(),
+            idle_spin_down_s: self.idle_spin_down_s,
+            idle_spin_downs: self.idle_spin_downs,
+            energy_kwh: power_mean_w * window_s / JOULES_PER_KWH,
+            idle_savings: None,
         }
     }
 }

@@ -1,0 +1,82 @@
+//! Idle spin-down in the simulator (issue 30): on a light workload the report says how much
+//! energy spinning idle groups down saved against the same seeded run that never does, and
+//! that saving is real (positive, and the baseline run is the one with idle groups left up).
+
+use spinwise_model::{Layout, Rack, parse_rack};
+use spinwise_sim::{PolicyKind, SimConfig, simulate, simulate_with_baseline};
+
+fn preset(name: &str) -> (Rack, Layout) {
+    let path = format!("{}/../../presets/{name}.toml", env!("CARGO_MANIFEST_DIR"));
+    let rack = parse_rack(&path, &std::fs::read_to_string(&path).unwrap()).unwrap();
+    let layout = spinwise_plan::plan(&rack).unwrap().layout;
+    (rack, layout)
+}
+
+/// A light load: one read every 100 s on average for three hours, one of them warm-up.
+fn light(policy: PolicyKind, idle_spin_down_s: Option<f64>) -> SimConfig {
+    SimConfig {
+        policy,
+        idle_spin_down_s,
+        network_gbps: Some(40.0),
+        ..SimConfig::new(0.01, 3.0, 1.0, 7)
+    }
+}
+
+#[test]
+fn on_a_light_load_idle_spin_down_reports_a_positive_energy_saving_against_never_spinning_down() {
+    let (rack, layout) = preset("pelican");
+    for policy in [PolicyKind::Pelican, PolicyKind::Flamingo] {
+        let config = light(policy, Some(60.0));
+        let report = simulate_with_baseline(&rack, &layout, &config, &mut |_| {}).unwrap();
+        let savings = report.idle_savings.expect("a baseline was run");
+        assert!(report.idle_spin_downs > 0, "{policy:?}: no idle spin-down");
+        assert!(savings.saved_kwh > 0.0, "{policy:?}: {savings:?}");
+        assert!(savings.saved_fraction > 0.05, "{policy:?}: {savings:?}");
+        assert_eq!(report.idle_spin_down_s, Some(60.0));
+        assert_eq!(report.budget_violations, 0);
+        // The baseline is the same seeded run without idle spin-down.
+        let never = simulate(&rack, &layout, &light(policy, None)).unwrap();
+        assert_eq!(never.idle_spin_downs, 0);
+        assert_eq!(never.energy_kwh, savings.baseline_energy_kwh);
+        assert_eq!(never.spin_ups, savings.baseline_spin_ups);
+        let mean_w = report.energy_kwh * 3.6e6 / report.window_s;
+        assert!((mean_w - report.power_w.mean).abs() < 1e-6 * mean_w);
+    }
+}
+
+#[test]
+fn without_idle_spin_down_there_is_no_baseline_and_no_idle_spin_down() {
+    let (rack, layout) = preset("pelican");
+    let report = simulate_with_baseline(
+        &rack,
+        &layout,
+        &light(PolicyKind::Pelican, None),
+        &mut |_| {},
+    )
+    .unwrap();
+    assert_eq!(report.idle_savings, None);
+    assert_eq!(report.idle_spin_downs, 0);
+    assert_eq!(report.idle_spin_down_s, None);
+}
+
+#[test]
+fn fully_provisioned_racks_keep_every_group_up_whatever_the_idle_time() {
+    let (rack, layout) = preset("pelican");
+    let config = light(PolicyKind::FullyProvisioned, Some(60.0));
+    let report = simulate_with_baseline(&rack, &layout, &config, &mut |_| {}).unwrap();
+    assert_eq!(report.idle_spin_down_s, None);
+    assert_eq!(report.idle_spin_downs, 0);
+    assert_eq!(report.idle_savings, None);
+}
+
+#[test]
+fn an_idle_time_that_is_not_a_positive_number_of_seconds_is_refused() {
+    let (rack, layout) = preset("pelican");
+    for idle_spin_down_s in [0.0, -1.0, f64::NAN, f64::INFINITY] {
+        let config = light(PolicyKind::Pelican, Some(idle_spin_down_s));
+        assert!(
+            simulate(&rack, &layout, &config).is_err(),
+            "{idle_spin_down_s}"
+        );
+    }
+}
