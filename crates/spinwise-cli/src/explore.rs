@@ -204,6 +204,9 @@ fn csv_header(rack: &Rack, hard: &[&str]) -> Vec<String> {
             "r",
             "f",
             "max_active_groups",
+            "max_spinning_groups",
+            "high_load_bound",
+            "high_load_exact",
             "low_load_sampled",
             "high_load_sampled",
             "plan_ms",
@@ -247,15 +250,20 @@ fn csv_row(outcome: &Outcome, hard: &[&str]) -> Vec<String> {
                 l.erasure.r,
                 l.erasure.f,
                 l.max_active_groups,
+                l.max_spinning_groups,
+                l.high_load_bound,
             ];
             row.extend(cells.iter().map(ToString::to_string));
+            // Whether the high-load search completed: otherwise the two figures before it are a
+            // lower bound and a proven upper bound (docs/layout-format.md).
+            row.push(plan.high_load.exact.to_string());
             row.push(format!("{:.4}", l.solver.low_load_sampled));
             row.push(format!("{:.4}", l.solver.high_load_sampled));
             row.push(format!("{:.1}", outcome.plan_ms));
             row.push(String::new());
         }
         Err(error) => {
-            row.extend(std::iter::repeat_n(String::new(), 8));
+            row.extend(std::iter::repeat_n(String::new(), 11));
             row.push(format!("{:.1}", outcome.plan_ms));
             row.push(error.to_string());
         }

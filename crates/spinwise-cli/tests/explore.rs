@@ -140,6 +140,25 @@ fn explore_dense_jbod_writes_csv_summary_and_figures_that_agree() {
     for row in body.iter().filter(|row| row[status] == "no_solution") {
         assert!(row[n].is_empty(), "no n without a solution: {row:?}");
     }
+    // Each planned row says whether its high-load figure is exact; when it is, the proven
+    // bound equals the figure, and it is never below it.
+    let (spinning, bound, exact) = (
+        column("max_spinning_groups"),
+        column("high_load_bound"),
+        column("high_load_exact"),
+    );
+    for row in body.iter().filter(|row| row[status] != "no_solution") {
+        let (figure, proven): (u32, u32) = (
+            row[spinning].parse().expect("max_spinning_groups"),
+            row[bound].parse().expect("high_load_bound"),
+        );
+        assert!(proven >= figure, "bound below the figure: {row:?}");
+        assert_eq!(row[exact] == "true", proven == figure, "{row:?}");
+    }
+    assert_eq!(
+        body[0][exact], "true",
+        "dense-jbod-60 is searched exhaustively"
+    );
 
     let png = std::fs::read(out.join("provisioning.png")).expect("PNG written");
     assert!(
