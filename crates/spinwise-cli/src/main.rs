@@ -11,6 +11,7 @@ mod error;
 mod experiment;
 mod explore;
 mod output;
+mod ownership;
 mod plan;
 mod quality;
 mod replay;

@@ -395,7 +395,10 @@ fn tls_config(settings: &ServeSettings) -> CliResult<Option<TlsConfig>> {
 
 async fn serve(settings: &ServeSettings) -> CliResult<()> {
     let tls = tls_config(settings)?;
+    // Held until serve returns: one process drives the disks (crate::ownership).
+    let claimed = crate::ownership::own_for_serve(&settings.data).await?;
     let store = Arc::new(open_or_create(settings).await?);
+    let _owner = crate::ownership::own_new(&settings.data, claimed).await?;
     for problem in &store.recovery().problems {
         tracing::warn!(problem, "recovery");
     }

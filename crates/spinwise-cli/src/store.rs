@@ -30,6 +30,11 @@ pub struct StoreArgs {
     /// The store's data directory (configuration, catalog, staging log).
     #[arg(long, value_name = "DIR")]
     pub data: PathBuf,
+    /// One process drives a data directory's disks at a time (DATA/owner.lock), so budgets hold
+    /// whatever runs at once: while another command owns DIR, wait up to this many seconds for
+    /// it to finish (0: refuse at once).
+    #[arg(long, value_name = "SECONDS", default_value_t = 3600.0)]
+    pub wait_s: f64,
     #[command(subcommand)]
     pub command: StoreCommand,
 }
@@ -166,6 +171,12 @@ async fn run_async(args: &StoreArgs) -> CliResult<()> {
     if let StoreCommand::Init(init_args) = &args.command {
         return init(&args.data, init_args).await;
     }
+    let limit = crate::ownership::wait_limit(args.wait_s)?;
+    // A directory without a store has no disks to own; opening it reports that.
+    let _owner = match args.data.join(spinwise_store::config::STORE_FILE).exists() {
+        true => Some(crate::ownership::own(&args.data, limit).await?),
+        false => None,
+    };
     let store = Store::open_sqlite(&args.data).await.map_err(store_error)?;
     for problem in &store.recovery().problems {
         eprintln!("warning: recovery: {problem}");

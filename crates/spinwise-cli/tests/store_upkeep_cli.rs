@@ -1,7 +1,9 @@
-//! `spinwise store upkeep` and the upkeep lock across real processes: while one process runs
-//! upkeep (holding DATA/upkeep.lock), another's `flush` and `scrub` are refused at once with a
-//! one-line reason naming the lock, while `put`, `get`, `ls` and `stat` go on; upkeep's first
-//! tick scrubs the never-verified blob (a scrub-only spin-up) and reports it as JSON.
+//! `spinwise store upkeep` and ownership across real processes: while one process runs upkeep
+//! (it owns the data directory, DATA/owner.lock, and holds DATA/upkeep.lock), another's `flush`
+//! and `scrub` told not to wait (`--wait-s 0`) are refused at once with a one-line reason naming
+//! the owner, and a `put` waits for upkeep to end, saying so once, then succeeds with `get`,
+//! `ls` and `stat` after it; upkeep's first tick scrubs the never-verified blob (a scrub-only
+//! spin-up) and reports it as JSON.
 
 mod common;
 
@@ -32,7 +34,7 @@ fn wait_until_locked(path: &Path) {
 }
 
 #[test]
-fn upkeep_holds_the_lock_so_another_flush_is_refused_while_puts_and_gets_go_on() {
+fn upkeep_owns_the_directory_so_another_flush_is_refused_and_a_put_waits_for_it() {
     let dir = TempDir::new("store-upkeep");
     let data = dir.join("data");
     let data = data.to_str().unwrap();
@@ -58,15 +60,16 @@ fn upkeep_holds_the_lock_so_another_flush_is_refused_while_puts_and_gets_go_on()
         .spawn()
         .unwrap();
     wait_until_locked(&Path::new(data).join("upkeep.lock"));
+    wait_until_locked(&Path::new(data).join("owner.lock"));
 
-    spinwise(["store", "--data", data, "flush"])
+    spinwise(["store", "--data", data, "--wait-s", "0", "flush"])
         .refused()
-        .stderr_mentions(&["upkeep lock", "upkeep.lock"]);
-    spinwise(["store", "--data", data, "scrub"])
+        .stderr_mentions(&["owns", "owner.lock", "--wait-s"]);
+    spinwise(["store", "--data", data, "--wait-s", "0", "scrub"])
         .refused()
-        .stderr_mentions(&["upkeep lock"]);
+        .stderr_mentions(&["owner.lock"]);
     let second = dir.write("second.txt", "put while upkeep runs\n");
-    spinwise([
+    let waited = spinwise([
         "store",
         "--data",
         data,
@@ -75,6 +78,12 @@ fn upkeep_holds_the_lock_so_another_flush_is_refused_while_puts_and_gets_go_on()
         second.to_str().unwrap(),
     ])
     .success();
+    assert_eq!(
+        waited.stderr.matches("waiting for the owner").count(),
+        1,
+        "{}",
+        waited.stderr
+    );
     let got = spinwise(["store", "--data", data, "get", "b", "-"]).success();
     assert_eq!(got.stdout, "put while upkeep runs\n");
     spinwise(["store", "--data", data, "stat", "a", "--json"]).success();

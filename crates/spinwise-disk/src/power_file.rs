@@ -5,11 +5,14 @@
 //! (`standby`, `spinning-up`, `active`, `spinning-down`, `failed`) followed by one `\n`, nothing
 //! else; at most [`MAX_POWER_FILE_BYTES`] bytes are read.
 //!
-//! Invariants: the file is replaced whole (written to `.power-state.tmp`, then renamed over), so
-//! a reader sees the old phase or the new one, never a torn word. Both names start with '.', so
-//! the contract's `list_files` never shows them and they can never collide with a stripe stack;
-//! the temporary name does not start with `.tmp-`, so `DirectoryFiles::open` leaves it alone
-//! (the next write replaces it). Not fsynced: after a host crash every disk is in standby
+//! Invariants: the file is replaced whole (written to `.power-state.<pid>.tmp`, then renamed
+//! over), so a reader sees the old phase or the new one, never a torn word; the writer's pid in
+//! the temporary name keeps two processes that opened the same disk (which the owner lock
+//! prevents, but nothing in the disk itself) from tearing each other's temporary file. Both
+//! names start with '.', so the contract's `list_files` never shows them and they can never
+//! collide with a stripe stack; the temporary name does not start with `.tmp-`, so
+//! `DirectoryFiles::open` leaves it alone (only a process killed between write and rename
+//! leaves one, a few bytes). Not fsynced: after a host crash every disk is in standby
 //! anyway, and the next open rewrites the file.
 
 use std::fs;
@@ -18,8 +21,10 @@ use std::path::Path;
 
 /// The power-state file's name in a disk's directory.
 pub const POWER_STATE_FILE: &str = ".power-state";
-/// The temporary file a new power state is written to before the rename.
-const POWER_STATE_TEMP_FILE: &str = ".power-state.tmp";
+/// The temporary file this process writes a new power state to before the rename.
+fn temp_file_name() -> String {
+    format!("{POWER_STATE_FILE}.{}.tmp", std::process::id())
+}
 /// The most bytes a reader takes from the file (the longest name and its newline fit).
 pub const MAX_POWER_FILE_BYTES: u64 = 32;
 
@@ -82,7 +87,7 @@ pub enum PowerFileError {
 
 /// Publishes `phase` in `directory` (temp file + rename).
 pub(crate) fn write_power_phase(directory: &Path, phase: PowerPhase) -> io::Result<()> {
-    let temp = directory.join(POWER_STATE_TEMP_FILE);
+    let temp = directory.join(temp_file_name());
     fs::write(&temp, format!("{}\n", phase.name()))?;
     fs::rename(&temp, directory.join(POWER_STATE_FILE))
 }

@@ -48,6 +48,7 @@ pub mod heal;
 pub mod lock;
 pub mod migrate;
 pub mod ordered;
+pub mod owner;
 pub mod placement;
 pub mod purpose;
 pub mod rack;
