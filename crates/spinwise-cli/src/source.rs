@@ -126,11 +126,18 @@ pub fn read_bounded(
     })
 }
 
-/// The layout at `path` (`--layout`), or without one the planner's layout for `rack`. Whether a
-/// given layout fits the rack is the consumer's check (`Layout::group_disk_indices`).
+/// The layout at `path` (`--layout`), or without one the planner's layout for `rack` (which the
+/// planner verified itself). A given layout is verified against `rack` as `spinwise verify`
+/// does — budgets, targets and every claim — before anything runs on it: a hand-edited file
+/// must not drive disks or a simulation past what the rack allows.
 pub fn layout_or_plan(rack: &Rack, path: Option<&Path>) -> CliResult<Layout> {
     match path {
-        Some(path) => read_layout(path),
+        Some(path) => {
+            let layout = read_layout(path)?;
+            spinwise_plan::verify(rack, &layout)
+                .map_err(|violations| crate::plan::unverified(rack, path, &violations))?;
+            Ok(layout)
+        }
         None => Ok(spinwise_plan::plan(rack)
             .map_err(|source| CliError::Plan {
                 rack: rack.name.clone(),

@@ -1,7 +1,8 @@
 //! Issue 29, defect 1, through the real binary: `spinwise verify` refuses a pelican layout edited
 //! to break a rack target or a derived claim (exit 1, every violation on its own line with the
 //! numbers, `--json` with `found` and `required`), and `spinwise quality` verifies the layout
-//! before measuring it, so an inflated bound no longer reads as a quality of 0.083.
+//! before measuring it, so an inflated bound no longer reads as a quality of 0.083; `sim`,
+//! `store init` and `serve` verify a `--layout` file before running anything on it.
 
 mod common;
 
@@ -158,4 +159,49 @@ fn quality_asks_for_the_rack_of_a_layout_planned_for_no_shipped_preset() {
         "100".as_ref(),
     ])
     .success();
+}
+
+/// A layout whose claimed active-group bound was inflated past what the rack's budgets allow.
+fn inflated(dir: &TempDir) -> PathBuf {
+    pelican_layout_edited(dir, |v| v["max_active_groups_bound"] = 48.into())
+}
+
+#[test]
+fn sim_refuses_a_layout_file_that_fails_verification() {
+    let dir = TempDir::new("sim-unverified");
+    let layout = inflated(&dir);
+    spinwise([
+        "sim".as_ref(),
+        "--preset".as_ref(),
+        "pelican".as_ref(),
+        "--layout".as_ref(),
+        layout.as_os_str(),
+        "--rate".as_ref(),
+        "1".as_ref(),
+    ])
+    .refused()
+    .stderr_mentions(&["1 violation(s)", "max_active_groups_bound"]);
+}
+
+#[test]
+fn store_init_refuses_a_layout_file_that_fails_verification_and_creates_nothing() {
+    let dir = TempDir::new("init-unverified");
+    let layout = inflated(&dir);
+    let data = dir.join("data");
+    spinwise([
+        "store".as_ref(),
+        "--data".as_ref(),
+        data.as_os_str(),
+        "init".as_ref(),
+        "--preset".as_ref(),
+        "pelican".as_ref(),
+        "--layout".as_ref(),
+        layout.as_os_str(),
+    ])
+    .refused()
+    .stderr_mentions(&["1 violation(s)", "max_active_groups_bound"]);
+    assert!(
+        !data.join("catalog.sqlite").exists(),
+        "a refused layout must not leave a store behind"
+    );
 }
