@@ -7,6 +7,7 @@
 // CliError wraps RackError by value; it is built once, just before the process exits.
 #![allow(clippy::result_large_err)]
 
+mod admin;
 mod error;
 mod experiment;
 mod explore;

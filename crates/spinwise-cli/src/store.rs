@@ -13,7 +13,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use spinwise_catalog::{Catalog, ObjectLocation, ObjectRecord};
 use spinwise_model::parse_rack;
 use spinwise_store::{ContentCheck, RackSource, SqliteStore, Store, StoreConfig, StoreError};
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
@@ -39,7 +39,7 @@ pub struct StoreArgs {
     pub command: StoreCommand,
 }
 
-#[derive(Subcommand)]
+#[derive(Subcommand, Debug, serde::Serialize, serde::Deserialize)]
 pub enum StoreCommand {
     /// Create a store for a rack in DIR: store.toml (rack copied in), layout.json, catalog.
     Init(InitArgs),
@@ -124,6 +124,14 @@ pub enum StoreCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Rebuild a missing, empty or unreadable catalog from the staging log's records, the
+    /// stripe stacks' headers and the blob object indexes (docs/store.md, "A lost catalog").
+    /// Refused while the catalog opens; an unreadable one is moved aside, never deleted.
+    Recover {
+        /// The report as one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
     /// Start-up check (Pelican §3): spin every group up, as many at once as the budgets allow,
     /// and mount, list and measure each disk; reports the disks that fail. Exit status 1 if any.
     Check {
@@ -133,7 +141,7 @@ pub enum StoreCommand {
     },
 }
 
-#[derive(Args)]
+#[derive(Args, Debug, serde::Serialize, serde::Deserialize)]
 pub struct InitArgs {
     /// A shipped rack (see `spinwise presets`).
     #[arg(
@@ -174,12 +182,20 @@ async fn run_async(args: &StoreArgs) -> CliResult<()> {
     let limit = crate::ownership::wait_limit(args.wait_s)?;
     // A directory without a store has no disks to own; opening it reports that.
     let _owner = match args.data.join(spinwise_store::config::STORE_FILE).exists() {
-        true => Some(crate::ownership::own(&args.data, limit).await?),
         false => None,
+        true => match crate::admin::settle(&args.data, limit).await? {
+            crate::admin::Access::Owner(guard) => Some(guard),
+            crate::admin::Access::Served(connection) => {
+                return crate::admin::run_remote(connection, &args.command).await;
+            }
+        },
     };
+    if let StoreCommand::Recover { json } = &args.command {
+        return recover(&args.data, *json).await;
+    }
     let store = Store::open_sqlite(&args.data).await.map_err(store_error)?;
     for problem in &store.recovery().problems {
-        eprintln!("warning: recovery: {problem}");
+        crate::output::errln!("warning: recovery: {problem}");
     }
     if let StoreCommand::Upkeep { duration_s, json } = &args.command {
         let store = std::sync::Arc::new(store);
@@ -189,10 +205,25 @@ async fn run_async(args: &StoreArgs) -> CliResult<()> {
         }
         return result;
     }
-    let result = match &args.command {
-        StoreCommand::Init(_) => unreachable!("handled above"),
-        StoreCommand::Upkeep { .. } => unreachable!("handled above"),
-        StoreCommand::Put { key, path } => put(&store, key, path).await,
+    let result = execute(&store, &args.command).await;
+    store.close().await;
+    result
+}
+
+/// Runs one command on an open store: here for this process's own command, or in
+/// `spinwise serve` for another process's (crate::admin). Init and upkeep are not commands on
+/// an open store: they are refused.
+pub(crate) async fn execute(store: &SqliteStore, command: &StoreCommand) -> CliResult<()> {
+    match command {
+        StoreCommand::Init(_) | StoreCommand::Upkeep { .. } => Err(CliError::Usage(
+            "init and upkeep do not run on an open store".to_string(),
+        )),
+        // A store that opened has a catalog: recover would only refuse.
+        StoreCommand::Recover { .. } => Err(CliError::Usage(
+            "the store is open, so its catalog is healthy: recover rebuilds only a lost one"
+                .to_string(),
+        )),
+        StoreCommand::Put { key, path } => put(store, key, path).await,
         StoreCommand::Get {
             key,
             path,
@@ -203,26 +234,24 @@ async fn run_async(args: &StoreArgs) -> CliResult<()> {
                 true => ContentCheck::WholeObject,
                 false => ContentCheck::ChunksOnly,
             };
-            get(&store, key, path, range.as_deref(), check).await
+            get(store, key, path, range.as_deref(), check).await
         }
         StoreCommand::Rm { key } => store.delete(key).await.map(|_| ()).map_err(store_error),
         StoreCommand::Ls { prefix, json } => {
-            list(&store, prefix.as_deref().unwrap_or(""), *json).await
+            list(store, prefix.as_deref().unwrap_or(""), *json).await
         }
-        StoreCommand::Stat { key, json } => stat(&store, key, *json).await,
-        StoreCommand::Status { json } => status(&store, *json).await,
-        StoreCommand::Flush { json } => flush(&store, *json).await,
-        StoreCommand::Check { json } => check(&store, *json).await,
-        StoreCommand::FailDisk { disk } => fail_disk(&store, *disk).await,
-        StoreCommand::Rebuild { json } => rebuild(&store, *json).await,
-        StoreCommand::Scrub { json } => scrub(&store, *json).await,
+        StoreCommand::Stat { key, json } => stat(store, key, *json).await,
+        StoreCommand::Status { json } => status(store, *json).await,
+        StoreCommand::Flush { json } => flush(store, *json).await,
+        StoreCommand::Check { json } => check(store, *json).await,
+        StoreCommand::FailDisk { disk } => fail_disk(store, *disk).await,
+        StoreCommand::Rebuild { json } => rebuild(store, *json).await,
+        StoreCommand::Scrub { json } => scrub(store, *json).await,
         StoreCommand::Compact {
             min_dead_fraction,
             json,
-        } => compact(&store, *min_dead_fraction, *json).await,
-    };
-    store.close().await;
-    result
+        } => compact(store, *min_dead_fraction, *json).await,
+    }
 }
 
 async fn init(data: &Path, args: &InitArgs) -> CliResult<()> {
@@ -269,7 +298,7 @@ async fn init(data: &Path, args: &InitArgs) -> CliResult<()> {
 }
 
 fn progress_bar(total_bytes: Option<u64>) -> Option<ProgressBar> {
-    if !std::io::stderr().is_terminal() || total_bytes.is_some_and(|t| t < PROGRESS_MIN_BYTES) {
+    if !crate::output::stderr_is_terminal() || total_bytes.is_some_and(|t| t < PROGRESS_MIN_BYTES) {
         return None;
     }
     let bar = match total_bytes {
@@ -416,7 +445,7 @@ async fn report_heal(store: &SqliteStore) -> CliResult<()> {
             .iter()
             .map(|s| format!("blob {} column {}", s.blob, s.column))
             .collect();
-        eprintln!(
+        crate::output::errln!(
             "repaired {} damaged stack{} ({})",
             stacks.len(),
             if stacks.len() == 1 { "" } else { "s" },
@@ -424,13 +453,13 @@ async fn report_heal(store: &SqliteStore) -> CliResult<()> {
         );
     }
     for (stack, reason) in &report.failed {
-        eprintln!(
+        crate::output::errln!(
             "warning: could not repair blob {} column {} on disk {}: {reason}",
             stack.blob, stack.column, stack.disk
         );
     }
     for failed in &report.disks_failed {
-        eprintln!(
+        crate::output::errln!(
             "warning: disk {} is unreadable or removed: marked failed, {} stripe stack(s) queued for rebuild",
             failed.disk, failed.tasks_queued
         );
@@ -573,7 +602,7 @@ async fn flush(store: &SqliteStore, json: bool) -> CliResult<()> {
     let report = store
         .flush(|progress| {
             let bar = bar.get_or_init(|| {
-                std::io::stderr().is_terminal().then(|| {
+                crate::output::stderr_is_terminal().then(|| {
                     ProgressBar::with_draw_target(
                         Some(progress.bytes_staged),
                         ProgressDrawTarget::stderr(),
@@ -617,10 +646,39 @@ async fn flush(store: &SqliteStore, json: bool) -> CliResult<()> {
     Ok(())
 }
 
+/// `recover`: rebuilds the lost catalog (spinwise_store::recover); what it could not recover
+/// is printed as warnings, so a partial recovery is never silent.
+async fn recover(data: &Path, json: bool) -> CliResult<()> {
+    let report = spinwise_store::recover::recover(data)
+        .await
+        .map_err(|error| CliError::Usage(error.to_string()))?;
+    for skipped in &report.skipped {
+        eprintln!("warning: not recovered: {}: {}", skipped.what, skipped.reason);
+    }
+    if json {
+        let value = serde_json::to_value(&report).expect("the report serializes");
+        outln!("{value}");
+        return Ok(());
+    }
+    outln!(
+        "catalog rebuilt (it was {}): {} staged and {} migrated objects in {} blobs, {} older versions not restored, {} things skipped",
+        report.catalog_was,
+        report.staged_objects,
+        report.migrated_objects,
+        report.blobs,
+        report.versions_replaced,
+        report.skipped.len()
+    );
+    if let Some(moved) = &report.catalog_moved_to {
+        outln!("the old catalog files were moved to {moved}");
+    }
+    Ok(())
+}
+
 /// `check`: every disk, group by group under the budgets; a bar of groups on a terminal.
 async fn check(store: &SqliteStore, json: bool) -> CliResult<()> {
     let groups = store.layout().groups.len() as u64;
-    let bar = std::io::stderr().is_terminal().then(|| {
+    let bar = crate::output::stderr_is_terminal().then(|| {
         ProgressBar::with_draw_target(Some(groups), ProgressDrawTarget::stderr()).with_style(
             ProgressStyle::with_template("{bar:40} {pos}/{len} groups checked {elapsed}")
                 .expect("a valid template"),
@@ -677,7 +735,7 @@ async fn check(store: &SqliteStore, json: bool) -> CliResult<()> {
 
 /// A task counter on stderr when it is a terminal.
 fn count_bar(message: &'static str) -> Option<ProgressBar> {
-    if !std::io::stderr().is_terminal() {
+    if !crate::output::stderr_is_terminal() {
         return None;
     }
     let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr()).with_style(

@@ -1,0 +1,65 @@
+//! Commands served by the owner (issue 30 item 1): while `spinwise serve` owns a data directory,
+//! `spinwise store flush`, `status`, `ls` and the rest run inside it through DATA/admin.sock
+//! (mode 0600) instead of being refused by its locks or opening the disks a second time; put
+//! and get are refused with a pointer to S3; after the server is killed (-9), its stale socket
+//! blocks nobody and the next command owns the directory itself.
+
+mod common;
+
+use common::s3_server::{S3Server, prepare_data_dir};
+use common::{TempDir, spinwise};
+use std::os::unix::fs::PermissionsExt;
+
+#[test]
+fn flush_and_status_work_while_serve_runs_and_a_killed_server_s_socket_blocks_nobody() {
+    let dir = TempDir::new("served-commands");
+    let data_path = dir.join("data");
+    let data = data_path.to_str().unwrap();
+    prepare_data_dir(&data_path, 3600.0);
+    let input = dir.write("input.txt", "staged before the server started\n");
+    spinwise(["store", "--data", data, "put", "a", input.to_str().unwrap()]).success();
+
+    let server = S3Server::start(&data_path, &dir.join("serve.log"));
+    let socket = data_path.join("admin.sock");
+    let mode = std::fs::metadata(&socket).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600, "the admin socket is the owner's only");
+
+    let flushed = spinwise(["store", "--data", data, "--wait-s", "5", "flush", "--json"])
+        .success()
+        .json();
+    assert_eq!(flushed["objects_moved"], 1, "{flushed}");
+    assert_eq!(flushed["blobs_written"], 1, "{flushed}");
+    let status = spinwise(["store", "--data", data, "--wait-s", "5", "status", "--json"])
+        .success()
+        .json();
+    assert_eq!(status["objects"], 1, "{status}");
+    let listed = spinwise(["store", "--data", data, "--wait-s", "5", "ls"]).success();
+    assert!(listed.stdout.contains("migrated"), "{}", listed.stdout);
+    spinwise(["store", "--data", data, "--wait-s", "5", "stat", "missing"]).refused();
+    spinwise([
+        "store",
+        "--data",
+        data,
+        "--wait-s",
+        "5",
+        "put",
+        "b",
+        input.to_str().unwrap(),
+    ])
+    .refused()
+    .stderr_mentions(&["spinwise serve", "S3"]);
+    let log = server.stop();
+    assert!(log.contains("serving an admin command"), "{log}");
+    assert!(!socket.exists(), "a stopped server removes its socket");
+
+    // kill -9: the socket file stays, the owner lock goes with the process.
+    let killed = S3Server::start(&data_path, &dir.join("serve-killed.log"));
+    drop(killed);
+    assert!(socket.exists(), "a killed server leaves its socket behind");
+    let status = spinwise(["store", "--data", data, "--wait-s", "5", "status", "--json"])
+        .success()
+        .json();
+    assert_eq!(status["objects"], 1, "{status}");
+    let got = spinwise(["store", "--data", data, "--wait-s", "5", "get", "a", "-"]).success();
+    assert_eq!(got.stdout, "staged before the server started\n");
+}
