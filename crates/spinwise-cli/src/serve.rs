@@ -44,7 +44,8 @@ pub struct ServeArgs {
     /// `max_put_bytes`, `restore_mode`, `restore_capacity_bytes`, `restore_bulk_wait_s`,
     /// `restore_max_ongoing`, `restore_expedited_max_ongoing`, `restore_expedited_per_hour`,
     /// `etag`,
-    /// `abandon_uploads_after_days`, `tls_cert` and `tls_key`); flags and environment override
+    /// `abandon_uploads_after_days`, `idle_spin_down_s` (seconds, 0 for never), `tls_cert` and
+    /// `tls_key`); flags and environment override
     /// it, relative paths in it are relative to its directory (docs/s3.md "Configuration file").
     #[arg(long, value_name = "FILE", env = "SPINWISE_CONFIG")]
     pub config: Option<PathBuf>,
@@ -142,6 +143,12 @@ pub struct ServeArgs {
     /// [default: 7]
     #[arg(long, value_name = "DAYS")]
     pub abandon_uploads_after_days: Option<u64>,
+    /// Spin a group down once it has had no work for S seconds (real time, whatever the
+    /// store's time factor), or `never` (0 too), for this run; each spin-down is logged with
+    /// its reason and counted in the metrics (`spinwise_group_spin_downs_by_cause_total`)
+    /// [default: the store's `idle_spin_down_s` in store.toml, 60 unless set]
+    #[arg(long, value_name = "S|never")]
+    pub idle_spin_down_s: Option<String>,
     /// A PEM certificate chain (leaf first): serve HTTPS instead of plain HTTP (with --tls-key).
     #[arg(long, value_name = "CERT.pem", requires = "tls_key")]
     pub tls_cert: Option<PathBuf>,
@@ -295,6 +302,31 @@ async fn open_or_create(settings: &ServeSettings) -> CliResult<SqliteStore> {
     Ok(store)
 }
 
+/// Applies `--idle-spin-down-s` (or the file's) for this run; logs the time in effect.
+async fn set_idle_spin_down(settings: &ServeSettings, store: &SqliteStore) -> CliResult<()> {
+    let config = store.config();
+    let idle_s = match settings.idle_spin_down_s {
+        Some(seconds) => (seconds > 0.0).then_some(seconds),
+        None => config.idle_spin_down_s,
+    };
+    let after_us = spinwise_store::config::idle_spin_down_us(idle_s);
+    if settings.idle_spin_down_s.is_some() {
+        let driver = &store.rack_io().driver;
+        driver
+            .set_idle_spin_down_us(after_us)
+            .await
+            .map_err(|e| CliError::Usage(format!("setting the idle spin-down time: {e}")))?;
+    }
+    match after_us {
+        Some(us) => tracing::info!(
+            idle_spin_down_s = us as f64 / 1e6,
+            "idle groups spin down after this many seconds without work"
+        ),
+        None => tracing::info!("idle groups are never spun down"),
+    }
+    Ok(())
+}
+
 /// Logs every group power change (with the jobs that wait for it) and every disk failure.
 fn log_activity(store: &Arc<SqliteStore>) -> tokio::task::JoinHandle<()> {
     let driver = store.rack_io().driver.clone();
@@ -310,8 +342,8 @@ fn log_activity(store: &Arc<SqliteStore>) -> tokio::task::JoinHandle<()> {
                     Ok(GroupActivity::Up { group, took_us, work, .. }) => {
                         tracing::info!(group, jobs = work.total_jobs(), took_s = took_us as f64 / 1e6, "group spun up for {work}");
                     }
-                    Ok(GroupActivity::GoingDown { group, .. }) => {
-                        tracing::info!(group, "group spinning down: idle, or yielding to a group with waiting work");
+                    Ok(GroupActivity::GoingDown { group, cause, .. }) => {
+                        tracing::info!(group, reason = cause.name(), "group spinning down: {cause}");
                     }
                     Ok(GroupActivity::Down { group, .. }) => tracing::info!(group, "group spun down"),
                     Err(tokio::sync::broadcast::error::RecvError::Lagged(missed)) => {
@@ -399,6 +431,7 @@ async fn serve(settings: &ServeSettings) -> CliResult<()> {
     let claimed = crate::ownership::own_for_serve(&settings.data).await?;
     let store = Arc::new(open_or_create(settings).await?);
     let _owner = crate::ownership::own_new(&settings.data, claimed).await?;
+    set_idle_spin_down(settings, &store).await?;
     for problem in &store.recovery().problems {
         tracing::warn!(problem, "recovery");
     }

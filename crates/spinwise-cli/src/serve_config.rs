@@ -61,6 +61,7 @@ struct ServeFile {
     restore_expedited_per_hour: Option<u64>,
     etag: Option<String>,
     abandon_uploads_after_days: Option<u64>,
+    idle_spin_down_s: Option<f64>,
     tls_cert: Option<PathBuf>,
     tls_key: Option<PathBuf>,
 }
@@ -98,6 +99,9 @@ pub struct ServeSettings {
     pub restore_expedited_per_hour: u64,
     pub etag: EtagMode,
     pub abandon_uploads_after_days: u64,
+    /// Idle spin-down for this run, in seconds (0: never); `None`: the store's own
+    /// `idle_spin_down_s`.
+    pub idle_spin_down_s: Option<f64>,
     /// The TLS certificate chain and key files (None: plain HTTP).
     pub tls: Option<(PathBuf, PathBuf)>,
     /// Which file, if any, these came from (for messages).
@@ -121,8 +125,17 @@ impl ServeSettings {
     }
 }
 
+/// Largest `serve --config` file: a few dozen settings take a few kilobytes; the bound keeps a
+/// wrong path (a disk image, `/dev/zero`) from being read whole before it is refused.
+pub const MAX_CONFIG_FILE_BYTES: usize = 1024 * 1024;
+
 fn read_file(path: &Path) -> CliResult<ServeFile> {
-    let text = std::fs::read_to_string(path).map_err(io_error(path))?;
+    let text = crate::source::read_bounded(
+        path,
+        MAX_CONFIG_FILE_BYTES,
+        "a serve configuration file",
+        "serve_config::MAX_CONFIG_FILE_BYTES",
+    )?;
     let file: ServeFile = toml::from_str(&text).map_err(|error| {
         // The line the error points at names the key; toml's own rendering spans several lines.
         let at = error.span().map_or(0, |span| span.start).min(text.len());
@@ -242,9 +255,28 @@ fn merge(args: &ServeArgs, file: ServeFile, base: &Path) -> CliResult<ServeSetti
             .abandon_uploads_after_days
             .or(file.abandon_uploads_after_days)
             .unwrap_or(DEFAULT_ABANDON_UPLOADS_AFTER_DAYS),
+        idle_spin_down_s: idle_spin_down_s(args, file.idle_spin_down_s)?,
         tls: flag_tls.or(file_tls),
         config_file: args.config.clone(),
     })
+}
+
+/// `--idle-spin-down-s` (seconds or `never`), else the file's `idle_spin_down_s` (seconds, 0
+/// for never), as seconds with 0 for never; checked now so a bad one creates nothing.
+fn idle_spin_down_s(args: &ServeArgs, from_file: Option<f64>) -> CliResult<Option<f64>> {
+    if let Some(text) = &args.idle_spin_down_s {
+        return Ok(Some(crate::sim::idle_spin_down_s(text)?.unwrap_or(0.0)));
+    }
+    match from_file {
+        Some(seconds) if !(seconds.is_finite() && seconds >= 0.0) => {
+            let file = args.config.as_deref().unwrap_or(Path::new("?"));
+            Err(CliError::Usage(format!(
+                "{}: `idle_spin_down_s` must be a number of seconds ≥ 0 (0: never), got {seconds}",
+                file.display()
+            )))
+        }
+        other => Ok(other),
+    }
 }
 
 /// The domains of the flags, else of the file, checked now so a bad one creates nothing.
@@ -327,6 +359,22 @@ mod tests {
         assert_eq!(defaults.tls, None);
         assert_eq!(defaults.domains, None);
         assert_eq!(defaults.metrics_listen, None);
+        assert_eq!(defaults.idle_spin_down_s, None);
+    }
+
+    #[test]
+    fn idle_spin_down_comes_from_the_flag_over_the_file_and_never_is_zero() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = config_file(dir.path(), "idle_spin_down_s = 30\n");
+        let from_file = settings(&["--config", &file]).unwrap();
+        assert_eq!(from_file.idle_spin_down_s, Some(30.0));
+        let flag = settings(&["--config", &file, "--idle-spin-down-s", "never"]).unwrap();
+        assert_eq!(flag.idle_spin_down_s, Some(0.0));
+        let flag = settings(&["--idle-spin-down-s", "1.5"]).unwrap();
+        assert_eq!(flag.idle_spin_down_s, Some(1.5));
+        assert!(settings(&["--idle-spin-down-s", "soon"]).is_err());
+        let negative = config_file(dir.path(), "idle_spin_down_s = -1\n");
+        assert!(settings(&["--config", &negative]).is_err());
     }
 
     #[test]

@@ -11,7 +11,9 @@
 //!   and those that read a parity column) are carried over by difference, so they only grow;
 //! - spin-ups and spin-downs are counted from the driver's activity broadcast by a task of
 //!   [`S3Metrics::watch`]; a broadcast that lagged loses events, which is counted too
-//!   (`spinwise_activity_events_missed_total`) rather than hidden;
+//!   (`spinwise_activity_events_missed_total`) rather than hidden; spin-downs are also counted
+//!   by cause as they start (`spinwise_group_spin_downs_by_cause_total{group, cause}`, cause
+//!   `idle`, `make_room` or `shutdown`), every group and cause from 0;
 //! - a scrape never blocks S3 requests: it takes the driver's snapshot like any status call;
 //! - with [`S3Metrics::with_restores`], restores by state and tier are counted from the
 //!   restores table at each scrape (every pair has a series, 0 when none), and the Bulk
@@ -28,7 +30,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 use spinwise_store::SqliteStore;
-use spinwise_store::driver::{GroupActivity, GroupPhase};
+use spinwise_store::driver::{GroupActivity, GroupPhase, SpinDownCause};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use tokio::net::TcpListener;
@@ -48,6 +50,19 @@ struct PhaseLabels {
     group: u32,
     phase: &'static str,
 }
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct CauseLabels {
+    group: u32,
+    cause: &'static str,
+}
+
+/// Every cause a spin-down can have, each with a series per group.
+const SPIN_DOWN_CAUSES: [SpinDownCause; 3] = [
+    SpinDownCause::Idle,
+    SpinDownCause::MakeRoom,
+    SpinDownCause::Shutdown,
+];
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct StatusLabel {
@@ -83,6 +98,8 @@ pub struct S3Metrics {
     responses: Family<StatusLabel, Counter>,
     spin_ups: Family<GroupLabel, Counter>,
     spin_downs: Family<GroupLabel, Counter>,
+    spin_downs_by_cause: Family<CauseLabels, Counter>,
+    idle_spin_down_seconds: Gauge<f64, std::sync::atomic::AtomicU64>,
     missed_events: Counter,
     phase: Family<PhaseLabels, Gauge>,
     queued_jobs: Family<GroupLabel, Gauge>,
@@ -112,6 +129,8 @@ impl S3Metrics {
             responses: Family::default(),
             spin_ups: Family::default(),
             spin_downs: Family::default(),
+            spin_downs_by_cause: Family::default(),
+            idle_spin_down_seconds: Gauge::default(),
             missed_events: Counter::default(),
             phase: Family::default(),
             queued_jobs: Family::default(),
@@ -140,6 +159,13 @@ impl S3Metrics {
                 .spin_downs
                 .get_or_create(&GroupLabel { group })
                 .inc_by(0);
+            for cause in SPIN_DOWN_CAUSES {
+                let labels = CauseLabels {
+                    group,
+                    cause: cause.name(),
+                };
+                metrics.spin_downs_by_cause.get_or_create(&labels).inc_by(0);
+            }
         }
         metrics.registered()
     }
@@ -161,6 +187,16 @@ impl S3Metrics {
             "group_spin_downs",
             "Spin-downs of each disk group (finished)",
             self.spin_downs.clone(),
+        );
+        registry.register(
+            "group_spin_downs_by_cause",
+            "Spin-downs of each disk group as they start, by cause: idle (no work for the idle spin-down time), make_room (another group needed its budget), shutdown",
+            self.spin_downs_by_cause.clone(),
+        );
+        registry.register(
+            "idle_spin_down_seconds",
+            "How long a group may stay idle before it is spun down, in the driver's seconds (-1: never)",
+            self.idle_spin_down_seconds.clone(),
         );
         registry.register(
             "activity_events_missed",
@@ -271,7 +307,14 @@ impl S3Metrics {
                             .get_or_create(&GroupLabel { group })
                             .inc();
                     }
-                    Ok(GroupActivity::GoingDown { .. } | GroupActivity::SpinningUp { .. }) => {}
+                    Ok(GroupActivity::GoingDown { group, cause, .. }) => {
+                        let labels = CauseLabels {
+                            group,
+                            cause: cause.name(),
+                        };
+                        metrics.spin_downs_by_cause.get_or_create(&labels).inc();
+                    }
+                    Ok(GroupActivity::SpinningUp { .. }) => {}
                     Err(RecvError::Lagged(missed)) => {
                         metrics.missed_events.inc_by(missed);
                     }
@@ -315,6 +358,8 @@ impl S3Metrics {
         self.disks_active_peak
             .set(i64::from(state.audit.max_active));
         self.failed_disks.set(state.failed_disks.len() as i64);
+        self.idle_spin_down_seconds
+            .set(state.idle_spin_down_us.map_or(-1.0, |us| us as f64 / 1e6));
         carry(&self.jobs_served, &self.last_jobs_served, state.jobs_served);
         carry(
             &self.budget_refusals,

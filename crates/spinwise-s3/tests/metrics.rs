@@ -1,7 +1,8 @@
 //! The Prometheus metrics over a real store: a cold read counts its group's spin-up (and the
 //! spin-down after it), the phase gauges show one phase per group, the driver's totals carry
 //! over as growing counters, S3 answers are counted by status through a server started with
-//! them, and the listener serves `GET /metrics` and nothing else.
+//! them, an idle spin-down is counted by its cause, and the listener serves `GET /metrics` and
+//! nothing else.
 
 mod common;
 
@@ -64,6 +65,52 @@ async fn a_cold_read_counts_its_groups_spin_up_and_the_gauges_show_the_driver() 
     assert!(
         after.ends_with("# EOF\n"),
         "OpenMetrics text ends with # EOF"
+    );
+    watching.abort();
+    harness.server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_group_spinning_down_is_counted_by_cause_and_the_idle_time_is_shown() {
+    let harness = start().await;
+    let metrics = Arc::new(S3Metrics::new(Arc::clone(&harness.store)));
+    let watching = metrics.watch();
+    bucket(&harness, "idle").await;
+    let bytes = pattern(100_000, 7);
+    put(&harness.client, "idle", "cold", &bytes).await;
+    harness.store.flush(|_| {}).await.unwrap();
+    let group = migrated_group(&harness.store, "idle/cold").await;
+    rest_group(&harness.store, group).await;
+    let driver = &harness.store.rack_io().driver;
+    driver.set_idle_spin_down_us(Some(1_000_000)).await.unwrap();
+    let idle =
+        format!("spinwise_group_spin_downs_by_cause_total{{group=\"{group}\",cause=\"idle\"}}");
+    let before = metrics.scrape().await.unwrap();
+    let idle_before = sample(&before, &idle).expect("every group and cause has a series");
+    assert_eq!(
+        sample(&before, "spinwise_idle_spin_down_seconds"),
+        Some(1.0)
+    );
+
+    assert!(get_bytes(&harness.client, "idle", "cold", None).await == bytes);
+    let resting = format!("spinwise_group_phase{{group=\"{group}\",phase=\"resting\"}}");
+    let mut after = String::new();
+    for _ in 0..100 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        after = metrics.scrape().await.unwrap();
+        if sample(&after, &resting) == Some(1.0) && sample(&after, &idle) > Some(idle_before) {
+            break;
+        }
+    }
+    assert_eq!(
+        sample(&after, &resting),
+        Some(1.0),
+        "the read's group rests:\n{after}"
+    );
+    assert_eq!(
+        sample(&after, &idle),
+        Some(idle_before + 1.0),
+        "one idle spin-down after the read:\n{after}"
     );
     watching.abort();
     harness.server.stop().await;

@@ -12,6 +12,7 @@ use crate::error::{StoreError, StoreResult, io_error};
 use crate::staging::StagingConfig;
 use serde::{Deserialize, Serialize};
 use spinwise_model::{Layout, Rack, parse_rack};
+pub use spinwise_sched::idle::{DEFAULT_IDLE_SPIN_DOWN_S, idle_spin_down_us};
 use std::path::{Path, PathBuf};
 
 const STORE_FORMAT: &str = "spinwise-store";
@@ -103,6 +104,15 @@ pub struct StoreConfig {
     pub staging: StagingConfig,
     /// Scrub policy for the upkeep task (`[upkeep]` in store.toml; defaults when absent).
     pub upkeep: crate::upkeep::UpkeepConfig,
+    /// Idle spin-down: a group with no work for this many seconds of the driver's (real) clock
+    /// spins down (`None`: never; `idle_spin_down_s` in store.toml, 0 there for never, absent
+    /// for the default, spinwise-sched's `DEFAULT_IDLE_SPIN_DOWN_S`). Not scaled by
+    /// `time_factor`: an operator's idle time is wall time, and the test suites' fast stores
+    /// (time factor 0.001) would otherwise spin groups down 60 ms after each job. To keep the
+    /// rack's ratio of idle time to spin-up time in a scaled emulation (as the simulator at rack
+    /// time has it), give the rack's idle time × `time_factor`. `spinwise serve
+    /// --idle-spin-down-s` overrides it for one run.
+    pub idle_spin_down_s: Option<f64>,
 }
 
 impl StoreConfig {
@@ -121,7 +131,13 @@ impl StoreConfig {
             fragment_bytes: 128 << 10,
             staging: StagingConfig::default(),
             upkeep: crate::upkeep::UpkeepConfig::default(),
+            idle_spin_down_s: Some(DEFAULT_IDLE_SPIN_DOWN_S),
         }
+    }
+
+    /// The idle spin-down time the driver is given, µs (`None`: never).
+    pub fn idle_spin_down_us(&self) -> Option<u64> {
+        idle_spin_down_us(self.idle_spin_down_s)
     }
 
     /// The rate each emulated disk is throttled to, bytes/s: `rack.disk_model.bandwidth_mb_per_s`
@@ -157,6 +173,9 @@ struct StoreFile {
     /// Absent in stores written before upkeep existed: the defaults apply.
     #[serde(default)]
     upkeep: crate::upkeep::UpkeepConfig,
+    /// Seconds, 0 for never; absent when the default, and in stores written before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    idle_spin_down_s: Option<f64>,
     rack: RackSection,
 }
 
@@ -217,6 +236,16 @@ pub fn validate(config: &StoreConfig, path: &Path) -> StoreResult<Rack> {
         ));
     }
     crate::upkeep::validate(&config.upkeep).map_err(|message| config_error(path, message))?;
+    if let Some(seconds) = config.idle_spin_down_s
+        && !(seconds.is_finite() && seconds > 0.0)
+    {
+        return Err(config_error(
+            path,
+            format!(
+                "idle_spin_down_s must be a positive number of seconds (0: never), got {seconds}"
+            ),
+        ));
+    }
     let rack = parse_rack(&format!("{} (rack)", path.display()), &config.rack_toml)
         .map_err(|e| config_error(path, e.to_string()))?;
     config
@@ -272,6 +301,11 @@ pub fn write(data_dir: &Path, config: &StoreConfig) -> StoreResult<()> {
             limit_bytes: config.staging.limit_bytes,
         },
         upkeep: config.upkeep.clone(),
+        idle_spin_down_s: match config.idle_spin_down_s {
+            Some(seconds) if seconds == DEFAULT_IDLE_SPIN_DOWN_S => None,
+            Some(seconds) => Some(seconds),
+            None => Some(0.0),
+        },
         rack: RackSection {
             source: config.rack_source.clone(),
             toml: config.rack_toml.clone(),
@@ -327,5 +361,9 @@ pub fn read(data_dir: &Path) -> StoreResult<StoreConfig> {
             limit_bytes: file.staging.limit_bytes,
         },
         upkeep: file.upkeep,
+        idle_spin_down_s: match file.idle_spin_down_s {
+            None => Some(DEFAULT_IDLE_SPIN_DOWN_S),
+            Some(seconds) => (seconds != 0.0).then_some(seconds),
+        },
     })
 }

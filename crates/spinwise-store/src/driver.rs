@@ -16,6 +16,10 @@
 //!   disk whose spin-up fails is marked failed ([`DiskEvent::SpinUpFailed`]); either way the
 //!   group comes up with its other disks, which the work sees in [`GroupDisks::missing`] (the
 //!   store reconstructs from any k).
+//! - Idle spin-down is the policy's ([`DriverConfig::idle_spin_down_us`], spinwise-sched's `idle`
+//!   module, the simulator's rule): the loop's timer wakes it at the first idle deadline
+//!   ([`Policy::next_timeout_us`]), and each spin-down is announced with its reason
+//!   ([`SpinDownCause`]: idle, making room for another group, or shutdown).
 //! - `SpinDown(g)`: [`GroupActivity::GoingDown`], every spun-up disk's `spin_down` on a blocking
 //!   thread, each booked resting once it returned, then `spun_down` and [`GroupActivity::Down`].
 //! - With the layout's staggered switches (spinwise-sched's scheduler docs), the policy learns
@@ -36,6 +40,7 @@ use crate::clock::Clock;
 pub use crate::purpose::{Purpose, WaitingWork};
 use spinwise_disk::{Disk, DiskError};
 use spinwise_model::{BindError, DiskIndex, GroupIndex, Layout, Rack};
+use spinwise_sched::idle::{DEFAULT_IDLE_SPIN_DOWN_S, SpinDownReason, idle_spin_down_us};
 use spinwise_sched::policy::{FullyProvisioned, Policy};
 use spinwise_sched::scheduler::{self, Action, ClassScheduler, Kind, Request, SchedulerError};
 use std::collections::{BTreeMap, BTreeSet};
@@ -77,6 +82,11 @@ pub struct DriverConfig {
     pub command_capacity: usize,
     /// See [`DEFAULT_EVENT_CAPACITY`].
     pub event_capacity: usize,
+    /// Spin a group down once it has had no work for this long, µs of the driver's clock
+    /// (`None`: never; the FP policy never does). Default: spinwise-sched's
+    /// `DEFAULT_IDLE_SPIN_DOWN_S`, as in the simulator. [`Driver::set_idle_spin_down_us`]
+    /// changes it while the driver runs.
+    pub idle_spin_down_us: Option<u64>,
 }
 
 impl Default for DriverConfig {
@@ -85,7 +95,40 @@ impl Default for DriverConfig {
             policy: PolicyChoice::Pelican,
             command_capacity: DEFAULT_COMMAND_CAPACITY,
             event_capacity: DEFAULT_EVENT_CAPACITY,
+            idle_spin_down_us: idle_spin_down_us(Some(DEFAULT_IDLE_SPIN_DOWN_S)),
         }
+    }
+}
+
+/// Why a group spins down, as announced in [`GroupActivity::GoingDown`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SpinDownCause {
+    /// It had no work for the idle time.
+    Idle,
+    /// Another group needed its budget (a class switching groups, an expedited read).
+    MakeRoom,
+    /// The driver is shutting down.
+    Shutdown,
+}
+
+impl SpinDownCause {
+    /// One lowercase word, for logs and metric labels.
+    pub fn name(self) -> &'static str {
+        match self {
+            SpinDownCause::Idle => "idle",
+            SpinDownCause::MakeRoom => "make_room",
+            SpinDownCause::Shutdown => "shutdown",
+        }
+    }
+}
+
+impl std::fmt::Display for SpinDownCause {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            SpinDownCause::Idle => "idle for the idle spin-down time",
+            SpinDownCause::MakeRoom => "making room for another group",
+            SpinDownCause::Shutdown => "shutting down",
+        })
     }
 }
 
@@ -301,6 +344,7 @@ pub enum GroupActivity {
     GoingDown {
         group: GroupIndex,
         at_us: u64,
+        cause: SpinDownCause,
     },
     Down {
         group: GroupIndex,
@@ -367,6 +411,10 @@ pub struct DriverState {
     pub failed_disks: Vec<DiskIndex>,
     pub audit: AuditCounters,
     pub shutting_down: bool,
+    /// The idle spin-down time in effect, µs (`None`: never).
+    pub idle_spin_down_us: Option<u64>,
+    /// Groups spun down so far because they were idle.
+    pub idle_spin_downs: u64,
 }
 
 /// What [`Driver::shutdown`] leaves: everything resting, and the audit's record.
@@ -398,6 +446,10 @@ enum Command {
     MarkFailed {
         disk: DiskIndex,
         reply: oneshot::Sender<Result<(), UnknownDisk>>,
+    },
+    SetIdleSpinDown {
+        after_us: Option<u64>,
+        reply: oneshot::Sender<()>,
     },
 }
 
@@ -458,10 +510,14 @@ impl Driver {
                 return Err(DriverError::ZeroCapacity { what });
             }
         }
-        let policy: Box<dyn Policy + Send> = match config.policy {
+        let mut policy: Box<dyn Policy + Send> = match config.policy {
             PolicyChoice::Pelican => Box::new(class_scheduler(rack, layout)?),
             PolicyChoice::FullyProvisioned => Box::new(FullyProvisioned::new(layout)),
         };
+        policy.set_idle_spin_down_us(config.idle_spin_down_us);
+        let idle_spin_down_us = config
+            .idle_spin_down_us
+            .filter(|_| config.policy == PolicyChoice::Pelican);
         let audit = Arc::new(Mutex::new(BudgetAudit::new(rack)?));
         let (commands, command_receiver) = mpsc::channel(config.command_capacity);
         // Each disk has at most one power command in flight and each group at most the layout's
@@ -494,6 +550,7 @@ impl Driver {
             disk_events: disk_events.clone(),
             shutting_down: false,
             shutdown_waiters: Vec::new(),
+            idle_spin_down_us,
         };
         runtime.spawn(engine.run(command_receiver, completion_receiver));
         Ok(Driver {
@@ -574,6 +631,17 @@ impl Driver {
         let (reply, answer) = oneshot::channel();
         self.commands
             .send(Command::MarkFailed { disk, reply })
+            .await
+            .map_err(|_| Stopped)?;
+        answer.await.map_err(|_| Stopped)
+    }
+
+    /// Spins a group down once it has had no work for `after_us` from now on (`None`: never;
+    /// groups idle now count from when they last had work). The FP policy ignores it.
+    pub async fn set_idle_spin_down_us(&self, after_us: Option<u64>) -> Result<(), Stopped> {
+        let (reply, answer) = oneshot::channel();
+        self.commands
+            .send(Command::SetIdleSpinDown { after_us, reply })
             .await
             .map_err(|_| Stopped)?;
         answer.await.map_err(|_| Stopped)
@@ -674,6 +742,8 @@ struct Engine {
     disk_events: broadcast::Sender<DiskEvent>,
     shutting_down: bool,
     shutdown_waiters: Vec<oneshot::Sender<ShutdownReport>>,
+    /// What the policy was told (reported in snapshots).
+    idle_spin_down_us: Option<u64>,
 }
 
 impl Engine {
@@ -738,9 +808,14 @@ impl Engine {
             match action {
                 Action::SpinUp(group) => self.spin_up(group),
                 Action::SpinDown(group) => {
+                    let cause = match self.policy.spin_down_reason(group) {
+                        SpinDownReason::Idle => SpinDownCause::Idle,
+                        SpinDownReason::MakeRoom => SpinDownCause::MakeRoom,
+                    };
                     self.announce(GroupActivity::GoingDown {
                         group,
                         at_us: self.now_us,
+                        cause,
                     });
                     self.spin_down(group, true);
                 }
@@ -753,6 +828,7 @@ impl Engine {
                     self.announce(GroupActivity::GoingDown {
                         group,
                         at_us: self.now_us,
+                        cause: SpinDownCause::Shutdown,
                     });
                     self.spin_down(group, false);
                 }
@@ -806,6 +882,17 @@ impl Engine {
             }
             Command::MarkFailed { disk, reply } => {
                 let _ = reply.send(self.mark_failed(disk));
+            }
+            Command::SetIdleSpinDown { after_us, reply } => {
+                self.policy.set_idle_spin_down_us(after_us);
+                if self.idle_spin_down_us.is_some() || after_us.is_some() {
+                    tracing::info!(
+                        idle_spin_down_s = after_us.map(|us| us as f64 / 1e6),
+                        "idle spin-down time set"
+                    );
+                }
+                self.idle_spin_down_us = after_us.filter(|us| *us > 0);
+                let _ = reply.send(());
             }
         }
     }
@@ -1196,6 +1283,8 @@ impl Engine {
             failed_disks: self.failed.iter().copied().collect(),
             audit: audit.counters().clone(),
             shutting_down: self.shutting_down,
+            idle_spin_down_us: self.idle_spin_down_us,
+            idle_spin_downs: self.policy.idle_spin_downs(),
         }
     }
 }

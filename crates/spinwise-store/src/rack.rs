@@ -119,7 +119,10 @@ pub async fn open_rack<C: Catalog>(
         layout,
         disks.clone(),
         Arc::new(SystemClock::new()),
-        DriverConfig::default(),
+        DriverConfig {
+            idle_spin_down_us: config.idle_spin_down_us(),
+            ..DriverConfig::default()
+        },
     )
     .map_err(|error: DriverError| StoreError::Driver(error.to_string()))?;
     for record in catalog.unhealthy_disks().await? {

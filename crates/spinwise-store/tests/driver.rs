@@ -20,7 +20,7 @@ use spinwise_store::audit::{AuditCounters, AuditRefusal, BudgetAudit, DiskPower}
 use spinwise_store::clock::{Clock, ManualClock, SystemClock};
 use spinwise_store::driver::{
     DiskEvent, Driver, DriverConfig, DriverError, GroupActivity, GroupDisks, GroupPhase, Job,
-    PolicyChoice, Purpose, Rejected, UnknownDisk,
+    PolicyChoice, Purpose, Rejected, SpinDownCause, UnknownDisk,
 };
 use std::collections::BTreeMap;
 use std::io::Read;
@@ -1398,4 +1398,82 @@ async fn without_staggered_switches_a_class_switches_while_its_partner_spins_up(
         ),
         "x1 down, then y1 up: {order:?}"
     );
+}
+
+/// Runs one job on group 5 of the JBOD with the driver's idle spin-down at `idle_us`; returns
+/// once the job is done, with the bench and the group activity announced since the start.
+async fn one_job_then_idle(
+    idle_us: Option<u64>,
+) -> (Bench, tokio::sync::broadcast::Receiver<GroupActivity>) {
+    let (rack, layout) = jbod();
+    let config = DriverConfig {
+        idle_spin_down_us: idle_us,
+        ..DriverConfig::default()
+    };
+    let bench = bench(
+        rack,
+        layout,
+        BenchOptions {
+            config,
+            ..BenchOptions::default()
+        },
+    );
+    let activity = bench.driver.subscribe_activity();
+    let handle = bench
+        .driver
+        .submit(Job::new(5, 1000, Kind::Client, |_: &GroupDisks| ()))
+        .await
+        .unwrap();
+    handle.wait().await.unwrap();
+    (bench, activity)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn under_no_load_a_group_spins_down_after_the_idle_time_and_not_before_saying_why() {
+    let idle = Duration::from_secs(1);
+    let (bench, mut activity) = one_job_then_idle(Some(idle.as_micros() as u64)).await;
+    let served = std::time::Instant::now();
+    let state = bench.driver.state().await.unwrap();
+    assert_eq!(state.groups[5].phase, GroupPhase::Active);
+    assert_eq!(state.idle_spin_down_us, Some(1_000_000));
+    tokio::time::sleep(idle / 2).await;
+    let state = bench.driver.state().await.unwrap();
+    assert_eq!(state.groups[5].phase, GroupPhase::Active, "spun down early");
+    until_phase(&bench.driver, 5, GroupPhase::Resting).await;
+    let rested_after = served.elapsed();
+    assert!(
+        rested_after >= idle / 2 && rested_after < idle * 5,
+        "rested {rested_after:?} after the job"
+    );
+    let state = bench.driver.state().await.unwrap();
+    assert_eq!(state.idle_spin_downs, 1);
+    assert_eq!(state.audit.active_now, 0, "every disk rests");
+    let cause = std::iter::from_fn(|| activity.try_recv().ok())
+        .find_map(|event| match event {
+            GroupActivity::GoingDown {
+                group: 5, cause, ..
+            } => Some(cause),
+            _ => None,
+        })
+        .expect("the spin-down was announced");
+    assert_eq!(cause, SpinDownCause::Idle);
+    assert_eq!(bench.physics.violations.load(Ordering::SeqCst), 0);
+    bench.driver.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_idle_spin_down_an_idle_group_stays_up_until_shutdown() {
+    let (bench, _) = one_job_then_idle(None).await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let state = bench.driver.state().await.unwrap();
+    assert_eq!(state.groups[5].phase, GroupPhase::Active);
+    assert_eq!(state.idle_spin_downs, 0);
+    // Set while running, it applies to the group idle since its job.
+    bench
+        .driver
+        .set_idle_spin_down_us(Some(1_000_000))
+        .await
+        .unwrap();
+    until_phase(&bench.driver, 5, GroupPhase::Resting).await;
+    bench.driver.shutdown().await.unwrap();
 }
