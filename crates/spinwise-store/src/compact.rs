@@ -152,6 +152,19 @@ impl Plan {
         }
     }
 
+    /// The new blob's object index: each object at its packed offset.
+    fn index_entries(&self) -> Vec<crate::blob_index::IndexEntry> {
+        let mut offset = 0;
+        self.objects
+            .iter()
+            .map(|object| {
+                let entry = crate::migrate::index_entry(object, offset);
+                offset += object.size_bytes;
+                entry
+            })
+            .collect()
+    }
+
     /// The commit: each object from the old blob and offset to its packed offset.
     fn moves(&self) -> Vec<Migration> {
         let mut offset = 0;
@@ -429,6 +442,9 @@ impl<C: Catalog> Store<C> {
         if let Err(error) = self.write_compacted(&old, &plan, &new).await {
             return Err(self.fail(&new, error).await);
         }
+        if let Err(error) = self.write_blob_index(&new, plan.index_entries()).await {
+            return Err(self.fail(&new, error).await);
+        }
         crash::point("compact:after-stacks");
         let moved = match self.catalog().commit_blob(new.id, plan.moves()).await {
             Ok(moved) => moved,
@@ -557,6 +573,7 @@ impl<C: Catalog> Store<C> {
         .for_purpose(Purpose::Compaction);
         self.run_job(id, job).await?;
         self.catalog().remove_blob(id).await?;
+        crate::blob_index::remove_index(self.data_dir(), id);
         self.forget_space(&blob);
         report.blobs_removed += 1;
         report.bytes_reclaimed += blob.size_bytes;

@@ -33,6 +33,7 @@
 //!   the task's other work: migrating staged objects by policy and rebuilding failed disks.
 
 pub mod audit;
+pub mod blob_index;
 mod board;
 pub mod buffers;
 pub mod clock;
@@ -53,6 +54,7 @@ pub mod placement;
 pub mod purpose;
 pub mod rack;
 pub mod read;
+pub mod recover;
 pub mod repair;
 pub mod scrub;
 pub mod space;

@@ -28,6 +28,7 @@
 //! - a caller's group is checked against the layout for a whole round before any of the round is
 //!   pinned or begun, so a bad index is a typed error that leaves the round staged.
 
+use crate::blob_index::{BlobIndex, IndexEntry};
 use crate::crash;
 use crate::error::{StoreError, StoreResult};
 use crate::placement::PlacementError;
@@ -202,6 +203,16 @@ pub fn pack(staged: Vec<ObjectRecord>, bundle_bytes: u64) -> Vec<Bundle> {
         bundles.push(Bundle { objects: current });
     }
     bundles
+}
+
+/// `object`'s entry in the index of the blob it is packed into at `offset`.
+pub(crate) fn index_entry(object: &ObjectRecord, offset: u64) -> IndexEntry {
+    IndexEntry {
+        key: object.key.clone(),
+        offset,
+        size_bytes: object.size_bytes,
+        content_hash: object.content_hash,
+    }
 }
 
 fn staged_at(object: &ObjectRecord) -> (SegmentId, u64) {
@@ -403,6 +414,14 @@ impl<C: Catalog> Store<C> {
         if let Err(error) = self.write_blob(&blob, &prepared, state, progress).await {
             return Err(self.fail(&blob, error).await);
         }
+        let entries = prepared
+            .objects
+            .iter()
+            .map(|(object, offset)| index_entry(object, *offset))
+            .collect();
+        if let Err(error) = self.write_blob_index(&blob, entries).await {
+            return Err(self.fail(&blob, error).await);
+        }
         crash::point("migrate:after-stacks");
         let moves = prepared
             .objects
@@ -430,6 +449,30 @@ impl<C: Catalog> Store<C> {
             moved,
             size_bytes: prepared.size_bytes,
         }))
+    }
+
+    /// Writes `blob`'s object index (crate::blob_index) before its commit, so a lost catalog
+    /// can be rebuilt with the blob's objects (`spinwise store recover`).
+    pub(crate) async fn write_blob_index(
+        &self,
+        blob: &BlobRecord,
+        entries: Vec<IndexEntry>,
+    ) -> StoreResult<()> {
+        let index = BlobIndex {
+            blob: blob.id,
+            blob_bytes: blob.size_bytes,
+            blob_hash: blob.content_hash,
+            entries,
+        };
+        let data_dir = self.data_dir().to_path_buf();
+        let path = crate::blob_index::index_path(&data_dir, blob.id);
+        tokio::task::spawn_blocking(move || crate::blob_index::write_index(&data_dir, &index))
+            .await
+            .map_err(|error| StoreError::Migration {
+                blob: blob.id,
+                reason: format!("writing the blob index: {error}"),
+            })?
+            .map_err(crate::error::io_error(&path))
     }
 
     /// Records `blob` as verified now; a failure only costs an early scrub, so it is logged.
@@ -707,6 +750,7 @@ impl<C: Catalog> Store<C> {
             tracing::warn!(blob = id, column, %reason, "a failed blob's stack name holds a file it did not write");
         }
         self.catalog().abort_blob(id).await?;
+        crate::blob_index::remove_index(self.data_dir(), id);
         self.forget_space(blob);
         Ok(())
     }

@@ -1,0 +1,275 @@
+//! Blob object indexes (`DATA/blob-index/blob-<16 hex>.index`, format in
+//! docs/stripe-format.md, "Blob object index"): which objects (key, offset, size, BLAKE3) a
+//! blob's data holds, written when the blob is made, so `spinwise store recover` can rebuild a
+//! lost catalog's migrated objects. The stripe stacks name a blob's id, code, size and hash but
+//! not the objects packed into it; this file is the rest.
+//!
+//! Invariants:
+//! - an index is written whole (temporary file, fsync, rename, directory fsync) before its
+//!   blob's commit, so every committed blob made since this format exists has one;
+//! - an index names its blob's id, size and content hash, and recovery uses it only for a blob
+//!   whose stack headers agree, so a stale index (a blob abandoned or removed) describes nothing;
+//! - a reader never trusts the file: its length is bounded ([`MAX_INDEX_BYTES`]), every field is
+//!   checked and a crc32c covers it all; a bad index is an error value, never a panic.
+
+use spinwise_catalog::{BlobId, ContentHash};
+use spinwise_ec::checksum::crc32c;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+/// The directory of blob indexes in the data directory (on the always-on disk).
+pub const INDEX_DIR: &str = "blob-index";
+/// The first 8 bytes of every index file.
+pub const INDEX_MAGIC: [u8; 8] = *b"SWBLBIDX";
+/// The only version written and read.
+pub const INDEX_VERSION: u32 = 1;
+/// Bytes before the first entry.
+const PREAMBLE_BYTES: usize = 64;
+/// Bytes of an entry besides its key.
+const ENTRY_FIXED_BYTES: usize = 4 + 8 + 8 + 32;
+/// The longest key an entry may carry (the staging log's limit).
+pub const MAX_KEY_BYTES: usize = 1088;
+/// The largest index file read: a flush round's most objects (16,384) with the longest keys
+/// take about 18.7 MB.
+pub const MAX_INDEX_BYTES: u64 = 64 << 20;
+
+/// One object in a blob.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IndexEntry {
+    pub key: String,
+    /// Where the object's bytes start in the blob's data.
+    pub offset: u64,
+    pub size_bytes: u64,
+    pub content_hash: ContentHash,
+}
+
+/// A blob's object index.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BlobIndex {
+    pub blob: BlobId,
+    pub blob_bytes: u64,
+    pub blob_hash: ContentHash,
+    /// In the order the blob was packed (offset order).
+    pub entries: Vec<IndexEntry>,
+}
+
+/// The path of `blob`'s index under `data_dir`.
+pub fn index_path(data_dir: &Path, blob: BlobId) -> PathBuf {
+    data_dir
+        .join(INDEX_DIR)
+        .join(format!("blob-{blob:016x}.index"))
+}
+
+/// The blob id in an index file's name, if it is one.
+pub fn index_blob_id(name: &str) -> Option<BlobId> {
+    let hex = name.strip_prefix("blob-")?.strip_suffix(".index")?;
+    let well_formed = hex.len() == 16 && hex.bytes().all(|byte| byte.is_ascii_hexdigit());
+    well_formed.then(|| BlobId::from_str_radix(hex, 16).ok())?
+}
+
+impl BlobIndex {
+    /// The file's bytes (docs/stripe-format.md, "Blob object index").
+    pub fn encode(&self) -> Vec<u8> {
+        let mut bytes =
+            Vec::with_capacity(PREAMBLE_BYTES + self.entries.len() * (ENTRY_FIXED_BYTES + 16));
+        bytes.extend_from_slice(&INDEX_MAGIC);
+        bytes.extend_from_slice(&INDEX_VERSION.to_le_bytes());
+        bytes.extend_from_slice(&(self.entries.len() as u32).to_le_bytes());
+        bytes.extend_from_slice(&self.blob.to_le_bytes());
+        bytes.extend_from_slice(&self.blob_bytes.to_le_bytes());
+        bytes.extend_from_slice(&self.blob_hash);
+        for entry in &self.entries {
+            bytes.extend_from_slice(&(entry.key.len() as u32).to_le_bytes());
+            bytes.extend_from_slice(entry.key.as_bytes());
+            bytes.extend_from_slice(&entry.offset.to_le_bytes());
+            bytes.extend_from_slice(&entry.size_bytes.to_le_bytes());
+            bytes.extend_from_slice(&entry.content_hash);
+        }
+        let crc = crc32c(&bytes);
+        bytes.extend_from_slice(&crc.to_le_bytes());
+        bytes
+    }
+
+    /// Parses an index file's bytes, or says why they are not one.
+    pub fn decode(bytes: &[u8]) -> Result<BlobIndex, String> {
+        let Some((body, crc)) = bytes.split_last_chunk::<4>() else {
+            return Err("shorter than its crc".into());
+        };
+        if crc32c(body) != u32::from_le_bytes(*crc) {
+            return Err("crc mismatch".into());
+        }
+        let mut cursor = Cursor { bytes: body };
+        if cursor.take(8)? != INDEX_MAGIC {
+            return Err("not a blob index (magic)".into());
+        }
+        let version = cursor.u32()?;
+        if version != INDEX_VERSION {
+            return Err(format!("unsupported version {version}"));
+        }
+        let entry_count = cursor.u32()?;
+        let mut index = BlobIndex {
+            blob: cursor.u64()?,
+            blob_bytes: cursor.u64()?,
+            blob_hash: cursor.hash()?,
+            entries: Vec::new(),
+        };
+        for _ in 0..entry_count {
+            index.entries.push(cursor.entry()?);
+        }
+        if !cursor.bytes.is_empty() {
+            return Err("bytes after the last entry".into());
+        }
+        index.check_offsets()?;
+        Ok(index)
+    }
+
+    /// Every entry lies inside the blob.
+    fn check_offsets(&self) -> Result<(), String> {
+        for entry in &self.entries {
+            let end = entry.offset.checked_add(entry.size_bytes);
+            if end.is_none_or(|end| end > self.blob_bytes) {
+                return Err(format!("`{}` lies outside the blob", entry.key));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A bounds-checked reader over an index's bytes.
+struct Cursor<'a> {
+    bytes: &'a [u8],
+}
+
+impl<'a> Cursor<'a> {
+    fn take(&mut self, count: usize) -> Result<&'a [u8], String> {
+        if self.bytes.len() < count {
+            return Err("truncated".into());
+        }
+        let (taken, rest) = self.bytes.split_at(count);
+        self.bytes = rest;
+        Ok(taken)
+    }
+    fn u32(&mut self) -> Result<u32, String> {
+        Ok(u32::from_le_bytes(
+            self.take(4)?.try_into().expect("4 bytes"),
+        ))
+    }
+    fn u64(&mut self) -> Result<u64, String> {
+        Ok(u64::from_le_bytes(
+            self.take(8)?.try_into().expect("8 bytes"),
+        ))
+    }
+    fn hash(&mut self) -> Result<ContentHash, String> {
+        Ok(self.take(32)?.try_into().expect("32 bytes"))
+    }
+    fn entry(&mut self) -> Result<IndexEntry, String> {
+        let key_bytes = self.u32()? as usize;
+        if key_bytes == 0 || key_bytes > MAX_KEY_BYTES {
+            return Err(format!("key length {key_bytes} out of range"));
+        }
+        let key = std::str::from_utf8(self.take(key_bytes)?)
+            .map_err(|_| "a key is not UTF-8".to_string())?
+            .to_string();
+        Ok(IndexEntry {
+            key,
+            offset: self.u64()?,
+            size_bytes: self.u64()?,
+            content_hash: self.hash()?,
+        })
+    }
+}
+
+/// Writes `index` durably under `data_dir` (temporary file, fsync, rename, directory fsync), so
+/// a crash leaves either the whole index or none.
+pub fn write_index(data_dir: &Path, index: &BlobIndex) -> std::io::Result<()> {
+    let directory = data_dir.join(INDEX_DIR);
+    std::fs::create_dir_all(&directory)?;
+    let path = index_path(data_dir, index.blob);
+    let temporary = directory.join(format!(".tmp-blob-{:016x}.index", index.blob));
+    let mut file = std::fs::File::create(&temporary)?;
+    file.write_all(&index.encode())?;
+    file.sync_all()?;
+    std::fs::rename(&temporary, &path)?;
+    std::fs::File::open(&directory)?.sync_all()
+}
+
+/// Removes `blob`'s index if there is one (its blob is gone); an index left behind is harmless
+/// (recovery ignores an index whose blob has no stacks).
+pub fn remove_index(data_dir: &Path, blob: BlobId) {
+    let path = index_path(data_dir, blob);
+    if let Err(error) = std::fs::remove_file(&path)
+        && error.kind() != std::io::ErrorKind::NotFound
+    {
+        tracing::warn!(%error, path = %path.display(), "removing a blob index");
+    }
+}
+
+/// Reads and parses the index file at `path`, bounded by [`MAX_INDEX_BYTES`].
+pub fn read_index(path: &Path) -> Result<BlobIndex, String> {
+    let file = std::fs::File::open(path).map_err(|error| error.to_string())?;
+    let mut bytes = Vec::new();
+    file.take(MAX_INDEX_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|error| error.to_string())?;
+    if bytes.len() as u64 > MAX_INDEX_BYTES {
+        return Err(format!("longer than {MAX_INDEX_BYTES} bytes"));
+    }
+    BlobIndex::decode(&bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> BlobIndex {
+        BlobIndex {
+            blob: 0x2a,
+            blob_bytes: 10,
+            blob_hash: [7; 32],
+            entries: vec![
+                IndexEntry {
+                    key: "a/b".into(),
+                    offset: 0,
+                    size_bytes: 4,
+                    content_hash: [1; 32],
+                },
+                IndexEntry {
+                    key: "c".into(),
+                    offset: 4,
+                    size_bytes: 6,
+                    content_hash: [2; 32],
+                },
+            ],
+        }
+    }
+
+    #[test]
+    fn an_index_decodes_to_what_was_encoded() {
+        assert_eq!(BlobIndex::decode(&sample().encode()), Ok(sample()));
+    }
+
+    #[test]
+    fn any_flipped_or_missing_byte_is_refused_without_panicking() {
+        let bytes = sample().encode();
+        for position in 0..bytes.len() {
+            let mut flipped = bytes.clone();
+            flipped[position] ^= 0x10;
+            assert!(BlobIndex::decode(&flipped).is_err(), "byte {position}");
+            assert!(BlobIndex::decode(&bytes[..position]).is_err());
+        }
+    }
+
+    #[test]
+    fn an_entry_outside_its_blob_is_refused() {
+        let mut index = sample();
+        index.entries[1].size_bytes = 7;
+        assert!(BlobIndex::decode(&index.encode()).is_err());
+    }
+
+    #[test]
+    fn index_names_give_their_blob_id() {
+        assert_eq!(index_blob_id("blob-000000000000002a.index"), Some(0x2a));
+        assert_eq!(index_blob_id("blob-2a.index"), None);
+        assert_eq!(index_blob_id(".tmp-blob-000000000000002a.index"), None);
+    }
+}
