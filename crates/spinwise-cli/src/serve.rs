@@ -146,7 +146,7 @@ pub struct ServeArgs {
     /// Spin a group down once it has had no work for S seconds (real time, whatever the
     /// store's time factor), or `never` (0 too), for this run; each spin-down is logged with
     /// its reason and counted in the metrics (`spinwise_group_spin_downs_by_cause_total`)
-    /// [default: the store's `idle_spin_down_s` in store.toml, 60 unless set]
+    /// [default: the store's `idle_spin_down_s` in store.toml, 120 unless set]
     #[arg(long, value_name = "S|never")]
     pub idle_spin_down_s: Option<String>,
     /// A PEM certificate chain (leaf first): serve HTTPS instead of plain HTTP (with --tls-key).
@@ -457,7 +457,7 @@ async fn serve(settings: &ServeSettings) -> CliResult<()> {
         .map_err(|e| CliError::Usage(e.to_string()))?;
     let upkeep = store.start_upkeep().await.map_err(store_error)?;
     // Other `spinwise store` commands are served by this process while it owns the disks.
-    let admin = crate::admin::AdminEndpoint::start(&settings.data, Arc::clone(&store))?;
+    
     let activity = log_activity(&store);
     let listener = bind(settings.listen).await?;
     let metrics = start_metrics(settings, &store, s3.restorer()).await?;
@@ -480,7 +480,6 @@ async fn serve(settings: &ServeSettings) -> CliResult<()> {
     stop.await;
     tracing::info!("stopping: finishing requests in flight");
     server.stop().await;
-    admin.stop();
     let report = upkeep.stop().await;
     tracing::info!(
         scrub_spin_ups = report.scrub_spin_ups,

@@ -108,7 +108,7 @@ pub struct StoreConfig {
     /// spins down (`None`: never; `idle_spin_down_s` in store.toml, 0 there for never, absent
     /// for the default, spinwise-sched's `DEFAULT_IDLE_SPIN_DOWN_S`). Not scaled by
     /// `time_factor`: an operator's idle time is wall time, and the test suites' fast stores
-    /// (time factor 0.001) would otherwise spin groups down 60 ms after each job. To keep the
+    /// (time factor 0.001) would otherwise spin groups down 120 ms after each job. To keep the
     /// rack's ratio of idle time to spin-up time in a scaled emulation (as the simulator at rack
     /// time has it), give the rack's idle time × `time_factor`. `spinwise serve
     /// --idle-spin-down-s` overrides it for one run.
