@@ -20,10 +20,10 @@ use std::collections::{BTreeMap, BTreeSet};
 /// The idle time after which the store and the simulator spin an idle group down by default, in
 /// seconds. Chosen by measurement (docs/BENCHMARKS.md, "Idle spin-down"): on sessions of reads
 /// to one group with think times up to a minute, 120 s saves within 1-4 points of the best
-/// energy saving of any idle time (26% on the Pelican rack, 52-58% on the 60-bay JBOD) while
-/// adding 7-39% spin-ups over never spinning down, where 60 s adds 46-73% at 30 s think
-/// times; it is 2-8× the time a spin-up's extra energy takes to repay (15 s Pelican, 58 s
-/// JBOD), so a spin-down undone by the next read wastes little.
+/// energy saving of any idle time (25-27% on the Pelican rack, 52-58% on the 60-bay JBOD) while
+/// adding 7-39% (Pelican) and 30-64% (JBOD) spin-ups over never spinning down, where 60 s adds
+/// 14-97% and 36-142%; it is 2-8× the time a spin-up's extra energy takes to repay (15 s
+/// Pelican, 58 s JBOD), so a spin-down undone by the next read wastes little.
 pub const DEFAULT_IDLE_SPIN_DOWN_S: f64 = 120.0;
 
 /// Why a policy asked a group to spin down.
