@@ -12,7 +12,7 @@
 //! - an unknown key, a wrong type or a half pair in the file is an error naming the file, before
 //!   anything is created.
 
-use crate::error::{CliError, CliResult, io_error};
+use crate::error::{CliError, CliResult};
 use crate::serve::ServeArgs;
 use serde::Deserialize;
 use spinwise_s3::{BucketDomains, EtagMode, RestoreMode};

@@ -258,6 +258,52 @@ fn dev_zero_as_a_rack_or_a_layout_is_refused_at_the_limit() {
 }
 
 #[test]
+fn a_trace_or_a_serve_configuration_of_dev_zero_or_a_gigabyte_is_refused_cheaply() {
+    let _serial = one_at_a_time();
+    let dir = TempDir::new("hostile-trace");
+    let zero = OsStr::new("/dev/zero");
+    let big = sparse(&dir, "1g.csv", 1 << 30);
+    let o = OsStr::new;
+    for (case, trace) in [
+        ("sim --trace /dev/zero", zero),
+        ("sim --trace 1 GB", big.as_os_str()),
+    ] {
+        let stderr = refused_within_bounds(
+            case,
+            &[
+                o("sim"),
+                o("--preset"),
+                o("dense-jbod-60"),
+                o("--trace"),
+                trace,
+            ],
+        );
+        // A line with no newline in sight is refused at the line limit, not read whole.
+        assert!(stderr.contains("line 1"), "{case}: {stderr}");
+    }
+    let data = dir.join("data");
+    for (case, config) in [
+        ("serve --config /dev/zero", zero),
+        ("serve --config 1 GB", big.as_os_str()),
+    ] {
+        let stderr = refused_within_bounds(
+            case,
+            &[
+                o("serve"),
+                o("--data"),
+                data.as_os_str(),
+                o("--config"),
+                config,
+            ],
+        );
+        assert!(
+            stderr.contains("the file is larger than"),
+            "{case}: {stderr}"
+        );
+    }
+}
+
+#[test]
 fn a_fifo_or_a_directory_given_as_the_file_is_refused_without_blocking() {
     let _serial = one_at_a_time();
     let dir = TempDir::new("hostile-fifo");

@@ -197,9 +197,10 @@ pub enum LayoutError {
     )]
     Format { source_name: String, found: String },
     #[error(
-        "{source_name}: layout version {found} is not supported (this build reads version {LAYOUT_VERSION})"
+        "{source_name}: layout version {} is not supported (this build reads version {LAYOUT_VERSION})",
+        crate::quote::excerpt(found)
     )]
-    Version { source_name: String, found: u32 },
+    Version { source_name: String, found: String },
     #[error("{source_name}: {}", crate::quote::message(message))]
     Inconsistent {
         source_name: String,
@@ -301,11 +302,16 @@ impl Layout {
                 found: format.into(),
             });
         }
-        let version = probe.version.as_ref().and_then(|v| v.as_u64()).unwrap_or(0);
-        if version != u64::from(LAYOUT_VERSION) {
+        if probe.version.as_ref().and_then(|v| v.as_u64()) != Some(u64::from(LAYOUT_VERSION)) {
+            // Named as the JSON value it is (`1e+300`, `"1"`, `(missing)`), not as a number it
+            // might round or wrap to.
+            let found = probe
+                .version
+                .as_ref()
+                .map_or_else(|| "(missing)".into(), ToString::to_string);
             return Err(LayoutError::Version {
                 source_name: source_name.into(),
-                found: u32::try_from(version).unwrap_or(u32::MAX),
+                found,
             });
         }
         let layout: Layout = serde_json::from_str(text).map_err(json_error)?;

@@ -497,9 +497,29 @@ fn from_json_refuses_another_format() {
 fn from_json_refuses_a_future_version() {
     let text = edited_json(|v| v["version"] = (LAYOUT_VERSION + 1).into());
     match Layout::from_json("future.json", &text) {
-        Err(LayoutError::Version { found, .. }) => assert_eq!(found, LAYOUT_VERSION + 1),
+        Err(LayoutError::Version { found, .. }) => {
+            assert_eq!(found, (LAYOUT_VERSION + 1).to_string())
+        }
         other => panic!("expected a version error, got {other:?}"),
     }
+}
+
+#[test]
+fn from_json_names_a_version_as_a_json_value_not_as_a_number_it_rounds_to() {
+    for (written, shown) in [
+        ("1e300", "layout version 1e+300 is not supported"),
+        ("\"1\"", "layout version \"1\" is not supported"),
+        ("-1", "layout version -1 is not supported"),
+    ] {
+        let text = edited_json(|v| v["version"] = serde_json::from_str(written).unwrap());
+        let error = Layout::from_json("odd.json", &text).unwrap_err();
+        assert!(error.to_string().contains(shown), "{written}: {error}");
+    }
+    let text = edited_json(|v| {
+        v.as_object_mut().unwrap().remove("version");
+    });
+    let error = Layout::from_json("missing.json", &text).unwrap_err();
+    assert!(error.to_string().contains("version (missing)"), "{error}");
 }
 
 #[test]

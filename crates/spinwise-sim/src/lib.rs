@@ -138,5 +138,6 @@ pub use config::{
 pub use report::{IdleSavings, Power, ReadTier, RebuildReport, Report, RequestRecord, Summary};
 pub use sim::{simulate, simulate_recording, simulate_with_baseline};
 pub use workload::{
-    Arrivals, BlobSizes, Operation, TraceError, TraceProblem, TraceRecord, parse_trace,
+    Arrivals, BlobSizes, MAX_TRACE_LINE_BYTES, Operation, TraceError, TraceProblem, TraceRecord,
+    parse_trace, read_trace,
 };

@@ -25,6 +25,11 @@ pub const MAX_TRACE_RECORDS: usize = 5_000_000;
 /// malformed file (a missing newline) from being read as one giant key.
 pub const MAX_KEY_BYTES: usize = 1024;
 
+/// Longest line of a trace, in bytes: a key of [`MAX_KEY_BYTES`] plus three short fields fits many
+/// times over. Readers stop a line here, so a file without newlines (`/dev/zero`, a binary file
+/// passed by mistake) is refused after a few kilobytes instead of being read whole.
+pub const MAX_TRACE_LINE_BYTES: usize = 4 * 1024;
+
 /// A burst's requests arrive at independent uniform times over this many seconds (Pelican §4.4:
 /// "a burst of b read requests for 1GB blobs uniformly distributed over 60 seconds").
 pub const BURST_SPREAD_S: f64 = 60.0;
@@ -122,6 +127,12 @@ pub enum TraceProblem {
     TimeWentBack { time_s: String, previous_s: String },
     #[error("more than {MAX_TRACE_RECORDS} records")]
     TooManyRecords,
+    #[error("the line is longer than {MAX_TRACE_LINE_BYTES} bytes")]
+    LongLine,
+    #[error("the line is not UTF-8 (byte {offset})")]
+    NotUtf8 { offset: usize },
+    #[error("reading failed: {message}")]
+    Read { message: String },
 }
 
 /// A refused trace: the 1-based line, the field (`header`, `time_s`, `operation`, `key`,
@@ -139,48 +150,100 @@ pub struct TraceError {
 /// fields are split at every comma (no quoting: a key cannot contain a comma) and trimmed of
 /// spaces and tabs.
 pub fn parse_trace(text: &str) -> Result<Vec<TraceRecord>, TraceError> {
-    let mut lines = text
-        .split('\n')
-        .map(|line| line.strip_suffix('\r').unwrap_or(line))
-        .enumerate()
-        .map(|(index, line)| (index + 1, line));
-    let error = |line, field, problem| TraceError {
-        line,
-        field,
-        problem,
-    };
-    let (_, header) = lines
-        .next()
-        .filter(|(_, line)| !line.trim().is_empty())
-        .ok_or(error(1, "header", TraceProblem::Empty))?;
-    if header.trim() != TRACE_HEADER {
-        return Err(error(
-            1,
-            "header",
-            TraceProblem::Header {
-                found: header.chars().take(80).collect(),
-            },
-        ));
-    }
-    let mut records = Vec::new();
-    let mut previous_s = 0.0;
-    for (number, line) in lines {
-        if line.trim().is_empty() {
-            continue;
-        }
-        if records.len() == MAX_TRACE_RECORDS {
-            return Err(error(number, "line", TraceProblem::TooManyRecords));
-        }
-        let (record, time_s) =
-            parse_record(line, previous_s).map_err(|(field, problem)| TraceError {
-                line: number,
-                field,
-                problem,
+    read_trace(text.as_bytes())
+}
+
+/// [`parse_trace`] over a reader, a line at a time: memory is the records plus one line of at
+/// most [`MAX_TRACE_LINE_BYTES`], whatever the source holds (a file, a pipe, a device).
+pub fn read_trace(mut reader: impl std::io::BufRead) -> Result<Vec<TraceRecord>, TraceError> {
+    use std::io::BufRead as _;
+    let mut parser = TraceParser::default();
+    let mut buffer = Vec::new();
+    for number in 1.. {
+        let error = |problem| TraceError {
+            line: number,
+            field: "line",
+            problem,
+        };
+        buffer.clear();
+        let read = std::io::Read::take(&mut reader, MAX_TRACE_LINE_BYTES as u64 + 1)
+            .read_until(b'\n', &mut buffer)
+            .map_err(|e| {
+                error(TraceProblem::Read {
+                    message: e.to_string(),
+                })
             })?;
-        previous_s = time_s;
-        records.push(record);
+        if read == 0 {
+            break;
+        }
+        if buffer.last() == Some(&b'\n') {
+            buffer.pop();
+        }
+        if buffer.len() > MAX_TRACE_LINE_BYTES {
+            return Err(error(TraceProblem::LongLine));
+        }
+        if buffer.last() == Some(&b'\r') {
+            buffer.pop();
+        }
+        let line = std::str::from_utf8(&buffer).map_err(|e| {
+            error(TraceProblem::NotUtf8 {
+                offset: e.valid_up_to(),
+            })
+        })?;
+        parser.line(number, line)?;
     }
-    Ok(records)
+    parser.finish()
+}
+
+/// The records read so far and what the next line is checked against.
+#[derive(Default)]
+struct TraceParser {
+    header_seen: bool,
+    records: Vec<TraceRecord>,
+    previous_s: f64,
+}
+
+impl TraceParser {
+    fn line(&mut self, number: usize, line: &str) -> Result<(), TraceError> {
+        let error = |field, problem| TraceError {
+            line: number,
+            field,
+            problem,
+        };
+        if !self.header_seen {
+            if line.trim().is_empty() {
+                return Err(error("header", TraceProblem::Empty));
+            }
+            if line.trim() != TRACE_HEADER {
+                let found = line.chars().take(80).collect();
+                return Err(error("header", TraceProblem::Header { found }));
+            }
+            self.header_seen = true;
+            return Ok(());
+        }
+        if line.trim().is_empty() {
+            return Ok(());
+        }
+        if self.records.len() == MAX_TRACE_RECORDS {
+            return Err(error("line", TraceProblem::TooManyRecords));
+        }
+        let (record, time_s) = parse_record(line, self.previous_s)
+            .map_err(|(field, problem)| error(field, problem))?;
+        self.previous_s = time_s;
+        self.records.push(record);
+        Ok(())
+    }
+
+    fn finish(self) -> Result<Vec<TraceRecord>, TraceError> {
+        if !self.header_seen {
+            return Err(TraceError {
+                line: 1,
+                field: "header",
+                problem: TraceProblem::Empty,
+            });
+        }
+        Ok(self.records)
+    }
 }
 
 type FieldError = (&'static str, TraceProblem);
