@@ -287,6 +287,10 @@ struct Loop<'a> {
     idle_spin_downs: u64,
     /// The idle spin-down time the policy was given (`None`: off, or a policy without it).
     idle_spin_down_s: Option<f64>,
+    /// The last event that did work or happened while requests were in flight: a burst's
+    /// window ends here, so the idle spin-downs after the run has drained (timeouts and the
+    /// disks resting) do not stretch it.
+    drained_us: u64,
     high_load_spin_ups: u64,
     // Metrics for requests arriving in the window.
     requests: u64,
@@ -447,6 +451,7 @@ pub fn simulate_recording(
         disk_spin_ups: 0,
         idle_spin_downs: 0,
         idle_spin_down_s,
+        drained_us: 0,
         high_load_spin_ups: 0,
         requests: 0,
         rejected: 0,
@@ -632,6 +637,13 @@ impl Loop<'_> {
                 continue;
             }
             self.processed += 1;
+            let idle_tail = matches!(
+                event,
+                Event::Timeout | Event::DiskSpunDown { .. } | Event::GroupSpunDown { .. }
+            ) && self.in_flight.is_empty();
+            if !idle_tail {
+                self.drained_us = now_us;
+            }
             self.trace.write(&now_us.to_le_bytes());
             self.trace.write(&event.encode());
             while let Some(action) = self.scheduler.poll_action(now_us) {
@@ -1110,8 +1122,12 @@ impl Loop<'_> {
     }
 
     fn report(&mut self, last_us: u64) -> Report {
-        // A burst's window is open until the run has drained.
-        let window_end_us = self.window_us.1.min(last_us.max(self.window_us.0 + 1));
+        // A burst's window is open until the run has drained (idle spin-downs after that are
+        // not part of it: see `drained_us`).
+        let window_end_us = self
+            .window_us
+            .1
+            .min(self.drained_us.max(self.window_us.0 + 1));
         self.disks.close_window(window_end_us);
         self.disks.finish(last_us);
         let window_s = (window_end_us - self.window_us.0) as f64 / 1e6;

@@ -80,3 +80,23 @@ fn an_idle_time_that_is_not_a_positive_number_of_seconds_is_refused() {
         );
     }
 }
+
+#[test]
+fn a_bursts_window_ends_when_it_has_drained_not_after_the_idle_spin_downs_that_follow() {
+    let (rack, layout) = preset("pelican");
+    let burst = |idle_spin_down_s| SimConfig {
+        arrivals: spinwise_sim::Arrivals::Burst { requests: 200 },
+        idle_spin_down_s,
+        network_gbps: Some(40.0),
+        ..SimConfig::new(1.0, 1.0, 0.0, 3)
+    };
+    let idle = simulate(&rack, &layout, &burst(Some(120.0))).unwrap();
+    let never = simulate(&rack, &layout, &burst(None)).unwrap();
+    assert!(
+        idle.events > never.events,
+        "the idle groups were spun down after the burst"
+    );
+    assert_eq!(idle.window_s, never.window_s);
+    assert_eq!(idle.throughput_gbps, never.throughput_gbps);
+    assert_eq!(idle.completion_time_s, never.completion_time_s);
+}
