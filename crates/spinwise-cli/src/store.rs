@@ -132,6 +132,13 @@ pub enum StoreCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Each disk's power state as the disk publishes it (DATA/disks/*/.power-state, as
+    /// `hdparm -C` asks a real drive; docs/disks.md): read from outside whichever process
+    /// drives the disks, so it works while another command or `spinwise serve` runs.
+    Disks {
+        #[arg(long)]
+        json: bool,
+    },
     /// Start-up check (Pelican §3): spin every group up, as many at once as the budgets allow,
     /// and mount, list and measure each disk; reports the disks that fail. Exit status 1 if any.
     Check {
@@ -178,6 +185,9 @@ pub fn run(args: &StoreArgs) -> CliResult<()> {
 async fn run_async(args: &StoreArgs) -> CliResult<()> {
     if let StoreCommand::Init(init_args) = &args.command {
         return init(&args.data, init_args).await;
+    }
+    if let StoreCommand::Disks { json } = &args.command {
+        return disks(&args.data, *json);
     }
     let limit = crate::ownership::wait_limit(args.wait_s)?;
     // A directory without a store has no disks to own; opening it reports that.
@@ -244,6 +254,7 @@ pub(crate) async fn execute(store: &SqliteStore, command: &StoreCommand) -> CliR
         StoreCommand::Status { json } => status(store, *json).await,
         StoreCommand::Flush { json } => flush(store, *json).await,
         StoreCommand::Check { json } => check(store, *json).await,
+        StoreCommand::Disks { json } => disks(store.data_dir(), *json),
         StoreCommand::FailDisk { disk } => fail_disk(store, *disk).await,
         StoreCommand::Rebuild { json } => rebuild(store, *json).await,
         StoreCommand::Scrub { json } => scrub(store, *json).await,
@@ -252,6 +263,43 @@ pub(crate) async fn execute(store: &SqliteStore, command: &StoreCommand) -> CliR
             json,
         } => compact(store, *min_dead_fraction, *json).await,
     }
+}
+
+/// `disks`: every disk's published power state, without opening the store (no ownership
+/// needed: it only reads what the disks publish).
+fn disks(data: &Path, json: bool) -> CliResult<()> {
+    let config = spinwise_store::config::read(data).map_err(store_error)?;
+    let rack =
+        spinwise_store::config::validate(&config, &data.join(spinwise_store::config::STORE_FILE))
+            .map_err(store_error)?;
+    let mut rows = Vec::with_capacity(rack.disk_count());
+    let mut counts = std::collections::BTreeMap::<String, u64>::new();
+    for index in 0..rack.disk_count() {
+        let directory = spinwise_store::rack::disk_directory(data, index);
+        let power = match spinwise_disk::read_power_state(&directory) {
+            Ok(phase) => phase.name().to_string(),
+            Err(error) => {
+                crate::output::errln!("warning: disk {index}: {error}");
+                "unreadable".to_string()
+            }
+        };
+        *counts.entry(power.clone()).or_default() += 1;
+        rows.push(serde_json::json!({ "disk": index, "power": power }));
+    }
+    if json {
+        outln!("{}", serde_json::Value::Array(rows));
+        return Ok(());
+    }
+    for row in &rows {
+        outln!(
+            "disk {:>5} {}",
+            row["disk"],
+            row["power"].as_str().unwrap_or("")
+        );
+    }
+    let summary: Vec<String> = counts.iter().map(|(p, n)| format!("{n} {p}")).collect();
+    outln!("{} disks: {}", rows.len(), summary.join(", "));
+    Ok(())
 }
 
 async fn init(data: &Path, args: &InitArgs) -> CliResult<()> {
@@ -455,13 +503,16 @@ async fn report_heal(store: &SqliteStore) -> CliResult<()> {
     for (stack, reason) in &report.failed {
         crate::output::errln!(
             "warning: could not repair blob {} column {} on disk {}: {reason}",
-            stack.blob, stack.column, stack.disk
+            stack.blob,
+            stack.column,
+            stack.disk
         );
     }
     for failed in &report.disks_failed {
         crate::output::errln!(
             "warning: disk {} is unreadable or removed: marked failed, {} stripe stack(s) queued for rebuild",
-            failed.disk, failed.tasks_queued
+            failed.disk,
+            failed.tasks_queued
         );
     }
     Ok(())
@@ -653,7 +704,10 @@ async fn recover(data: &Path, json: bool) -> CliResult<()> {
         .await
         .map_err(|error| CliError::Usage(error.to_string()))?;
     for skipped in &report.skipped {
-        eprintln!("warning: not recovered: {}: {}", skipped.what, skipped.reason);
+        eprintln!(
+            "warning: not recovered: {}: {}",
+            skipped.what, skipped.reason
+        );
     }
     if json {
         let value = serde_json::to_value(&report).expect("the report serializes");

@@ -33,6 +33,12 @@ fn flush_and_status_work_while_serve_runs_and_a_killed_server_s_socket_blocks_no
         .success()
         .json();
     assert_eq!(status["objects"], 1, "{status}");
+    let disks = spinwise(["store", "--data", data, "--wait-s", "0", "disks", "--json"])
+        .success()
+        .json();
+    let disks = disks.as_array().unwrap();
+    assert_eq!(disks.len(), 60, "every disk of dense-jbod-60");
+    assert!(disks.iter().all(|d| d["power"].is_string()), "{disks:?}");
     let listed = spinwise(["store", "--data", data, "--wait-s", "5", "ls"]).success();
     assert!(listed.stdout.contains("migrated"), "{}", listed.stdout);
     spinwise(["store", "--data", data, "--wait-s", "5", "stat", "missing"]).refused();
