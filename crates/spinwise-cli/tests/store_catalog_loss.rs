@@ -22,6 +22,9 @@ fn snapshot(root: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
             let path = entry.unwrap().path();
             if path.is_dir() {
                 pending.push(path);
+            } else if path.file_name().is_some_and(|name| name == "owner.lock") {
+                // Bookkeeping, not data: each command that owns the directory writes its pid.
+                continue;
             } else {
                 let relative = path.strip_prefix(root).unwrap().to_path_buf();
                 files.insert(relative, std::fs::read(&path).unwrap());
