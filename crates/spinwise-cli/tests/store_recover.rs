@@ -178,3 +178,45 @@ fn objects_put_through_s3_are_served_again_with_their_etag_headers_and_metadata_
         serde_json::from_str(&s3_check(&dir, &data, &["describe"])).unwrap();
     assert_eq!(after, before);
 }
+
+#[test]
+fn a_damaged_index_or_stack_header_is_skipped_with_its_reason_and_the_rest_is_recovered() {
+    let dir = TempDir::new("recover-damaged");
+    let data = dir.join("data").display().to_string();
+    init_jbod_store(&data);
+    let staged = pattern(30_001, 1);
+    put(&dir, &data, "first-blob", &pattern(40_002, 2));
+    spinwise(["store", "--data", &data, "flush"]).success();
+    put(&dir, &data, "second-blob", &pattern(50_003, 3));
+    spinwise(["store", "--data", &data, "flush"]).success();
+    put(&dir, &data, "staged", &staged);
+    let index = Path::new(&data).join("blob-index/blob-0000000000000001.index");
+    let mut bytes = std::fs::read(&index).unwrap();
+    bytes[20] ^= 0x01;
+    std::fs::write(&index, bytes).unwrap();
+    let stack = common::stack_files(Path::new(&data))
+        .into_iter()
+        .find(|path| path.contains("blob-0000000000000002-c000"))
+        .expect("blob 2 has a column 0");
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&stack)
+        .unwrap()
+        .set_len(10)
+        .unwrap();
+    std::fs::remove_file(Path::new(&data).join("catalog.sqlite")).unwrap();
+    let run = spinwise(["store", "--data", &data, "recover", "--json"]).success();
+    let report = run.json();
+    assert_eq!(integer(&report, "staged_objects"), 1, "{report}");
+    assert_eq!(integer(&report, "migrated_objects"), 0, "{report}");
+    let reasons = report["skipped"].to_string();
+    for needle in ["bad object index", "bad header", "columns found"] {
+        assert!(reasons.contains(needle), "{needle}: {reasons}");
+        assert!(run.stderr.contains(needle), "{needle}: {}", run.stderr);
+    }
+    assert!(integer(&report, "highest_blob_id") >= 2, "{report}");
+    let output = dir.join("staged.out");
+    let output_path = output.display().to_string();
+    spinwise(["store", "--data", &data, "get", "staged", &output_path]).success();
+    assert!(std::fs::read(&output).unwrap() == staged);
+}
