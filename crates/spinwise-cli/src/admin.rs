@@ -93,7 +93,9 @@ async fn try_connect(data_dir: &Path) -> CliResult<Option<UnixStream>> {
 }
 
 fn owner_name(pid: Option<u32>) -> String {
-    pid.map_or("another process".to_string(), |pid| format!("process {pid}"))
+    pid.map_or("another process".to_string(), |pid| {
+        format!("process {pid}")
+    })
 }
 
 /// Served by a running server, or owner of `data_dir`, waiting up to `limit` for its owner (a
@@ -180,7 +182,9 @@ pub async fn run_remote(mut connection: UnixStream, command: &StoreCommand) -> C
             TAG_STDERR => write_through(&mut std::io::stderr().lock(), &payload)?,
             TAG_EXIT => {
                 let exit: Exit = serde_json::from_slice(&payload).map_err(protocol_error)?;
-                return exit.error.map_or(Ok(()), |error| Err(CliError::Usage(error)));
+                return exit
+                    .error
+                    .map_or(Ok(()), |error| Err(CliError::Usage(error)));
             }
             other => return Err(protocol_error(format!("unknown frame tag {other}"))),
         }
@@ -202,7 +206,9 @@ fn write_through(sink: &mut dyn Write, payload: &[u8]) -> CliResult<()> {
 async fn read_frame(connection: &mut UnixStream) -> CliResult<(u8, Vec<u8>)> {
     let mut header = [0u8; 5];
     connection.read_exact(&mut header).await.map_err(|_| {
-        protocol_error("the server closed the connection before the command finished (it may have stopped)")
+        protocol_error(
+            "the server closed the connection before the command finished (it may have stopped)",
+        )
     })?;
     let length = u32::from_be_bytes([header[1], header[2], header[3], header[4]]);
     if length > MAX_FRAME_BYTES {
@@ -312,8 +318,7 @@ async fn read_request(connection: &mut UnixStream) -> Result<StoreCommand, Strin
 }
 
 async fn serve_connection(mut connection: UnixStream, store: &SqliteStore) {
-    let command = match tokio::time::timeout(REQUEST_TIMEOUT, read_request(&mut connection)).await
-    {
+    let command = match tokio::time::timeout(REQUEST_TIMEOUT, read_request(&mut connection)).await {
         Ok(Ok(command)) => command,
         Ok(Err(error)) => return drop(send_exit(&mut connection, Some(error)).await),
         Err(_) => return,

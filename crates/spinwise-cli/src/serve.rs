@@ -457,7 +457,7 @@ async fn serve(settings: &ServeSettings) -> CliResult<()> {
         .map_err(|e| CliError::Usage(e.to_string()))?;
     let upkeep = store.start_upkeep().await.map_err(store_error)?;
     // Other `spinwise store` commands are served by this process while it owns the disks.
-    
+    let admin = crate::admin::AdminEndpoint::start(&settings.data, Arc::clone(&store))?;
     let activity = log_activity(&store);
     let listener = bind(settings.listen).await?;
     let metrics = start_metrics(settings, &store, s3.restorer()).await?;
@@ -480,6 +480,7 @@ async fn serve(settings: &ServeSettings) -> CliResult<()> {
     stop.await;
     tracing::info!("stopping: finishing requests in flight");
     server.stop().await;
+    admin.stop();
     let report = upkeep.stop().await;
     tracing::info!(
         scrub_spin_ups = report.scrub_spin_ups,
