@@ -2,7 +2,8 @@
 //! `spinwise store flush`, `status`, `ls` and the rest run inside it through DATA/admin.sock
 //! (mode 0600) instead of being refused by its locks or opening the disks a second time; put
 //! and get are refused with a pointer to S3; after the server is killed (-9), its stale socket
-//! blocks nobody and the next command owns the directory itself.
+//! blocks nobody and the next command owns the directory itself. With no load, a group the
+//! flush spun up spins down after the idle time, and the server logs why (issue 30 item 2).
 
 mod common;
 
@@ -68,4 +69,49 @@ fn flush_and_status_work_while_serve_runs_and_a_killed_server_s_socket_blocks_no
     assert_eq!(status["objects"], 1, "{status}");
     let got = spinwise(["store", "--data", data, "--wait-s", "5", "get", "a", "-"]).success();
     assert_eq!(got.stdout, "staged before the server started\n");
+}
+
+/// `spinwise store disks --json`: how many disks are not in standby.
+fn disks_not_resting(data: &str) -> usize {
+    let disks = spinwise(["store", "--data", data, "--wait-s", "0", "disks", "--json"])
+        .success()
+        .json();
+    let disks = disks.as_array().expect("a list of disks").clone();
+    disks.iter().filter(|d| d["power"] != "standby").count()
+}
+
+#[test]
+fn under_serve_with_no_load_a_group_spins_down_after_the_idle_time_saying_why() {
+    let dir = TempDir::new("served-idle");
+    let data_path = dir.join("data");
+    let data = data_path.to_str().unwrap();
+    prepare_data_dir(&data_path, 3600.0);
+    // Top-level keys precede every table, so the line goes first (docs/store.md).
+    let config = data_path.join("store.toml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(&config, format!("idle_spin_down_s = 1.0\n{text}")).unwrap();
+    let input = dir.write("input.txt", "flushed through the server\n");
+    spinwise(["store", "--data", data, "put", "a", input.to_str().unwrap()]).success();
+
+    let server = S3Server::start(&data_path, &dir.join("serve.log"));
+    // The flush writes the blob to one group, which it spins up; nothing asks for it after.
+    let flushed = spinwise(["store", "--data", data, "--wait-s", "5", "flush", "--json"])
+        .success()
+        .json();
+    assert_eq!(flushed["blobs_written"], 1, "{flushed}");
+    let started = std::time::Instant::now();
+    assert!(
+        disks_not_resting(data) > 0,
+        "the flushed group is still up right after the flush"
+    );
+    while disks_not_resting(data) > 0 {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(30),
+            "an idle group must spin down about 1 s after its last job, not stay up 30 s"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let log = server.stop();
+    assert!(log.contains("group spinning down"), "{log}");
+    assert!(log.contains("idle"), "the log names the reason: {log}");
 }
