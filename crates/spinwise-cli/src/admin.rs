@@ -15,8 +15,9 @@
 //! (bounded by `output::MAX_CAPTURED_BYTES`) and sent when it ends. A socket file left by a
 //! killed server blocks nobody: a client that cannot connect tries the owner lock, and a new
 //! owner (holding the lock, so no server can be alive) removes the file before binding.
-//! `put`, `get`, `init` and `upkeep` are not served (the client refuses them while a server
-//! runs: put and get go through S3, and the server runs upkeep itself).
+//! `put` and `get` are served with a file path (made absolute by the client; the server reads
+//! or writes that file itself); with `-` (standard input or output) they are refused, as are
+//! `init` and `upkeep` (the server runs upkeep itself).
 
 use crate::error::{CliError, CliResult};
 use crate::store::StoreCommand;
@@ -137,8 +138,13 @@ pub async fn settle(data_dir: &Path, limit: Duration) -> CliResult<Access> {
 /// Why `command` cannot be served by a running server, if it cannot.
 fn not_served(command: &StoreCommand) -> Option<&'static str> {
     match command {
-        StoreCommand::Put { .. } | StoreCommand::Get { .. } => {
-            Some("put and get are not served for other processes yet: use its S3 endpoint")
+        StoreCommand::Put { path, .. } | StoreCommand::Get { path, .. }
+            if path.as_os_str() == "-" =>
+        {
+            Some(
+                "standard input and output are not carried over the admin socket: give put or \
+                 get a file path, or use its S3 endpoint",
+            )
         }
         StoreCommand::Upkeep { .. } => Some("it runs upkeep itself"),
         StoreCommand::Init(_) => Some("the directory already holds its store"),
@@ -158,6 +164,7 @@ pub async fn run_remote(mut connection: UnixStream, command: &StoreCommand) -> C
              (or stop the server)"
         )));
     }
+    let command = with_absolute_paths(command)?;
     let request = serde_json::to_vec(&serde_json::json!({
         "version": PROTOCOL_VERSION,
         "command": command,
@@ -189,6 +196,20 @@ pub async fn run_remote(mut connection: UnixStream, command: &StoreCommand) -> C
             other => return Err(protocol_error(format!("unknown frame tag {other}"))),
         }
     }
+}
+
+/// `command` with its file path made absolute: the server opens (put) or creates (get) the file
+/// itself, and its working directory is not this process's. The socket admits only the store's
+/// user (mode 0600), so the server touches no file that user could not.
+fn with_absolute_paths(command: &StoreCommand) -> CliResult<StoreCommand> {
+    let mut command = command.clone();
+    if let StoreCommand::Put { path, .. } | StoreCommand::Get { path, .. } = &mut command {
+        *path = std::path::absolute(&*path).map_err(|source| CliError::Io {
+            path: path.display().to_string(),
+            source,
+        })?;
+    }
+    Ok(command)
 }
 
 /// Writes a frame's bytes on; a closed stdout ends the process quietly, as `outln!` does.

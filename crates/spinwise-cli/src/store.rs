@@ -39,7 +39,7 @@ pub struct StoreArgs {
     pub command: StoreCommand,
 }
 
-#[derive(Subcommand, Debug, serde::Serialize, serde::Deserialize)]
+#[derive(Subcommand, Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub enum StoreCommand {
     /// Create a store for a rack in DIR: store.toml (rack copied in), layout.json, catalog.
     Init(InitArgs),
@@ -148,7 +148,7 @@ pub enum StoreCommand {
     },
 }
 
-#[derive(Args, Debug, serde::Serialize, serde::Deserialize)]
+#[derive(Args, Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct InitArgs {
     /// A shipped rack (see `spinwise presets`).
     #[arg(

@@ -1,14 +1,15 @@
 //! Commands served by the owner (issue 30 item 1): while `spinwise serve` owns a data directory,
 //! `spinwise store flush`, `status`, `ls` and the rest run inside it through DATA/admin.sock
 //! (mode 0600) instead of being refused by its locks or opening the disks a second time; put
-//! and get are refused with a pointer to S3; after the server is killed (-9), its stale socket
+//! and get of a file are served, of standard input or output refused with a pointer to S3; after the server is killed (-9), its stale socket
 //! blocks nobody and the next command owns the directory itself. With no load, a group the
 //! flush spun up spins down after the idle time, and the server logs why (issue 30 item 2).
 
 mod common;
 
 use common::s3_server::{S3Server, prepare_data_dir};
-use common::{TempDir, spinwise};
+use common::{TempDir, spinwise, spinwise_in};
+use std::ffi::OsStr;
 use std::os::unix::fs::PermissionsExt;
 
 #[test]
@@ -43,18 +44,42 @@ fn flush_and_status_work_while_serve_runs_and_a_killed_server_s_socket_blocks_no
     let listed = spinwise(["store", "--data", data, "--wait-s", "5", "ls"]).success();
     assert!(listed.stdout.contains("migrated"), "{}", listed.stdout);
     spinwise(["store", "--data", data, "--wait-s", "5", "stat", "missing"]).refused();
-    spinwise([
-        "store",
-        "--data",
-        data,
-        "--wait-s",
-        "5",
-        "put",
-        "b",
-        input.to_str().unwrap(),
-    ])
-    .refused()
-    .stderr_mentions(&["spinwise serve", "S3"]);
+    // put and get of a file are served: the paths are relative to this process's directory,
+    // which the server does not share, so the client makes them absolute.
+    let second = dir.write("second.bin", &"served put\n".repeat(1000));
+    let relative = |path: &std::path::Path| {
+        path.strip_prefix(dir.path())
+            .expect("inside the test directory")
+            .to_path_buf()
+    };
+    let put: [&OsStr; 7] = [
+        "store".as_ref(),
+        "--data".as_ref(),
+        data.as_ref(),
+        "--wait-s".as_ref(),
+        "5".as_ref(),
+        "put".as_ref(),
+        "b".as_ref(),
+    ];
+    let second_relative = relative(&second);
+    let args = put.iter().copied().chain([second_relative.as_os_str()]);
+    spinwise_in(dir.path(), args).success();
+    let fetched = dir.join("fetched.bin");
+    let fetched_relative = relative(&fetched);
+    let get = ["store", "--data", data, "--wait-s", "5", "get", "b"];
+    let args = get
+        .iter()
+        .map(OsStr::new)
+        .chain([fetched_relative.as_os_str()]);
+    spinwise_in(dir.path(), args).success();
+    assert_eq!(
+        std::fs::read(&fetched).unwrap(),
+        std::fs::read(&second).unwrap(),
+        "a served get writes the served put's bytes"
+    );
+    spinwise(["store", "--data", data, "--wait-s", "5", "put", "c", "-"])
+        .refused()
+        .stderr_mentions(&["spinwise serve", "file path", "S3"]);
     let log = server.stop();
     assert!(log.contains("serving an admin command"), "{log}");
     assert!(!socket.exists(), "a stopped server removes its socket");
@@ -66,7 +91,7 @@ fn flush_and_status_work_while_serve_runs_and_a_killed_server_s_socket_blocks_no
     let status = spinwise(["store", "--data", data, "--wait-s", "5", "status", "--json"])
         .success()
         .json();
-    assert_eq!(status["objects"], 1, "{status}");
+    assert_eq!(status["objects"], 2, "{status}");
     let got = spinwise(["store", "--data", data, "--wait-s", "5", "get", "a", "-"]).success();
     assert_eq!(got.stdout, "staged before the server started\n");
 }

@@ -122,6 +122,15 @@ where
     I: IntoIterator<Item = S>,
     S: AsRef<OsStr>,
 {
+    spinwise_in(Path::new("."), args)
+}
+
+/// [`spinwise`] with `directory` as its working directory (for relative paths in `args`).
+pub fn spinwise_in<I, S>(directory: &Path, args: I) -> Run
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<OsStr>,
+{
     let args: Vec<std::ffi::OsString> = args.into_iter().map(|a| a.as_ref().to_owned()).collect();
     let shown: Vec<String> = args
         .iter()
@@ -129,6 +138,7 @@ where
         .collect();
     let output = Command::new(env!("CARGO_BIN_EXE_spinwise"))
         .args(&args)
+        .current_dir(directory)
         .env_remove("RUST_BACKTRACE")
         .output()
         .expect("the spinwise binary runs");
