@@ -313,6 +313,7 @@ fn print_json(report: &Report, config: &SimConfig, switch_latency: SwitchLatency
         "power_w": report.power_w,
         "max_active_disks": report.max_active_disks,
         "budget_violations": report.budget_violations,
+        "audit_refusals": report.audit_refusals,
         "events": report.events,
         "trace_hash": format!("{:016x}", report.trace_hash),
         "switch_latency_scale": switch_latency.scale,
@@ -481,8 +482,9 @@ fn print_disks_and_power(report: &Report) {
     );
     print_idle_spin_down(report);
     outln!(
-        "budgets       {} violations found by the independent checker",
-        report.budget_violations
+        "budgets       {} violations found by the independent checker; {} changes the engine's audit refused",
+        report.budget_violations,
+        report.audit_refusals
     );
 }
 

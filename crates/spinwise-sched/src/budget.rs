@@ -345,6 +345,11 @@ impl GroupBudget {
         out.dedup();
     }
 
+    /// Constraint `index`'s load and budget (micro-units), in [`GroupBudget::loads`] order.
+    pub fn load_of(&self, index: usize) -> (i64, i64) {
+        (self.load[index], self.constraints[index].budget)
+    }
+
     /// Every hard constraint's load and budget, in micro-units (for checkers and reports).
     pub fn loads(&self) -> impl Iterator<Item = (&str, i64, i64)> + '_ {
         self.constraints

@@ -200,6 +200,8 @@ pub enum SimError {
     },
     #[error("the scheduler refused the layout: {0}")]
     Scheduler(#[from] SchedulerError),
+    #[error("the rack engine refused the run: {0}")]
+    Engine(spinwise_engine::EngineError),
     #[error(
         "the random layout needs {width} disks without a common hard domain, but the greedy found only {chosen}"
     )]
@@ -431,4 +433,15 @@ impl SimConfig {
 
 fn hours_to_us(hours: f64) -> u64 {
     (hours * 3600.0 * 1e6).round() as u64
+}
+
+/// The engine's own refusals keep their names; the scheduler's and the layout's read as before.
+impl From<spinwise_engine::EngineError> for SimError {
+    fn from(error: spinwise_engine::EngineError) -> SimError {
+        match error {
+            spinwise_engine::EngineError::Scheduler(error) => SimError::Scheduler(error),
+            spinwise_engine::EngineError::Layout(error) => SimError::Layout(error),
+            other => SimError::Engine(other),
+        }
+    }
 }

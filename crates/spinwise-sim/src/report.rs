@@ -181,6 +181,10 @@ pub struct Report {
     pub max_active_disks: u32,
     /// Hard domains found over budget by the independent checker (must be 0).
     pub budget_violations: u64,
+    /// Disk power-state changes the rack engine's budget audit refused (each disk withheld from
+    /// its unit's spin-up). The audit books disks before the model moves them, so a policy that
+    /// would break a budget is stopped here; 0 on every correct run.
+    pub audit_refusals: u64,
     /// Events processed over the whole run (warm-up and drain included), stale completions not.
     pub events: u64,
     /// Completion events dropped because a rate change had superseded them.

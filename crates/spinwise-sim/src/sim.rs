@@ -25,12 +25,14 @@ use crate::sample::{exponential_us, sample_us, seconds_to_us};
 use crate::workload::{Arrivals, BlobSizes, burst_times_us, group_of_key, vhd_blob_bytes};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use spinwise_engine::choice::class_scheduler;
+use spinwise_engine::{Engine, GroupPhase, Output, Purpose, SpinDownCause};
 use spinwise_model::{DiskIndex, GroupIndex, Layout, Rack, StateIndex};
 use spinwise_sched::flamingo::Flamingo;
-use spinwise_sched::idle::{SpinDownReason, idle_spin_down_us};
+use spinwise_sched::idle::idle_spin_down_us;
 use spinwise_sched::policy::{FullyProvisioned, Policy};
 use spinwise_sched::random::RandomPlacement;
-use spinwise_sched::scheduler::{Action, ClassScheduler, Kind, Request};
+use spinwise_sched::scheduler::{Kind, Request};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
@@ -250,7 +252,9 @@ struct Loop<'a> {
     config: &'a SimConfig,
     model: Model,
     rng: ChaCha8Rng,
-    scheduler: Box<dyn Policy>,
+    /// The rack engine: the policy, the budget audit, unit phases and the job books, the same
+    /// code the store's driver runs; this loop turns its commands into model events.
+    engine: Engine,
     disks: Disks,
     network: Network,
     events: BinaryHeap<Reverse<(u64, u64, Event)>>,
@@ -375,9 +379,11 @@ pub fn simulate_recording(
             model.read_pools = Some(model.target_disks.clone());
         }
     }
-    let (rack, scheduler): (&Rack, Box<dyn Policy>) = match config.policy {
+    let (rack, scheduler): (&Rack, Box<dyn Policy + Send>) = match config.policy {
         PolicyKind::Pelican => {
-            let scheduler = class_scheduler(rack, layout, config)?;
+            // Links are shared only when a network is modelled: without NICs nothing is shared
+            // that one class could fill.
+            let scheduler = class_scheduler(rack, layout, config.network_gbps.is_some())?;
             model.stagger_switches_min_queue = layout
                 .scheduler
                 .stagger_switches_min_queue
@@ -391,13 +397,14 @@ pub fn simulate_recording(
         PolicyKind::Flamingo => (rack, Box::new(Flamingo::new(layout)?)),
         PolicyKind::Random => (rack, random_policy(rack, layout, config, &mut model)?),
     };
-    let mut scheduler = scheduler;
+    let targets = (model.target_disks != model.unit_disks).then(|| model.target_disks.clone());
+    let mut engine = Engine::with_targets(rack, model.unit_disks.clone(), targets, scheduler)?;
     // FP keeps every group up by design and the random layout's scheduler works on disks: only
     // Pelican's and Flamingo's schedulers spin idle groups down.
     let idle_spin_down_s = config
         .idle_spin_down_s
         .filter(|_| matches!(config.policy, PolicyKind::Pelican | PolicyKind::Flamingo));
-    scheduler.set_idle_spin_down_us(idle_spin_down_us(idle_spin_down_s));
+    engine.set_idle_spin_down_us(idle_spin_down_us(idle_spin_down_s));
     let window_us = config.window_us();
     let units = model.unit_disks.len();
     let targets = model.target_disks.len();
@@ -424,7 +431,7 @@ pub fn simulate_recording(
         config,
         model,
         rng,
-        scheduler,
+        engine,
         disks: Disks::new(rack, window_us),
         network: Network::new(rack, config.network_gbps, window_us),
         events: BinaryHeap::new(),
@@ -477,22 +484,6 @@ pub fn simulate_recording(
     Ok(sim.report(last_us))
 }
 
-/// Pelican's scheduler for `layout`; with staggered switches in the layout and a network, told
-/// which classes send through the same server's NIC (the links classes can all leave idle at
-/// once; without NICs nothing is shared that one class could fill).
-fn class_scheduler(
-    rack: &Rack,
-    layout: &Layout,
-    config: &SimConfig,
-) -> Result<ClassScheduler, SimError> {
-    let mut scheduler = ClassScheduler::new(layout)?;
-    if layout.scheduler.stagger_switches_min_queue.is_some() && config.network_gbps.is_some() {
-        let nic_of_group = layout.group_read_servers(rack)?;
-        scheduler.share_links(&nic_of_group);
-    }
-    Ok(scheduler)
-}
-
 /// The random straw-man layout (Pelican §2.2): [`PLACEMENT_SETS`] sets of k + r disks from the
 /// run's seed become the request targets, single disks the units spun up and down, and the
 /// policy queues as many requests in all as Pelican's classes together.
@@ -501,7 +492,7 @@ fn random_policy(
     layout: &Layout,
     config: &SimConfig,
     model: &mut Model,
-) -> Result<Box<dyn Policy>, SimError> {
+) -> Result<Box<dyn Policy + Send>, SimError> {
     let placements = random_placements(
         rack,
         layout.erasure.stripe_width(),
@@ -646,12 +637,12 @@ impl Loop<'_> {
             }
             self.trace.write(&now_us.to_le_bytes());
             self.trace.write(&event.encode());
-            while let Some(action) = self.scheduler.poll_action(now_us) {
-                self.perform(now_us, action);
+            while let Some(output) = self.engine.next_output(now_us) {
+                self.perform(now_us, output);
             }
             self.schedule_timeout(now_us);
         }
-        assert!(self.scheduler.is_idle(), "the scheduler ended with work");
+        assert!(self.engine.is_idle(), "the engine ended with work");
         assert!(self.in_flight.is_empty(), "accepted requests left unserved");
         assert!(
             self.waiting.iter().all(Vec::is_empty) && self.refused_reads == 0,
@@ -678,7 +669,7 @@ impl Loop<'_> {
     /// Queues a wake-up for the policy's next timeout unless one is queued for that time already.
     /// A timeout at or before `now_us` would be a policy asking to be polled again for nothing.
     fn schedule_timeout(&mut self, now_us: u64) {
-        let wanted_us = self.scheduler.next_timeout_us();
+        let wanted_us = self.engine.next_wake_us();
         if let Some(at_us) = wanted_us {
             assert!(at_us > now_us, "a policy timeout must lie in the future");
             if self.timeout_us != Some(at_us) {
@@ -704,7 +695,10 @@ impl Loop<'_> {
                     .set(self.rack, now_us, &[disk], self.model.active);
             }
             Event::GroupSpunUp { group } => {
-                self.scheduler.spun_up(now_us, group);
+                // A unit none of whose disks could be commanded came up at once.
+                if self.engine.phase(group) == GroupPhase::SpinningUp {
+                    self.engine.unit_spun_up(now_us, group);
+                }
                 let started_us = self.spin_up_started_us[group as usize]
                     .take()
                     .expect("a spin-up was started");
@@ -716,7 +710,11 @@ impl Loop<'_> {
                 self.disks
                     .set(self.rack, now_us, &[disk], self.model.resting);
             }
-            Event::GroupSpunDown { group } => self.scheduler.spun_down(now_us, group),
+            Event::GroupSpunDown { group } => {
+                if self.engine.phase(group) == GroupPhase::SpinningDown {
+                    self.engine.unit_spun_down(now_us, group);
+                }
+            }
             Event::FirstByte { request } => {
                 let flight = self.in_flight.get_mut(request).expect("being served");
                 flight.first_byte_us = Some(now_us);
@@ -816,7 +814,7 @@ impl Loop<'_> {
             bytes: read.bytes,
             kind: read.kind,
         };
-        if self.scheduler.submit(now_us, request).is_err() {
+        if self.engine.submit(now_us, request, Purpose::Read).is_err() {
             return false;
         }
         self.next_request += 1;
@@ -873,7 +871,7 @@ impl Loop<'_> {
         };
         self.schedule_flow_wake();
         let flight = self.in_flight.remove(request).expect("being served");
-        self.scheduler.served(now_us, &flight.request);
+        self.engine.served(now_us, request);
         if flight.request.kind == Kind::Rebuild {
             self.rebuild_stack_served(now_us);
         } else if self.in_window(flight.arrival_us) {
@@ -976,6 +974,9 @@ impl Loop<'_> {
         if let Some(pools) = self.model.read_pools.as_mut() {
             pools[group as usize] = survivors.to_vec();
         }
+        self.engine
+            .mark_failed(now_us, failed_disk)
+            .expect("the failed disk is a rack disk");
         let rebuild = self.rebuild.as_mut().expect("a failure is configured");
         rebuild.group = Some(group);
         rebuild.failed_disk = Some(failed_disk);
@@ -1004,7 +1005,11 @@ impl Loop<'_> {
                 bytes: rebuild.stack_bytes(rebuild.submitted),
                 kind: Kind::Rebuild,
             };
-            if self.scheduler.submit(now_us, request).is_err() {
+            if self
+                .engine
+                .submit(now_us, request, Purpose::Rebuild)
+                .is_err()
+            {
                 break;
             }
             self.next_request += 1;
@@ -1044,10 +1049,12 @@ impl Loop<'_> {
         }
     }
 
-    /// Carries out one scheduler action in model time.
-    fn perform(&mut self, now_us: u64, action: Action) {
-        match action {
-            Action::SpinUp(group) => {
+    /// Carries out one engine command in model time. Every disk of a unit follows its unit's
+    /// spin-up and spin-down in the model (with its latency draws, in disk order), the failed
+    /// disk included: it overstates the draw the independent checker sees, the safe side.
+    fn perform(&mut self, now_us: u64, output: Output) {
+        match output {
+            Output::SpinUp { unit: group, .. } => {
                 self.up[group as usize] = true;
                 self.release(now_us, group);
                 let in_window = self.in_window(now_us);
@@ -1079,12 +1086,14 @@ impl Loop<'_> {
                 self.model.unit_disks[group as usize] = disks;
                 self.push(now_us + ready_us, Event::GroupSpunUp { group });
             }
-            Action::SpinDown(group) => {
-                let idle = self.scheduler.spin_down_reason(group) == SpinDownReason::Idle;
+            Output::SpinDown {
+                unit: group, cause, ..
+            } => {
+                let idle = cause == SpinDownCause::Idle;
                 self.idle_spin_downs += u64::from(idle && self.in_window(now_us));
                 self.spin_down(now_us, group);
             }
-            Action::Serve(request) => {
+            Output::Serve { request, .. } => {
                 let flight = self.in_flight.get_mut(request.id).expect("accepted");
                 flight.serve_us = Some(now_us);
                 self.push(
@@ -1101,6 +1110,9 @@ impl Loop<'_> {
                 self.submit_rebuild_stacks(now_us);
                 self.retry_refused(now_us);
             }
+            // Announcements are for a store's piggybacked work; the model has none. A disk the
+            // audit withheld is still counted in the report (`audit_refusals`).
+            Output::Activity(_) | Output::Disk(_) => {}
         }
     }
 
@@ -1195,6 +1207,7 @@ impl Loop<'_> {
             },
             max_active_disks: self.disks.max_not_resting(),
             budget_violations: self.disks.violations(),
+            audit_refusals: self.engine.audit().counters().refusals,
             events: self.processed,
             stale_events: self.stale,
             trace_hash: self.trace.finish(),

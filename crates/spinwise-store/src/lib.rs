@@ -8,10 +8,9 @@
 //! - [`config`] holds the data directory's `store.toml` and `layout.json`;
 //! - [`error`] holds [`StoreError`];
 //! - [`placement`] decides a blob's group and disks (Pelican §2.2);
-//! - [`purpose`] names what each driver job is for, so every spin-up is logged with its reason;
 //! - [`stacks`] writes a blob's stripe stacks to its disks and reads fragments back;
-//! - [`driver`] runs the sans-IO scheduler with a real [`clock`] against the disks, every power
-//!   change passing the [`audit`];
+//! - [`driver`] runs the rack engine (spinwise-engine: the scheduler, the budget audit, group
+//!   phases, job purposes) with a real [`clock`] against the disks;
 //! - [`migrate`] is the bundler and migrator ([`Store::flush`]), [`space`] the disks' used space
 //!   it places by;
 //! - [`read`] reads migrated objects: one scheduler job per GET on the blob's group, decoding
@@ -32,7 +31,8 @@
 //!   from running flush, rebuild, scrub or upkeep on one data directory at once; [`duties`] are
 //!   the task's other work: migrating staged objects by policy and rebuilding failed disks.
 
-pub mod audit;
+/// The budget audit, now the rack engine's (spinwise-engine), under its old path.
+pub use spinwise_engine::audit;
 pub mod blob_index;
 mod board;
 pub mod buffers;
@@ -51,7 +51,6 @@ pub mod migrate;
 pub mod ordered;
 pub mod owner;
 pub mod placement;
-pub mod purpose;
 pub mod rack;
 pub mod read;
 pub mod recover;

@@ -1,5 +1,5 @@
-//! The budget audit: the checker outside the system under test (BRIEF). Every power-state change
-//! the driver makes to a disk passes [`BudgetAudit::change`] *before* the command goes to the
+//! The budget audit: the checker outside the policy under test (BRIEF). Every power-state change
+//! the engine makes to a disk passes [`BudgetAudit::change`] *before* the command goes to the
 //! disk when the change can raise a draw (resting → spinning up, spinning up → active), and is
 //! recorded *after* the disk obeyed when it can only lower one (→ resting). The books therefore
 //! never charge less than the disks draw: a disk is charged its spin-up cost from before its
@@ -8,9 +8,9 @@
 //! The audit shares nothing with the scheduler's books (which charge whole groups over the
 //! layout's group constraints): it keeps its own disk-level books,
 //! [`GroupBudget::per_disk`] over the *rack's* hard resources, with the rack's own spin-up path,
-//! so a wrong layout, a scheduler bug or a driver bug shows up here as a refusal. A refused
-//! change is logged (`tracing::error!`), counted, and returned as a typed [`AuditRefusal`]; the
-//! caller must not send the command.
+//! so a wrong layout, a scheduler bug or an engine bug shows up here as a refusal. A refused
+//! change is counted and returned as a typed [`AuditRefusal`] (the engine announces it; the
+//! shells log it); the caller must not send the command.
 //!
 //! Disk states follow the rack's spin-up path: resting → spinning up → active → resting, or
 //! spinning up → resting for a spin-up that failed or was abandoned. A disk spinning up is
@@ -20,8 +20,11 @@
 //! a move to the state the disk is in) is refused as [`AuditRefusal::Transition`].
 //!
 //! Invariants (asserted after every change): the books balance — each hard domain's load held by
-//! the books equals its load recomputed from scratch from the disks' states — and no load exceeds
-//! its budget; the counters of disks spinning up and active equal the disks in those states.
+//! the books equals the audit's own sum over its disks' states, kept by its own arithmetic (a
+//! delta per change) — and no load exceeds its budget. [`BudgetAudit::verify_from_scratch`]
+//! recomputes every domain's load and the counters of disks spinning up and active from the
+//! disks' states alone (O(disks): checkers and tests call it; a rack-wide power domain would make
+//! it O(disks) per change, which the simulator cannot afford).
 
 use spinwise_model::{DiskIndex, Rack, StateIndex};
 use spinwise_sched::budget::GroupBudget;
@@ -99,6 +102,8 @@ struct HardResource {
     cost_micros: Vec<i64>,
     domain_of: Vec<u32>,
     domains: Vec<Vec<DiskIndex>>,
+    /// Each domain's load by the audit's own arithmetic (micro-units).
+    load_micros: Vec<i64>,
     /// Index in the books' constraint order of this resource's domain 0.
     first_constraint: usize,
 }
@@ -131,9 +136,16 @@ impl BudgetAudit {
         let hard: Vec<HardResource> = rack
             .hard_resources()
             .map(|(_, resource)| {
+                let cost_micros: Vec<i64> = resource.cost.iter().map(|c| c.micros()).collect();
+                let resting_micros = cost_micros[rack.resting_state()];
                 let entry = HardResource {
                     name: resource.name.clone(),
-                    cost_micros: resource.cost.iter().map(|c| c.micros()).collect(),
+                    load_micros: resource
+                        .domains
+                        .iter()
+                        .map(|members| resting_micros * members.len() as i64)
+                        .collect(),
+                    cost_micros,
                     domain_of: resource.domain_of.clone(),
                     domains: resource.domains.clone(),
                     first_constraint,
@@ -151,7 +163,7 @@ impl BudgetAudit {
                 budget_micros: resource.budget.micros(),
             })
             .collect();
-        let mut audit = BudgetAudit {
+        let audit = BudgetAudit {
             books,
             hard,
             state_index: [rack.resting_state(), spinning_up, rack.active_state()],
@@ -161,9 +173,7 @@ impl BudgetAudit {
                 ..AuditCounters::default()
             },
         };
-        for disk in 0..rack.disk_count() as DiskIndex {
-            audit.assert_balanced(disk);
-        }
+        audit.verify_from_scratch();
         Ok(audit)
     }
 
@@ -177,7 +187,6 @@ impl BudgetAudit {
             }
             Err(refusal) => {
                 self.counters.refusals += 1;
-                tracing::error!(%refusal, "budget audit refused a disk power-state change");
                 Err(refusal)
             }
         }
@@ -222,7 +231,7 @@ impl BudgetAudit {
             })?;
         self.power_of[disk as usize] = to;
         self.count(from, to);
-        self.assert_balanced(disk);
+        self.assert_balanced(disk, from, to);
         Ok(())
     }
 
@@ -243,20 +252,18 @@ impl BudgetAudit {
             .max(counters.spinning_up_now + counters.active_now);
     }
 
-    /// Recomputes from the disks' states the load of every hard domain holding `disk`, checks it
+    /// Moves the load of every hard domain holding `disk` by its change of state, checks it
     /// against the books and the budget, and notes the peaks.
-    fn assert_balanced(&mut self, disk: DiskIndex) {
-        let booked: Vec<(i64, i64)> = self.books.loads().map(|(_, l, b)| (l, b)).collect();
-        for (resource, peak) in self.hard.iter().zip(&mut self.counters.peaks) {
+    fn assert_balanced(&mut self, disk: DiskIndex, from: DiskPower, to: DiskPower) {
+        let (from, to) = (
+            self.state_index[from as usize],
+            self.state_index[to as usize],
+        );
+        for (resource, peak) in self.hard.iter_mut().zip(&mut self.counters.peaks) {
             let domain = resource.domain_of[disk as usize] as usize;
-            let load: i64 = resource.domains[domain]
-                .iter()
-                .map(|member| {
-                    let power = self.power_of[*member as usize];
-                    resource.cost_micros[self.state_index[power as usize]]
-                })
-                .sum();
-            let (books_load, budget) = booked[resource.first_constraint + domain];
+            resource.load_micros[domain] += resource.cost_micros[to] - resource.cost_micros[from];
+            let load = resource.load_micros[domain];
+            let (books_load, budget) = self.books.load_of(resource.first_constraint + domain);
             assert_eq!(
                 load, books_load,
                 "the audit's books of `{}` domain {domain} do not balance",
@@ -269,17 +276,43 @@ impl BudgetAudit {
             );
             peak.peak_micros = peak.peak_micros.max(load);
         }
-        if cfg!(debug_assertions) {
-            // O(disks): only in debug builds (tests).
-            let counted = (
-                self.count_in(DiskPower::SpinningUp),
-                self.count_in(DiskPower::Active),
-            );
-            assert_eq!(
-                counted,
-                (self.counters.spinning_up_now, self.counters.active_now)
-            );
+    }
+
+    /// Recomputes every hard domain's load and the counts of disks spinning up and active from
+    /// the disks' booked states alone, and asserts they match the running books and budgets.
+    pub fn verify_from_scratch(&self) {
+        for resource in &self.hard {
+            for (domain, members) in resource.domains.iter().enumerate() {
+                let load: i64 = members
+                    .iter()
+                    .map(|member| {
+                        let power = self.power_of[*member as usize];
+                        resource.cost_micros[self.state_index[power as usize]]
+                    })
+                    .sum();
+                let (books_load, budget) = self.books.load_of(resource.first_constraint + domain);
+                assert_eq!(
+                    (load, load),
+                    (books_load, resource.load_micros[domain]),
+                    "`{}` domain {domain}: recomputed load, books and running sum disagree",
+                    resource.name
+                );
+                assert!(
+                    load <= budget,
+                    "hard budget of `{}` exceeded",
+                    resource.name
+                );
+            }
         }
+        let counted = (
+            self.count_in(DiskPower::SpinningUp),
+            self.count_in(DiskPower::Active),
+        );
+        assert_eq!(
+            counted,
+            (self.counters.spinning_up_now, self.counters.active_now),
+            "the audit's counters of disks spinning up and active do not match its books"
+        );
     }
 
     fn count_in(&self, power: DiskPower) -> u32 {
