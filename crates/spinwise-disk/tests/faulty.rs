@@ -69,6 +69,12 @@ fn free_bytes(disk: &impl Disk) -> u64 {
     disk.space().expect("space").free_bytes
 }
 
+/// Injects `fault` into the next `calls` calls of `operation`.
+fn inject_next(disk: &FaultyDisk, operation: Operation, fault: Fault, calls: u64) {
+    disk.inject(operation, fault, Trigger::NextCalls(calls))
+        .expect("inject");
+}
+
 /// Crashes and spins the disk up again, as a restarted store would find it.
 fn crash_and_restart(disk: &FaultyDisk, seed: u64, mode: CrashMode) {
     disk.crash(seed, mode);
@@ -332,8 +338,7 @@ fn a_crash_leaves_a_failed_disk_failed() {
 #[test]
 fn an_injected_write_error_fails_exactly_the_next_calls_and_leaves_nothing() {
     let disk = active(WriteSync::BeforeReturning, 0);
-    disk.inject(Operation::Write, Fault::IoError, Trigger::NextCalls(2))
-        .expect("inject");
+    inject_next(&disk, Operation::Write, Fault::IoError, 2);
     for attempt in 0..2 {
         let result = write(&disk, "f", 20_000, Overwrite::Refuse);
         assert!(
@@ -351,8 +356,7 @@ fn an_injected_write_error_fails_exactly_the_next_calls_and_leaves_nothing() {
 fn an_injected_read_error_fails_the_read_and_the_data_stays() {
     let disk = active(WriteSync::BeforeReturning, 0);
     write(&disk, "f", 100, Overwrite::Refuse).expect("write");
-    disk.inject(Operation::Read, Fault::IoError, Trigger::NextCalls(1))
-        .expect("inject");
+    inject_next(&disk, Operation::Read, Fault::IoError, 1);
     let failed = disk.read_at("f", 0, &mut [0u8; 10]);
     assert!(matches!(failed, Err(DiskError::Io { .. })), "{failed:?}");
     assert_eq!(read_all(&disk, "f"), pattern(100));
@@ -362,8 +366,7 @@ fn an_injected_read_error_fails_the_read_and_the_data_stays() {
 #[test]
 fn an_injected_spin_up_error_leaves_the_disk_in_standby_until_a_retry() {
     let disk = honest();
-    disk.inject(Operation::SpinUp, Fault::IoError, Trigger::NextCalls(1))
-        .expect("inject");
+    inject_next(&disk, Operation::SpinUp, Fault::IoError, 1);
     assert!(matches!(disk.spin_up(), Err(DiskError::Io { .. })));
     assert_eq!(disk.power_state(), PowerState::Standby);
     disk.spin_up().expect("the retry spins up");
@@ -374,8 +377,7 @@ fn an_injected_spin_up_error_leaves_the_disk_in_standby_until_a_retry() {
 #[test]
 fn faults_fire_only_on_calls_the_disk_admitted() {
     let disk = honest();
-    disk.inject(Operation::Read, Fault::IoError, Trigger::NextCalls(1))
-        .expect("inject");
+    inject_next(&disk, Operation::Read, Fault::IoError, 1);
     let refused = disk.read_at("f", 0, &mut [0u8; 1]);
     assert!(
         matches!(refused, Err(DiskError::NotReady { .. })),
@@ -402,8 +404,7 @@ fn a_latency_spike_adds_its_virtual_time_to_the_call() {
     let spike = Fault::LatencySpike {
         extra_us: 2_500_000,
     };
-    disk.inject(Operation::Read, spike, Trigger::NextCalls(1))
-        .expect("inject");
+    inject_next(&disk, Operation::Read, spike, 1);
     let before_us = disk.clock().now_us();
     assert_eq!(disk.read_at("f", 0, &mut [0u8; 100]).expect("read"), 100);
     assert_eq!(
@@ -428,8 +429,7 @@ fn a_latency_spike_adds_its_virtual_time_to_the_call() {
 fn an_injected_failure_fails_the_disk_at_that_call() {
     let disk = active(WriteSync::BeforeReturning, 0);
     write(&disk, "f", 100, Overwrite::Refuse).expect("write");
-    disk.inject(Operation::Write, Fault::Failure, Trigger::NextCalls(1))
-        .expect("inject");
+    inject_next(&disk, Operation::Write, Fault::Failure, 1);
     let result = write(&disk, "g", 100, Overwrite::Refuse);
     assert!(
         matches!(result, Err(DiskError::Failed { .. })),
