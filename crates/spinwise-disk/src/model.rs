@@ -4,10 +4,10 @@
 //! calls with the same errors as the emulated disk, so the conformance suite checks both, and
 //! store tests can run a rack in virtual time.
 //!
-//! The files keep their durability ([`FileTable`]): this disk syncs every write and removal
-//! before acknowledging it, as the contract says; the faulty disk (`faulty`) is this disk with
-//! an [`Interposer`] that injects faults before operations and may skip that sync, and with
-//! crashes that drop what is not synced.
+//! The files keep their durability (`file_table::FileTable`): this disk syncs every write and
+//! removal before acknowledging it, as the contract says; the faulty disk (`faulty`) is this
+//! disk with an `Interposer` that injects faults before operations and may skip that sync, and
+//! with crashes that drop what is not synced.
 //!
 //! Invariants: the space ledger's used bytes are the visible files' lengths plus the
 //! reservations of writes in flight (a write reserves before reading its source, so `NoSpace`

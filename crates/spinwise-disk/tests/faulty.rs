@@ -131,6 +131,29 @@ fn a_crash_brings_back_the_synced_version_of_a_replaced_file_and_an_unsynced_rem
 }
 
 #[test]
+fn an_unsynced_removal_is_undone_or_done_whole_never_torn() {
+    let mut fates = Vec::new();
+    for seed in 0..16 {
+        let disk = active(WriteSync::Skipped, 0);
+        write(&disk, "f", 10_000, Overwrite::Refuse).expect("write");
+        disk.sync();
+        disk.remove_file("f").expect("remove");
+        let report = disk.crash(seed, CrashMode::Arbitrary);
+        let [(_, fate)] = report.fates.as_slice() else {
+            panic!("seed {seed}: one unsynced removal, got {report:?}");
+        };
+        disk.spin_up().expect("spin_up");
+        match fate {
+            UnsyncedFate::Lost => assert_eq!(read_all(&disk, "f"), pattern(10_000)),
+            UnsyncedFate::Landed => assert!(disk.list_files().expect("list").is_empty()),
+            torn => panic!("seed {seed}: a removal was {torn:?}"),
+        }
+        fates.push(*fate);
+    }
+    assert!(fates.contains(&UnsyncedFate::Lost) && fates.contains(&UnsyncedFate::Landed));
+}
+
+#[test]
 fn a_torn_write_keeps_a_sector_aligned_prefix() {
     let disk = active(WriteSync::Skipped, 0);
     let len = 10 * SECTOR_BYTES + 100;
