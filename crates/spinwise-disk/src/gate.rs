@@ -68,6 +68,14 @@ impl PowerGate {
             .store(encode(PowerState::Failed), Ordering::Release);
     }
 
+    /// Power is lost (a model disk's crash): standby at once, unless failed. Serialized with
+    /// transitions, so a spin-up cannot leave the disk `Active` after it; operations in flight
+    /// are not waited for (without power they cannot finish: the model disk fails their commit).
+    pub(crate) fn lose_power(&self) {
+        let _transition = self.begin_transition();
+        self.set_state(PowerState::Standby);
+    }
+
     /// `Failed` for a failed disk, `Ok` otherwise: the check power commands start with.
     pub(crate) fn refuse_failed(&self) -> Result<(), DiskError> {
         match self.state() {

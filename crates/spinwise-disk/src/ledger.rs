@@ -51,6 +51,29 @@ impl SpaceLedger {
         Ok(())
     }
 
+    /// Books all but `free_bytes` of what is free (a filler that makes the disk full); returns
+    /// the bytes booked, 0 when no more than `free_bytes` were free.
+    pub(crate) fn reserve_leaving(&self, free_bytes: u64) -> u64 {
+        let mut used = self.used_bytes.lock().expect("space lock poisoned");
+        let filler = self
+            .capacity_bytes
+            .saturating_sub(*used)
+            .saturating_sub(free_bytes);
+        *used += filler;
+        filler
+    }
+
+    /// Swaps `released` bytes for `booked` ones without a capacity check: a crash that changed
+    /// what the files hold (a dropped removal brings a file back whether or not it fits).
+    pub(crate) fn rebook(&self, released: u64, booked: u64) {
+        let mut used = self.used_bytes.lock().expect("space lock poisoned");
+        assert!(
+            *used >= released,
+            "released {released} bytes of {used} used"
+        );
+        *used = *used - released + booked;
+    }
+
     /// Gives back `bytes` of a failed write or a removed or replaced file.
     pub(crate) fn release(&self, bytes: u64) {
         let mut used = self.used_bytes.lock().expect("space lock poisoned");

@@ -31,6 +31,9 @@
 //! - [`BlockDisk`] (`block`, Linux): a real drive via hdparm/sdparm and mount; its file half is
 //!   the emulated disk's (`files::DirectoryFiles`), run on the mount point.
 //! - [`ModelDisk`] (`model`): the simulator's disk model in memory on a [`VirtualClock`].
+//! - [`FaultyDisk`] (`faulty`): the model disk with injected faults (IO errors, latency spikes,
+//!   failure, a full disk) and crashes that drop or tear every change not yet synced; the fault
+//!   model is docs/faults.md.
 //! - [`conformance`]: the contract as generic test bodies and the
 //!   [`conformance_tests!`] macro that runs them against any factory.
 //!
@@ -45,6 +48,8 @@ pub use spinwise_model::DiskIndex;
 pub mod block;
 pub mod conformance;
 pub mod emulated;
+pub mod faulty;
+mod file_table;
 mod files;
 mod gate;
 mod ledger;
@@ -55,6 +60,10 @@ pub mod timing;
 #[cfg(target_os = "linux")]
 pub use block::{BlockConfig, BlockDisk, CommandPaths, DrivePower, PowerTool};
 pub use emulated::{EmulatedConfig, EmulatedDisk, Faults};
+pub use faulty::{
+    Fault, FaultCounts, FaultyConfig, FaultyDisk, Operation, Trigger, crash_together,
+};
+pub use file_table::{CrashMode, CrashReport, SECTOR_BYTES, UnsyncedFate, WriteSync};
 pub use model::{ModelDisk, VirtualClock};
 pub use power_file::{PowerFileError, PowerPhase, read_power_state};
 pub use timing::DiskTiming;

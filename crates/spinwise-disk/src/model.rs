@@ -4,17 +4,26 @@
 //! calls with the same errors as the emulated disk, so the conformance suite checks both, and
 //! store tests can run a rack in virtual time.
 //!
-//! Invariants: the space ledger's used bytes are the stored files' lengths plus the reservations
-//! of writes in flight (a write reserves before reading its source, so `NoSpace` leaves nothing); a file
-//! appears in `files` only whole (the map is updated once, after the source was fully read).
-//! The clock only moves forward. Advances of several disks sharing one clock add up, as if their
-//! operations ran one after another.
+//! The files keep their durability (`file_table::FileTable`): this disk syncs every write and
+//! removal before acknowledging it, as the contract says; the faulty disk (`faulty`) is this
+//! disk with an `Interposer` that injects faults before operations and may skip that sync, and
+//! with crashes that drop what is not synced.
+//!
+//! Invariants: the space ledger's used bytes are the visible files' lengths plus the
+//! reservations of writes in flight (a write reserves before reading its source, so `NoSpace`
+//! leaves nothing) plus a faulty disk's filler; a file appears in `files` only whole (the table
+//! is updated once, after the source was fully read), and a write that began before a crash
+//! fails instead of landing after it. The clock only moves forward. Advances of several disks
+//! sharing one clock add up, as if their operations ran one after another.
 
-use std::collections::BTreeMap;
 use std::io::{self, Read};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use rand_chacha::ChaCha8Rng;
+
+use crate::faulty::Operation;
+use crate::file_table::{CrashMode, CrashReport, FileTable, WriteSync};
 use crate::gate::PowerGate;
 use crate::ledger::SpaceLedger;
 use crate::timing::{DiskTiming, LatencySampler};
@@ -44,6 +53,29 @@ impl VirtualClock {
 /// Streamed sources are read this many bytes at a time.
 const CHUNK_BYTES: usize = 1 << 20;
 
+/// What the faulty disk adds to a model disk's operations; the model disk alone adds nothing.
+pub(crate) trait Interposer: std::fmt::Debug + Send + Sync {
+    /// Runs once a call was admitted and its name checked (for a spin-up: once the disk spun
+    /// up), before it changes anything; an error ends the call with that error.
+    fn before(&self, disk: &ModelDisk, operation: Operation) -> Result<(), DiskError>;
+    /// Whether writes and removals are synced before they are acknowledged.
+    fn write_sync(&self) -> WriteSync;
+}
+
+/// The model disk's own interposer: no faults, every change synced (the contract).
+#[derive(Debug)]
+struct Faultless;
+
+impl Interposer for Faultless {
+    fn before(&self, _disk: &ModelDisk, _operation: Operation) -> Result<(), DiskError> {
+        Ok(())
+    }
+
+    fn write_sync(&self) -> WriteSync {
+        WriteSync::BeforeReturning
+    }
+}
+
 /// An in-memory disk on a virtual clock. See the module documentation.
 #[derive(Debug)]
 pub struct ModelDisk {
@@ -52,8 +84,9 @@ pub struct ModelDisk {
     clock: VirtualClock,
     sampler: LatencySampler,
     gate: PowerGate,
-    files: Mutex<BTreeMap<String, Arc<Vec<u8>>>>,
+    files: Mutex<FileTable>,
     space: SpaceLedger,
+    interposer: Arc<dyn Interposer>,
 }
 
 impl ModelDisk {
@@ -66,6 +99,19 @@ impl ModelDisk {
         clock: VirtualClock,
         seed: u64,
     ) -> Result<ModelDisk, DiskError> {
+        let faultless = Arc::new(Faultless);
+        ModelDisk::interposed(index, capacity_bytes, timing, clock, seed, faultless)
+    }
+
+    /// A new model disk whose operations go through `interposer` (the faulty disk's faults).
+    pub(crate) fn interposed(
+        index: DiskIndex,
+        capacity_bytes: u64,
+        timing: DiskTiming,
+        clock: VirtualClock,
+        seed: u64,
+        interposer: Arc<dyn Interposer>,
+    ) -> Result<ModelDisk, DiskError> {
         timing.check()?;
         Ok(ModelDisk {
             index,
@@ -73,8 +119,9 @@ impl ModelDisk {
             gate: PowerGate::new(index, PowerState::Standby),
             timing,
             clock,
-            files: Mutex::new(BTreeMap::new()),
+            files: Mutex::new(FileTable::default()),
             space: SpaceLedger::new(index, capacity_bytes, 0),
+            interposer,
         })
     }
 
@@ -91,19 +138,63 @@ impl ModelDisk {
         self.advance_s(self.timing.seek_s + bytes as f64 / self.timing.bandwidth_bytes_per_s);
     }
 
-    fn files(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Arc<Vec<u8>>>> {
+    fn files(&self) -> std::sync::MutexGuard<'_, FileTable> {
         self.files.lock().expect("files lock poisoned")
     }
 
     fn file(&self, name: &str) -> Result<Arc<Vec<u8>>, DiskError> {
         check_name(name)?;
         self.files()
-            .get(name)
-            .cloned()
-            .ok_or_else(|| DiskError::NotFound {
-                disk: self.index,
-                name: name.to_string(),
-            })
+            .visible(name)
+            .ok_or_else(|| self.not_found(name))
+    }
+
+    fn not_found(&self, name: &str) -> DiskError {
+        DiskError::NotFound {
+            disk: self.index,
+            name: name.to_string(),
+        }
+    }
+
+    fn already_exists(&self, name: &str) -> DiskError {
+        DiskError::AlreadyExists {
+            disk: self.index,
+            name: name.to_string(),
+        }
+    }
+
+    /// The barrier: every change not yet synced becomes durable.
+    pub(crate) fn sync(&self) {
+        self.files().sync_all();
+    }
+
+    /// The names whose last change is not yet synced, sorted.
+    pub(crate) fn unsynced_names(&self) -> Vec<String> {
+        self.files().unsynced_names()
+    }
+
+    /// Power is lost: unsynced changes meet their fate ([`FileTable::crash`]), the space
+    /// ledger follows what the files now hold, and the disk is in standby (unless failed).
+    pub(crate) fn lose_power(&self, mode: CrashMode, rng: &mut ChaCha8Rng) -> CrashReport {
+        let report = {
+            let mut files = self.files();
+            let before_bytes = files.visible_bytes();
+            let report = files.crash(mode, rng);
+            self.space.rebook(before_bytes, files.visible_bytes());
+            report
+        };
+        self.gate.lose_power();
+        report
+    }
+
+    /// Books all but `free_bytes` of the free space as a filler; returns the bytes booked.
+    pub(crate) fn fill_leaving(&self, free_bytes: u64) -> u64 {
+        self.space.reserve_leaving(free_bytes)
+    }
+
+    /// Gives back `bytes` of a filler.
+    pub(crate) fn release_filler(&self, bytes: u64) {
+        self.space.release(bytes);
     }
 
     /// Reads exactly `len_bytes` from `data`, chunk by chunk.
@@ -119,16 +210,28 @@ impl ModelDisk {
         Ok(bytes)
     }
 
-    fn commit(&self, name: &str, bytes: Vec<u8>, overwrite: Overwrite) -> Result<(), DiskError> {
+    /// Puts a fully read file in place, unless a crash came since the write began
+    /// (`generation`): then the write fails, as the process that issued it would have died.
+    fn commit(
+        &self,
+        name: &str,
+        bytes: Vec<u8>,
+        overwrite: Overwrite,
+        generation: u64,
+    ) -> Result<(), DiskError> {
         let mut files = self.files();
-        if overwrite == Overwrite::Refuse && files.contains_key(name) {
-            return Err(DiskError::AlreadyExists {
+        if files.generation() != generation {
+            return Err(DiskError::Io {
                 disk: self.index,
-                name: name.to_string(),
+                context: format!("writing {name:?}"),
+                source: io::Error::other("the disk lost power while the write was in flight"),
             });
         }
-        if let Some(old) = files.insert(name.to_string(), Arc::new(bytes)) {
-            self.space.release(old.len() as u64);
+        if overwrite == Overwrite::Refuse && files.contains(name) {
+            return Err(self.already_exists(name));
+        }
+        if let Some(old_len) = files.put(name, bytes, self.interposer.write_sync()) {
+            self.space.release(old_len);
         }
         Ok(())
     }
@@ -147,13 +250,14 @@ impl Disk for ModelDisk {
         self.gate.spin_up(|| {
             let latency_s = self.sampler.spin_up_s(&self.timing);
             self.advance_s(latency_s);
-            Ok(())
+            self.interposer.before(self, Operation::SpinUp)
         })
     }
 
     fn spin_down(&self) -> Result<(), DiskError> {
         self.gate.spin_down(
-            || {},
+            // Unmounting syncs the filesystem: the barrier for changes left pending.
+            || self.sync(),
             || {
                 let latency_s = self.sampler.spin_down_s(&self.timing);
                 self.advance_s(latency_s);
@@ -175,12 +279,14 @@ impl Disk for ModelDisk {
     ) -> Result<(), DiskError> {
         let _admitted = self.gate.admit_io()?;
         check_name(name)?;
-        if overwrite == Overwrite::Refuse && self.files().contains_key(name) {
-            return Err(DiskError::AlreadyExists {
-                disk: self.index,
-                name: name.to_string(),
-            });
-        }
+        self.interposer.before(self, Operation::Write)?;
+        let generation = {
+            let files = self.files();
+            if overwrite == Overwrite::Refuse && files.contains(name) {
+                return Err(self.already_exists(name));
+            }
+            files.generation()
+        };
         self.space.reserve(len_bytes)?;
         let written = self
             .take_source(name, len_bytes, data)
@@ -189,7 +295,7 @@ impl Disk for ModelDisk {
                 context: format!("writing {name:?}"),
                 source,
             })
-            .and_then(|bytes| self.commit(name, bytes, overwrite));
+            .and_then(|bytes| self.commit(name, bytes, overwrite, generation));
         if written.is_err() {
             self.space.release(len_bytes);
         }
@@ -199,6 +305,8 @@ impl Disk for ModelDisk {
 
     fn read_at(&self, name: &str, offset: u64, buffer: &mut [u8]) -> Result<usize, DiskError> {
         let _admitted = self.gate.admit_io()?;
+        check_name(name)?;
+        self.interposer.before(self, Operation::Read)?;
         let file = self.file(name)?;
         let start = offset.min(file.len() as u64) as usize;
         let count = buffer.len().min(file.len() - start);
@@ -215,22 +323,15 @@ impl Disk for ModelDisk {
     fn remove_file(&self, name: &str) -> Result<(), DiskError> {
         let _admitted = self.gate.admit_io()?;
         check_name(name)?;
-        let removed = self.files().remove(name);
-        match removed {
-            Some(old) => {
-                self.space.release(old.len() as u64);
-                Ok(())
-            }
-            None => Err(DiskError::NotFound {
-                disk: self.index,
-                name: name.to_string(),
-            }),
-        }
+        let removed = self.files().remove(name, self.interposer.write_sync());
+        let removed_bytes = removed.ok_or_else(|| self.not_found(name))?;
+        self.space.release(removed_bytes);
+        Ok(())
     }
 
     fn list_files(&self) -> Result<Vec<String>, DiskError> {
         let _admitted = self.gate.admit_io()?;
-        Ok(self.files().keys().cloned().collect())
+        Ok(self.files().names())
     }
 
     fn space(&self) -> Result<Space, DiskError> {

@@ -81,6 +81,13 @@ pub(crate) fn check_time_factor(time_factor: f64) -> Result<(), DiskError> {
     }
 }
 
+/// A disk's own ChaCha8 stream from a rack-wide `seed`: the index is mixed into the seed so the
+/// disks of one rack draw independent streams from one number.
+pub(crate) fn disk_stream(seed: u64, disk: DiskIndex) -> ChaCha8Rng {
+    let mixed = seed ^ (u64::from(disk).wrapping_add(1)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    ChaCha8Rng::seed_from_u64(mixed)
+}
+
 /// One disk's latency stream: a ChaCha8 RNG seeded from (seed, disk index), behind a mutex so
 /// the disk stays `Sync`.
 #[derive(Debug)]
@@ -90,10 +97,8 @@ pub(crate) struct LatencySampler {
 
 impl LatencySampler {
     pub(crate) fn new(seed: u64, disk: DiskIndex) -> LatencySampler {
-        // Mix the index into the seed so disks of one rack draw independent streams.
-        let mixed = seed ^ (u64::from(disk).wrapping_add(1)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
         LatencySampler {
-            rng: Mutex::new(ChaCha8Rng::seed_from_u64(mixed)),
+            rng: Mutex::new(disk_stream(seed, disk)),
         }
     }
 
