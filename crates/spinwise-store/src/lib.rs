@@ -69,6 +69,7 @@ pub use compact::CompactReport;
 pub use config::{RackSource, ReadColumns, StoreConfig};
 pub use error::StoreError;
 pub use migrate::{FlushProgress, FlushReport};
+pub use rack::Environment;
 pub use staging::{ContentCheck, StagingConfig, StagingError, StagingLog};
 pub use store::{ObjectReader, ReadPriority, SqliteStore, Store, StoreRecovery, StoreStatus};
 pub use upkeep::{UpkeepConfig, UpkeepHandle, UpkeepReport};

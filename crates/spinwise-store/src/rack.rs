@@ -8,7 +8,7 @@
 //! Invariants: `disks[i].index() == i` (the driver's order); disks the catalog lists as failed
 //! are marked failed in the driver before any job runs, so they are never spun up again.
 
-use crate::clock::SystemClock;
+use crate::clock::{Clock, SystemClock};
 use crate::columns::DiskReads;
 use crate::config::StoreConfig;
 use crate::driver::{Driver, DriverConfig, DriverError};
@@ -29,8 +29,32 @@ pub fn disk_directory(data_dir: &Path, index: usize) -> PathBuf {
     data_dir.join(DISKS_DIR).join(format!("disk-{index:05}"))
 }
 
+/// What a store runs on besides its data directory: the emulated disks under `DATA/disks/` on
+/// the wall clock (what `spinwise store` and `serve` use), or disks and a clock the caller gives
+/// (model or faulty disks on a virtual clock: the store's deterministic simulation).
+#[derive(Clone, Default)]
+pub enum Environment {
+    #[default]
+    Emulated,
+    Given {
+        /// One per rack disk, in index order.
+        disks: Vec<Arc<dyn Disk>>,
+        clock: Arc<dyn Clock>,
+    },
+}
+
+impl std::fmt::Debug for Environment {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Environment::Emulated => f.write_str("Emulated"),
+            Environment::Given { disks, .. } => write!(f, "Given({} disks)", disks.len()),
+        }
+    }
+}
+
 /// What the store drives.
 pub struct StoreRack {
+    /// The emulated disks (empty when the environment gave its own).
     pub emulated: Vec<Arc<EmulatedDisk>>,
     pub disks: Vec<Arc<dyn Disk>>,
     pub driver: Driver,
@@ -95,30 +119,42 @@ pub fn create_disks(data_dir: &Path, rack: &Rack, config: &StoreConfig) -> Store
     Ok(())
 }
 
-/// Opens the disks (a missing or failed one opens as failed), starts the driver on the current
-/// tokio runtime and tells it which disks the catalog knows are failed.
+/// Opens the disks (a missing or failed emulated one opens as failed; given ones are used as
+/// they are), starts the driver on the current tokio runtime and tells it which disks the catalog
+/// knows are failed.
 pub async fn open_rack<C: Catalog>(
     data_dir: &Path,
     rack: &Rack,
     config: &StoreConfig,
     catalog: &C,
+    environment: Environment,
 ) -> StoreResult<StoreRack> {
-    let mut emulated = Vec::with_capacity(rack.disk_count());
-    for index in 0..rack.disk_count() {
-        let disk = EmulatedDisk::open(emulated_config(data_dir, rack, config, index))
-            .map_err(disk_error)?;
-        emulated.push(Arc::new(disk));
-    }
-    let disks: Vec<Arc<dyn Disk>> = emulated
-        .iter()
-        .map(|d| d.clone() as Arc<dyn Disk>)
-        .collect();
+    let (emulated, disks, clock) = match environment {
+        Environment::Emulated => {
+            let mut emulated = Vec::with_capacity(rack.disk_count());
+            for index in 0..rack.disk_count() {
+                let disk = EmulatedDisk::open(emulated_config(data_dir, rack, config, index))
+                    .map_err(disk_error)?;
+                emulated.push(Arc::new(disk));
+            }
+            let disks: Vec<Arc<dyn Disk>> = emulated
+                .iter()
+                .map(|d| d.clone() as Arc<dyn Disk>)
+                .collect();
+            (
+                emulated,
+                disks,
+                Arc::new(SystemClock::new()) as Arc<dyn Clock>,
+            )
+        }
+        Environment::Given { disks, clock } => (Vec::new(), disks, clock),
+    };
     let layout = &config.layout;
     let driver = Driver::start(
         rack,
         layout,
         disks.clone(),
-        Arc::new(SystemClock::new()),
+        clock,
         DriverConfig {
             idle_spin_down_us: config.idle_spin_down_us(),
             ..DriverConfig::default()

@@ -216,7 +216,7 @@ impl<C: Catalog> Store<C> {
             .set_disk_health(index, DiskHealth::Failed)
             .await?;
         let _ = self.rack_io().driver.mark_failed(index).await;
-        self.rack_io().emulated[index as usize].mark_failed();
+        self.rack_io().disks[index as usize].mark_failed();
         let mut report = FailDiskReport {
             disk: index,
             tasks_queued: 0,

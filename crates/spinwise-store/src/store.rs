@@ -20,7 +20,7 @@
 use crate::config::{self, STAGING_DIR, STORE_FILE, StoreConfig};
 use crate::driver::GroupPhase;
 use crate::error::{StoreError, StoreResult, io_error};
-use crate::rack::{StoreRack, create_disks, open_rack};
+use crate::rack::{Environment, StoreRack, create_disks, open_rack};
 use crate::read::{MigratedReader, ReadTiming};
 use crate::staging::{
     Claim, ContentCheck, MAX_KEY_BYTES, RecoveryReport, ScannedRecord, SegmentId, StagedReader,
@@ -167,6 +167,17 @@ impl<C: Catalog> Store<C> {
     /// Creates the store in `data_dir` (created if missing; refused if it holds a store):
     /// writes `layout.json` and `store.toml`, then opens it.
     pub async fn init(data_dir: &Path, config: StoreConfig, catalog: C) -> StoreResult<Store<C>> {
+        Store::init_in(data_dir, config, catalog, Environment::Emulated).await
+    }
+
+    /// [`Store::init`] on `environment`'s disks and clock (no emulated disks are created when
+    /// it gives its own).
+    pub async fn init_in(
+        data_dir: &Path,
+        config: StoreConfig,
+        catalog: C,
+        environment: Environment,
+    ) -> StoreResult<Store<C>> {
         config::validate(&config, &data_dir.join(STORE_FILE))?;
         std::fs::create_dir_all(data_dir).map_err(io_error(data_dir))?;
         if data_dir.join(STORE_FILE).exists() {
@@ -175,9 +186,11 @@ impl<C: Catalog> Store<C> {
             });
         }
         let rack = config::validate(&config, &data_dir.join(STORE_FILE))?;
-        create_disks(data_dir, &rack, &config)?;
+        if matches!(environment, Environment::Emulated) {
+            create_disks(data_dir, &rack, &config)?;
+        }
         config::write(data_dir, &config)?;
-        Store::open(data_dir, catalog).await
+        Store::open_in(data_dir, catalog, environment).await
     }
 
     /// Opens the store in `data_dir` with `catalog` and runs staging recovery against it. The
@@ -185,6 +198,15 @@ impl<C: Catalog> Store<C> {
     /// ([`crate::survey`]), so no id is handed out twice even if `catalog` is older than the
     /// disks; when it had to be raised, a line in [`StoreRecovery::problems`] says so.
     pub async fn open(data_dir: &Path, catalog: C) -> StoreResult<Store<C>> {
+        Store::open_in(data_dir, catalog, Environment::Emulated).await
+    }
+
+    /// [`Store::open`] on `environment`'s disks and clock.
+    pub async fn open_in(
+        data_dir: &Path,
+        catalog: C,
+        environment: Environment,
+    ) -> StoreResult<Store<C>> {
         let config = config::read(data_dir)?;
         let rack = config::validate(&config, &data_dir.join(STORE_FILE))?;
         // Listed before the counter is read (inside the reservation), so a stack another
@@ -192,7 +214,7 @@ impl<C: Catalog> Store<C> {
         let found = crate::survey::survey(data_dir)?;
         let blob_ids_raised = reserve_blob_ids(&catalog, &found).await?;
         let staging = StagingLog::open(&data_dir.join(STAGING_DIR), config.staging).await?;
-        let rack_io = open_rack(data_dir, &rack, &config, &catalog).await?;
+        let rack_io = open_rack(data_dir, &rack, &config, &catalog, environment).await?;
         let groups = config.layout.groups.len();
         let migration =
             crate::migrate::MigrationState::open(&catalog, &rack, groups, &rack_io.code).await?;
