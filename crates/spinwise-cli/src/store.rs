@@ -167,6 +167,13 @@ pub struct InitArgs {
     /// Multiplies the rack's spin-up and mount latencies on emulated disks.
     #[arg(long, value_name = "F", default_value_t = 1.0)]
     pub time_factor: f64,
+    /// The scheduling policy the store's rack engine runs, as `spinwise sim --policy` does:
+    /// Pelican's class scheduler; `flamingo` — per-group queues, as many groups spinning as the
+    /// hard budgets allow (Flamingo §3.2); `fp` — every group kept spinning (only for a rack
+    /// whose budgets allow every disk up at once: elsewhere the budget audit withholds the
+    /// disks that would break them). Kept in store.toml as `policy`.
+    #[arg(long, value_name = "POLICY", default_value = "pelican", value_parser = ["pelican", "flamingo", "fp"])]
+    pub policy: String,
 }
 
 pub(crate) fn store_error(error: StoreError) -> CliError {
@@ -327,6 +334,8 @@ async fn init(data: &Path, args: &InitArgs) -> CliResult<()> {
     let layout = layout_or_plan(&rack, args.layout.as_deref())?;
     let mut config = StoreConfig::new(source, rack_toml, layout);
     config.time_factor = args.time_factor;
+    config.policy = spinwise_store::config::PolicyChoice::from_name(&args.policy)
+        .ok_or_else(|| CliError::Usage(format!("unknown policy `{}`", args.policy)))?;
     let store = Store::init_sqlite(data, config)
         .await
         .map_err(store_error)?;

@@ -28,6 +28,17 @@ pub enum PolicyChoice {
 }
 
 impl PolicyChoice {
+    pub const ALL: [PolicyChoice; 3] = [
+        PolicyChoice::Pelican,
+        PolicyChoice::Flamingo,
+        PolicyChoice::FullyProvisioned,
+    ];
+
+    /// The choice spelled `name` ([`PolicyChoice::name`]), if any.
+    pub fn from_name(name: &str) -> Option<PolicyChoice> {
+        PolicyChoice::ALL.into_iter().find(|c| c.name() == name)
+    }
+
     /// One lowercase word, as the CLI and store.toml spell it.
     pub fn name(self) -> &'static str {
         match self {

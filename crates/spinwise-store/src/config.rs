@@ -11,6 +11,7 @@
 use crate::error::{StoreError, StoreResult, io_error};
 use crate::staging::StagingConfig;
 use serde::{Deserialize, Serialize};
+pub use spinwise_engine::PolicyChoice;
 use spinwise_model::{Layout, Rack, parse_rack};
 pub use spinwise_sched::idle::{DEFAULT_IDLE_SPIN_DOWN_S, idle_spin_down_us};
 use std::path::{Path, PathBuf};
@@ -113,6 +114,11 @@ pub struct StoreConfig {
     /// time has it), give the rack's idle time × `time_factor`. `spinwise serve
     /// --idle-spin-down-s` overrides it for one run.
     pub idle_spin_down_s: Option<f64>,
+    /// The scheduling policy the rack engine runs (`policy` in store.toml: `pelican`, the
+    /// default, `flamingo` or `fp`), as the simulator's `--policy` runs it: the store runs every
+    /// group-based policy the simulator does. FP belongs on a rack whose budgets allow every
+    /// disk up at once; elsewhere the budget audit withholds the disks that would break them.
+    pub policy: PolicyChoice,
 }
 
 impl StoreConfig {
@@ -132,6 +138,7 @@ impl StoreConfig {
             staging: StagingConfig::default(),
             upkeep: crate::upkeep::UpkeepConfig::default(),
             idle_spin_down_s: Some(DEFAULT_IDLE_SPIN_DOWN_S),
+            policy: PolicyChoice::Pelican,
         }
     }
 
@@ -176,6 +183,9 @@ struct StoreFile {
     /// Seconds, 0 for never; absent when the default, and in stores written before it existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     idle_spin_down_s: Option<f64>,
+    /// `pelican`, `flamingo` or `fp`; absent for Pelican's, and in stores written before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    policy: Option<String>,
     rack: RackSection,
 }
 
@@ -306,6 +316,7 @@ pub fn write(data_dir: &Path, config: &StoreConfig) -> StoreResult<()> {
             Some(seconds) => Some(seconds),
             None => Some(0.0),
         },
+        policy: (config.policy != PolicyChoice::Pelican).then(|| config.policy.name().into()),
         rack: RackSection {
             source: config.rack_source.clone(),
             toml: config.rack_toml.clone(),
@@ -338,6 +349,16 @@ pub fn read(data_dir: &Path) -> StoreResult<StoreConfig> {
             ),
         ));
     }
+    let policy = match file.policy.as_deref() {
+        None => PolicyChoice::Pelican,
+        Some(name) => PolicyChoice::from_name(name).ok_or_else(|| {
+            let names: Vec<&str> = PolicyChoice::ALL.iter().map(|c| c.name()).collect();
+            config_error(
+                &store_path,
+                format!("policy `{name}` is not one of {}", names.join(", ")),
+            )
+        })?,
+    };
     let layout_path = data_dir.join(LAYOUT_FILE);
     let layout_text = std::fs::read_to_string(&layout_path).map_err(io_error(&layout_path))?;
     let layout = Layout::from_json(&layout_path.display().to_string(), &layout_text)
@@ -365,5 +386,6 @@ pub fn read(data_dir: &Path) -> StoreResult<StoreConfig> {
             None => Some(DEFAULT_IDLE_SPIN_DOWN_S),
             Some(seconds) => (seconds != 0.0).then_some(seconds),
         },
+        policy,
     })
 }

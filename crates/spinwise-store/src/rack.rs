@@ -156,6 +156,7 @@ pub async fn open_rack<C: Catalog>(
         disks.clone(),
         clock,
         DriverConfig {
+            policy: config.policy,
             idle_spin_down_us: config.idle_spin_down_us(),
             ..DriverConfig::default()
         },

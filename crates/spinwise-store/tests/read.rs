@@ -344,3 +344,41 @@ async fn a_latency_seed_round_trips_through_store_toml() {
     assert_eq!(reopened.config().latency_seed, 7);
     reopened.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_policy_round_trips_through_store_toml_and_an_unknown_one_is_refused_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let mut flamingo = config();
+    flamingo.policy = spinwise_store::config::PolicyChoice::Flamingo;
+    let store = Store::init_sqlite(&data, flamingo).await.unwrap();
+    store.close().await;
+    let toml_path = data.join("store.toml");
+    let text = std::fs::read_to_string(&toml_path).unwrap();
+    assert!(text.contains("policy = \"flamingo\"\n"), "{text}");
+    let reopened = Store::open_sqlite(&data).await.unwrap();
+    assert_eq!(
+        reopened.config().policy,
+        spinwise_store::config::PolicyChoice::Flamingo
+    );
+    // Flamingo's scheduler serves a read through the store.
+    let bytes = vec![7u8; 1000];
+    reopened.put("under-flamingo", &bytes[..]).await.unwrap();
+    reopened.flush(|_| {}).await.unwrap();
+    let mut reader = reopened.get("under-flamingo", None).await.unwrap();
+    let mut read = Vec::new();
+    while let Some(chunk) = reader.next_chunk().await.unwrap() {
+        read.extend_from_slice(&chunk);
+    }
+    assert_eq!(read, bytes);
+    reopened.close().await;
+    std::fs::write(&toml_path, text.replace("\"flamingo\"", "\"fastest\"")).unwrap();
+    let refused = match Store::open_sqlite(&data).await {
+        Err(error) => error.to_string(),
+        Ok(_) => panic!("an unknown policy was accepted"),
+    };
+    assert!(
+        refused.contains("policy `fastest` is not one of pelican, flamingo, fp"),
+        "{refused}"
+    );
+}

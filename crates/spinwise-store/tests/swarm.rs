@@ -37,6 +37,7 @@ use spinwise_disk::{
 };
 use spinwise_model::{Rack, parse_rack};
 use spinwise_store::clock::Clock;
+use spinwise_store::config::PolicyChoice;
 use spinwise_store::scrub::{ScrubLedger, ScrubMode};
 use spinwise_store::store::CATALOG_FILE;
 use spinwise_store::{Environment, SqliteStore, Store, StoreConfig, StoreError};
@@ -196,8 +197,9 @@ const KEYS: u64 = 24;
 const MAX_OBJECT_BYTES: usize = 48 * 1024;
 
 impl World {
-    fn new(seed: u64, mode: Disks) -> World {
-        let config = jbod_config();
+    fn new(seed: u64, mode: Disks, policy: PolicyChoice) -> World {
+        let mut config = jbod_config();
+        config.policy = policy;
         let rack = parse_rack("dense-jbod-60", &config.rack_toml).unwrap();
         let clock = VirtualClock::new();
         let disks: Vec<Arc<FaultyDisk>> = (0..rack.disk_count())
@@ -434,6 +436,13 @@ impl World {
         }
     }
 
+    /// Closes the store without judging what it holds.
+    fn finish_without_checks(mut self) {
+        if let (Some(store), Some(runtime)) = (self.store.take(), self.runtime.take()) {
+            runtime.block_on(store.close());
+        }
+    }
+
     fn finish(mut self) -> (u64, u64) {
         self.check_all();
         self.scrub();
@@ -464,7 +473,9 @@ fn scratch_directory() -> tempfile::TempDir {
 fn swarm(seeds: std::ops::Range<u64>, steps: u64, mode: Disks) -> (u64, u64) {
     let mut total = (0, 0);
     for seed in seeds {
-        let mut world = World::new(seed, mode);
+        // Pelican's class scheduler and Flamingo's group scheduler, seed by seed.
+        let policy = [PolicyChoice::Pelican, PolicyChoice::Flamingo][seed as usize % 2];
+        let mut world = World::new(seed, mode, policy);
         for _ in 0..steps {
             world.step();
         }
@@ -516,4 +527,24 @@ fn a_disk_that_acknowledges_unsynced_writes_loses_acknowledged_objects_and_the_s
         caught.is_some(),
         "no seed of 1..=6 caught disks that skip their sync"
     );
+}
+
+#[test]
+fn a_policy_asking_for_every_disk_at_once_is_held_to_the_budgets_by_the_engine_s_audit() {
+    // FP spins every group up at once; the JBOD has power for 12 spin-ups of its 60 disks. The
+    // engine's audit must withhold the rest: the watcher, which reads only the rack and the
+    // disks, must never see a hard budget exceeded. (Reads and flushes may fail for want of k
+    // disks; only the budgets are judged here.)
+    let world = World::new(1, Disks::Honest, PolicyChoice::FullyProvisioned);
+    for round in 0..3u8 {
+        let bytes = pattern(4096, u64::from(round));
+        let key = format!("fp-{round}");
+        let _ = world.block_on(world.store().put(&key, &bytes[..]));
+        let _ = world.block_on(world.store().flush(|_| {}));
+        let _ = world.block_on(common::read_to_end(world.store(), &key, None));
+        world.check_budgets();
+    }
+    let refusals = world.store().rack_io().driver.audit_counters().refusals;
+    assert!(refusals > 0, "FP on the JBOD never met the audit");
+    world.finish_without_checks();
 }
