@@ -250,8 +250,9 @@ impl World {
 
     /// Starts a runtime and opens (or first creates) the store in it.
     fn start(&mut self, create: bool) {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
+        // One thread runs the store's tasks (its blocking work still goes to tokio's pool): fewer
+        // hand-offs between threads, and fewer orders for them to happen in.
+        let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .unwrap();
