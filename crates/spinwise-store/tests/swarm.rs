@@ -500,8 +500,8 @@ fn scale() -> (u64, u64) {
             .unwrap_or(default)
     };
     (
-        read("SPINWISE_SWARM_SEEDS", 8),
-        read("SPINWISE_SWARM_STEPS", 150),
+        read("SPINWISE_SWARM_SEEDS", 16),
+        read("SPINWISE_SWARM_STEPS", 200),
     )
 }
 
