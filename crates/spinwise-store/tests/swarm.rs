@@ -11,6 +11,11 @@
 //!   spin-down (it reads the rack, never the engine's books);
 //! - the catalog and the disks agree: a scrub finds no stripe it cannot verify or repair.
 //!
+//! Faults besides crashes: writes fail (one in five) and spin-ups are slow during a flush, one
+//! disk of an object's blob fails a read during a read of it (which must still return the
+//! bytes), a fifth of the disks are full during a flush; flushes that fail are allowed, what
+//! they leave must pass every check.
+//!
 //! A crash drops the store and its runtime abruptly (no close) and crashes every disk together,
 //! dropping whatever they had not synced; the store then opens again on the same disks.
 //!
@@ -30,10 +35,10 @@ mod common;
 use common::{jbod_config, pattern};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use spinwise_catalog::SqliteCatalog;
+use spinwise_catalog::{Catalog, ObjectLocation, SqliteCatalog};
 use spinwise_disk::{
-    CrashMode, Disk, DiskError, DiskIndex, FaultyConfig, FaultyDisk, Overwrite, PowerState, Space,
-    VirtualClock, WriteSync, crash_together,
+    CrashMode, Disk, DiskError, DiskIndex, Fault, FaultyConfig, FaultyDisk, Operation, Overwrite,
+    PowerState, Space, Trigger, VirtualClock, WriteSync, crash_together,
 };
 use spinwise_model::{Rack, parse_rack};
 use spinwise_store::clock::Clock;
@@ -301,6 +306,9 @@ impl World {
             80..86 => self.crash_and_restart(),
             86..90 => self.fail_and_rebuild(),
             90..93 => self.scrub(),
+            93..95 => self.flush_through_write_faults(),
+            95..97 => self.read_through_a_read_fault(),
+            97..98 => self.flush_onto_full_disks(),
             _ => self.advance_time(),
         }
         self.check_budgets();
@@ -369,6 +377,80 @@ impl World {
         }
         if let Err(error) = self.block_on(self.store().rebuild(|_| {})) {
             self.fail(&format!("rebuild after disk {disk}: {error}"));
+        }
+    }
+
+    /// A random healthy disk (not the one failed).
+    fn random_disk(&mut self) -> usize {
+        loop {
+            let disk = self.rng.random_range(0..self.disks.len());
+            if self.failed_disk != Some(disk as DiskIndex) {
+                return disk;
+            }
+        }
+    }
+
+    /// While a flush runs, each write fails with probability 1/5 (from each disk's seeded fault
+    /// stream) and each spin-up takes up to 30 s more: the flush may fail, but what it leaves
+    /// must pass every later check.
+    fn flush_through_write_faults(&mut self) {
+        let extra_us = self.rng.random_range(1..30_000_000);
+        for disk in &self.disks {
+            disk.inject(Operation::Write, Fault::IoError, Trigger::Probability(0.2))
+                .unwrap();
+            disk.inject(
+                Operation::SpinUp,
+                Fault::LatencySpike { extra_us },
+                Trigger::Probability(0.5),
+            )
+            .unwrap();
+        }
+        let _ = self.block_on(self.store().flush(|_| {}));
+        self.clear_faults();
+    }
+
+    /// One disk holding a migrated object fails its next read: the read must still return the
+    /// object's bytes (from the other columns, or after a repair).
+    fn read_through_a_read_fault(&mut self) {
+        let key = self.random_key();
+        let blob_disks = self.block_on(async {
+            let record = self.store().stat(&key).await.ok()?;
+            let ObjectLocation::Migrated { blob, .. } = record.location else {
+                return None;
+            };
+            Some(self.store().catalog().blob(blob).await.ok()??.disks)
+        });
+        if let Some(disks) = blob_disks {
+            let healthy: Vec<u32> = disks
+                .into_iter()
+                .filter(|d| self.failed_disk != Some(*d))
+                .collect();
+            let disk = healthy[self.rng.random_range(0..healthy.len())];
+            self.disks[disk as usize]
+                .inject(Operation::Read, Fault::IoError, Trigger::NextCalls(1))
+                .unwrap();
+        }
+        self.check_key(&key);
+        self.clear_faults();
+    }
+
+    /// A fifth of the disks are full while a flush runs: the flush may fail or place around
+    /// them, and nothing half-written may stay visible.
+    fn flush_onto_full_disks(&mut self) {
+        for disk in &self.disks {
+            if self.rng.random_range(0..5) == 0 {
+                disk.fill_leaving(0);
+            }
+        }
+        let _ = self.block_on(self.store().flush(|_| {}));
+        for disk in &self.disks {
+            disk.clear_filler();
+        }
+    }
+
+    fn clear_faults(&self) {
+        for disk in &self.disks {
+            disk.clear_faults();
         }
     }
 
@@ -444,16 +526,30 @@ impl World {
         }
     }
 
-    fn finish(mut self) -> (u64, u64) {
+    /// Faults that fired on every disk: (write and read IO errors, full-disk refusals, spikes).
+    fn faults_fired(&self) -> [u64; 4] {
+        self.disks.iter().fold([0; 4], |sum, disk| {
+            let counts = disk.counts();
+            [
+                sum[0] + counts.write_io_errors,
+                sum[1] + counts.read_io_errors,
+                sum[2] + counts.no_space_refusals,
+                sum[3] + counts.latency_spikes,
+            ]
+        })
+    }
+
+    fn finish(mut self) -> (u64, u64, [u64; 4]) {
         self.check_all();
         self.scrub();
         self.check_budgets();
         let steps = self.step;
         let crashes = self.crashes;
+        let faults = self.faults_fired();
         if let (Some(store), Some(runtime)) = (self.store.take(), self.runtime.take()) {
             runtime.block_on(store.close());
         }
-        (steps, crashes)
+        (steps, crashes, faults)
     }
 }
 
@@ -470,9 +566,18 @@ fn scratch_directory() -> tempfile::TempDir {
     tempfile::tempdir().unwrap()
 }
 
-/// Runs `seeds` worlds of `steps` steps each; the total steps and crashes.
-fn swarm(seeds: std::ops::Range<u64>, steps: u64, mode: Disks) -> (u64, u64) {
-    let mut total = (0, 0);
+/// What a swarm did in all: steps, crashes, and the faults that fired (write and read IO
+/// errors, full-disk refusals, latency spikes).
+#[derive(Debug, Default)]
+struct Totals {
+    steps: u64,
+    crashes: u64,
+    faults: [u64; 4],
+}
+
+/// Runs `seeds` worlds of `steps` steps each.
+fn swarm(seeds: std::ops::Range<u64>, steps: u64, mode: Disks) -> Totals {
+    let mut total = Totals::default();
     for seed in seeds {
         // Pelican's class scheduler and Flamingo's group scheduler, seed by seed.
         let policy = [PolicyChoice::Pelican, PolicyChoice::Flamingo][seed as usize % 2];
@@ -480,8 +585,12 @@ fn swarm(seeds: std::ops::Range<u64>, steps: u64, mode: Disks) -> (u64, u64) {
         for _ in 0..steps {
             world.step();
         }
-        let (steps, crashes) = world.finish();
-        total = (total.0 + steps, total.1 + crashes);
+        let (steps, crashes, faults) = world.finish();
+        total.steps += steps;
+        total.crashes += crashes;
+        for (sum, fired) in total.faults.iter_mut().zip(faults) {
+            *sum += fired;
+        }
     }
     total
 }
@@ -512,9 +621,19 @@ fn the_store_keeps_every_acknowledged_object_and_every_budget_through_a_seeded_s
         .ok()
         .and_then(|value| value.parse().ok())
         .unwrap_or(1);
-    let (ran, crashes) = swarm(first..first + seeds, steps, Disks::Honest);
-    eprintln!("swarm: {seeds} seeds × {steps} steps = {ran} steps, {crashes} crashes");
-    assert!(crashes > 0, "the swarm never crashed the store");
+    let total = swarm(first..first + seeds, steps, Disks::Honest);
+    let [writes, reads, full, spikes] = total.faults;
+    eprintln!(
+        "swarm: {seeds} seeds × {steps} steps = {} steps, {} crashes; faults fired: {writes} \
+         write errors, {reads} read errors, {full} full-disk refusals, {spikes} latency spikes",
+        total.steps, total.crashes
+    );
+    assert!(total.crashes > 0, "the swarm never crashed the store");
+    assert!(
+        writes > 0 && reads > 0 && full > 0 && spikes > 0,
+        "an injected fault never fired: {:?}",
+        total.faults
+    );
 }
 
 #[test]
