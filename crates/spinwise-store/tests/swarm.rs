@@ -380,16 +380,6 @@ impl World {
         }
     }
 
-    /// A random healthy disk (not the one failed).
-    fn random_disk(&mut self) -> usize {
-        loop {
-            let disk = self.rng.random_range(0..self.disks.len());
-            if self.failed_disk != Some(disk as DiskIndex) {
-                return disk;
-            }
-        }
-    }
-
     /// While a flush runs, each write fails with probability 1/5 (from each disk's seeded fault
     /// stream) and each spin-up takes up to 30 s more: the flush may fail, but what it leaves
     /// must pass every later check.
