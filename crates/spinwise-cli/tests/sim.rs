@@ -33,6 +33,7 @@ fn sim_json_reports_the_issue_fields_and_no_budget_violation() {
         "power_w",
         "max_active_disks",
         "budget_violations",
+        "audit_refusals",
         "events",
         "elapsed_ms",
     ] {
@@ -70,6 +71,8 @@ fn every_policy_runs_without_a_budget_violation() {
         args.extend(["--policy", policy]);
         let report = spinwise(args).success().json();
         assert_eq!(integer(&report, "budget_violations"), 0, "{policy}");
+        // Every policy runs on the rack engine, whose audit never had to withhold a disk.
+        assert_eq!(integer(&report, "audit_refusals"), 0, "{policy}");
         assert!(integer(&report, "completed") > 0, "{policy}");
         assert_eq!(
             integer(&report, "completed") + integer(&report, "rejected"),
