@@ -45,7 +45,6 @@ use spinwise_sched::policy::{FullyProvisioned, Policy};
 use spinwise_sched::scheduler::{self, Action, ClassScheduler, Kind, Request, SchedulerError};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Duration;
 use thiserror::Error;
 use tokio::sync::{broadcast, mpsc, oneshot};
 
@@ -759,13 +758,11 @@ impl Engine {
             if self.finished() {
                 break;
             }
-            let wake = self.policy.next_timeout_us().map(|at_us| {
-                tokio::time::Instant::now()
-                    + Duration::from_micros(at_us.saturating_sub(self.now_us))
-            });
-            let timeout = async {
-                match wake {
-                    Some(at) => tokio::time::sleep_until(at).await,
+            // On the driver's clock, so a test's manual clock wakes the engine by advancing.
+            let (wake_us, clock) = (self.policy.next_timeout_us(), self.clock.clone());
+            let timeout = async move {
+                match wake_us {
+                    Some(at_us) => clock.sleep_until_us(at_us).await,
                     None => std::future::pending().await,
                 }
             };
