@@ -354,7 +354,7 @@ async fn incomplete_multipart_uploads_under_the_prefix_are_aborted_after_their_d
     harness.advance(Duration::from_millis(2000)).await;
     assert_eq!(
         open_ids().await,
-        [kept.clone()],
+        [kept.as_str()],
         "the stale upload was not aborted"
     );
     let part = client
