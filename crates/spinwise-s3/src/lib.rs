@@ -61,6 +61,7 @@ pub mod names;
 pub mod restore;
 pub mod server;
 pub mod service;
+pub(crate) mod sweeper;
 pub mod tier;
 pub mod tls;
 

@@ -24,7 +24,8 @@ use crate::multipart::Multipart;
 use crate::multipart::expiry::{MAX_ABORTS_PER_SWEEP, abort_uploads};
 use crate::names::bucket_prefix;
 use crate::restore::Restorer;
-use crate::service::{KeyLocks, Removed, SpinwiseS3, meta_error, now_unix_ms, remove_object};
+use crate::service::{KeyLocks, Removed, SpinwiseS3, meta_error, remove_object};
+use crate::sweeper::{FirstPass, Sweep, sweep_until_dropped};
 use s3s::dto::{
     AbortIncompleteMultipartUpload, BucketLifecycleConfiguration, ExpirationStatus,
     LifecycleExpiration, LifecycleRule, LifecycleRuleFilter, Timestamp,
@@ -32,9 +33,10 @@ use s3s::dto::{
 use s3s::{S3Error, S3ErrorCode, S3Result};
 use serde::{Deserialize, Serialize};
 use spinwise_catalog::ObjectRecord;
+use spinwise_store::clock::{Clock, Paced, pacing};
 use spinwise_store::{SqliteStore, StoreError};
 use sqlx::Row;
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// The most rules one bucket may have (S3's limit).
@@ -422,6 +424,8 @@ pub struct LifecycleSweeper {
     key_locks: Arc<KeyLocks>,
     multipart: Arc<Multipart>,
     day_ms: i64,
+    /// The sweeper task's next wake ([`crate::sweeper`]).
+    paced: Paced,
 }
 
 impl std::fmt::Debug for LifecycleSweeper {
@@ -437,7 +441,9 @@ impl LifecycleSweeper {
     /// on its own task, so a large bucket does not delay start-up) and then every interval.
     pub(crate) fn start(service: &SpinwiseS3) -> Arc<LifecycleSweeper> {
         let day_s = service.settings.lifecycle_day_s.max(1);
+        let (pacing, paced) = pacing();
         let sweeper = Arc::new(LifecycleSweeper {
+            paced,
             store: Arc::clone(&service.store),
             meta: service.meta.clone(),
             restorer: Arc::clone(service.restorer()),
@@ -445,13 +451,19 @@ impl LifecycleSweeper {
             multipart: Arc::clone(&service.multipart),
             day_ms: i64::try_from(day_s.saturating_mul(1000)).unwrap_or(i64::MAX),
         });
-        tokio::spawn(sweep_until_dropped(Arc::downgrade(&sweeper)));
+        let weak = Arc::downgrade(&sweeper);
+        tokio::spawn(sweep_until_dropped(weak, pacing, FirstPass::AtOnce));
         sweeper
+    }
+
+    /// When the sweeper task next sweeps (see [`crate::sweeper`]).
+    pub fn paced(&self) -> &Paced {
+        &self.paced
     }
 
     /// Expires the objects and aborts the uploads the rules say are due now.
     pub async fn sweep(&self) -> Result<SweepReport, MetaError> {
-        let now_ms = now_unix_ms();
+        let now_ms = self.store.now_unix_ms();
         let mut report = SweepReport::default();
         for (bucket, lifecycle) in self.meta.lifecycles().await? {
             report.objects_expired += self.expire_in(&bucket, &lifecycle, now_ms).await?;
@@ -566,19 +578,19 @@ impl LifecycleSweeper {
     }
 }
 
-/// Sweeps now and then every interval until the sweeper is dropped (holding it only while
-/// sweeping).
-async fn sweep_until_dropped(sweeper: Weak<LifecycleSweeper>) {
-    loop {
-        let Some(strong) = sweeper.upgrade() else {
-            return;
-        };
-        if let Err(error) = strong.sweep().await {
+impl Sweep for LifecycleSweeper {
+    fn interval(&self) -> Duration {
+        self.sweep_interval()
+    }
+
+    fn clock(&self) -> Arc<dyn Clock> {
+        self.store.clock().clone()
+    }
+
+    async fn sweep_once(&self) {
+        if let Err(error) = self.sweep().await {
             tracing::warn!(%error, "applying lifecycle rules");
         }
-        let interval = strong.sweep_interval();
-        drop(strong);
-        tokio::time::sleep(interval).await;
     }
 }
 

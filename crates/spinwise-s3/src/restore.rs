@@ -30,6 +30,7 @@ use crate::body::BodyStream;
 use crate::meta::MetaDb;
 use crate::server::StatusOverride;
 use crate::service::{ChunkStream, ObjectView, SpinwiseS3, slow_down};
+use crate::sweeper::{FirstPass, Sweep, sweep_until_dropped};
 use crate::tier::{self, ExpeditedTokens, RestoreTier, Ride};
 use bytes::Bytes;
 use s3s::dto::{
@@ -38,15 +39,16 @@ use s3s::dto::{
 };
 use s3s::{S3Error, S3ErrorCode, S3Response, S3Result};
 use spinwise_catalog::{ObjectLocation, ObjectRecord};
+use spinwise_store::clock::{Clock, Paced, pacing};
 use spinwise_store::{ContentCheck, SqliteStore, StoreError};
 use sqlx::Row;
 use sqlx::sqlite::SqlitePool;
 use std::io::{self, Read as _, Seek as _};
 use std::path::PathBuf;
 use std::str::FromStr;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Weak};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, UNIX_EPOCH};
 use tokio::io::AsyncWriteExt as _;
 use tokio::sync::{Mutex, mpsc};
 
@@ -219,12 +221,6 @@ pub enum Requested {
     Extended,
 }
 
-fn now_unix_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |elapsed| elapsed.as_millis() as i64)
-}
-
 fn http_date(unix_ms: i64) -> String {
     let at = UNIX_EPOCH + Duration::from_millis(u64::try_from(unix_ms).unwrap_or(0));
     let mut text = Vec::new();
@@ -259,6 +255,8 @@ pub struct Restorer {
     /// Bulk restores waiting for a spin-up now (shared with their waits, which hold the
     /// restorer only weakly).
     waiting: Arc<AtomicUsize>,
+    /// The expiry sweeper's next wake ([`crate::sweeper`]).
+    paced: Paced,
 }
 
 /// How many restores are in one state and tier, and the bytes of their objects.
@@ -312,8 +310,9 @@ impl Restorer {
             settings
                 .expedited_max_ongoing
                 .min(settings.expedited_per_hour),
-            std::time::Instant::now(),
+            store.clock().now_us(),
         );
+        let (pacing, paced) = pacing();
         let restorer = Arc::new(Restorer {
             store,
             pool: meta.pool().clone(),
@@ -322,14 +321,26 @@ impl Restorer {
             retry_after_s,
             deciding: Mutex::new(expedited),
             waiting: Arc::new(AtomicUsize::new(0)),
+            paced,
         });
         restorer.recover().await?;
-        tokio::spawn(sweep_until_dropped(Arc::downgrade(&restorer)));
+        let weak = Arc::downgrade(&restorer);
+        tokio::spawn(sweep_until_dropped(weak, pacing, FirstPass::AfterInterval));
         Ok(restorer)
     }
 
     pub fn settings(&self) -> &RestoreSettings {
         &self.settings
+    }
+
+    /// When the expiry sweeper next sweeps (see [`crate::sweeper`]).
+    pub fn paced(&self) -> &Paced {
+        &self.paced
+    }
+
+    /// Calendar time on the store's clock: every expiry and request time is on it.
+    fn now_unix_ms(&self) -> i64 {
+        self.store.now_unix_ms()
     }
 
     pub(crate) fn store(&self) -> &Arc<SqliteStore> {
@@ -369,7 +380,7 @@ impl Restorer {
     }
 
     async fn recover(self: &Arc<Self>) -> Result<(), RestoreError> {
-        let now = now_unix_ms();
+        let now = self.now_unix_ms();
         let mut kept = std::collections::BTreeSet::new();
         for row in self.rows().await? {
             let current = match self.store.stat(&row.store_key).await {
@@ -570,7 +581,7 @@ impl Restorer {
         tier: RestoreTier,
     ) -> S3Result<Requested> {
         let mut deciding = self.deciding.lock().await;
-        let now = now_unix_ms();
+        let now = self.now_unix_ms();
         let existing = self.row(&record.key).await.map_err(internal)?;
         if let Some(row) = existing
             .as_ref()
@@ -593,7 +604,7 @@ impl Restorer {
         self.check_room_for(record).await?;
         if tier == RestoreTier::Expedited {
             self.check_expedited_capacity().await?;
-            let taken = deciding.take(std::time::Instant::now());
+            let taken = deciding.take(self.store.clock().now_us());
             taken.map_err(|wait_s| self.expedited_rate_exceeded(wait_s))?;
         }
         if let Some(old) = &existing {
@@ -760,8 +771,9 @@ impl Restorer {
                         "restore waits: the scheduler's queue is full"
                     );
                     let weak = Arc::downgrade(&restorer);
+                    let clock = restorer.store.clock().clone();
                     drop(restorer);
-                    tokio::time::sleep(wait).await;
+                    clock.sleep(wait).await;
                     let Some(again) = weak.upgrade() else {
                         return;
                     };
@@ -821,7 +833,7 @@ impl Restorer {
     /// Marks the row done (with its expiry) or failed; removes the files of a failed restore or
     /// of one whose row went away meanwhile.
     async fn record(&self, row: &RestoreRow, outcome: Result<(), RestoreError>) {
-        let now = now_unix_ms();
+        let now = self.now_unix_ms();
         let recorded =
             match &outcome {
                 Ok(()) => sqlx::query(
@@ -902,12 +914,15 @@ impl Restorer {
         };
         Ok(match row.state {
             State::Ongoing => Some("ongoing-request=\"true\"".into()),
-            State::Done => row.expiry_unix_ms.filter(|e| *e > now_unix_ms()).map(|e| {
-                format!(
-                    "ongoing-request=\"false\", expiry-date=\"{}\"",
-                    http_date(e)
-                )
-            }),
+            State::Done => row
+                .expiry_unix_ms
+                .filter(|e| *e > self.now_unix_ms())
+                .map(|e| {
+                    format!(
+                        "ongoing-request=\"false\", expiry-date=\"{}\"",
+                        http_date(e)
+                    )
+                }),
             State::Failed => Some("ongoing-request=\"false\"".into()),
         })
     }
@@ -929,7 +944,7 @@ impl Restorer {
         let Some(row) = self.row_for(record).await.map_err(internal)? else {
             return Ok(None);
         };
-        if !row.usable_at(now_unix_ms()) {
+        if !row.usable_at(self.now_unix_ms()) {
             return Ok(None);
         }
         let bytes = match range {
@@ -952,7 +967,7 @@ impl Restorer {
 
     /// Removes copies whose expiry has passed; returns how many.
     pub async fn sweep_expired(&self) -> Result<usize, RestoreError> {
-        let now = now_unix_ms();
+        let now = self.now_unix_ms();
         let expired: Vec<RestoreRow> = self
             .rows()
             .await?
@@ -972,18 +987,19 @@ impl Restorer {
     }
 }
 
-/// Sweeps expired copies until the restorer is dropped (holding it only while sweeping, so the
-/// store can be closed once the server is gone).
-async fn sweep_until_dropped(restorer: Weak<Restorer>) {
-    loop {
-        let Some(interval) = restorer.upgrade().map(|r| r.sweep_interval()) else {
-            return;
-        };
-        tokio::time::sleep(interval).await;
-        let Some(strong) = restorer.upgrade() else {
-            return;
-        };
-        if let Err(error) = strong.sweep_expired().await {
+/// The sweeper task ([`crate::sweeper`]) holds the restorer only while sweeping, so the store
+/// can be closed once the server is gone.
+impl Sweep for Restorer {
+    fn interval(&self) -> Duration {
+        self.sweep_interval()
+    }
+
+    fn clock(&self) -> Arc<dyn Clock> {
+        self.store.clock().clone()
+    }
+
+    async fn sweep_once(&self) {
+        if let Err(error) = self.sweep_expired().await {
             tracing::warn!(%error, "sweeping expired restored copies");
         }
     }

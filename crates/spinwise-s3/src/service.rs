@@ -49,7 +49,7 @@ use std::io;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, UNIX_EPOCH};
 use tokio::sync::{Mutex, RwLock, mpsc};
 
 /// Key-lock stripes: PUTs of different keys rarely share one.
@@ -360,12 +360,6 @@ fn last_modified(record: &ObjectRecord) -> Timestamp {
     Timestamp::from(UNIX_EPOCH + Duration::from_millis(ms))
 }
 
-pub(crate) fn now_unix_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |elapsed| elapsed.as_millis() as i64)
-}
-
 pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
@@ -586,6 +580,18 @@ impl SpinwiseS3 {
         self.upload_expiry.as_ref()
     }
 
+    /// The next wakes of the background sweepers (restore expiry, abandoned uploads, lifecycle
+    /// rules): a test that advanced the store's manual clock awaits each past it.
+    pub fn sweepers(&self) -> Vec<spinwise_store::clock::Paced> {
+        let restore = Some(self.restorer.paced().clone());
+        let uploads = self.upload_expiry.as_ref().map(|e| e.paced().clone());
+        let lifecycle = self.lifecycle.as_ref().map(|l| l.paced().clone());
+        [restore, uploads, lifecycle]
+            .into_iter()
+            .flatten()
+            .collect()
+    }
+
     /// Removes metadata rows whose (key, content hash) the store does not hold; returns how many.
     pub async fn sweep_orphans(&self) -> Result<u64, MetaError> {
         let mut removed = 0;
@@ -702,7 +708,7 @@ impl SpinwiseS3 {
                     content_type: described.content_type,
                     user_metadata: described.user_metadata,
                     headers: described.headers,
-                    written_unix_ms: now_unix_ms(),
+                    written_unix_ms: self.store.now_unix_ms(),
                 };
                 meta.put_object_meta(&row).await.map_err(|error| {
                     let reason = error.to_string();
@@ -1134,7 +1140,7 @@ impl S3 for SpinwiseS3 {
         let _changing = self.buckets.change(&bucket);
         if !self
             .meta
-            .create_bucket_with_acl(&bucket, now_unix_ms(), acl)
+            .create_bucket_with_acl(&bucket, self.store.now_unix_ms(), acl)
             .await
             .map_err(meta_error)?
         {

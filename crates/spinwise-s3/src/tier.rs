@@ -22,13 +22,12 @@
 //! missed activity (a lagging receiver) is made up by looking at the driver's state again.
 
 use crate::restore::Restorer;
-use crate::service::now_unix_ms;
 use spinwise_catalog::GroupIndex;
 use spinwise_store::driver::{GroupActivity, GroupPhase};
 use spinwise_store::{ReadPriority, SqliteStore};
 use std::str::FromStr;
 use std::sync::Weak;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use tokio::sync::broadcast;
 
 /// RestoreObject's `Tier`.
@@ -106,7 +105,8 @@ async fn is_up(store: &SqliteStore, group: GroupIndex) -> bool {
     )
 }
 
-/// Waits until `group` is up for other work or `start_by_unix_ms` (wall clock) has passed.
+/// Waits until `group` is up for other work or `start_by_unix_ms` (the store's calendar time)
+/// has passed.
 pub(crate) async fn wait_for_spin_up(
     restorer: Weak<Restorer>,
     group: GroupIndex,
@@ -122,8 +122,15 @@ pub(crate) async fn wait_for_spin_up(
         }
         activity
     };
+    // Held strongly (unlike the restorer): a clock keeps nothing else alive.
+    let Some(clock) = restorer
+        .upgrade()
+        .map(|strong| strong.store().clock().clone())
+    else {
+        return Ride::Stopped;
+    };
     loop {
-        let left_ms = start_by_unix_ms.saturating_sub(now_unix_ms());
+        let left_ms = start_by_unix_ms.saturating_sub(clock.unix_ms());
         if left_ms <= 0 {
             return Ride::Deadline;
         }
@@ -142,7 +149,7 @@ pub(crate) async fn wait_for_spin_up(
                 }
                 Err(broadcast::error::RecvError::Closed) => return Ride::Stopped,
             },
-            () = tokio::time::sleep(left) => {}
+            () = clock.sleep(left) => {}
         }
         if restorer.strong_count() == 0 {
             return Ride::Stopped;
@@ -173,32 +180,33 @@ pub(crate) struct ExpeditedTokens {
     per_hour: u64,
     burst: f64,
     tokens: f64,
-    refilled: Instant,
+    /// When the bucket was last topped up, µs of the store's clock.
+    refilled_us: u64,
 }
 
 impl ExpeditedTokens {
-    /// A full bucket at `now`; `burst` is at least 1 (0 per hour refuses every Expedited
-    /// restore).
-    pub(crate) fn new(per_hour: u64, burst: u64, now: Instant) -> ExpeditedTokens {
+    /// A full bucket at `now_us` (the store's clock); `burst` is at least 1 (0 per hour refuses
+    /// every Expedited restore).
+    pub(crate) fn new(per_hour: u64, burst: u64, now_us: u64) -> ExpeditedTokens {
         let burst = burst.max(1) as f64;
         ExpeditedTokens {
             per_hour,
             burst,
             tokens: burst,
-            refilled: now,
+            refilled_us: now_us,
         }
     }
 
-    /// Takes a token at `now`, or says in how many whole seconds the next one comes (`None`:
-    /// never, the rate is 0).
-    pub(crate) fn take(&mut self, now: Instant) -> Result<(), Option<u64>> {
+    /// Takes a token at `now_us` (the store's clock), or says in how many whole seconds the
+    /// next one comes (`None`: never, the rate is 0).
+    pub(crate) fn take(&mut self, now_us: u64) -> Result<(), Option<u64>> {
         if self.per_hour == 0 {
             return Err(None);
         }
         let per_second = self.per_hour as f64 / 3600.0;
-        let elapsed_s = now.saturating_duration_since(self.refilled).as_secs_f64();
+        let elapsed_s = now_us.saturating_sub(self.refilled_us) as f64 / 1e6;
         self.tokens = (self.tokens + elapsed_s * per_second).min(self.burst);
-        self.refilled = now;
+        self.refilled_us = self.refilled_us.max(now_us);
         if self.tokens >= 1.0 {
             self.tokens -= 1.0;
             return Ok(());
@@ -237,17 +245,18 @@ mod tests {
 
     #[test]
     fn expedited_tokens_allow_a_burst_then_one_per_refill_interval() {
-        let start = Instant::now();
+        const SECOND_US: u64 = 1_000_000;
+        let start = 5 * SECOND_US;
         let mut tokens = ExpeditedTokens::new(36, 2, start);
         assert_eq!(tokens.take(start), Ok(()));
         assert_eq!(tokens.take(start), Ok(()));
         // 36 an hour: one every 100 s.
         assert_eq!(tokens.take(start), Err(Some(100)));
-        let later = start + Duration::from_secs(40);
+        let later = start + 40 * SECOND_US;
         assert_eq!(tokens.take(later), Err(Some(60)));
-        assert_eq!(tokens.take(start + Duration::from_secs(100)), Ok(()));
+        assert_eq!(tokens.take(start + 100 * SECOND_US), Ok(()));
         // A long pause refills only up to the burst.
-        let much_later = start + Duration::from_secs(100_000);
+        let much_later = start + 100_000 * SECOND_US;
         assert_eq!(tokens.take(much_later), Ok(()));
         assert_eq!(tokens.take(much_later), Ok(()));
         assert!(tokens.take(much_later).is_err());
@@ -255,9 +264,9 @@ mod tests {
 
     #[test]
     fn a_zero_rate_refuses_every_expedited_restore() {
-        let start = Instant::now();
-        let mut tokens = ExpeditedTokens::new(0, 8, start);
-        assert_eq!(tokens.take(start), Err(None));
-        assert_eq!(tokens.take(start + Duration::from_secs(86_400)), Err(None));
+        let start_us = 0;
+        let mut tokens = ExpeditedTokens::new(0, 8, start_us);
+        assert_eq!(tokens.take(start_us), Err(None));
+        assert_eq!(tokens.take(start_us + 86_400_000_000), Err(None));
     }
 }

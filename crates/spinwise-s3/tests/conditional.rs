@@ -11,6 +11,7 @@ use aws_sdk_s3::primitives::{ByteStream, DateTime};
 use aws_sdk_s3::types::{CompletedMultipartUpload, CompletedPart, Delete, ObjectIdentifier};
 use common::cold::{count_ups_during, migrated_group, rest_group};
 use common::{Harness, bucket, code, get_bytes, pattern, put, start, status};
+use spinwise_store::driver::GroupPhase;
 
 /// The object's ETag and Last-Modified (whole seconds, as sent).
 async fn validators(harness: &Harness, bucket: &str, key: &str) -> (String, DateTime) {
@@ -345,9 +346,12 @@ async fn a_304_or_412_for_a_cold_object_spins_no_group_up() {
             status(&get().if_match("\"0\"").send().await.unwrap_err()),
             412
         );
-        // A read queued and then dropped would spin the group up within ~20 ms (time factor
-        // 0.001): give it the time to show.
-        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+        // A read queued and then dropped would still be queued for (or spinning up) the group:
+        // the driver takes commands in order, so this snapshot comes after any such submit.
+        let state = harness.store.rack_io().driver.state().await.unwrap();
+        let resting = state.groups.iter().find(|g| g.group == group).unwrap();
+        assert_eq!(resting.phase, GroupPhase::Resting, "{resting:?}");
+        assert_eq!(resting.queued_jobs, 0, "a read was queued: {resting:?}");
     })
     .await;
     assert_eq!(ups, 0, "a failed condition must not wait for a spin-up");

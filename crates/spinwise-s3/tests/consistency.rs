@@ -8,22 +8,29 @@ mod common;
 
 use aws_sdk_s3::Client;
 use aws_sdk_s3::primitives::ByteStream;
-use common::{bucket, md5_hex, start};
+use common::{bucket, eventually, md5_hex, start};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::Duration;
 
 const KEYS: [&str; 2] = ["hot/a", "hot/b"];
 const WRITERS: usize = 4;
 const READERS: usize = 12;
-const RACE_FOR: Duration = Duration::from_secs(8);
+/// The race runs until this many reads (the bug it guards showed in about one GET in 600)...
+const RACE_READS: u64 = 3000;
+/// ...and this many overwrites.
+const RACE_WRITES: u64 = 300;
 
 /// What a writer's `n`-th PUT of `key` holds: the body and its metadata both name the version.
 fn version(key: &str, writer: usize, n: u64) -> String {
     format!("{key} written by {writer} as {n}")
 }
 
-async fn overwrite(client: Client, writer: usize, running: Arc<AtomicBool>) -> u64 {
+async fn overwrite(
+    client: Client,
+    writer: usize,
+    running: Arc<AtomicBool>,
+    writes: Arc<AtomicU64>,
+) -> u64 {
     let mut n = 0;
     while running.load(Ordering::Relaxed) {
         let key = KEYS[(n as usize + writer) % KEYS.len()];
@@ -39,6 +46,7 @@ async fn overwrite(client: Client, writer: usize, running: Arc<AtomicBool>) -> u
             .await
             .unwrap();
         n += 1;
+        writes.fetch_add(1, Ordering::Relaxed);
     }
     n
 }
@@ -126,12 +134,14 @@ async fn reads_racing_overwrites_always_describe_the_version_they_serve() {
     }
     let running = Arc::new(AtomicBool::new(true));
     let reads = Arc::new(AtomicU64::new(0));
+    let written = Arc::new(AtomicU64::new(0));
     let writers: Vec<_> = (0..WRITERS)
         .map(|writer| {
             tokio::spawn(overwrite(
                 harness.client.clone(),
                 writer,
                 Arc::clone(&running),
+                Arc::clone(&written),
             ))
         })
         .collect();
@@ -146,7 +156,11 @@ async fn reads_racing_overwrites_always_describe_the_version_they_serve() {
             ))
         })
         .collect();
-    tokio::time::sleep(RACE_FOR).await;
+    eventually("enough reads raced enough overwrites", async || {
+        reads.load(Ordering::Relaxed) >= RACE_READS
+            && written.load(Ordering::Relaxed) >= RACE_WRITES
+    })
+    .await;
     running.store(false, Ordering::Relaxed);
     let mut writes = 0;
     for writer in writers {

@@ -1,4 +1,6 @@
-//! Bucket lifecycle rules through aws-sdk-s3, with one-second "days" (`lifecycle_day_s = 1`):
+//! Bucket lifecycle rules through aws-sdk-s3, with one-second "days" (`lifecycle_day_s = 1`)
+//! on the store's manual clock, which each test advances (`Harness::advance`, which returns once
+//! the sweeps that made due are done):
 //! the configuration round-trips and survives a restart and bucket tagging; objects under a
 //! rule's prefix expire once their age passes its Days (migrated ones without a spin-up), others
 //! and disabled rules' stay; a PUT restarts an object's age; incomplete multipart uploads are
@@ -16,9 +18,7 @@ use aws_sdk_s3::types::{
 use common::cold::count_ups_during;
 use common::{bucket, code, put, restart, start_with, status};
 use spinwise_s3::S3Settings;
-use std::time::{Duration, Instant};
-
-const WAIT: Duration = Duration::from_secs(30);
+use std::time::Duration;
 
 fn settings() -> S3Settings {
     S3Settings {
@@ -108,12 +108,15 @@ async fn exists(client: &Client, bucket: &str, key: &str) -> bool {
         .is_ok()
 }
 
-/// Waits until `key` is gone; panics after [`WAIT`].
-async fn wait_gone(client: &Client, bucket: &str, key: &str) {
-    let started = Instant::now();
-    while exists(client, bucket, key).await {
-        assert!(started.elapsed() < WAIT, "{key} never expired");
-        tokio::time::sleep(Duration::from_millis(50)).await;
+/// Asserts that each of `keys` is there (`true`) or gone (`false`).
+async fn assert_exist(client: &Client, bucket: &str, keys: &[&str], there: bool) {
+    for key in keys {
+        let what = if there {
+            "expired early"
+        } else {
+            "did not expire"
+        };
+        assert_eq!(exists(client, bucket, key).await, there, "{key} {what}");
     }
 }
 
@@ -216,17 +219,18 @@ async fn objects_under_a_rules_prefix_expire_without_a_spin_up_and_the_others_st
         expire_rule("paused", "tmp/", 1, false),
     ];
     set_rules(client, "archive", rules).await.unwrap();
+    // 2 days, rounded up to the next day boundary: gone after 3.5 days, not after 1.
     let ups = count_ups_during(&harness.store, async {
-        wait_gone(client, "archive", "logs/a").await;
-        wait_gone(client, "archive", "logs/b").await;
+        harness.advance(Duration::from_secs(1)).await;
+        assert_exist(client, "archive", &["logs/a", "logs/b"], true).await;
+        harness.advance(Duration::from_millis(2500)).await;
+        assert_exist(client, "archive", &["logs/a", "logs/b"], false).await;
     })
     .await;
     assert_eq!(ups, 0, "expiring migrated objects spun a group up");
     // Two more sweeps' worth of "days": the others are still there.
-    tokio::time::sleep(Duration::from_millis(2500)).await;
-    for key in ["keep/c", "tmp/d", "logsx"] {
-        assert!(exists(client, "archive", key).await, "{key} expired");
-    }
+    harness.advance(Duration::from_millis(2500)).await;
+    assert_exist(client, "archive", &["keep/c", "tmp/d", "logsx"], true).await;
     let listed = client
         .list_objects_v2()
         .bucket("archive")
@@ -296,17 +300,13 @@ async fn a_put_restarts_an_objects_age() {
         .await
         .unwrap();
     // With 2 s days an object lives 2 to 4 s; rewriting it every second keeps it young.
-    let started = Instant::now();
-    while started.elapsed() < Duration::from_secs(5) {
+    for _ in 0..5 {
         put(client, "archive", "hot", b"rewritten").await;
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        assert!(
-            exists(client, "archive", "hot").await,
-            "a fresh object expired"
-        );
-        tokio::time::sleep(Duration::from_millis(900)).await;
+        harness.advance(Duration::from_secs(1)).await;
+        assert_exist(client, "archive", &["hot"], true).await;
     }
-    wait_gone(client, "archive", "hot").await;
+    harness.advance(Duration::from_secs(4)).await;
+    assert_exist(client, "archive", &["hot"], false).await;
     harness.server.stop().await;
 }
 
@@ -330,32 +330,33 @@ async fn incomplete_multipart_uploads_under_the_prefix_are_aborted_after_their_d
     set_rules(client, "archive", vec![abort_rule("stale", "uploads/", 1)])
         .await
         .unwrap();
-    let started = Instant::now();
-    loop {
+    let open_ids = async || {
         let open = client
             .list_multipart_uploads()
             .bucket("archive")
             .send()
             .await
             .unwrap();
-        let ids: Vec<&str> = open
+        let mut ids: Vec<String> = open
             .uploads()
             .iter()
-            .filter_map(|u| u.upload_id())
+            .filter_map(|u| u.upload_id().map(String::from))
             .collect();
-        if ids == [kept.as_str()] {
-            break;
-        }
-        assert!(
-            ids.contains(&kept.as_str()),
-            "the upload outside the prefix was aborted"
-        );
-        assert!(
-            started.elapsed() < WAIT,
-            "the stale upload was never aborted: {ids:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+        ids.sort();
+        ids
+    };
+    let mut both = vec![stale.clone(), kept.clone()];
+    both.sort();
+    // A day is 1 s, rounded up to the next day boundary: not aborted before it, aborted
+    // (the one outside the prefix kept) once two have passed.
+    harness.advance(Duration::from_millis(500)).await;
+    assert_eq!(open_ids().await, both, "aborted before its day");
+    harness.advance(Duration::from_millis(2000)).await;
+    assert_eq!(
+        open_ids().await,
+        [kept.as_str()],
+        "the stale upload was not aborted"
+    );
     let part = client
         .upload_part()
         .bucket("archive")

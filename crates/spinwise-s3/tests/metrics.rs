@@ -8,10 +8,9 @@ mod common;
 
 use common::cold::{migrated_group, rest_group};
 use common::wire::exchange;
-use common::{bucket, get_bytes, pattern, put, sample, start};
+use common::{bucket, eventually, get_bytes, pattern, put, sample, start};
 use spinwise_s3::metrics::{S3Metrics, serve_metrics};
 use std::sync::Arc;
-use std::time::Duration;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cold_read_counts_its_groups_spin_up_and_the_gauges_show_the_driver() {
@@ -29,7 +28,12 @@ async fn a_cold_read_counts_its_groups_spin_up_and_the_gauges_show_the_driver() 
     let ups_before = sample(&before, &ups).expect("every group's series exists");
 
     assert!(get_bytes(&harness.client, "watched", "cold", None).await == bytes);
-    tokio::time::sleep(Duration::from_millis(200)).await; // the broadcast reaches the counter
+    // The driver's broadcast reaches the counter on the watcher's task.
+    eventually("the spin-up is counted", async || {
+        let scraped = metrics.scrape().await.unwrap();
+        sample(&scraped, &ups) > Some(ups_before)
+    })
+    .await;
     let after = metrics.scrape().await.unwrap();
     assert_eq!(
         sample(&after, &ups),
@@ -94,14 +98,13 @@ async fn an_idle_group_spinning_down_is_counted_by_cause_and_the_idle_time_is_sh
 
     assert!(get_bytes(&harness.client, "idle", "cold", None).await == bytes);
     let resting = format!("spinwise_group_phase{{group=\"{group}\",phase=\"resting\"}}");
+    // The driver spins the group down after 1 s of real time (it keeps the wall clock).
     let mut after = String::new();
-    for _ in 0..100 {
-        tokio::time::sleep(Duration::from_millis(100)).await;
+    eventually("the group rests after an idle spin-down", async || {
         after = metrics.scrape().await.unwrap();
-        if sample(&after, &resting) == Some(1.0) && sample(&after, &idle) > Some(idle_before) {
-            break;
-        }
-    }
+        sample(&after, &resting) == Some(1.0) && sample(&after, &idle) > Some(idle_before)
+    })
+    .await;
     assert_eq!(
         sample(&after, &resting),
         Some(1.0),

@@ -12,7 +12,7 @@ use common::{Harness, bucket, code, get_bytes, pattern, start, start_with, statu
 use spinwise_s3::{MetaDb, S3Settings, SpinwiseS3};
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const MIB: usize = 1 << 20;
 
@@ -746,7 +746,6 @@ async fn abandoned_uploads_are_aborted_once_their_age_passes_the_limit_and_free_
     };
     let harness = start_with(common::config(None), settings).await;
     bucket(&harness, "expire").await;
-    let before_create = Instant::now();
     let old = create(&harness, "expire", "old").await;
     upload_part(&harness, "expire", "old", &old, 1, &pattern(1000, 1)).await;
     assert_eq!(open_upload_ids(&harness, "expire").await, [old.as_str()]);
@@ -763,19 +762,16 @@ async fn abandoned_uploads_are_aborted_once_their_age_passes_the_limit_and_free_
     assert_eq!(code(&no_slot), "SlowDown", "the one slot is taken");
 
     // The sweeper runs every LIMIT/8; the upload goes once it is LIMIT old, not before.
-    let deadline = before_create + LIMIT + Duration::from_secs(10);
-    while open_upload_ids(&harness, "expire").await.contains(&old) {
-        assert!(
-            Instant::now() < deadline,
-            "the abandoned upload was not aborted"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    // Less 10 ms: the server's start time is in whole milliseconds.
-    let aborted_after = before_create.elapsed();
+    harness.advance(LIMIT - Duration::from_millis(1)).await;
+    assert_eq!(
+        open_upload_ids(&harness, "expire").await,
+        [old.as_str()],
+        "aborted before its age reached the limit"
+    );
+    harness.advance(LIMIT / 8 + Duration::from_millis(1)).await;
     assert!(
-        aborted_after + Duration::from_millis(10) >= LIMIT,
-        "aborted after only {aborted_after:?}"
+        open_upload_ids(&harness, "expire").await.is_empty(),
+        "not aborted within a sweep of passing the limit"
     );
     assert!(!old_dir.exists(), "its part files are removed");
     assert_eq!(
@@ -787,7 +783,7 @@ async fn abandoned_uploads_are_aborted_once_their_age_passes_the_limit_and_free_
     let young = create(&harness, "expire", "young").await;
     let bytes = pattern(3000, 2);
     let etag = upload_part(&harness, "expire", "young", &young, 1, &bytes).await;
-    tokio::time::sleep(LIMIT / 2).await;
+    harness.advance(LIMIT / 2).await;
     assert_eq!(open_upload_ids(&harness, "expire").await, [young.as_str()]);
     complete(&harness, "expire", "young", &young, &[(1, &etag)])
         .await
@@ -807,7 +803,7 @@ async fn a_zero_limit_never_expires_uploads_and_a_restart_with_a_limit_aborts_ol
     let upload_id = create(&harness, "keep", "k").await;
     upload_part(&harness, "keep", "k", &upload_id, 1, &pattern(500, 3)).await;
     // Older than a 1 s limit would allow, yet still open with its part.
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    harness.advance(Duration::from_millis(1500)).await;
     assert_eq!(
         open_upload_ids(&harness, "keep").await,
         [upload_id.as_str()]

@@ -14,7 +14,6 @@ use aws_sdk_s3::types::{
 use common::wire::{aws_chunked, exchange, signed_streaming_headers};
 use common::{bucket, get_bytes, pattern, restart, start, start_with};
 use spinwise_s3::{RestoreMode, S3Settings};
-use std::time::{Duration, Instant};
 
 const DISPOSITION: &str = "attachment; filename=\"report 2026.pdf\"";
 /// 2026-10-21 07:28:00 UTC, whole seconds as an HTTP-date carries.
@@ -355,17 +354,12 @@ async fn a_restored_copy_serves_the_objects_headers_and_the_overrides() {
         .send()
         .await
         .unwrap();
-    let started = Instant::now();
-    while !head_restore(client)
-        .await
-        .contains("ongoing-request=\"false\"")
-    {
-        assert!(
-            started.elapsed() < Duration::from_secs(60),
-            "never restored"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    common::eventually("the restore finished", async || {
+        head_restore(client)
+            .await
+            .contains("ongoing-request=\"false\"")
+    })
+    .await;
     let (shown, body) = get(client, "vault", "tape.gz").await;
     assert_eq!(shown, sent(), "the restored copy's GET");
     assert!(body == bytes);

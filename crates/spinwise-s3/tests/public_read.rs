@@ -22,7 +22,6 @@ use common::{
 };
 use spinwise_s3::{RestoreMode, S3Settings};
 use std::net::SocketAddr;
-use std::time::{Duration, Instant};
 
 const ALL_USERS: &str = "http://acs.amazonaws.com/groups/global/AllUsers";
 
@@ -849,8 +848,7 @@ async fn an_anonymous_get_of_a_cold_object_in_an_async_public_bucket_is_invalid_
         .send()
         .await
         .unwrap();
-    let started = Instant::now();
-    loop {
+    common::eventually("the restore finished", async || {
         let head = harness
             .client
             .head_object()
@@ -859,18 +857,10 @@ async fn an_anonymous_get_of_a_cold_object_in_an_async_public_bucket_is_invalid_
             .send()
             .await
             .unwrap();
-        if head
-            .restore()
+        head.restore()
             .is_some_and(|r| r.contains("ongoing-request=\"false\""))
-        {
-            break;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(60),
-            "the restore never finished"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    })
+    .await;
     assert!(get_bytes(&anonymous, "vault", "cold.bin", None).await == bytes);
     harness.server.stop().await;
 }

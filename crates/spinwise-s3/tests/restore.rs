@@ -22,7 +22,8 @@ use aws_sdk_s3::types::{
 };
 use common::cold::{count_ups_during, migrated_group, rest_group};
 use common::{
-    Harness, code, get_bytes, get_error, pattern, put, restart, sample, start_with, status,
+    Harness, code, eventually, get_bytes, get_error, pattern, put, restart, sample, start_with,
+    status,
 };
 use spinwise_catalog::{Catalog, ObjectLocation};
 use spinwise_s3::metrics::S3Metrics;
@@ -31,7 +32,7 @@ use spinwise_sched::scheduler::Kind;
 use spinwise_store::StoreConfig;
 use spinwise_store::driver::{GroupDisks, GroupPhase, Job, JobHandle};
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -122,22 +123,18 @@ async fn restore_header(client: &Client, bucket: &str, key: &str) -> Option<Stri
     head.restore
 }
 
-/// Polls HEAD until the restore is no longer ongoing; returns the final header.
+/// Polls HEAD until the restore is no longer ongoing (its read takes real disk time); returns
+/// the final header.
 async fn wait_restored(client: &Client, bucket: &str, key: &str) -> String {
-    let started = Instant::now();
-    loop {
+    let mut last = String::new();
+    eventually(&format!("the restore of {key} finished"), async || {
         let header = restore_header(client, bucket, key).await;
-        match header.as_deref() {
-            Some(h) if h.contains("ongoing-request=\"false\"") => return h.to_string(),
-            Some(h) => assert!(h.contains("ongoing-request=\"true\""), "{h}"),
-            None => panic!("the restore of {key} vanished"),
-        }
-        assert!(
-            started.elapsed() < WAIT,
-            "the restore of {key} never finished"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+        last = header.unwrap_or_else(|| panic!("the restore of {key} vanished"));
+        assert!(last.contains("ongoing-request="), "{last}");
+        last.contains("ongoing-request=\"false\"")
+    })
+    .await;
+    last
 }
 
 fn restored_files(data_dir: &Path) -> usize {
@@ -226,30 +223,28 @@ async fn async_bucket_refuses_cold_gets_until_a_restore_then_serves_the_copy_unt
     assert_eq!(restored_files(&harness.data_dir), 1);
 
     // Asked again once finished: 200 and the expiry moves out (never in).
-    tokio::time::sleep(Duration::from_millis(1100)).await;
+    harness.advance(Duration::from_millis(1100)).await;
     assert_eq!(restore(client, "vault", "tape.bin", 1).await, Ok(200));
     let extended = restore_header(client, "vault", "tape.bin").await.unwrap();
     assert_ne!(extended, done, "the expiry was not extended");
 
-    // After the expiry the copy is gone: GET refuses again and the file is removed.
-    let started = Instant::now();
-    while get_error_or_bytes(client).await.is_ok() {
-        assert!(started.elapsed() < WAIT, "the restored copy never expired");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    // Until its extended expiry (a 3 s day from the second request) the copy serves GETs...
+    harness.advance(Duration::from_millis(2999)).await;
+    assert_eq!(get_error_or_bytes(client).await, Ok(()), "expired early");
+    // ...then it is gone: GET refuses again and the sweeper removed the file.
+    harness.advance(Duration::from_millis(2)).await;
     assert_eq!(
         get_error(client, "vault", "tape.bin").await,
         "403 InvalidObjectState"
     );
     assert_eq!(restore_header(client, "vault", "tape.bin").await, None);
-    let started = Instant::now();
-    while restored_files(&harness.data_dir) > 0 {
-        assert!(
-            started.elapsed() < WAIT,
-            "the sweeper never removed the copy"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    // Within one sweep (a day/8) of the expiry, the sweeper removes the file.
+    harness.advance(Duration::from_millis(375)).await;
+    assert_eq!(
+        restored_files(&harness.data_dir),
+        0,
+        "the sweeper did not remove the copy"
+    );
     harness.server.stop().await;
 }
 
@@ -555,7 +550,8 @@ async fn bulk_restores_wait_for_a_spin_up_that_happens_anyway_and_ride_it() {
             restore_tier(client, "bulk", "second", Tier::Bulk).await,
             Ok(202)
         );
-        tokio::time::sleep(Duration::from_secs(2)).await;
+        // Most of the 12-hour Bulk wait passes on the store's clock: nothing is queued yet.
+        harness.advance(Duration::from_secs(12 * 3600 - 60)).await;
         assert!(ongoing(client, "bulk", "first").await);
         assert!(ongoing(client, "bulk", "second").await);
     })
@@ -642,30 +638,28 @@ async fn a_bulk_restore_no_spin_up_comes_for_starts_at_its_deadline_even_across_
     let harness = start_with(config(), settings.clone()).await;
     let bytes = pattern(700_000, 51);
     cold_object(&harness, "late", "tape.bin", &bytes).await;
-    let requested = Instant::now();
     let asked = restore_tier(&harness.client, "late", "tape.bin", Tier::Bulk).await;
     assert_eq!(asked, Ok(202));
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    harness.advance(Duration::from_secs(1)).await;
     assert!(ongoing(&harness.client, "late", "tape.bin").await);
 
-    // The wait survives a restart and keeps its deadline (request time + 4 s).
+    // The wait survives a restart and keeps its deadline (request time + 4 s): a millisecond
+    // before it nothing spins up, at it the read is queued and spins the group up once.
     let harness = restart(harness, settings).await;
     let client = &harness.client;
     assert!(ongoing(client, "late", "tape.bin").await);
+    let early = count_ups_during(&harness.store, async {
+        harness.advance(Duration::from_millis(2999)).await;
+        assert!(ongoing(client, "late", "tape.bin").await);
+    })
+    .await;
+    assert_eq!(early, 0, "started before its deadline");
     let ups = count_ups_during(&harness.store, async {
+        harness.advance(Duration::from_millis(1)).await;
         wait_restored(client, "late", "tape.bin").await;
     })
     .await;
-    let took = requested.elapsed();
-    assert!(
-        took >= Duration::from_secs(4),
-        "started before its deadline: {took:?}"
-    );
-    assert!(
-        took < Duration::from_secs(30),
-        "the deadline was not kept: {took:?}"
-    );
-    assert_eq!(ups, 1);
+    assert_eq!(ups, 1, "the deadline was not kept");
     assert!(get_bytes(client, "late", "tape.bin", None).await == bytes);
     harness.server.stop().await;
 }
@@ -841,13 +835,15 @@ async fn a_restore_refused_by_a_full_scheduler_queue_waits_and_finishes_once_the
     }
 
     assert_eq!(restore(client, "busy", "later.bin", 1).await, Ok(202));
-    // The restore's read is refused (the queue is full) and tried again later; it stays
-    // ongoing instead of failing.
-    tokio::time::sleep(Duration::from_millis(1500)).await;
-    assert_eq!(
-        restore_header(client, "busy", "later.bin").await.as_deref(),
-        Some("ongoing-request=\"true\"")
-    );
+    // The restore's read is refused (the queue is full) and tried again later, every time
+    // the store's clock passes its back-off; it stays ongoing instead of failing.
+    for _ in 0..3 {
+        harness.advance(Duration::from_secs(60)).await;
+        assert_eq!(
+            restore_header(client, "busy", "later.bin").await.as_deref(),
+            Some("ongoing-request=\"true\"")
+        );
+    }
     assert_eq!(
         get_error(client, "busy", "later.bin").await,
         "403 InvalidObjectState"
@@ -856,7 +852,14 @@ async fn a_restore_refused_by_a_full_scheduler_queue_waits_and_finishes_once_the
     for handle in held {
         handle.wait().await.unwrap();
     }
-    let header = wait_restored(client, "busy", "later.bin").await;
+    // Time moves on while the test waits: the next retry finds room.
+    let mut header = String::new();
+    eventually("the restore retried and finished", async || {
+        harness.advance(Duration::from_secs(60)).await;
+        header = restore_header(client, "busy", "later.bin").await.unwrap();
+        header.contains("ongoing-request=\"false\"")
+    })
+    .await;
     assert!(header.contains("expiry-date"), "{header}");
     assert!(get_bytes(client, "busy", "later.bin", None).await == bytes);
     harness.server.stop().await;
@@ -888,18 +891,16 @@ async fn cold_object_outside(
 /// Submits a job on `group` that holds it until `gate` opens, and waits until it is served
 /// (the group is up and busy).
 async fn hold_group(harness: &Harness, group: u32, gate: &Arc<Gate>) -> JobHandle<()> {
-    let started = Arc::new(AtomicBool::new(false));
+    let started = Arc::new(tokio::sync::Notify::new());
     let (job_gate, job_started) = (gate.clone(), started.clone());
     let job = Job::new(group, 0, Kind::Client, move |_: &GroupDisks| {
-        job_started.store(true, Ordering::SeqCst);
+        job_started.notify_one();
         job_gate.wait();
     });
     let handle = harness.store.rack_io().driver.submit(job).await.unwrap();
-    let since = Instant::now();
-    while !started.load(Ordering::SeqCst) {
-        assert!(since.elapsed() < WAIT, "group {group} never served");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    tokio::time::timeout(WAIT, started.notified())
+        .await
+        .unwrap_or_else(|_| panic!("group {group} never served"));
     handle
 }
 
@@ -920,6 +921,7 @@ async fn wait_for_full_budget(harness: &Harness) {
             quiet_since = Instant::now();
         }
         assert!(since.elapsed() < WAIT, "groups never stopped spinning up");
+        // wall-clock: the emulated disks spin up in real time; quiet means none did for 600 ms.
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
@@ -947,6 +949,7 @@ async fn an_expedited_restore_makes_a_busy_group_yield_and_finishes_while_a_stan
         for (&group, streamed) in others.iter().zip(&streamed) {
             let streamed = streamed.clone();
             let job = Job::new(group, 0, Kind::Client, move |_: &GroupDisks| {
+                // wall-clock: the job stands for 40 ms of disk work holding the group.
                 std::thread::sleep(Duration::from_millis(40));
                 streamed.fetch_add(1, Ordering::SeqCst);
             });
@@ -958,6 +961,8 @@ async fn an_expedited_restore_makes_a_busy_group_yield_and_finishes_while_a_stan
     // A Standard restore waits for a stream to end.
     let standard = restore_tier(client, "tiers", "patient", Tier::Standard).await;
     assert_eq!(standard, Ok(202));
+    // The streams hold the disks for real time, and no event says "not yet": 600 ms of them
+    // wall-clock: a negative window showing the Standard restore is not served ahead.
     tokio::time::sleep(Duration::from_millis(600)).await;
     assert!(ongoing(client, "tiers", "patient").await);
 

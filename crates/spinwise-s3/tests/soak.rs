@@ -217,6 +217,7 @@ async fn sample_memory(stop: Arc<std::sync::atomic::AtomicBool>) -> Vec<u64> {
     let mut samples = Vec::new();
     while !stop.load(std::sync::atomic::Ordering::Relaxed) {
         samples.push(resident_mib());
+        // wall-clock: the sampler's period; the load runs on its own and is awaited elsewhere.
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
     samples

@@ -232,8 +232,10 @@ async fn stopping_does_not_wait_for_a_pending_handshake() {
     let _silent = TcpStream::connect(harness.server.local_addr())
         .await
         .unwrap();
-    // Let the server accept it and start the handshake.
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // A request on a fresh connection is answered only once the server accepted the ones
+    // before it (the listen queue is FIFO): the silent one's handshake is under way.
+    let fresh = common::tls_client(harness.server.local_addr(), &certificate.certificate_pem);
+    fresh.list_buckets().send().await.unwrap();
     let stopping = Instant::now();
     tokio::time::timeout(Duration::from_secs(10), harness.server.stop())
         .await

@@ -40,7 +40,6 @@ use spinwise_sched::idle::{DEFAULT_IDLE_SPIN_DOWN_S, idle_spin_down_us};
 use spinwise_sched::scheduler::{Kind, Request};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 use thiserror::Error;
 use tokio::sync::{broadcast, mpsc, oneshot};
 
@@ -552,13 +551,11 @@ impl Shell {
             if self.engine.finished() {
                 break;
             }
-            let wake = self.engine.next_wake_us().map(|at_us| {
-                tokio::time::Instant::now()
-                    + Duration::from_micros(at_us.saturating_sub(self.engine.now_us()))
-            });
-            let timeout = async {
-                match wake {
-                    Some(at) => tokio::time::sleep_until(at).await,
+            // On the driver's clock, so a test's manual clock wakes the engine by advancing.
+            let (wake_us, clock) = (self.engine.next_wake_us(), self.clock.clone());
+            let timeout = async move {
+                match wake_us {
+                    Some(at_us) => clock.sleep_until_us(at_us).await,
                     None => std::future::pending().await,
                 }
             };
@@ -589,6 +586,9 @@ impl Shell {
         while let Some(output) = self.engine.next_output(self.clock.now_us()) {
             match output {
                 Output::SpinUp { disks, .. } => {
+                    // The books a disk's spin-up was granted on are published before the disk
+                    // is commanded: whoever reads the counters while it spins up sees it booked.
+                    self.publish_audit();
                     for disk in disks {
                         self.command(disk, DiskCommand::SpinUp);
                     }
@@ -614,6 +614,10 @@ impl Shell {
                 }
             }
         }
+        self.publish_audit();
+    }
+
+    fn publish_audit(&self) {
         *lock(&self.audit) = self.engine.audit().counters().clone();
     }
 

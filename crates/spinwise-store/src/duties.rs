@@ -15,9 +15,9 @@
 //! under the upkeep lock the task already holds.
 
 use crate::error::StoreResult;
-use crate::store::{Store, now_unix_ms};
+use crate::store::Store;
 use spinwise_catalog::Catalog;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// What the duties did so far (part of [`crate::UpkeepReport`]).
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
@@ -32,16 +32,16 @@ pub struct DutyReport {
     pub stacks_rebuilt: u64,
 }
 
-/// When each duty may run again after a failure.
+/// When each duty may run again after a failure, in µs of the store's clock.
 #[derive(Debug, Default)]
 pub(crate) struct DutyClock {
-    migrate_not_before: Option<Instant>,
-    rebuild_not_before: Option<Instant>,
+    migrate_not_before_us: Option<u64>,
+    rebuild_not_before_us: Option<u64>,
 }
 
-/// Whether `not_before` has passed (or was never set).
-fn may_run(not_before: Option<Instant>) -> bool {
-    not_before.is_none_or(|at| Instant::now() >= at)
+/// Whether `not_before_us` has passed at `now_us` (or was never set).
+fn may_run(not_before_us: Option<u64>, now_us: u64) -> bool {
+    not_before_us.is_none_or(|at_us| now_us >= at_us)
 }
 
 impl<C: Catalog> Store<C> {
@@ -57,7 +57,7 @@ impl<C: Catalog> Store<C> {
         let oldest = self.catalog().staged_objects(1).await?;
         let age_limit_ms = (migrate_after_s * 1000.0) as i64;
         Ok(oldest.first().is_some_and(|object| {
-            now_unix_ms().saturating_sub(object.created_unix_ms) >= age_limit_ms
+            self.now_unix_ms().saturating_sub(object.created_unix_ms) >= age_limit_ms
         }))
     }
 
@@ -70,24 +70,26 @@ impl<C: Catalog> Store<C> {
         report: &mut DutyReport,
         errors: &mut Vec<String>,
     ) {
-        if may_run(clock.migrate_not_before)
+        let retry_after_us = u64::try_from(retry_after.as_micros()).unwrap_or(u64::MAX);
+        let retry_at_us = || self.clock().now_us().saturating_add(retry_after_us);
+        if may_run(clock.migrate_not_before_us, self.clock().now_us())
             && let Err(error) = self.migrate_if_due(migrate_after_s, report).await
         {
             errors.push(format!("migrating staged objects: {error}"));
-            clock.migrate_not_before = Some(Instant::now() + retry_after);
+            clock.migrate_not_before_us = Some(retry_at_us());
         }
-        if may_run(clock.rebuild_not_before) {
+        if may_run(clock.rebuild_not_before_us, self.clock().now_us()) {
             match self.rebuild_if_queued(report).await {
                 Ok(0) => {}
                 Ok(left) => {
                     errors.push(format!(
                         "rebuild: {left} task(s) could not proceed; retried later"
                     ));
-                    clock.rebuild_not_before = Some(Instant::now() + retry_after);
+                    clock.rebuild_not_before_us = Some(retry_at_us());
                 }
                 Err(error) => {
                     errors.push(format!("rebuild: {error}"));
-                    clock.rebuild_not_before = Some(Instant::now() + retry_after);
+                    clock.rebuild_not_before_us = Some(retry_at_us());
                 }
             }
         }

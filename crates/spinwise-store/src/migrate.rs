@@ -49,7 +49,6 @@ use spinwise_sched::scheduler::Kind;
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{self, Read};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
 use tokio::sync::mpsc;
 
 /// Staging chunks queued between the async staging reader and the encoder's blocking reader.
@@ -288,8 +287,8 @@ impl<C: Catalog> Store<C> {
     ) -> StoreResult<FlushReport> {
         let _upkeep = self.upkeep_lock()?;
         let _only_flush = self.migration().flush_lock.lock().await;
-        let started = Instant::now();
-        let started_unix_ms = crate::store::now_unix_ms();
+        let started_us = self.clock().now_us();
+        let started_unix_ms = self.now_unix_ms();
         let mut report = FlushReport {
             abandoned_blobs: self.abandon_writing_blobs_locked().await?,
             ..FlushReport::default()
@@ -328,7 +327,7 @@ impl<C: Catalog> Store<C> {
             }
         }
         report.groups_used = groups.into_iter().collect();
-        report.seconds = started.elapsed().as_secs_f64();
+        report.seconds = self.clock().now_us().saturating_sub(started_us) as f64 / 1e6;
         Ok(report)
     }
 
@@ -477,11 +476,7 @@ impl<C: Catalog> Store<C> {
 
     /// Records `blob` as verified now; a failure only costs an early scrub, so it is logged.
     pub(crate) async fn mark_verified_now(&self, blob: BlobId) {
-        if let Err(error) = self
-            .catalog()
-            .record_scrub(blob, crate::store::now_unix_ms())
-            .await
-        {
+        if let Err(error) = self.catalog().record_scrub(blob, self.now_unix_ms()).await {
             tracing::warn!(%error, blob, "recording a new blob as verified");
         }
     }

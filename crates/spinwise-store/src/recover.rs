@@ -455,7 +455,7 @@ async fn build(
     if let Some(highest) = highest {
         catalog.reserve_blob_ids_through(highest).await?;
     }
-    let now = crate::store::now_unix_ms();
+    let now = crate::clock::wall_unix_ms();
     let mut by_blob: BTreeMap<BlobId, Vec<(String, Version)>> = BTreeMap::new();
     for (key, version) in winners {
         match version.location {

@@ -24,7 +24,7 @@ use spinwise_ec::{DecodeError, RepairReport, StripeDecoder};
 use spinwise_sched::scheduler::Kind;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 const PAGE: u32 = 256;
 
@@ -134,7 +134,7 @@ impl<C: Catalog> Store<C> {
         if let ScrubMode::Piggyback { group } = mode {
             let upkeep = &self.config().upkeep;
             let half_interval_ms = (upkeep.scrub_interval_s * 500.0) as i64;
-            let before = crate::store::now_unix_ms().saturating_sub(half_interval_ms);
+            let before = self.now_unix_ms().saturating_sub(half_interval_ms);
             let budget = upkeep.scrub_bytes_per_spin_up;
             let mut report = ScrubReport::default();
             let limits = BatchLimits {
@@ -238,12 +238,15 @@ impl<C: Catalog> Store<C> {
     ) -> StoreResult<()> {
         let unrepairable_before = report.unrepairable.len();
         self.scrub_one(blob, failed, report).await?;
-        ledger.record(blob.id, SystemTime::now());
+        ledger.record(
+            blob.id,
+            UNIX_EPOCH + Duration::from_millis(self.now_unix_ms().max(0) as u64),
+        );
         if report.unrepairable.len() == unrepairable_before {
             // The blob may have been removed meanwhile (compaction, deletes): not an error.
             match self
                 .catalog()
-                .record_scrub(blob.id, crate::store::now_unix_ms().max(1))
+                .record_scrub(blob.id, self.now_unix_ms().max(1))
                 .await
             {
                 Ok(()) | Err(spinwise_catalog::CatalogError::UnknownBlob { .. }) => {}

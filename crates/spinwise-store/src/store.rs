@@ -17,6 +17,7 @@
 //!   group, only while the group is up; a GET whose blob compaction removed after the lookup
 //!   looks the object up again (crate::compact).
 
+use crate::clock::{Clock, SystemClock};
 use crate::config::{self, STAGING_DIR, STORE_FILE, StoreConfig};
 use crate::driver::GroupPhase;
 use crate::error::{StoreError, StoreResult, io_error};
@@ -35,7 +36,7 @@ use spinwise_sched::scheduler::Kind;
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::sync::Arc;
 use tokio::io::AsyncRead;
 
 /// How often GET looks an object up again when its staging segment vanished between the catalog
@@ -113,6 +114,9 @@ pub struct Store<C: Catalog> {
     heal: std::sync::Arc<crate::heal::HealState>,
     /// `DATA/upkeep.lock` (see [`crate::lock`]).
     upkeep_lock: crate::lock::UpkeepLock,
+    /// The time source of everything but the driver: dates written into rows, the upkeep
+    /// task's timers and the S3 layer's ([`crate::clock`]). Real unless a test set its own.
+    clock: Arc<dyn Clock>,
 }
 
 /// Raises `catalog`'s blob id counter above the highest blob id `found` on the disks; returns
@@ -155,12 +159,6 @@ fn check_key(key: &str) -> StoreResult<()> {
         });
     }
     Ok(())
-}
-
-pub(crate) fn now_unix_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |elapsed| elapsed.as_millis() as i64)
 }
 
 impl<C: Catalog> Store<C> {
@@ -214,6 +212,12 @@ impl<C: Catalog> Store<C> {
         let found = crate::survey::survey(data_dir)?;
         let blob_ids_raised = reserve_blob_ids(&catalog, &found).await?;
         let staging = StagingLog::open(&data_dir.join(STAGING_DIR), config.staging).await?;
+        // A given environment's clock is the whole store's (dates, upkeep, the driver); the
+        // emulated one runs on the real clock.
+        let clock: Arc<dyn Clock> = match &environment {
+            Environment::Emulated => Arc::new(SystemClock::new()),
+            Environment::Given { clock, .. } => clock.clone(),
+        };
         let rack_io = open_rack(data_dir, &rack, &config, &catalog, environment).await?;
         let groups = config.layout.groups.len();
         let migration =
@@ -229,6 +233,7 @@ impl<C: Catalog> Store<C> {
             migration,
             heal: Default::default(),
             upkeep_lock: crate::lock::UpkeepLock::new(data_dir),
+            clock,
         };
         store.recovery = store.recover().await?;
         store.recovery.problems.extend(blob_ids_raised);
@@ -342,7 +347,7 @@ impl<C: Catalog> Store<C> {
             key: key.to_string(),
             size_bytes: staged.size_bytes,
             content_hash: staged.content_hash,
-            created_unix_ms: now_unix_ms(),
+            created_unix_ms: self.now_unix_ms(),
             location: ObjectLocation::Staged {
                 segment: staged.segment,
                 offset: staged.offset,
@@ -623,6 +628,24 @@ impl<C: Catalog> Store<C> {
     /// The disks, the driver, the placer and the erasure code.
     pub fn rack_io(&self) -> &StoreRack {
         &self.rack_io
+    }
+
+    /// The store's time source (see the field): the S3 layer reads and waits on it too.
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        &self.clock
+    }
+
+    /// The store with `clock` as its time source instead of the real one, for tests that move
+    /// time by hand ([`crate::clock::ManualClock`]). The driver keeps its real clock: the
+    /// disks under it take real time.
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Store<C> {
+        self.clock = clock;
+        self
+    }
+
+    /// Calendar time on the store's clock, in milliseconds since 1970.
+    pub fn now_unix_ms(&self) -> i64 {
+        self.clock.unix_ms()
     }
     pub(crate) fn migration(&self) -> &crate::migrate::MigrationState {
         &self.migration

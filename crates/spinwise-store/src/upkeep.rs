@@ -31,18 +31,19 @@
 //! stopping waits for the blob being scrubbed (or a migration or rebuild under way), then the
 //! task ends and releases the lock.
 
+use crate::clock::{Paced, Pacing};
 use crate::compact::{CompactLimits, CompactReport};
 use crate::driver::{GroupActivity, GroupPhase};
 use crate::duties::{DutyClock, DutyReport};
 use crate::error::StoreResult;
 use crate::lock::UpkeepGuard;
 use crate::scrub::{BatchLimits, ScrubLedger, ScrubReport};
-use crate::store::{Store, now_unix_ms};
+use crate::store::Store;
 use serde::{Deserialize, Serialize};
 use spinwise_catalog::{Catalog, GroupIndex};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use tokio::sync::{broadcast, watch};
 
 /// The scrub policy of the upkeep task.
@@ -129,6 +130,7 @@ pub struct UpkeepHandle {
     stop: watch::Sender<bool>,
     task: tokio::task::JoinHandle<()>,
     report: Arc<Mutex<UpkeepReport>>,
+    paced: Paced,
 }
 
 impl std::fmt::Debug for UpkeepHandle {
@@ -141,6 +143,12 @@ impl UpkeepHandle {
     /// A snapshot of what the task did so far.
     pub fn report(&self) -> UpkeepReport {
         self.report.lock().expect("upkeep report").clone()
+    }
+
+    /// When the task next ticks, published each time it goes back to waiting: a test that
+    /// advanced the store's [`crate::clock::ManualClock`] awaits the ticks it made due.
+    pub fn paced(&self) -> &Paced {
+        &self.paced
     }
 
     /// Asks the task to stop, waits for the blob it is scrubbing, and returns its report. The
@@ -169,6 +177,11 @@ fn tick(config: &UpkeepConfig) -> Duration {
     Duration::from_secs_f64(seconds.clamp(0.05, 60.0))
 }
 
+/// `duration` in whole microseconds (saturating).
+fn micros(duration: Duration) -> u64 {
+    u64::try_from(duration.as_micros()).unwrap_or(u64::MAX)
+}
+
 /// The task's state between events.
 struct Upkeep<C: Catalog> {
     store: Arc<Store<C>>,
@@ -176,15 +189,17 @@ struct Upkeep<C: Catalog> {
     ledger: ScrubLedger,
     report: Arc<Mutex<UpkeepReport>>,
     stop: watch::Receiver<bool>,
+    /// Publishes the next tick each time the task goes back to waiting.
+    pacing: Pacing,
     /// Groups up now (from the activity events).
     up: BTreeSet<GroupIndex>,
     /// Groups batched in their current cycle (cleared on `Down`).
     batched: BTreeSet<GroupIndex>,
-    /// This task's last scrub-only spin-up per group.
-    last_spin_up: BTreeMap<GroupIndex, Instant>,
-    /// This task's last batch per group (a group that stays up gets one again after the
-    /// minimum interval).
-    last_batch: BTreeMap<GroupIndex, Instant>,
+    /// This task's last scrub-only spin-up per group, µs of the store's clock.
+    last_spin_up_us: BTreeMap<GroupIndex, u64>,
+    /// This task's last batch per group, µs of the store's clock (a group that stays up gets
+    /// one again after the minimum interval).
+    last_batch_us: BTreeMap<GroupIndex, u64>,
     /// When a failed migration or rebuild may be tried again.
     duty_clock: DutyClock,
 }
@@ -207,7 +222,9 @@ impl<C: Catalog> Store<C> {
         };
         let (stop_sender, stop) = watch::channel(false);
         let report = Arc::new(Mutex::new(UpkeepReport::default()));
+        let (pacing, paced) = crate::clock::pacing();
         let upkeep = Upkeep {
+            pacing,
             store: self.clone(),
             config: self.config().upkeep.clone(),
             ledger: ScrubLedger::default(),
@@ -215,8 +232,8 @@ impl<C: Catalog> Store<C> {
             stop,
             up,
             batched: BTreeSet::new(),
-            last_spin_up: BTreeMap::new(),
-            last_batch: BTreeMap::new(),
+            last_spin_up_us: BTreeMap::new(),
+            last_batch_us: BTreeMap::new(),
             duty_clock: DutyClock::default(),
         };
         let task = tokio::spawn(upkeep.run(activity, guard));
@@ -224,20 +241,24 @@ impl<C: Catalog> Store<C> {
             stop: stop_sender,
             task,
             report,
+            paced,
         })
     }
 }
 
 impl<C: Catalog> Upkeep<C> {
     async fn run(mut self, mut activity: broadcast::Receiver<GroupActivity>, guard: UpkeepGuard) {
-        // The first tick is at once: a fresh task starts with the groups that are overdue.
-        let mut ticks = tokio::time::interval(tick(&self.config));
-        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        // The first tick is at once: a fresh task starts with the groups that are overdue. The
+        // ticks wait on the store's clock, so a test moves them by advancing it.
+        let clock = self.store.clock().clone();
+        let tick_us = micros(tick(&self.config));
+        let mut next_tick_us = clock.now_us();
         let mut stop = self.stop.clone();
         loop {
             if *stop.borrow() {
                 break;
             }
+            self.pacing.waiting_until(next_tick_us);
             tokio::select! {
                 biased;
                 _ = stop.changed() => break,
@@ -247,10 +268,19 @@ impl<C: Catalog> Upkeep<C> {
                     Err(broadcast::error::RecvError::Lagged(_)) => self.resync().await,
                     Err(broadcast::error::RecvError::Closed) => break,
                 },
-                _ = ticks.tick() => self.on_tick().await,
+                () = clock.sleep_until_us(next_tick_us) => {
+                    // A late tick delays the next one rather than bunching them.
+                    next_tick_us = clock.now_us().saturating_add(tick_us);
+                    self.on_tick().await;
+                }
             }
         }
         drop(guard);
+    }
+
+    /// How long ago `at_us` was on the store's clock.
+    fn elapsed_us(&self, at_us: u64) -> u64 {
+        self.store.clock().now_us().saturating_sub(at_us)
     }
 
     fn stopping(&self) -> bool {
@@ -295,6 +325,7 @@ impl<C: Catalog> Upkeep<C> {
     async fn on_tick(&mut self) {
         let min_interval = Duration::from_secs_f64(self.config.scrub_min_spin_up_interval_s);
         self.run_duties(min_interval).await;
+        let min_interval_us = micros(min_interval);
         let pending: Vec<GroupIndex> = self
             .up
             .iter()
@@ -302,9 +333,9 @@ impl<C: Catalog> Upkeep<C> {
             .filter(|group| {
                 !self.batched.contains(group)
                     || self
-                        .last_batch
+                        .last_batch_us
                         .get(group)
-                        .is_none_or(|at| at.elapsed() >= min_interval)
+                        .is_none_or(|&at_us| self.elapsed_us(at_us) >= min_interval_us)
             })
             .collect();
         for group in pending {
@@ -319,7 +350,8 @@ impl<C: Catalog> Upkeep<C> {
             match self.group_for_scrub_spin_up().await {
                 Ok(Some(group)) => {
                     self.batched.insert(group);
-                    self.last_spin_up.insert(group, Instant::now());
+                    let now_us = self.store.clock().now_us();
+                    self.last_spin_up_us.insert(group, now_us);
                     self.batch(group, true).await;
                 }
                 Ok(None) => break,
@@ -335,18 +367,19 @@ impl<C: Catalog> Upkeep<C> {
     /// the whole interval, and passed the minimum interval since its last scrub spin-up and its
     /// last verification.
     async fn group_for_scrub_spin_up(&self) -> StoreResult<Option<GroupIndex>> {
-        let now_ms = now_unix_ms();
+        let now_ms = self.store.now_unix_ms();
         let interval_ms = (self.config.scrub_interval_s * 1000.0) as i64;
         let min_interval = Duration::from_secs_f64(self.config.scrub_min_spin_up_interval_s);
+        let min_interval_us = micros(min_interval);
         let min_interval_ms = (self.config.scrub_min_spin_up_interval_s * 1000.0) as i64;
         let catalog = self.store.catalog();
         let mut best: Option<(i64, GroupIndex)> = None;
         for group in 0..self.store.layout().groups.len() as GroupIndex {
             if self.up.contains(&group)
                 || self
-                    .last_spin_up
+                    .last_spin_up_us
                     .get(&group)
-                    .is_some_and(|at| at.elapsed() < min_interval)
+                    .is_some_and(|&at_us| self.elapsed_us(at_us) < min_interval_us)
             {
                 continue;
             }
@@ -375,9 +408,10 @@ impl<C: Catalog> Upkeep<C> {
         } else {
             interval_ms / 2
         };
-        let before = now_unix_ms().saturating_sub(due_ms);
+        let before = self.store.now_unix_ms().saturating_sub(due_ms);
         let budget = self.config.scrub_bytes_per_spin_up;
-        self.last_batch.insert(group, Instant::now());
+        let now_us = self.store.clock().now_us();
+        self.last_batch_us.insert(group, now_us);
         let mut part = ScrubReport::default();
         let stop = self.stop.clone();
         let keep_going = move || !*stop.borrow();

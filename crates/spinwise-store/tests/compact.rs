@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::{migrate, pattern};
+use common::{advance_upkeep, migrate, on_manual_clock, pattern, upkeep_until};
 use spinwise_catalog::{
     BlobId, BlobRecord, BlobState, Catalog, CatalogError, CatalogStats, DiskHealth, DiskIndex,
     DiskRecord, GroupIndex, IntegrityReport, MemoryCatalog, Migration, ObjectLocation,
@@ -25,7 +25,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Small fragments so a few KiB make several stripes.
 const FRAGMENT_BYTES: u32 = 4096;
@@ -402,6 +402,7 @@ async fn the_upkeep_task_compacts_only_groups_that_come_up_for_other_work() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     let store = Store::init_sqlite(&data, config()).await.unwrap();
+    let (store, clock) = on_manual_clock(store);
     // A fully dead blob in group 0 and one in group 1.
     let dead0 = migrate(&store, "dead-0", &pattern(9_000, 1), 0).await;
     let dead1 = migrate(&store, "dead-1", &pattern(11_000, 2), 1).await;
@@ -423,17 +424,14 @@ async fn the_upkeep_task_compacts_only_groups_that_come_up_for_other_work() {
     let upkeep = store.start_upkeep().await.unwrap();
     // Group 0 comes up for a client job: its compaction is piggybacked.
     touch_groups(&store, &[0]).await;
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while upkeep.report().compaction.blobs_removed == 0 {
-        assert!(
-            Instant::now() < deadline,
-            "no compaction: {:?}",
-            upkeep.report()
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
+    upkeep_until(&upkeep, "a compaction", |report| {
+        report.compaction.blobs_removed > 0
+    })
+    .await;
+    // Ticks (every 60 s by default) in which the task could (wrongly) go after group 1 too.
+    for _ in 0..3 {
+        advance_upkeep(&clock, &upkeep, Duration::from_secs(60)).await;
     }
-    // Time for the task to (wrongly) go after group 1 too.
-    tokio::time::sleep(Duration::from_millis(1_000)).await;
     let report = upkeep.stop().await;
     assert!(report.errors.is_empty(), "{:?}", report.errors);
     assert_eq!(report.compaction.blobs_removed, 1, "{report:?}");

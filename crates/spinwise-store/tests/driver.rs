@@ -9,6 +9,9 @@
 //! [`Physics`] meter that recomputes every hard domain of the rack on each change: a third
 //! checker, outside both the scheduler and the audit, that sees what the disks actually did.
 
+#[path = "support/poll.rs"]
+mod poll;
+
 use proptest::prelude::*;
 use spinwise_disk::{
     Disk, DiskError, DiskIndex, DiskTiming, EmulatedConfig, EmulatedDisk, Overwrite, PowerState,
@@ -145,8 +148,10 @@ impl Disk for MemoryDisk {
         self.record(DiskPower::SpinningUp);
         self.physics.set(self.index, self.physics.spinning_up);
         while self.hold_spin_up.load(Ordering::SeqCst) {
+            // wall-clock: a fixture: the disk's spin-up is held until the test lets it go.
             std::thread::sleep(Duration::from_millis(1));
         }
+        // wall-clock: a fixture: the disk takes this long to spin up.
         std::thread::sleep(self.spin_up_delay);
         if let Some((clock, latency_us)) = &self.manual {
             clock.advance_us(*latency_us);
@@ -171,7 +176,7 @@ impl Disk for MemoryDisk {
             return Err(DiskError::Failed { disk: self.index });
         }
         self.record(DiskPower::Resting);
-        // Unmounting and stopping take time too; the disk draws until it is done.
+        // wall-clock: a fixture: unmounting and stopping take time too; the disk draws meanwhile.
         std::thread::sleep(self.spin_up_delay / 2);
         *self.state.lock().unwrap() = PowerState::Standby;
         self.physics
@@ -456,7 +461,12 @@ async fn a_job_runs_after_its_group_spun_up_with_every_disk_active_and_its_wait_
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_job_queued_while_its_group_is_down_waits_for_the_spin_up_then_runs() {
     let (rack, layout) = jbod();
-    let bench = bench(rack, layout, BenchOptions::default());
+    let clock = Arc::new(ManualClock::new());
+    let options = BenchOptions {
+        manual: Some((clock.clone(), 0, 0)),
+        ..BenchOptions::default()
+    };
+    let bench = bench(rack, layout, options);
     let held = HeldSpinUps::new(&bench.hold_spin_up);
     let handle = bench
         .driver
@@ -465,12 +475,14 @@ async fn a_job_queued_while_its_group_is_down_waits_for_the_spin_up_then_runs() 
         }))
         .await
         .unwrap();
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    // The driver takes commands in order: this snapshot comes after the submit.
     let state = bench.driver.state().await.unwrap();
     assert_eq!(state.groups[5].phase, GroupPhase::SpinningUp);
     assert_eq!(state.groups[5].queued_jobs, 1);
     assert_eq!(state.groups[5].active_disks, 0);
     assert_eq!(state.audit.spinning_up_now, layout.group_size);
+    // The spin-up is held for 50 ms of the driver's clock.
+    clock.advance(Duration::from_millis(50));
     drop(held);
     let done = handle.wait().await.unwrap();
     assert_eq!(done.output.unwrap().len(), layout.group_size as usize);
@@ -482,7 +494,12 @@ async fn a_job_queued_while_its_group_is_down_waits_for_the_spin_up_then_runs() 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_spin_up_is_announced_when_it_starts_and_ends_with_the_work_waiting_for_it() {
     let (rack, layout) = jbod();
-    let bench = bench(rack, layout, BenchOptions::default());
+    let clock = Arc::new(ManualClock::new());
+    let options = BenchOptions {
+        manual: Some((clock.clone(), 0, 0)),
+        ..BenchOptions::default()
+    };
+    let bench = bench(rack, layout, options);
     let mut activity = bench.driver.subscribe_activity();
     let held = HeldSpinUps::new(&bench.hold_spin_up);
     let first = bench
@@ -505,7 +522,9 @@ async fn a_spin_up_is_announced_when_it_starts_and_ends_with_the_work_waiting_fo
         let job = Job::new(5, 1000, Kind::Client, |_: &GroupDisks| ()).for_purpose(purpose);
         later.push(bench.driver.submit(job).await.unwrap());
     }
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    // Each submit was answered, so the jobs are queued before the spin-up ends, which is held
+    // for 50 ms of the driver's clock.
+    clock.advance(Duration::from_millis(50));
     drop(held);
     let up = within("the spin-up's end", activity.recv()).await.unwrap();
     let GroupActivity::Up {
@@ -756,6 +775,7 @@ async fn many_concurrent_jobs(rack: &Rack, layout: &Layout, jobs: u32, callers: 
                     Kind::Client
                 };
                 let job = Job::new(group, 1 << 20, kind, move |disks: &GroupDisks| {
+                    // wall-clock: a fixture: the job's disk work takes 300 µs.
                     std::thread::sleep(Duration::from_micros(300));
                     (disks.group(), touch_every_disk(disks, &format!("job-{n}")))
                 });
@@ -1247,6 +1267,7 @@ async fn a_class_runs_up_to_its_layout_s_concurrent_requests_on_its_group_at_onc
         let job = Job::new(5, 1 << 20, Kind::Client, move |disks: &GroupDisks| {
             let now = overlap.running.fetch_add(1, Ordering::SeqCst) + 1;
             overlap.most.fetch_max(now, Ordering::SeqCst);
+            // wall-clock: a fixture: the job's disk work takes 100 ms, so jobs overlap.
             std::thread::sleep(Duration::from_millis(100));
             overlap.running.fetch_sub(1, Ordering::SeqCst);
             (n, disks.group())
@@ -1287,20 +1308,20 @@ fn wait_for(flag: &AtomicBool) {
         if flag.load(Ordering::SeqCst) {
             return;
         }
+        // wall-clock: a fixture: the job holds its group until the test releases it.
         std::thread::sleep(Duration::from_millis(1));
     }
     panic!("the test never released the job");
 }
 
-/// Polls the driver's state until `group` is in `phase` (at most 10 s).
+/// Polls the driver's state until `group` is in `phase` (the disks' power changes take real
+/// time).
 async fn until_phase(driver: &Driver, group: GroupIndex, phase: GroupPhase) {
-    for _ in 0..1000 {
-        if driver.state().await.unwrap().groups[group as usize].phase == phase {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("group {group} never reached {phase:?}");
+    let what = format!("group {group} reached {phase:?}");
+    poll::eventually(&what, async || {
+        driver.state().await.unwrap().groups[group as usize].phase == phase
+    })
+    .await;
 }
 
 /// Partner Y serves a job on y0 for as long as class X takes to bring x1 up (so Y's batch
@@ -1342,7 +1363,11 @@ async fn x_finishes_while_y_spins_up(stagger: Option<u32>) -> (GroupPhase, Vec<G
     until_phase(&driver, y1, GroupPhase::SpinningUp).await;
     release_x.store(true, Ordering::SeqCst);
     within("x1's job", first.wait()).await.unwrap();
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // The engine decides what x1 does next as it takes the job's completion.
+    poll::eventually("the driver took x1's completion", async || {
+        !driver.state().await.unwrap().groups[x1 as usize].serving
+    })
+    .await;
     let x1_phase = driver.state().await.unwrap().groups[x1 as usize].phase;
     drop(held);
     for job in [second, third] {
@@ -1402,8 +1427,10 @@ async fn without_staggered_switches_a_class_switches_while_its_partner_spins_up(
 
 /// Runs one job on group 5 of the JBOD with the driver's idle spin-down at `idle_us`; returns
 /// once the job is done, with the bench and the group activity announced since the start.
+/// One job served on group 5 at time 0 of `clock`, the driver's, which the test then moves.
 async fn one_job_then_idle(
     idle_us: Option<u64>,
+    clock: &Arc<ManualClock>,
 ) -> (Bench, tokio::sync::broadcast::Receiver<GroupActivity>) {
     let (rack, layout) = jbod();
     let config = DriverConfig {
@@ -1415,6 +1442,7 @@ async fn one_job_then_idle(
         layout,
         BenchOptions {
             config,
+            manual: Some((clock.clone(), 0, 0)),
             ..BenchOptions::default()
         },
     );
@@ -1425,26 +1453,31 @@ async fn one_job_then_idle(
         .await
         .unwrap();
     handle.wait().await.unwrap();
+    // The caller hears the job's output before the engine hears it was served (the completion
+    // crosses the driver's channel after): the idle time starts there, so no clock advance may
+    // come first.
+    let driver = &bench.driver;
+    poll::eventually("the engine heard the job served", async || {
+        driver.state().await.unwrap().jobs_served == 1
+    })
+    .await;
     (bench, activity)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn under_no_load_a_group_spins_down_after_the_idle_time_and_not_before_saying_why() {
     let idle = Duration::from_secs(1);
-    let (bench, mut activity) = one_job_then_idle(Some(idle.as_micros() as u64)).await;
-    let served = std::time::Instant::now();
+    let clock = Arc::new(ManualClock::new());
+    let (bench, mut activity) = one_job_then_idle(Some(idle.as_micros() as u64), &clock).await;
     let state = bench.driver.state().await.unwrap();
     assert_eq!(state.groups[5].phase, GroupPhase::Active);
     assert_eq!(state.idle_spin_down_us, Some(1_000_000));
-    tokio::time::sleep(idle / 2).await;
+    // A microsecond short of the idle time on the driver's clock: still up.
+    clock.advance(idle - Duration::from_micros(1));
     let state = bench.driver.state().await.unwrap();
     assert_eq!(state.groups[5].phase, GroupPhase::Active, "spun down early");
+    clock.advance(Duration::from_micros(1));
     until_phase(&bench.driver, 5, GroupPhase::Resting).await;
-    let rested_after = served.elapsed();
-    assert!(
-        rested_after >= idle / 2 && rested_after < idle * 5,
-        "rested {rested_after:?} after the job"
-    );
     let state = bench.driver.state().await.unwrap();
     assert_eq!(state.idle_spin_downs, 1);
     assert_eq!(state.audit.active_now, 0, "every disk rests");
@@ -1463,17 +1496,19 @@ async fn under_no_load_a_group_spins_down_after_the_idle_time_and_not_before_say
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_idle_spin_down_an_idle_group_stays_up_until_shutdown() {
-    let (bench, _) = one_job_then_idle(None).await;
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let clock = Arc::new(ManualClock::new());
+    let (bench, _) = one_job_then_idle(None, &clock).await;
+    clock.advance(Duration::from_millis(1500));
     let state = bench.driver.state().await.unwrap();
     assert_eq!(state.groups[5].phase, GroupPhase::Active);
     assert_eq!(state.idle_spin_downs, 0);
-    // Set while running, it applies to the group idle since its job.
+    // Set while running, it applies to the group already idle: down an idle time later.
     bench
         .driver
         .set_idle_spin_down_us(Some(1_000_000))
         .await
         .unwrap();
+    clock.advance(Duration::from_secs(1));
     until_phase(&bench.driver, 5, GroupPhase::Resting).await;
     bench.driver.shutdown().await.unwrap();
 }

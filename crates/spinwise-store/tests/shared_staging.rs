@@ -12,7 +12,6 @@ use spinwise_store::staging::StagingConfig;
 use spinwise_store::{SqliteStore, Store, StoreConfig};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
 use tokio::io::AsyncWriteExt;
 
 const CHUNK_BYTES: usize = 4096;
@@ -78,15 +77,10 @@ impl PausedPut {
         // The chunks are framed and written by the PUT's writer thread: wait until they are
         // in the file (the next chunk is incomplete, so the PUT cannot go further).
         let framed_bytes = (written_chunks * (CHUNK_BYTES + 8)) as u64;
-        let mut waited_ms = 0;
-        while staging_bytes_on_disk(data) < staged_before + framed_bytes {
-            assert!(
-                waited_ms < 20_000,
-                "the paused PUT's chunks never reached the disk"
-            );
-            tokio::time::sleep(Duration::from_millis(10)).await;
-            waited_ms += 10;
-        }
+        common::eventually("the paused PUT's chunks reached the disk", async || {
+            staging_bytes_on_disk(data) >= staged_before + framed_bytes
+        })
+        .await;
         PausedPut {
             body,
             sent_bytes,

@@ -41,7 +41,7 @@ use spinwise_disk::{
     PowerState, Space, Trigger, VirtualClock, WriteSync, crash_together,
 };
 use spinwise_model::{Rack, parse_rack};
-use spinwise_store::clock::Clock;
+use spinwise_store::clock::{Clock, Sleep};
 use spinwise_store::config::PolicyChoice;
 use spinwise_store::scrub::{ScrubLedger, ScrubMode};
 use spinwise_store::store::CATALOG_FILE;
@@ -50,13 +50,46 @@ use std::collections::BTreeMap;
 use std::io::Read;
 use std::sync::{Arc, Mutex};
 
-/// The store's clock is the disks' virtual clock.
+/// The store's clock is the disks' virtual clock: disk operations move it by their latencies,
+/// the swarm's idle steps move it on and wake the store's timers (its calendar starts on
+/// 2026-01-01).
 #[derive(Debug)]
-struct Virtual(VirtualClock);
+struct Virtual {
+    clock: VirtualClock,
+    moved: tokio::sync::Notify,
+}
+
+const SWARM_EPOCH_UNIX_MS: i64 = 1_767_225_600_000;
+
+impl Virtual {
+    fn advance_us(&self, duration_us: u64) {
+        self.clock.advance_us(duration_us);
+        self.moved.notify_waiters();
+    }
+}
 
 impl Clock for Virtual {
     fn now_us(&self) -> u64 {
-        self.0.now_us()
+        self.clock.now_us()
+    }
+
+    fn unix_ms(&self) -> i64 {
+        SWARM_EPOCH_UNIX_MS + (self.clock.now_us() / 1000) as i64
+    }
+
+    fn sleep_until_us(&self, at_us: u64) -> Sleep<'_> {
+        Box::pin(async move {
+            loop {
+                // Registered before the check, so an advance between the two is not missed.
+                let moved = self.moved.notified();
+                tokio::pin!(moved);
+                moved.as_mut().enable();
+                if self.clock.now_us() >= at_us {
+                    return;
+                }
+                moved.await;
+            }
+        })
     }
 }
 
@@ -187,7 +220,7 @@ struct World {
     rng: ChaCha8Rng,
     directory: tempfile::TempDir,
     config: StoreConfig,
-    clock: VirtualClock,
+    clock: Arc<Virtual>,
     disks: Vec<Arc<FaultyDisk>>,
     watcher: Arc<Watcher>,
     runtime: Option<tokio::runtime::Runtime>,
@@ -206,7 +239,10 @@ impl World {
         let mut config = jbod_config();
         config.policy = policy;
         let rack = parse_rack("dense-jbod-60", &config.rack_toml).unwrap();
-        let clock = VirtualClock::new();
+        let clock = Arc::new(Virtual {
+            clock: VirtualClock::new(),
+            moved: tokio::sync::Notify::new(),
+        });
         let disks: Vec<Arc<FaultyDisk>> = (0..rack.disk_count())
             .map(|index| {
                 let mut disk = FaultyConfig::new(index as DiskIndex, 1 << 40);
@@ -215,7 +251,7 @@ impl World {
                     Disks::Honest => WriteSync::BeforeReturning,
                     Disks::SkipSync => WriteSync::Skipped,
                 };
-                Arc::new(FaultyDisk::new(disk, clock.clone()).unwrap())
+                Arc::new(FaultyDisk::new(disk, clock.clock.clone()).unwrap())
             })
             .collect();
         let mut world = World {
@@ -249,7 +285,7 @@ impl World {
                     }) as Arc<dyn Disk>
                 })
                 .collect(),
-            clock: Arc::new(Virtual(self.clock.clone())),
+            clock: self.clock.clone(),
         }
     }
 

@@ -9,16 +9,19 @@
 
 mod common;
 
-use common::{flip_byte, migrate, pattern, read_blob};
+use common::{
+    advance_upkeep, flip_byte, migrate, on_manual_clock, pattern, read_blob, upkeep_until,
+};
 use spinwise_catalog::Catalog;
 use spinwise_sched::scheduler::Kind;
+use spinwise_store::clock::ManualClock;
 use spinwise_store::driver::{GroupActivity, GroupDisks, GroupPhase, Job};
 use spinwise_store::scrub::{ScrubLedger, ScrubMode};
 use spinwise_store::{SqliteStore, Store, StoreConfig, StoreError, UpkeepConfig};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Small fragments so a few KiB make several stripes.
 const FRAGMENT_BYTES: u32 = 4096;
@@ -34,6 +37,11 @@ async fn new_store(dir: &Path, upkeep: UpkeepConfig) -> SqliteStore {
     Store::init_sqlite(&dir.join("data"), config(upkeep))
         .await
         .unwrap()
+}
+
+/// [`new_store`] on a manual clock, which the test moves.
+async fn new_clocked_store(dir: &Path, upkeep: UpkeepConfig) -> (SqliteStore, Arc<ManualClock>) {
+    on_manual_clock(new_store(dir, upkeep).await)
 }
 
 /// Spins `groups` up with empty client jobs (so others the budget cannot keep go down).
@@ -64,7 +72,7 @@ async fn a_get_that_spins_a_group_up_also_scrubs_its_blobs_and_repairs_a_flipped
         scrub_min_spin_up_interval_s: 3600.0,
         ..UpkeepConfig::default()
     };
-    let store = new_store(dir.path(), upkeep).await;
+    let (store, clock) = new_clocked_store(dir.path(), upkeep).await;
     let mut blobs = Vec::new();
     for (index, (size, group)) in [(30_000, 0), (12_289, 0), (20_000, 1)]
         .into_iter()
@@ -82,7 +90,7 @@ async fn a_get_that_spins_a_group_up_also_scrubs_its_blobs_and_repairs_a_flipped
         .await
         .unwrap();
     assert_eq!(forced.blobs, 3);
-    tokio::time::sleep(Duration::from_millis(1100)).await;
+    clock.advance(Duration::from_millis(1100));
     // Groups 0 and 1 go down (the budgets keep only a few groups up), so the GET below spins
     // group 0 up.
     touch_groups(&store, &[2, 3, 4, 5, 6, 7, 8, 9]).await;
@@ -100,18 +108,13 @@ async fn a_get_that_spins_a_group_up_also_scrubs_its_blobs_and_repairs_a_flipped
 
     let store = Arc::new(store);
     let mut activity = store.rack_io().driver.subscribe_activity();
-    let started_ms = now_ms();
+    let started_ms = store.now_unix_ms();
     let upkeep = store.start_upkeep().await.unwrap();
     assert_eq!(get_all(&store, "object-0").await, *data);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while upkeep.report().piggyback_batches == 0 {
-        assert!(
-            Instant::now() < deadline,
-            "no piggyback batch: {:?}",
-            upkeep.report()
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    upkeep_until(&upkeep, "a piggyback batch", |report| {
+        report.piggyback_batches > 0
+    })
+    .await;
     let report = upkeep.stop().await;
     assert_eq!(report.piggyback_batches, 1, "{report:?}");
     assert_eq!(report.scrub_spin_ups, 0);
@@ -147,13 +150,6 @@ async fn a_get_that_spins_a_group_up_also_scrubs_its_blobs_and_repairs_a_flipped
     Arc::try_unwrap(store).ok().unwrap().close().await;
 }
 
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as i64
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_group_is_spun_up_for_scrub_alone_more_often_than_the_minimum_interval() {
     let dir = tempfile::tempdir().unwrap();
@@ -165,7 +161,7 @@ async fn no_group_is_spun_up_for_scrub_alone_more_often_than_the_minimum_interva
         scrub_bytes_per_spin_up: 1,
         ..UpkeepConfig::default()
     };
-    let store = new_store(dir.path(), upkeep).await;
+    let (store, clock) = new_clocked_store(dir.path(), upkeep).await;
     for group in 0..4u32 {
         for copy in 0..2u64 {
             let key = format!("g{group}-{copy}");
@@ -182,14 +178,22 @@ async fn no_group_is_spun_up_for_scrub_alone_more_often_than_the_minimum_interva
     let store = Arc::new(store);
     let mut activity = store.rack_io().driver.subscribe_activity();
     let upkeep = store.start_upkeep().await.unwrap();
-    tokio::time::sleep(Duration::from_millis(3300)).await;
-    let report = upkeep.stop().await;
+    // 3.25 s of the store's clock in ticks of 250 ms; each spin-up is stamped with the time of
+    // the tick that caused it (a tick's spin-ups are done when it is).
     let mut ups: BTreeMap<u32, Vec<u64>> = BTreeMap::new();
-    while let Ok(event) = activity.try_recv() {
-        if let GroupActivity::Up { group, at_us, .. } = event {
-            ups.entry(group).or_default().push(at_us);
+    let mut now_us = advance_upkeep(&clock, &upkeep, Duration::ZERO).await;
+    loop {
+        while let Ok(event) = activity.try_recv() {
+            if let GroupActivity::Up { group, .. } = event {
+                ups.entry(group).or_default().push(now_us);
+            }
         }
+        if now_us >= 3_250_000 {
+            break;
+        }
+        now_us = advance_upkeep(&clock, &upkeep, Duration::from_millis(250)).await;
     }
+    let report = upkeep.stop().await;
     assert!(report.errors.is_empty(), "{:?}", report.errors);
     assert!(report.scrub_spin_ups >= 4, "{report:?}");
     assert_eq!(
@@ -197,8 +201,7 @@ async fn no_group_is_spun_up_for_scrub_alone_more_often_than_the_minimum_interva
         [0, 1, 2, 3],
         "{ups:?}"
     );
-    // Spin-up latency jitter is milliseconds at this time factor; allow 5%.
-    let floor_us = min_interval.as_micros() as u64 * 95 / 100;
+    let floor_us = min_interval.as_micros() as u64;
     for (group, times) in &ups {
         for pair in times.windows(2) {
             assert!(
@@ -334,15 +337,6 @@ async fn a_store_toml_without_an_upkeep_section_loads_with_defaults_and_bad_poli
     }
 }
 
-/// Polls `done` every 50 ms for up to 30 s.
-async fn eventually(what: &str, mut done: impl AsyncFnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !done().await {
-        assert!(Instant::now() < deadline, "timed out waiting until {what}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
 async fn is_staged(store: &SqliteStore, key: &str) -> bool {
     matches!(
         store.stat(key).await.unwrap().location,
@@ -358,17 +352,19 @@ async fn the_upkeep_task_migrates_staged_objects_once_the_oldest_has_waited_long
         scrub_min_spin_up_interval_s: 3600.0,
         ..UpkeepConfig::default()
     };
-    let store = Arc::new(new_store(dir.path(), upkeep).await);
+    let (store, clock) = new_clocked_store(dir.path(), upkeep).await;
+    let store = Arc::new(store);
     let bytes = pattern(50_000, 11);
     store.put("young", &bytes[..]).await.unwrap();
     let task = store.start_upkeep().await.unwrap();
-    // The first tick is at once: the object is younger than the policy, so it stays staged.
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // The first tick is at once: the object is younger than the policy, so it stays staged,
+    // as it does at every tick (every 375 ms) until it has waited 1.5 s.
+    advance_upkeep(&clock, &task, Duration::ZERO).await;
+    assert!(is_staged(&store, "young").await, "migrated at once");
+    advance_upkeep(&clock, &task, Duration::from_millis(1400)).await;
     assert!(is_staged(&store, "young").await, "migrated before its time");
-    eventually("the object is migrated", async || {
-        !is_staged(&store, "young").await
-    })
-    .await;
+    advance_upkeep(&clock, &task, Duration::from_millis(375)).await;
+    assert!(!is_staged(&store, "young").await, "not migrated on time");
     let report = task.stop().await;
     assert!(report.errors.is_empty(), "{:?}", report.errors);
     assert_eq!(report.duties.flushes, 1);
@@ -387,22 +383,24 @@ async fn the_upkeep_task_migrates_a_full_bundle_without_waiting() {
     };
     let mut config = config(upkeep);
     config.bundle_bytes = 64 << 10;
-    let store = Arc::new(
-        Store::init_sqlite(&dir.path().join("data"), config)
-            .await
-            .unwrap(),
-    );
+    let store = Store::init_sqlite(&dir.path().join("data"), config)
+        .await
+        .unwrap();
+    let (store, clock) = on_manual_clock(store);
+    let store = Arc::new(store);
     let small = pattern(10_000, 12);
     store.put("small", &small[..]).await.unwrap();
     let task = store.start_upkeep().await.unwrap();
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Ticks every 100 ms: three of them leave less than a bundle staged.
+    for _ in 0..3 {
+        advance_upkeep(&clock, &task, Duration::from_millis(100)).await;
+    }
     assert!(is_staged(&store, "small").await, "less than a bundle moved");
     let big = pattern(70_000, 13);
     store.put("big", &big[..]).await.unwrap();
-    eventually("both objects are migrated", async || {
-        !is_staged(&store, "small").await && !is_staged(&store, "big").await
-    })
-    .await;
+    // The next tick, not an hour later.
+    advance_upkeep(&clock, &task, Duration::from_millis(100)).await;
+    assert!(!is_staged(&store, "small").await && !is_staged(&store, "big").await);
     let report = task.stop().await;
     assert!(report.errors.is_empty(), "{:?}", report.errors);
     assert_eq!(get_all(&store, "big").await, big);
@@ -413,7 +411,8 @@ async fn the_upkeep_task_migrates_a_full_bundle_without_waiting() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_upkeep_task_rebuilds_a_failed_disk_without_being_asked() {
     let dir = tempfile::tempdir().unwrap();
-    let store = Arc::new(new_store(dir.path(), UpkeepConfig::default()).await);
+    let (store, clock) = new_clocked_store(dir.path(), UpkeepConfig::default()).await;
+    let store = Arc::new(store);
     let bytes = pattern(60_000, 14);
     store.put("kept", &bytes[..]).await.unwrap();
     store.flush(|_| {}).await.unwrap();
@@ -426,10 +425,9 @@ async fn the_upkeep_task_rebuilds_a_failed_disk_without_being_asked() {
     let queued = store.fail_disk(u64::from(failed)).await.unwrap();
     assert_eq!(queued.tasks_queued, 1);
     let task = store.start_upkeep().await.unwrap();
-    eventually("the rebuild queue is empty", async || {
-        store.status().await.unwrap().rebuild_pending == 0
-    })
-    .await;
+    // The first tick, at once, rebuilds.
+    advance_upkeep(&clock, &task, Duration::ZERO).await;
+    assert_eq!(store.status().await.unwrap().rebuild_pending, 0);
     let report = task.stop().await;
     assert!(report.errors.is_empty(), "{:?}", report.errors);
     assert_eq!(report.duties.rebuilds, 1);
@@ -446,11 +444,8 @@ async fn the_upkeep_task_rebuilds_a_failed_disk_without_being_asked() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_blob_just_migrated_counts_as_verified_and_a_restart_does_not_spin_up_to_scrub_it() {
     let dir = tempfile::tempdir().unwrap();
-    let store = new_store(dir.path(), UpkeepConfig::default()).await;
-    let before_ms = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as i64;
+    let (store, clock) = new_clocked_store(dir.path(), UpkeepConfig::default()).await;
+    let before_ms = store.now_unix_ms();
     store.put("fresh", &pattern(300_000, 3)[..]).await.unwrap();
     let flushed = store.flush(|_| {}).await.unwrap();
     let blob = *flushed.blobs.first().expect("the flush wrote a blob");
@@ -467,13 +462,15 @@ async fn a_blob_just_migrated_counts_as_verified_and_a_restart_does_not_spin_up_
     );
     store.close().await;
 
-    let store = Arc::new(
-        SqliteStore::open_sqlite(&dir.path().join("data"))
-            .await
-            .unwrap(),
-    );
+    let store = SqliteStore::open_sqlite(&dir.path().join("data"))
+        .await
+        .unwrap();
+    let store = Arc::new(store.with_clock(clock.clone()));
     let upkeep = store.start_upkeep().await.unwrap();
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The first tick and a few more (every 60 s by default) find nothing due.
+    for _ in 0..3 {
+        advance_upkeep(&clock, &upkeep, Duration::from_secs(60)).await;
+    }
     let report = upkeep.stop().await;
     assert_eq!(report.scrub_spin_ups, 0, "{report:?}");
     assert_eq!(report.scrub.blobs, 0, "{report:?}");

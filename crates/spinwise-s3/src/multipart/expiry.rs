@@ -20,8 +20,10 @@ use super::files::{Multipart, UploadId};
 use super::remove_upload;
 use super::rows::UploadRow;
 use crate::meta::{MetaDb, MetaError};
-use crate::service::{SpinwiseS3, now_unix_ms};
-use std::sync::{Arc, Weak};
+use crate::service::SpinwiseS3;
+use crate::sweeper::{FirstPass, Sweep, sweep_until_dropped};
+use spinwise_store::clock::{Clock, Paced, pacing};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// The most uploads one sweep aborts (the default `max_open_uploads`); more wait for the next.
@@ -37,6 +39,10 @@ pub struct UploadExpiry {
     meta: MetaDb,
     multipart: Arc<Multipart>,
     abandon_after: Duration,
+    /// The store's clock: upload ages and the sweeper's wait are on it.
+    clock: Arc<dyn Clock>,
+    /// The sweeper task's next wake.
+    paced: Paced,
 }
 
 impl std::fmt::Debug for UploadExpiry {
@@ -54,24 +60,34 @@ impl UploadExpiry {
         meta: MetaDb,
         multipart: Arc<Multipart>,
         abandon_after_s: u64,
+        clock: Arc<dyn Clock>,
     ) -> Result<Option<Arc<UploadExpiry>>, MetaError> {
         if abandon_after_s == 0 {
             return Ok(None);
         }
+        let (pacing, paced) = pacing();
         let expiry = Arc::new(UploadExpiry {
             meta,
             multipart,
             abandon_after: Duration::from_secs(abandon_after_s),
+            clock,
+            paced,
         });
         expiry.sweep().await?;
-        tokio::spawn(sweep_until_dropped(Arc::downgrade(&expiry)));
+        let weak = Arc::downgrade(&expiry);
+        tokio::spawn(sweep_until_dropped(weak, pacing, FirstPass::AfterInterval));
         Ok(Some(expiry))
+    }
+
+    /// When the sweeper task next sweeps.
+    pub fn paced(&self) -> &Paced {
+        &self.paced
     }
 
     /// Aborts up to [`MAX_ABORTS_PER_SWEEP`] uploads started more than the limit ago, oldest
     /// first, skipping any whose lock is held; returns how many it aborted.
     pub async fn sweep(&self) -> Result<usize, MetaError> {
-        let now_ms = now_unix_ms();
+        let now_ms = self.clock.unix_ms();
         let limit_ms = i64::try_from(self.abandon_after.as_millis()).unwrap_or(i64::MAX);
         let cutoff_unix_ms = now_ms.saturating_sub(limit_ms);
         let expired = self
@@ -137,18 +153,19 @@ pub fn sweep_interval(abandon_after: Duration) -> Duration {
     (abandon_after / 8).clamp(MIN_SWEEP_INTERVAL, MAX_SWEEP_INTERVAL)
 }
 
-/// Sweeps until the expiry is dropped (holding it only while sweeping, so the metadata
-/// database can be closed once the server is gone).
-async fn sweep_until_dropped(expiry: Weak<UploadExpiry>) {
-    loop {
-        let Some(interval) = expiry.upgrade().map(|e| e.sweep_interval()) else {
-            return;
-        };
-        tokio::time::sleep(interval).await;
-        let Some(strong) = expiry.upgrade() else {
-            return;
-        };
-        if let Err(error) = strong.sweep().await {
+/// The sweeper task ([`crate::sweeper`]) holds the expiry only while sweeping, so the
+/// metadata database can be closed once the server is gone.
+impl Sweep for UploadExpiry {
+    fn interval(&self) -> Duration {
+        self.sweep_interval()
+    }
+
+    fn clock(&self) -> Arc<dyn Clock> {
+        self.clock.clone()
+    }
+
+    async fn sweep_once(&self) {
+        if let Err(error) = self.sweep().await {
             tracing::warn!(%error, "expiring abandoned multipart uploads");
         }
     }
@@ -161,6 +178,7 @@ impl SpinwiseS3 {
             self.meta.clone(),
             Arc::clone(&self.multipart),
             self.settings.abandon_uploads_after_s,
+            self.store.clock().clone(),
         )
         .await?;
         Ok(())
@@ -179,6 +197,8 @@ mod tests {
             meta,
             multipart: Arc::new(Multipart::new(dir)),
             abandon_after: Duration::from_secs(1),
+            clock: Arc::new(spinwise_store::clock::ManualClock::new()),
+            paced: pacing().1,
         }
     }
 
@@ -213,8 +233,9 @@ mod tests {
     async fn a_sweep_skips_a_locked_upload_until_its_lock_is_free_and_spares_young_ones() {
         let dir = tempfile::tempdir().unwrap();
         let expiry = expiry_in(dir.path()).await;
-        let old = open_upload(&expiry, now_unix_ms() - 60_000).await;
-        let young = open_upload(&expiry, now_unix_ms()).await;
+        let now_unix_ms = expiry.clock.unix_ms();
+        let old = open_upload(&expiry, now_unix_ms - 60_000).await;
+        let young = open_upload(&expiry, now_unix_ms).await;
 
         // A completion in flight holds the old upload's lock: the sweep leaves it alone.
         let completing = expiry.multipart.lock(&old).write().await;

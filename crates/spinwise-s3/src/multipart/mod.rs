@@ -31,7 +31,7 @@ use crate::names::store_key;
 use crate::restore::RestoredSource;
 use crate::service::{
     Described, SpinwiseS3, WriteTarget, body_stream, checksum_headers, copy_source, described_from,
-    expected_of, hex, internal, meta_error, now_unix_ms, slow_down, trailer_names,
+    expected_of, hex, internal, meta_error, slow_down, trailer_names,
 };
 use files::{UploadId, parse_part_file_name, parts_stream, random_generation, write_part_file};
 use rows::{PartRow, UploadRow};
@@ -198,7 +198,7 @@ impl SpinwiseS3 {
             content_type: described.content_type,
             user_metadata: described.user_metadata,
             headers: described.headers,
-            started_unix_ms: now_unix_ms(),
+            started_unix_ms: self.store.now_unix_ms(),
         };
         let max_open = self.settings.max_open_uploads;
         if !self
@@ -359,7 +359,7 @@ impl SpinwiseS3 {
             size_bytes: digests.size_bytes,
             etag: hex(&digests.md5.expect("wanted")),
             content_hash: digests.blake3.expect("wanted"),
-            written_unix_ms: now_unix_ms(),
+            written_unix_ms: self.store.now_unix_ms(),
         };
         let recorded = match durable {
             Ok(()) => self

@@ -1,6 +1,11 @@
 //! A real server on an ephemeral port over a temporary dense-jbod-60 store (time factor 0.001,
 //! 1 MiB bundles), and an aws-sdk-s3 client for it (path style, fixed region, static keys,
 //! no retries so errors reach the test as sent), plain HTTP or over TLS with the test's own root.
+//!
+//! The store runs on a [`ManualClock`]: dates, restore expiry, lifecycle days, upload ages and
+//! every background sweeper wait on it, and [`Harness::advance`] moves it (the disks and their
+//! driver keep real time). No test sleeps to let time pass; [`eventually`] is the one place
+//! that polls, for work that takes real time (disk reads at the time factor), with a deadline.
 
 #![allow(dead_code)]
 
@@ -14,11 +19,13 @@ use spinwise_s3::{
     BucketDomains, Credentials, MetaDb, Restorer, RunningServer, S3Settings, SpinwiseS3, TlsConfig,
     build_service_with,
 };
+use spinwise_store::clock::{Clock, ManualClock, Paced};
 use spinwise_store::staging::StagingConfig;
 use spinwise_store::{RackSource, SqliteStore, Store, StoreConfig};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 pub const ACCESS_KEY: &str = "SPINWISETESTACCESS01";
 pub const SECRET_KEY: &str = "spinwise-test-secret-key-0123456789";
@@ -32,6 +39,31 @@ pub struct Harness {
     pub restorer: Arc<Restorer>,
     pub server: RunningServer,
     pub client: Client,
+    /// The store's clock (kept over a restart).
+    pub clock: Arc<ManualClock>,
+    /// The server's background sweepers' next wakes.
+    pub sweepers: Vec<Paced>,
+}
+
+#[path = "../../../spinwise-store/tests/support/poll.rs"]
+mod poll;
+pub use poll::{WAIT, eventually};
+
+impl Harness {
+    /// Moves the store's clock on by `delta`, then waits until every sweeper has run the passes
+    /// that made due (their effects are visible when this returns).
+    pub async fn advance(&self, delta: Duration) {
+        let now_us = self.clock.advance(delta);
+        let passes = futures::future::join_all(self.sweepers.iter().map(|s| s.past(now_us)));
+        tokio::time::timeout(WAIT, passes)
+            .await
+            .expect("the sweepers never finished the passes the advance made due");
+    }
+
+    /// The store's calendar time.
+    pub fn now_unix_ms(&self) -> i64 {
+        self.clock.unix_ms()
+    }
 }
 
 pub fn config(max_queue_depth: Option<u32>) -> StoreConfig {
@@ -88,8 +120,11 @@ async fn start_serving(
 ) -> Harness {
     let dir = tempfile::tempdir().unwrap();
     let data_dir = dir.path().join("data");
-    let store = Arc::new(Store::init_sqlite(&data_dir, config).await.unwrap());
-    let (listener, service, restorer) = service_over(&store, &data_dir, settings, domains).await;
+    let clock = Arc::new(ManualClock::new());
+    let store = Store::init_sqlite(&data_dir, config).await.unwrap();
+    let store = Arc::new(store.with_clock(clock.clone()));
+    let (listener, service, restorer, sweepers) =
+        service_over(&store, &data_dir, settings, domains).await;
     let (server, client) = match tls {
         None => {
             let server = RunningServer::start(listener, service).unwrap();
@@ -109,6 +144,8 @@ async fn start_serving(
         restorer,
         server,
         client,
+        clock,
+        sweepers,
     }
 }
 
@@ -123,6 +160,7 @@ async fn service_over(
     tokio::net::TcpListener,
     s3s::service::S3Service,
     Arc<Restorer>,
+    Vec<Paced>,
 ) {
     let meta = MetaDb::open(&data_dir.join(spinwise_s3::META_FILE))
         .await
@@ -133,10 +171,12 @@ async fn service_over(
     let credentials = Credentials::given(ACCESS_KEY, SECRET_KEY).unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let restorer = Arc::clone(s3.restorer());
+    let sweepers = s3.sweepers();
     (
         listener,
         build_service_with(s3, &credentials, domains),
         restorer,
+        sweepers,
     )
 }
 
@@ -146,28 +186,32 @@ pub async fn restart(harness: Harness, settings: S3Settings) -> Harness {
     let Harness {
         dir,
         data_dir,
-        mut store,
+        store,
         restorer,
         server,
+        clock,
+        sweepers,
         ..
     } = harness;
     server.stop().await;
     drop(restorer);
-    let started = std::time::Instant::now();
-    let closed = loop {
-        match Arc::try_unwrap(store) {
-            Ok(closed) => break closed,
-            Err(shared) => store = shared,
+    drop(sweepers);
+    // The server's tasks let go of the store as they notice it stopped.
+    let mut shared = Some(store);
+    let mut closed = None;
+    eventually("the store is no longer in use", async || {
+        match Arc::try_unwrap(shared.take().expect("kept until unwrapped")) {
+            Ok(store) => closed = Some(store),
+            Err(store) => shared = Some(store),
         }
-        assert!(
-            started.elapsed() < std::time::Duration::from_secs(60),
-            "the store is still in use"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    };
-    closed.close().await;
-    let store = Arc::new(Store::open_sqlite(&data_dir).await.unwrap());
-    let (listener, service, restorer) = service_over(&store, &data_dir, settings, None).await;
+        closed.is_some()
+    })
+    .await;
+    closed.expect("unwrapped").close().await;
+    let store = Store::open_sqlite(&data_dir).await.unwrap();
+    let store = Arc::new(store.with_clock(clock.clone()));
+    let (listener, service, restorer, sweepers) =
+        service_over(&store, &data_dir, settings, None).await;
     let server = RunningServer::start(listener, service).unwrap();
     let client = client(server.local_addr(), ACCESS_KEY, SECRET_KEY);
     Harness {
@@ -177,6 +221,8 @@ pub async fn restart(harness: Harness, settings: S3Settings) -> Harness {
         restorer,
         server,
         client,
+        clock,
+        sweepers,
     }
 }
 

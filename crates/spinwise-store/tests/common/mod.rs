@@ -1,6 +1,8 @@
 //! Fixtures shared by the store's tests: the dense-jbod-60 test configuration, deterministic
 //! bytes, a blob placed by hand in a chosen group (as the migrator would, step by step), a
-//! whole-blob decode through the driver, and a byte flipped in a stack file.
+//! whole-blob decode through the driver, a byte flipped in a stack file, and the store on a
+//! [`ManualClock`] with the waits that go with it: advancing it and awaiting the upkeep task's
+//! ticks, or a state of its report, instead of sleeping.
 
 // Each test binary uses a different subset of these helpers.
 #![allow(dead_code)]
@@ -9,13 +11,43 @@ use spinwise_catalog::{BlobId, BlobRecord, BlobState, Catalog, Migration};
 use spinwise_disk::Disk;
 use spinwise_ec::{Code, RepairReport, content_hash, decode_blob};
 use spinwise_sched::scheduler::Kind;
+use spinwise_store::clock::ManualClock;
 use spinwise_store::driver::{GroupDisks, Job};
 use spinwise_store::placement::DiskRoom;
 use spinwise_store::rack::disk_directory;
 use spinwise_store::stacks::{fetch_from_disks, stack_name, write_stacks};
-use spinwise_store::{RackSource, SqliteStore, StoreConfig};
+use spinwise_store::{RackSource, SqliteStore, StoreConfig, UpkeepHandle, UpkeepReport};
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::Duration;
+
+#[path = "../support/poll.rs"]
+mod poll;
+#[allow(unused_imports)]
+pub use poll::{WAIT, eventually};
+
+/// `store` on a fresh manual clock (its calendar starting at the wall clock's reading).
+pub fn on_manual_clock(store: SqliteStore) -> (SqliteStore, Arc<ManualClock>) {
+    let clock = Arc::new(ManualClock::new());
+    (store.with_clock(clock.clone()), clock)
+}
+
+/// Moves `clock` on by `delta` and waits until `upkeep` has run the ticks that made due (their
+/// effects are visible when this returns); returns the clock's new time in µs.
+pub async fn advance_upkeep(clock: &ManualClock, upkeep: &UpkeepHandle, delta: Duration) -> u64 {
+    let now_us = clock.advance(delta);
+    tokio::time::timeout(WAIT, upkeep.paced().past(now_us))
+        .await
+        .expect("the upkeep task never finished its tick");
+    now_us
+}
+
+/// Waits until `upkeep`'s report satisfies `done` (looked at each time the task goes back to
+/// waiting); fails naming `what` after [`WAIT`].
+pub async fn upkeep_until(upkeep: &UpkeepHandle, what: &str, done: impl Fn(&UpkeepReport) -> bool) {
+    let reached = tokio::time::timeout(WAIT, upkeep.paced().until(|| done(&upkeep.report()))).await;
+    assert_eq!(reached, Ok(true), "never {what}: {:?}", upkeep.report());
+}
 
 const JBOD_RACK: &str = include_str!("../../../../presets/dense-jbod-60.toml");
 
