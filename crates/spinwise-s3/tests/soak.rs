@@ -223,6 +223,23 @@ async fn sample_memory(stop: Arc<std::sync::atomic::AtomicBool>) -> Vec<u64> {
     samples
 }
 
+/// The soak is a load of real duration: while it runs, the store's clock (the harness's manual
+/// clock) follows the wall clock, so upkeep's half-second ticks and two-second migration age
+/// happen as they would in a server.
+async fn follow_wall_clock(
+    clock: Arc<spinwise_store::clock::ManualClock>,
+    stop: Arc<std::sync::atomic::AtomicBool>,
+) {
+    let mut last = Instant::now();
+    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+        // wall-clock: the soak's store clock follows real time (the load has a real duration).
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let now = Instant::now();
+        clock.advance(now - last);
+        last = now;
+    }
+}
+
 async fn start_soak_server() -> Harness {
     let mut store_config = config(None);
     // Ticks every half second, migrating whatever has been staged for two seconds.
@@ -246,6 +263,10 @@ async fn thirty_two_clients_mixing_puts_gets_and_deletes_lose_nothing_and_memory
     let until = started + Duration::from_secs(seconds);
     let stop_sampling = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let sampler = tokio::spawn(sample_memory(Arc::clone(&stop_sampling)));
+    let follower = tokio::spawn(follow_wall_clock(
+        harness.clock.clone(),
+        Arc::clone(&stop_sampling),
+    ));
     let clients: Vec<_> = (0..CLIENTS)
         .map(|id| tokio::spawn(client_loop(harness.client.clone(), id, until)))
         .collect();
@@ -265,6 +286,7 @@ async fn thirty_two_clients_mixing_puts_gets_and_deletes_lose_nothing_and_memory
     let elapsed_s = started.elapsed().as_secs_f64();
     stop_sampling.store(true, std::sync::atomic::Ordering::Relaxed);
     let samples = sampler.await.unwrap();
+    follower.await.unwrap();
     let report = upkeep.stop().await;
     let status_now = harness.store.status().await.unwrap();
     println!(
