@@ -1,0 +1,1135 @@
+//! The Catalog trait's specification, each test one generic body run against MemoryCatalog and
+//! SqliteCatalog (see `common::for_both!`); every run also ends with a clean integrity check.
+
+use crate::common;
+
+use common::{staged, writing_blob};
+use spinwise_catalog::{
+    BlobState, Catalog, CatalogError, CatalogStats, DiskHealth, DiskRecord, Migration,
+    ObjectLocation, RebuildTask,
+};
+
+for_both!(
+    put_inserts_replaces_and_delete_removes_returning_the_previous_record,
+    put_object_refuses_migrated_records_and_numbers_above_i64_max,
+    list_objects_honours_prefix_after_and_limit,
+    list_objects_prefixes_work_at_multibyte_and_max_code_point_boundaries,
+    staged_objects_come_in_log_order,
+    segments_in_use_are_the_segments_of_staged_objects_only,
+    next_blob_id_never_repeats,
+    reserve_blob_ids_through_raises_the_counter_above_ids_in_use_and_never_lowers_it,
+    begin_commit_and_abort_follow_the_blob_lifecycle,
+    begin_blob_refuses_ids_never_handed_out_duplicates_and_bad_disk_sets,
+    commit_blob_moves_only_objects_still_at_from_and_sets_live_bytes,
+    commit_blob_refuses_a_move_outside_the_blob_and_changes_nothing,
+    deleting_or_overwriting_a_migrated_object_lowers_live_bytes,
+    compaction_moves_between_blobs_lower_the_old_blobs_live_bytes,
+    blobs_in_state_group_and_on_disk_page_by_id,
+    remove_blob_only_removes_committed_blobs_without_objects,
+    unhealthy_disks_lists_disks_marked_failed,
+    rebuild_tasks_are_idempotent_and_complete_rebuild_moves_the_column,
+    rebuild_requests_that_break_the_rules_are_refused,
+    stats_count_objects_bytes_blobs_and_pending_rebuilds,
+    scrub_due_lists_committed_blobs_of_a_group_most_overdue_first,
+    record_scrub_refuses_unknown_and_writing_blobs_and_non_positive_times,
+    compaction_moves_live_objects_between_blobs_unless_deleted_and_dead_bytes_count_the_rest,
+);
+
+fn is_invalid<T: std::fmt::Debug>(result: Result<T, CatalogError>) -> bool {
+    matches!(result, Err(CatalogError::Invalid { .. }))
+}
+
+async fn put_inserts_replaces_and_delete_removes_returning_the_previous_record<C: Catalog>(
+    catalog: &C,
+) {
+    let first = staged("photos/cat.jpg", 10, 1, 0);
+    assert_eq!(catalog.put_object(first.clone()).await.unwrap(), None);
+    assert_eq!(
+        catalog.object("photos/cat.jpg").await.unwrap(),
+        Some(first.clone())
+    );
+    assert_eq!(catalog.object("photos/dog.jpg").await.unwrap(), None);
+
+    let second = staged("photos/cat.jpg", 25, 1, 64);
+    assert_eq!(
+        catalog.put_object(second.clone()).await.unwrap(),
+        Some(first)
+    );
+    assert_eq!(
+        catalog.object("photos/cat.jpg").await.unwrap(),
+        Some(second.clone())
+    );
+
+    assert_eq!(
+        catalog.delete_object("photos/cat.jpg").await.unwrap(),
+        Some(second)
+    );
+    assert_eq!(catalog.delete_object("photos/cat.jpg").await.unwrap(), None);
+    assert_eq!(catalog.object("photos/cat.jpg").await.unwrap(), None);
+
+    // The empty key and keys with NUL or newline bytes are ordinary keys.
+    for key in ["", "a\0b", "line\nbreak"] {
+        let record = staged(key, 3, 2, 0);
+        catalog.put_object(record.clone()).await.unwrap();
+        assert_eq!(catalog.object(key).await.unwrap(), Some(record));
+    }
+}
+
+async fn put_object_refuses_migrated_records_and_numbers_above_i64_max<C: Catalog>(catalog: &C) {
+    let mut migrated = staged("m", 1, 0, 0);
+    migrated.location = ObjectLocation::Migrated { blob: 1, offset: 0 };
+    assert!(is_invalid(catalog.put_object(migrated).await));
+
+    let too_big = [
+        staged("big", u64::MAX, 0, 0),
+        staged("big", i64::MAX as u64 + 1, 0, 0),
+        staged("big", 1, i64::MAX as u64 + 1, 0),
+        staged("big", 1, 0, u64::MAX),
+    ];
+    for record in too_big {
+        let result = catalog.put_object(record).await;
+        assert!(matches!(result, Err(CatalogError::Limit(_))), "{result:?}");
+    }
+    assert_eq!(catalog.object("big").await.unwrap(), None);
+    assert_eq!(catalog.object("m").await.unwrap(), None);
+
+    // i64::MAX itself fits.
+    let largest = staged("largest", i64::MAX as u64, i64::MAX as u64, i64::MAX as u64);
+    catalog.put_object(largest.clone()).await.unwrap();
+    assert_eq!(catalog.object("largest").await.unwrap(), Some(largest));
+}
+
+async fn keys<C: Catalog>(
+    catalog: &C,
+    prefix: &str,
+    after: Option<&str>,
+    limit: u32,
+) -> Vec<String> {
+    let records = catalog.list_objects(prefix, after, limit).await.unwrap();
+    records.into_iter().map(|record| record.key).collect()
+}
+
+async fn list_objects_honours_prefix_after_and_limit<C: Catalog>(catalog: &C) {
+    for (index, key) in ["b", "a/2/x", "a/1", "ab", "a/2", "a", "a0"]
+        .iter()
+        .enumerate()
+    {
+        catalog
+            .put_object(staged(key, 1, 0, index as u64))
+            .await
+            .unwrap();
+    }
+    assert_eq!(
+        keys(catalog, "", None, 100).await,
+        ["a", "a/1", "a/2", "a/2/x", "a0", "ab", "b"]
+    );
+    assert_eq!(
+        keys(catalog, "a/", None, 100).await,
+        ["a/1", "a/2", "a/2/x"]
+    );
+    assert_eq!(
+        keys(catalog, "a/", Some("a/1"), 100).await,
+        ["a/2", "a/2/x"]
+    );
+    assert_eq!(
+        keys(catalog, "a/", Some("a/2/x"), 100).await,
+        Vec::<String>::new()
+    );
+    // `after` below the prefix range does not matter; above it empties the answer.
+    assert_eq!(
+        keys(catalog, "a/", Some("0"), 100).await,
+        ["a/1", "a/2", "a/2/x"]
+    );
+    assert_eq!(
+        keys(catalog, "a/", Some("z"), 100).await,
+        Vec::<String>::new()
+    );
+    assert_eq!(keys(catalog, "a/", None, 2).await, ["a/1", "a/2"]);
+    assert_eq!(keys(catalog, "", None, 0).await, Vec::<String>::new());
+    assert_eq!(keys(catalog, "c", None, 100).await, Vec::<String>::new());
+    assert_eq!(
+        keys(catalog, "a/2/x/", None, 100).await,
+        Vec::<String>::new()
+    );
+    // Paging with `after` visits every key once.
+    let mut paged = Vec::new();
+    let mut after: Option<String> = None;
+    loop {
+        let page = keys(catalog, "a", after.as_deref(), 2).await;
+        if page.is_empty() {
+            break;
+        }
+        after = page.last().cloned();
+        paged.extend(page);
+    }
+    assert_eq!(paged, ["a", "a/1", "a/2", "a/2/x", "a0", "ab"]);
+}
+
+/// Keys around the boundaries where the byte-wise successor of a prefix is tricky: U+00FF
+/// (bytes C3 BF), U+07FF/U+0800 (2 → 3 bytes), U+D7FF/U+E000 (either side of the surrogates),
+/// U+FFFF/U+10000 (3 → 4 bytes) and U+10FFFF, the largest code point (F4 8F BF BF).
+const BOUNDARY_KEYS: [&str; 16] = [
+    "\u{ff}",
+    "\u{ff}a",
+    "\u{ff}\u{ff}",
+    "\u{100}",
+    "\u{7ff}",
+    "\u{7ff}z",
+    "\u{800}",
+    "\u{d7ff}",
+    "\u{d7ff}\u{10ffff}",
+    "\u{e000}",
+    "\u{ffff}",
+    "\u{10000}",
+    "\u{10ffff}",
+    "\u{10ffff}a",
+    "\u{10ffff}\u{10ffff}",
+    "z",
+];
+
+async fn list_objects_prefixes_work_at_multibyte_and_max_code_point_boundaries<C: Catalog>(
+    catalog: &C,
+) {
+    for (index, key) in BOUNDARY_KEYS.iter().enumerate() {
+        catalog
+            .put_object(staged(key, 1, 0, index as u64))
+            .await
+            .unwrap();
+    }
+    let prefixes = [
+        "",
+        "\u{ff}",
+        "\u{ff}\u{ff}",
+        "\u{7ff}",
+        "\u{d7ff}",
+        "\u{ffff}",
+        "\u{10ffff}",
+        "\u{10ffff}\u{10ffff}",
+        "\u{10ffff}\u{10ffff}\u{10ffff}",
+        "\u{100}",
+        "y",
+    ];
+    for prefix in prefixes {
+        // Byte-wise order of UTF-8 is code-point order, which is `str`'s order.
+        let mut expected: Vec<&str> = BOUNDARY_KEYS
+            .iter()
+            .copied()
+            .filter(|key| key.starts_with(prefix))
+            .collect();
+        expected.sort();
+        assert_eq!(
+            keys(catalog, prefix, None, 100).await,
+            expected,
+            "prefix {prefix:?}"
+        );
+        if let Some(first) = expected.first() {
+            assert_eq!(
+                keys(catalog, prefix, Some(first), 100).await,
+                expected[1..],
+                "prefix {prefix:?} after {first:?}"
+            );
+        }
+    }
+}
+
+async fn staged_objects_come_in_log_order<C: Catalog>(catalog: &C) {
+    let positions = [
+        ("e", 2, 0),
+        ("a", 3, 10),
+        ("c", 1, 500),
+        ("b", 1, 20),
+        ("d", 2, 7),
+    ];
+    for (key, segment, offset) in positions {
+        catalog
+            .put_object(staged(key, 5, segment, offset))
+            .await
+            .unwrap();
+    }
+    let order: Vec<String> = catalog
+        .staged_objects(100)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|o| o.key)
+        .collect();
+    assert_eq!(order, ["b", "c", "e", "d", "a"]);
+    let first_two: Vec<String> = catalog
+        .staged_objects(2)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|o| o.key)
+        .collect();
+    assert_eq!(first_two, ["b", "c"]);
+}
+
+/// Stages `keys` (4 bytes each) in segment 1 at offsets 0, 4, …; commits blob `id` on
+/// `disks` holding them all, consecutively. Returns how many moved.
+async fn migrate<C: Catalog>(catalog: &C, keys: &[&str], disks: [u32; 3]) -> (u64, u64) {
+    let id = catalog.next_blob_id().await.unwrap();
+    catalog
+        .begin_blob(writing_blob(id, 0, disks, 4 * keys.len() as u64))
+        .await
+        .unwrap();
+    let mut moves = Vec::new();
+    for (index, key) in keys.iter().enumerate() {
+        let from = catalog
+            .object(key)
+            .await
+            .unwrap()
+            .map(|object| object.location);
+        moves.push(Migration {
+            key: key.to_string(),
+            from: from.unwrap_or(ObjectLocation::Staged {
+                segment: 1,
+                offset: 0,
+            }),
+            blob_offset: 4 * index as u64,
+        });
+    }
+    (id, catalog.commit_blob(id, moves).await.unwrap())
+}
+
+async fn segments_in_use_are_the_segments_of_staged_objects_only<C: Catalog>(catalog: &C) {
+    assert!(catalog.segments_in_use().await.unwrap().is_empty());
+    catalog.put_object(staged("a", 4, 1, 0)).await.unwrap();
+    catalog.put_object(staged("b", 4, 1, 4)).await.unwrap();
+    catalog.put_object(staged("c", 4, 7, 0)).await.unwrap();
+    catalog.put_object(staged("d", 4, 3, 0)).await.unwrap();
+    assert_eq!(
+        catalog
+            .segments_in_use()
+            .await
+            .unwrap()
+            .into_iter()
+            .collect::<Vec<_>>(),
+        [1, 3, 7]
+    );
+    migrate(catalog, &["a", "b"], [0, 1, 2]).await;
+    catalog.delete_object("d").await.unwrap();
+    assert_eq!(
+        catalog
+            .segments_in_use()
+            .await
+            .unwrap()
+            .into_iter()
+            .collect::<Vec<_>>(),
+        [7]
+    );
+}
+
+async fn next_blob_id_never_repeats<C: Catalog>(catalog: &C) {
+    let mut previous = 0;
+    for _ in 0..50 {
+        let id = catalog.next_blob_id().await.unwrap();
+        assert!(id > previous, "{id} after {previous}");
+        previous = id;
+    }
+    // An aborted blob's id is not handed out again either.
+    let id = catalog.next_blob_id().await.unwrap();
+    catalog
+        .begin_blob(writing_blob(id, 0, [0, 1, 2], 8))
+        .await
+        .unwrap();
+    catalog.abort_blob(id).await.unwrap();
+    assert!(catalog.next_blob_id().await.unwrap() > id);
+}
+
+async fn reserve_blob_ids_through_raises_the_counter_above_ids_in_use_and_never_lowers_it<
+    C: Catalog,
+>(
+    catalog: &C,
+) {
+    assert_eq!(catalog.next_blob_id().await.unwrap(), 1);
+    // Ids 1..=9 found in use (stacks on the disks): the counter was 2, now 10.
+    assert_eq!(catalog.reserve_blob_ids_through(9).await.unwrap(), Some(2));
+    assert_eq!(catalog.next_blob_id().await.unwrap(), 10);
+    // Already above: nothing changes, never lowered.
+    assert_eq!(catalog.reserve_blob_ids_through(3).await.unwrap(), None);
+    assert_eq!(catalog.reserve_blob_ids_through(10).await.unwrap(), None);
+    assert_eq!(catalog.next_blob_id().await.unwrap(), 11);
+    // An id whose successor cannot be stored is a limit, and changes nothing.
+    for highest in [i64::MAX as u64, u64::MAX] {
+        assert!(
+            matches!(
+                catalog.reserve_blob_ids_through(highest).await,
+                Err(CatalogError::Limit(_))
+            ),
+            "{highest}"
+        );
+    }
+    assert_eq!(catalog.next_blob_id().await.unwrap(), 12);
+    // Ids up to near the storable maximum are fine.
+    let highest = i64::MAX as u64 - 2;
+    assert_eq!(
+        catalog.reserve_blob_ids_through(highest).await.unwrap(),
+        Some(13)
+    );
+    assert_eq!(catalog.next_blob_id().await.unwrap(), highest + 1);
+}
+
+async fn begin_commit_and_abort_follow_the_blob_lifecycle<C: Catalog>(catalog: &C) {
+    let kept = catalog.next_blob_id().await.unwrap();
+    let dropped = catalog.next_blob_id().await.unwrap();
+    let mut record = writing_blob(kept, 4, [10, 11, 12], 100);
+    record.live_bytes = 77; // ignored: a writing blob holds no objects yet
+    catalog.begin_blob(record.clone()).await.unwrap();
+    catalog
+        .begin_blob(writing_blob(dropped, 4, [10, 11, 13], 50))
+        .await
+        .unwrap();
+    record.live_bytes = 0;
+    assert_eq!(catalog.blob(kept).await.unwrap(), Some(record.clone()));
+    let writing = catalog
+        .blobs_in_state(BlobState::Writing, 10)
+        .await
+        .unwrap();
+    assert_eq!(
+        writing.iter().map(|b| b.id).collect::<Vec<_>>(),
+        [kept, dropped]
+    );
+
+    assert_eq!(catalog.commit_blob(kept, Vec::new()).await.unwrap(), 0);
+    let committed = catalog.blob(kept).await.unwrap().unwrap();
+    assert_eq!(committed.state, BlobState::Committed);
+    assert_eq!(committed.live_bytes, 0);
+    assert!(matches!(
+        catalog.commit_blob(kept, Vec::new()).await,
+        Err(CatalogError::BlobState {
+            state: BlobState::Committed,
+            expected: BlobState::Writing,
+            ..
+        })
+    ));
+    assert!(matches!(
+        catalog.abort_blob(kept).await,
+        Err(CatalogError::BlobState {
+            state: BlobState::Committed,
+            ..
+        })
+    ));
+
+    catalog.abort_blob(dropped).await.unwrap();
+    assert_eq!(catalog.blob(dropped).await.unwrap(), None);
+    assert!(matches!(
+        catalog.abort_blob(dropped).await,
+        Err(CatalogError::UnknownBlob { .. })
+    ));
+    assert!(matches!(
+        catalog.commit_blob(dropped, Vec::new()).await,
+        Err(CatalogError::UnknownBlob { .. })
+    ));
+    assert_eq!(
+        catalog
+            .blobs_in_state(BlobState::Writing, 10)
+            .await
+            .unwrap(),
+        Vec::new()
+    );
+    let committed_list = catalog
+        .blobs_in_state(BlobState::Committed, 10)
+        .await
+        .unwrap();
+    assert_eq!(committed_list, vec![committed]);
+}
+
+async fn begin_blob_refuses_ids_never_handed_out_duplicates_and_bad_disk_sets<C: Catalog>(
+    catalog: &C,
+) {
+    let id = catalog.next_blob_id().await.unwrap();
+    assert!(is_invalid(
+        catalog
+            .begin_blob(writing_blob(id + 1, 0, [0, 1, 2], 8))
+            .await
+    ));
+    assert!(is_invalid(
+        catalog.begin_blob(writing_blob(0, 0, [0, 1, 2], 8)).await
+    ));
+    assert!(is_invalid(
+        catalog.begin_blob(writing_blob(id, 0, [0, 1, 1], 8)).await
+    ));
+    let mut short = writing_blob(id, 0, [0, 1, 2], 8);
+    short.disks.pop();
+    assert!(is_invalid(catalog.begin_blob(short).await));
+    let mut committed = writing_blob(id, 0, [0, 1, 2], 8);
+    committed.state = BlobState::Committed;
+    assert!(matches!(
+        catalog.begin_blob(committed).await,
+        Err(CatalogError::BlobState { .. })
+    ));
+    let huge = writing_blob(id, 0, [0, 1, 2], u64::MAX);
+    assert!(matches!(
+        catalog.begin_blob(huge).await,
+        Err(CatalogError::Limit(_))
+    ));
+    assert_eq!(catalog.blob(id).await.unwrap(), None);
+
+    catalog
+        .begin_blob(writing_blob(id, 0, [0, 1, 2], 8))
+        .await
+        .unwrap();
+    assert!(is_invalid(
+        catalog.begin_blob(writing_blob(id, 0, [3, 4, 5], 8)).await
+    ));
+    assert_eq!(catalog.blob(id).await.unwrap().unwrap().disks, [0, 1, 2]);
+}
+
+async fn commit_blob_moves_only_objects_still_at_from_and_sets_live_bytes<C: Catalog>(catalog: &C) {
+    catalog.put_object(staged("kept", 4, 1, 0)).await.unwrap();
+    catalog
+        .put_object(staged("overwritten", 4, 1, 4))
+        .await
+        .unwrap();
+    catalog
+        .put_object(staged("deleted", 4, 1, 8))
+        .await
+        .unwrap();
+    catalog
+        .put_object(staged("also-kept", 3, 1, 12))
+        .await
+        .unwrap();
+    let id = catalog.next_blob_id().await.unwrap();
+    catalog
+        .begin_blob(writing_blob(id, 2, [0, 1, 2], 16))
+        .await
+        .unwrap();
+    // Meanwhile a client overwrites one object and deletes another.
+    let newer = staged("overwritten", 9, 2, 0);
+    catalog.put_object(newer.clone()).await.unwrap();
+    catalog.delete_object("deleted").await.unwrap();
+
+    let staged_at = |offset| ObjectLocation::Staged { segment: 1, offset };
+    let moves = vec![
+        Migration {
+            key: "kept".into(),
+            from: staged_at(0),
+            blob_offset: 0,
+        },
+        Migration {
+            key: "overwritten".into(),
+            from: staged_at(4),
+            blob_offset: 4,
+        },
+        Migration {
+            key: "deleted".into(),
+            from: staged_at(8),
+            blob_offset: 8,
+        },
+        Migration {
+            key: "also-kept".into(),
+            from: staged_at(12),
+            blob_offset: 12,
+        },
+        // Listed twice: moves once.
+        Migration {
+            key: "kept".into(),
+            from: staged_at(0),
+            blob_offset: 0,
+        },
+    ];
+    assert_eq!(catalog.commit_blob(id, moves).await.unwrap(), 2);
+
+    let kept = catalog.object("kept").await.unwrap().unwrap();
+    assert_eq!(
+        kept.location,
+        ObjectLocation::Migrated {
+            blob: id,
+            offset: 0
+        }
+    );
+    let also_kept = catalog.object("also-kept").await.unwrap().unwrap();
+    assert_eq!(
+        also_kept.location,
+        ObjectLocation::Migrated {
+            blob: id,
+            offset: 12
+        }
+    );
+    assert_eq!(catalog.object("overwritten").await.unwrap(), Some(newer));
+    assert_eq!(catalog.object("deleted").await.unwrap(), None);
+    let blob = catalog.blob(id).await.unwrap().unwrap();
+    assert_eq!((blob.state, blob.live_bytes), (BlobState::Committed, 7));
+    let staged_keys: Vec<String> = catalog
+        .staged_objects(10)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|o| o.key)
+        .collect();
+    assert_eq!(staged_keys, ["overwritten"]);
+}
+
+async fn commit_blob_refuses_a_move_outside_the_blob_and_changes_nothing<C: Catalog>(catalog: &C) {
+    catalog.put_object(staged("fits", 4, 1, 0)).await.unwrap();
+    catalog.put_object(staged("spills", 4, 1, 4)).await.unwrap();
+    let id = catalog.next_blob_id().await.unwrap();
+    catalog
+        .begin_blob(writing_blob(id, 0, [0, 1, 2], 7))
+        .await
+        .unwrap();
+    let moves = vec![
+        Migration {
+            key: "fits".into(),
+            from: ObjectLocation::Staged {
+                segment: 1,
+                offset: 0,
+            },
+            blob_offset: 0,
+        },
+        Migration {
+            key: "spills".into(),
+            from: ObjectLocation::Staged {
+                segment: 1,
+                offset: 4,
+            },
+            blob_offset: 4,
+        },
+    ];
+    assert!(is_invalid(catalog.commit_blob(id, moves).await));
+    assert_eq!(
+        catalog.blob(id).await.unwrap().unwrap().state,
+        BlobState::Writing
+    );
+    let fits = catalog.object("fits").await.unwrap().unwrap();
+    assert_eq!(
+        fits.location,
+        ObjectLocation::Staged {
+            segment: 1,
+            offset: 0
+        }
+    );
+    let too_far = vec![Migration {
+        key: "fits".into(),
+        from: ObjectLocation::Staged {
+            segment: 1,
+            offset: 0,
+        },
+        blob_offset: u64::MAX,
+    }];
+    assert!(matches!(
+        catalog.commit_blob(id, too_far).await,
+        Err(CatalogError::Limit(_))
+    ));
+    catalog.abort_blob(id).await.unwrap();
+}
+
+async fn deleting_or_overwriting_a_migrated_object_lowers_live_bytes<C: Catalog>(catalog: &C) {
+    for (index, key) in ["a", "b", "c"].iter().enumerate() {
+        catalog
+            .put_object(staged(key, 4, 1, 4 * index as u64))
+            .await
+            .unwrap();
+    }
+    let (id, moved) = migrate(catalog, &["a", "b", "c"], [0, 1, 2]).await;
+    assert_eq!(moved, 3);
+    assert_eq!(catalog.blob(id).await.unwrap().unwrap().live_bytes, 12);
+    let removed = catalog.delete_object("a").await.unwrap().unwrap();
+    assert_eq!(
+        removed.location,
+        ObjectLocation::Migrated {
+            blob: id,
+            offset: 0
+        }
+    );
+    assert_eq!(catalog.blob(id).await.unwrap().unwrap().live_bytes, 8);
+    let replaced = catalog
+        .put_object(staged("b", 100, 5, 0))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        replaced.location,
+        ObjectLocation::Migrated {
+            blob: id,
+            offset: 4
+        }
+    );
+    assert_eq!(catalog.blob(id).await.unwrap().unwrap().live_bytes, 4);
+    catalog.delete_object("c").await.unwrap();
+    assert_eq!(catalog.blob(id).await.unwrap().unwrap().live_bytes, 0);
+}
+
+async fn compaction_moves_between_blobs_lower_the_old_blobs_live_bytes<C: Catalog>(catalog: &C) {
+    for (index, key) in ["a", "b", "c"].iter().enumerate() {
+        catalog
+            .put_object(staged(key, 4, 1, 4 * index as u64))
+            .await
+            .unwrap();
+    }
+    let (old, _) = migrate(catalog, &["a", "b", "c"], [0, 1, 2]).await;
+    catalog.delete_object("b").await.unwrap();
+    // Compaction copies the live objects a and c into a new blob.
+    let (new, moved) = migrate(catalog, &["a", "c"], [3, 4, 5]).await;
+    assert_eq!(moved, 2);
+    assert_eq!(catalog.blob(old).await.unwrap().unwrap().live_bytes, 0);
+    assert_eq!(catalog.blob(new).await.unwrap().unwrap().live_bytes, 8);
+    let c = catalog.object("c").await.unwrap().unwrap();
+    assert_eq!(
+        c.location,
+        ObjectLocation::Migrated {
+            blob: new,
+            offset: 4
+        }
+    );
+    catalog.remove_blob(old).await.unwrap();
+    assert_eq!(catalog.blob(old).await.unwrap(), None);
+}
+
+async fn blobs_in_state_group_and_on_disk_page_by_id<C: Catalog>(catalog: &C) {
+    let placements = [
+        (1, [0, 1, 2]),
+        (2, [3, 4, 5]),
+        (1, [2, 6, 7]),
+        (1, [8, 2, 9]),
+        (2, [0, 4, 9]),
+    ];
+    let mut ids = Vec::new();
+    for (group, disks) in placements {
+        let id = catalog.next_blob_id().await.unwrap();
+        catalog
+            .begin_blob(writing_blob(id, group, disks, 8))
+            .await
+            .unwrap();
+        ids.push(id);
+    }
+    catalog.commit_blob(ids[2], Vec::new()).await.unwrap();
+    let id_list = |blobs: Vec<spinwise_catalog::BlobRecord>| {
+        blobs.into_iter().map(|b| b.id).collect::<Vec<_>>()
+    };
+    assert_eq!(
+        id_list(catalog.blobs_in_group(1, None, 10).await.unwrap()),
+        [ids[0], ids[2], ids[3]]
+    );
+    assert_eq!(
+        id_list(catalog.blobs_in_group(1, Some(ids[0]), 1).await.unwrap()),
+        [ids[2]]
+    );
+    assert_eq!(
+        id_list(catalog.blobs_in_group(2, Some(ids[4]), 10).await.unwrap()),
+        Vec::<u64>::new()
+    );
+    assert_eq!(
+        id_list(catalog.blobs_in_group(3, None, 10).await.unwrap()),
+        Vec::<u64>::new()
+    );
+    assert_eq!(
+        id_list(catalog.blobs_on_disk(2, None, 10).await.unwrap()),
+        [ids[0], ids[2], ids[3]]
+    );
+    assert_eq!(
+        id_list(catalog.blobs_on_disk(2, Some(ids[2]), 10).await.unwrap()),
+        [ids[3]]
+    );
+    assert_eq!(
+        id_list(catalog.blobs_on_disk(9, None, 1).await.unwrap()),
+        [ids[3]]
+    );
+    assert_eq!(
+        id_list(catalog.blobs_on_disk(9, Some(u64::MAX), 10).await.unwrap()),
+        Vec::<u64>::new()
+    );
+    assert_eq!(
+        id_list(
+            catalog
+                .blobs_in_state(BlobState::Committed, 10)
+                .await
+                .unwrap()
+        ),
+        [ids[2]]
+    );
+    assert_eq!(
+        id_list(catalog.blobs_in_state(BlobState::Writing, 2).await.unwrap()),
+        [ids[0], ids[1]]
+    );
+    let full = catalog.blobs_on_disk(6, None, 10).await.unwrap();
+    assert_eq!(full, vec![catalog.blob(ids[2]).await.unwrap().unwrap()]);
+}
+
+async fn remove_blob_only_removes_committed_blobs_without_objects<C: Catalog>(catalog: &C) {
+    catalog.put_object(staged("empty", 0, 1, 0)).await.unwrap();
+    let (id, moved) = migrate(catalog, &["empty"], [0, 1, 2]).await;
+    assert_eq!(moved, 1);
+    // A zero-byte object still points into the blob: live_bytes is 0 but it is in use.
+    assert!(is_invalid(catalog.remove_blob(id).await));
+    catalog.delete_object("empty").await.unwrap();
+    catalog.remove_blob(id).await.unwrap();
+    assert!(matches!(
+        catalog.remove_blob(id).await,
+        Err(CatalogError::UnknownBlob { .. })
+    ));
+    let writing = catalog.next_blob_id().await.unwrap();
+    catalog
+        .begin_blob(writing_blob(writing, 0, [0, 1, 2], 8))
+        .await
+        .unwrap();
+    assert!(matches!(
+        catalog.remove_blob(writing).await,
+        Err(CatalogError::BlobState {
+            state: BlobState::Writing,
+            expected: BlobState::Committed,
+            ..
+        })
+    ));
+}
+
+async fn unhealthy_disks_lists_disks_marked_failed<C: Catalog>(catalog: &C) {
+    assert_eq!(catalog.unhealthy_disks().await.unwrap(), Vec::new());
+    catalog
+        .set_disk_health(9, DiskHealth::Failed)
+        .await
+        .unwrap();
+    catalog
+        .set_disk_health(3, DiskHealth::Failed)
+        .await
+        .unwrap();
+    catalog
+        .set_disk_health(5, DiskHealth::Healthy)
+        .await
+        .unwrap();
+    let failed = |disk| DiskRecord {
+        disk,
+        health: DiskHealth::Failed,
+    };
+    assert_eq!(
+        catalog.unhealthy_disks().await.unwrap(),
+        [failed(3), failed(9)]
+    );
+    catalog
+        .set_disk_health(9, DiskHealth::Healthy)
+        .await
+        .unwrap();
+    assert_eq!(catalog.unhealthy_disks().await.unwrap(), [failed(3)]);
+}
+
+async fn rebuild_tasks_are_idempotent_and_complete_rebuild_moves_the_column<C: Catalog>(
+    catalog: &C,
+) {
+    catalog.put_object(staged("a", 4, 1, 0)).await.unwrap();
+    let (first, _) = migrate(catalog, &["a"], [0, 1, 2]).await;
+    let (second, _) = migrate(catalog, &[], [2, 3, 4]).await;
+    catalog
+        .set_disk_health(2, DiskHealth::Failed)
+        .await
+        .unwrap();
+    let tasks = vec![
+        RebuildTask {
+            blob: second,
+            column: 0,
+            failed_disk: 2,
+        },
+        RebuildTask {
+            blob: first,
+            column: 2,
+            failed_disk: 2,
+        },
+    ];
+    catalog.add_rebuild_tasks(tasks.clone()).await.unwrap();
+    catalog.add_rebuild_tasks(tasks.clone()).await.unwrap();
+    catalog
+        .add_rebuild_tasks(vec![tasks[1].clone(), tasks[1].clone()])
+        .await
+        .unwrap();
+    let mut sorted = tasks.clone();
+    sorted.sort();
+    assert_eq!(catalog.rebuild_tasks(10).await.unwrap(), sorted);
+    assert_eq!(catalog.rebuild_tasks(1).await.unwrap(), sorted[..1]);
+
+    catalog
+        .complete_rebuild(sorted[0].clone(), 7)
+        .await
+        .unwrap();
+    assert_eq!(catalog.blob(first).await.unwrap().unwrap().disks, [0, 1, 7]);
+    assert_eq!(catalog.rebuild_tasks(10).await.unwrap(), sorted[1..]);
+    let on_seven: Vec<u64> = catalog
+        .blobs_on_disk(7, None, 10)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|b| b.id)
+        .collect();
+    assert_eq!(on_seven, [first]);
+    let on_two: Vec<u64> = catalog
+        .blobs_on_disk(2, None, 10)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|b| b.id)
+        .collect();
+    assert_eq!(on_two, [second]);
+    // Done once: doing it again is refused.
+    assert!(is_invalid(
+        catalog.complete_rebuild(sorted[0].clone(), 8).await
+    ));
+    // Adding a finished task again (its column is no longer on the failed disk) is refused.
+    assert!(is_invalid(
+        catalog.add_rebuild_tasks(vec![sorted[0].clone()]).await
+    ));
+}
+
+async fn rebuild_requests_that_break_the_rules_are_refused<C: Catalog>(catalog: &C) {
+    let (blob, _) = migrate(catalog, &[], [0, 1, 2]).await;
+    let task = RebuildTask {
+        blob,
+        column: 1,
+        failed_disk: 1,
+    };
+    // Disk 1 is still healthy.
+    assert!(is_invalid(
+        catalog.add_rebuild_tasks(vec![task.clone()]).await
+    ));
+    catalog
+        .set_disk_health(1, DiskHealth::Failed)
+        .await
+        .unwrap();
+    catalog
+        .set_disk_health(6, DiskHealth::Failed)
+        .await
+        .unwrap();
+    let wrong_disk = RebuildTask {
+        blob,
+        column: 0,
+        failed_disk: 1,
+    };
+    let no_column = RebuildTask {
+        blob,
+        column: 3,
+        failed_disk: 1,
+    };
+    let no_blob = RebuildTask {
+        blob: blob + 100,
+        column: 0,
+        failed_disk: 1,
+    };
+    // One bad task refuses the whole batch.
+    assert!(is_invalid(
+        catalog
+            .add_rebuild_tasks(vec![task.clone(), wrong_disk])
+            .await
+    ));
+    assert!(is_invalid(catalog.add_rebuild_tasks(vec![no_column]).await));
+    assert!(matches!(
+        catalog.add_rebuild_tasks(vec![no_blob]).await,
+        Err(CatalogError::UnknownBlob { .. })
+    ));
+    assert_eq!(catalog.rebuild_tasks(10).await.unwrap(), Vec::new());
+    let writing = catalog.next_blob_id().await.unwrap();
+    catalog
+        .begin_blob(writing_blob(writing, 0, [1, 4, 5], 8))
+        .await
+        .unwrap();
+    let on_writing = RebuildTask {
+        blob: writing,
+        column: 0,
+        failed_disk: 1,
+    };
+    assert!(matches!(
+        catalog.add_rebuild_tasks(vec![on_writing]).await,
+        Err(CatalogError::BlobState { .. })
+    ));
+    catalog.abort_blob(writing).await.unwrap();
+
+    catalog.add_rebuild_tasks(vec![task.clone()]).await.unwrap();
+    // Onto a disk the blob already uses, or onto a failed disk: refused.
+    assert!(is_invalid(catalog.complete_rebuild(task.clone(), 2).await));
+    assert!(is_invalid(catalog.complete_rebuild(task.clone(), 6).await));
+    let mismatched = RebuildTask {
+        failed_disk: 9,
+        ..task.clone()
+    };
+    assert!(is_invalid(catalog.complete_rebuild(mismatched, 8).await));
+    assert_eq!(
+        catalog.rebuild_tasks(10).await.unwrap(),
+        std::slice::from_ref(&task)
+    );
+    assert_eq!(catalog.blob(blob).await.unwrap().unwrap().disks, [0, 1, 2]);
+    catalog.complete_rebuild(task, 8).await.unwrap();
+}
+
+async fn stats_count_objects_bytes_blobs_and_pending_rebuilds<C: Catalog>(catalog: &C) {
+    assert_eq!(catalog.stats().await.unwrap(), CatalogStats::default());
+    catalog.put_object(staged("a", 4, 1, 0)).await.unwrap();
+    catalog.put_object(staged("b", 4, 1, 4)).await.unwrap();
+    catalog.put_object(staged("c", 10, 2, 0)).await.unwrap();
+    let (blob, _) = migrate(catalog, &["a", "b"], [0, 1, 2]).await;
+    let writing = catalog.next_blob_id().await.unwrap();
+    catalog
+        .begin_blob(writing_blob(writing, 0, [3, 4, 5], 8))
+        .await
+        .unwrap();
+    catalog
+        .set_disk_health(0, DiskHealth::Failed)
+        .await
+        .unwrap();
+    catalog
+        .add_rebuild_tasks(vec![RebuildTask {
+            blob,
+            column: 0,
+            failed_disk: 0,
+        }])
+        .await
+        .unwrap();
+    let expected = CatalogStats {
+        objects: 3,
+        bytes: 18,
+        staged_objects: 1,
+        staged_bytes: 10,
+        blobs: 2,
+        rebuild_pending: 1,
+        dead_bytes: 0,
+    };
+    assert_eq!(catalog.stats().await.unwrap(), expected);
+}
+
+/// Commits a fresh empty blob in `group` and returns its id.
+async fn committed_blob<C: Catalog>(catalog: &C, group: u32) -> u64 {
+    let id = catalog.next_blob_id().await.unwrap();
+    let disks = [id as u32 % 8, (id as u32 + 1) % 8, (id as u32 + 2) % 8];
+    catalog
+        .begin_blob(writing_blob(id, group, disks, 10))
+        .await
+        .unwrap();
+    catalog.commit_blob(id, Vec::new()).await.unwrap();
+    id
+}
+
+async fn scrub_due_lists_committed_blobs_of_a_group_most_overdue_first<C: Catalog>(catalog: &C) {
+    let a = committed_blob(catalog, 1).await;
+    let b = committed_blob(catalog, 1).await;
+    let c = committed_blob(catalog, 1).await;
+    let other_group = committed_blob(catalog, 2).await;
+    let writing = catalog.next_blob_id().await.unwrap();
+    catalog
+        .begin_blob(writing_blob(writing, 1, [5, 6, 7], 10))
+        .await
+        .unwrap();
+    assert_eq!(catalog.last_scrub_in_group(1).await.unwrap(), None);
+    catalog.record_scrub(a, 2_000).await.unwrap();
+    catalog.record_scrub(c, 1_000).await.unwrap();
+    catalog.record_scrub(other_group, 500).await.unwrap();
+    let order = |entries: Vec<spinwise_catalog::ScrubEntry>| {
+        entries
+            .into_iter()
+            .map(|entry| (entry.blob.id, entry.verified_unix_ms))
+            .collect::<Vec<_>>()
+    };
+    // Never verified first, then the oldest verification; writing blobs and other groups never.
+    assert_eq!(
+        order(catalog.scrub_due(1, 10_000, 10).await.unwrap()),
+        [(b, None), (c, Some(1_000)), (a, Some(2_000))]
+    );
+    assert_eq!(
+        order(catalog.scrub_due(1, 2_000, 10).await.unwrap()),
+        [(b, None), (c, Some(1_000))]
+    );
+    assert_eq!(
+        order(catalog.scrub_due(1, 10_000, 1).await.unwrap()),
+        [(b, None)]
+    );
+    assert_eq!(catalog.last_scrub_in_group(1).await.unwrap(), Some(2_000));
+    assert_eq!(catalog.last_scrub_in_group(2).await.unwrap(), Some(500));
+    // A later verification moves the blob to the back; removing a blob forgets it.
+    catalog.record_scrub(b, 3_000).await.unwrap();
+    assert_eq!(
+        order(catalog.scrub_due(1, 10_000, 10).await.unwrap()),
+        [(c, Some(1_000)), (a, Some(2_000)), (b, Some(3_000))]
+    );
+    catalog.remove_blob(b).await.unwrap();
+    assert_eq!(catalog.last_scrub_in_group(1).await.unwrap(), Some(2_000));
+    let full = catalog.scrub_due(1, 10_000, 10).await.unwrap();
+    assert_eq!(full[0].blob, catalog.blob(c).await.unwrap().unwrap());
+}
+
+async fn record_scrub_refuses_unknown_and_writing_blobs_and_non_positive_times<C: Catalog>(
+    catalog: &C,
+) {
+    let committed = committed_blob(catalog, 0).await;
+    let writing = catalog.next_blob_id().await.unwrap();
+    catalog
+        .begin_blob(writing_blob(writing, 0, [5, 6, 7], 10))
+        .await
+        .unwrap();
+    assert!(matches!(
+        catalog.record_scrub(99, 1_000).await,
+        Err(CatalogError::UnknownBlob { blob: 99 })
+    ));
+    assert!(matches!(
+        catalog.record_scrub(writing, 1_000).await,
+        Err(CatalogError::BlobState {
+            state: BlobState::Writing,
+            expected: BlobState::Committed,
+            ..
+        })
+    ));
+    assert!(is_invalid(catalog.record_scrub(committed, 0).await));
+    assert!(is_invalid(catalog.record_scrub(committed, -5).await));
+    assert_eq!(catalog.last_scrub_in_group(0).await.unwrap(), None);
+}
+
+async fn compaction_moves_live_objects_between_blobs_unless_deleted_and_dead_bytes_count_the_rest<
+    C: Catalog,
+>(
+    catalog: &C,
+) {
+    for (offset, key) in ["a", "b", "c", "d"].iter().enumerate() {
+        catalog
+            .put_object(staged(key, 4, 1, 4 * offset as u64))
+            .await
+            .unwrap();
+    }
+    let (old, _) = migrate(catalog, &["a", "b", "c", "d"], [0, 1, 2]).await;
+    catalog.delete_object("b").await.unwrap();
+    assert_eq!(catalog.stats().await.unwrap().dead_bytes, 4);
+    // Paging by (offset, key): after "a" at 0 come "c" at 8 and "d" at 12.
+    let first = catalog.objects_in_blob(old, None, 1).await.unwrap();
+    assert_eq!(first.len(), 1);
+    assert_eq!(first[0].key, "a");
+    let rest = catalog
+        .objects_in_blob(old, Some((0, "a")), 10)
+        .await
+        .unwrap();
+    let keys: Vec<&str> = rest.iter().map(|object| object.key.as_str()).collect();
+    assert_eq!(keys, ["c", "d"]);
+    // Compaction: a new blob of the three live objects; "d" is deleted before the commit.
+    let new = catalog.next_blob_id().await.unwrap();
+    catalog
+        .begin_blob(writing_blob(new, 0, [0, 1, 2], 12))
+        .await
+        .unwrap();
+    let moves: Vec<Migration> = ["a", "c", "d"]
+        .iter()
+        .enumerate()
+        .map(|(index, key)| Migration {
+            key: key.to_string(),
+            from: ObjectLocation::Migrated {
+                blob: old,
+                offset: [0, 8, 12][index],
+            },
+            blob_offset: 4 * index as u64,
+        })
+        .collect();
+    catalog.delete_object("d").await.unwrap();
+    assert_eq!(catalog.commit_blob(new, moves).await.unwrap(), 2);
+    let old_record = catalog.blob(old).await.unwrap().unwrap();
+    assert_eq!(old_record.live_bytes, 0);
+    assert_eq!(catalog.blob(new).await.unwrap().unwrap().live_bytes, 8);
+    assert_eq!(
+        catalog.object("c").await.unwrap().unwrap().location,
+        ObjectLocation::Migrated {
+            blob: new,
+            offset: 4
+        }
+    );
+    assert!(
+        catalog
+            .objects_in_blob(old, None, 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    // The old blob is all dead (16) and the new one has 4 dead bytes (d's slot).
+    assert_eq!(catalog.stats().await.unwrap().dead_bytes, 20);
+    catalog.remove_blob(old).await.unwrap();
+    assert_eq!(catalog.stats().await.unwrap().dead_bytes, 4);
+    assert!(catalog.integrity_check().await.unwrap().problems.is_empty());
+}
