@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Puts or describes the objects of tests/store_recover.rs's S3 check (issue 30 item 4).
+"""Puts or describes the objects of tests/it/store_recover.rs's S3 check (issue 30 item 4).
 
 `put KEY...` creates the bucket `recovered` (once) and puts each KEY with a Content-Type,
 Cache-Control and user metadata; `describe` prints, as one JSON object, the buckets and, for

@@ -15,7 +15,7 @@
 //!   (a method that returned `Ok` is durable), foreign keys on, a bounded pool, schema version 2 (version 1 migrated in place)
 //!   created from an empty database and newer versions refused; the embedded default.
 //! - [`MemoryCatalog`] (`memory.rs`): BTreeMaps behind a mutex; the reference model the SQLite
-//!   backend is tested against (tests/differential.rs), and a catalog for store unit tests.
+//!   backend is tested against (tests/it/differential.rs), and a catalog for store unit tests.
 //!
 //! Both validate requests with the same rules (`rules.rs`) before changing anything, so they
 //! refuse the same requests with the same errors and a refused request changes nothing. Numbers

@@ -12,7 +12,7 @@
 //!
 //! Untested against real hardware here (the development machine has no spare block device):
 //! the command lines and the output parsing are unit-tested, and the whole disk runs the
-//! conformance suite with stand-in commands (tests/block.rs).
+//! conformance suite with stand-in commands (tests/it/block.rs).
 
 use std::ffi::OsString;
 use std::fs::File;

@@ -32,7 +32,7 @@
 //!   enqueued: a request they overtook gets its slack back, a request that overtook them loses the
 //!   credit it earned by jumping ahead of them. Keeping the counters unchanged instead would still
 //!   satisfy o − t ≤ u, but a request that had overtaken a cancelled one could then be overtaken
-//!   by more than u (tests/reorder.rs, `cancelling_a_request_that_was_overtaken_takes_back_the_
+//!   by more than u (tests/it/reorder.rs, `cancelling_a_request_that_was_overtaken_takes_back_the_
 //!   credit_of_those_that_overtook_it`), breaking the delay guarantee below.
 //!
 //! # Invariants

@@ -69,7 +69,7 @@ fn boto3_and_the_aws_cli_pass_every_check_against_spinwise_serve() {
     assert_eq!(total(&metrics, "spinwise_budget_refusals_total"), 0.0);
     // serve wires the restore gauges: every state and tier has a series. (The checks delete
     // their buckets at the end, which drops their restores, so the counts are 0 by now;
-    // tests/restore.rs checks the values.)
+    // tests/it/restore.rs checks the values.)
     let restore_series = metrics
         .lines()
         .filter(|line| line.starts_with("spinwise_restores{state="))

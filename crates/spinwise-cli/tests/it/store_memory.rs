@@ -213,7 +213,7 @@ fn a_1_gib_plus_7_object_round_trips_byte_exact_staged_and_migrated_under_256_mi
 }
 
 #[test]
-#[ignore = "10 GiB of IO and disk (minutes); run by hand: cargo test --release -p spinwise-cli --test store_memory -- --ignored"]
+#[ignore = "10 GiB of IO and disk (minutes); run by hand: cargo test --release -p spinwise-cli --test it store_memory:: -- --ignored"]
 fn a_10_gib_put_and_get_stay_under_256_mib_resident_and_round_trip_byte_exact() {
     assert_bounded(10 * 1024 * 1024 * 1024);
 }

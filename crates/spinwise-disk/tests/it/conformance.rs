@@ -1,6 +1,6 @@
 //! Runs the conformance suite (src/conformance.rs) against every implementation that can run
 //! here: the emulated disk instantly and with small real latencies, and the model disk. (The
-//! block disk runs it with stand-in commands in tests/block.rs.)
+//! block disk runs it with stand-in commands in tests/it/block.rs.)
 
 use crate::common;
 

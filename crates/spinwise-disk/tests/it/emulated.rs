@@ -32,7 +32,7 @@ fn write(disk: &EmulatedDisk, name: &str, len: u64) -> Result<(), DiskError> {
 }
 
 /// Every entry of the directory, hidden ones included, sorted; but not the power-state file,
-/// which every open disk keeps (tests/power_file.rs covers it).
+/// which every open disk keeps (tests/it/power_file.rs covers it).
 fn raw_entries(directory: &Path) -> Vec<String> {
     let mut names: Vec<String> = fs::read_dir(directory)
         .expect("read_dir")

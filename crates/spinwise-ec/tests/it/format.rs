@@ -3,7 +3,7 @@
 //! format against accidental change.
 //!
 //! Regenerate the golden files only for a deliberate format change (with a new version):
-//! `SPINWISE_BLESS_GOLDEN=1 cargo test -p spinwise-ec --test format`.
+//! `SPINWISE_BLESS_GOLDEN=1 cargo test -p spinwise-ec --test it format::`.
 
 use crate::common;
 

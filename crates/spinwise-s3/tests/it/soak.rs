@@ -9,7 +9,7 @@
 //! resident memory stays flat.
 //!
 //! `SPINWISE_SOAK_SECONDS` sets the run's length (default 15 for CI; docs/BENCHMARKS.md records a
-//! several-minute run: `SPINWISE_SOAK_SECONDS=300 cargo test --release -p spinwise-s3 --test soak
+//! several-minute run: `SPINWISE_SOAK_SECONDS=300 cargo test --release -p spinwise-s3 --test it soak::
 //! -- --nocapture`).
 
 use crate::common;

@@ -175,7 +175,7 @@ async fn a_corrupt_stripe_inside_a_long_read_is_reconstructed_in_order_and_repor
     // Reader threads fetch stripes in parallel; the bad one is redone by the decoder between
     // good ones, and the stream must stay in blob order. With the data columns only: a spread
     // read may take a damaged stripe from a standby column instead and never meet the damage
-    // (tests/spread.rs covers damage on that path).
+    // (tests/it/spread.rs covers damage on that path).
     let dir = tempfile::tempdir().unwrap();
     let mut data_columns = config();
     data_columns.read_columns = spinwise_store::ReadColumns::Data;

@@ -601,24 +601,73 @@ struct Totals {
     faults: [u64; 4],
 }
 
-/// Runs `seeds` worlds of `steps` steps each.
+/// Runs `seeds` worlds of `steps` steps each, spread over [`threads`] threads. Every world is
+/// its own store, disks, clock and random stream, so a seed's run does not depend on which
+/// thread ran it or what ran beside it; a failure is reported for the lowest failing seed.
 fn swarm(seeds: std::ops::Range<u64>, steps: u64, mode: Disks) -> Totals {
+    let seeds: Vec<u64> = seeds.collect();
+    let workers = threads().min(seeds.len()).max(1);
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let outcomes: Vec<Vec<(u64, std::thread::Result<Totals>)>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..workers)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut outcomes = Vec::new();
+                    loop {
+                        let taken = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(&seed) = seeds.get(taken) else { break };
+                        let run = std::panic::catch_unwind(|| run_world(seed, steps, mode));
+                        let failed = run.is_err();
+                        outcomes.push((seed, run));
+                        if failed {
+                            // The other threads finish their seeds; this one stops here.
+                            break;
+                        }
+                    }
+                    outcomes
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let mut outcomes: Vec<_> = outcomes.into_iter().flatten().collect();
+    outcomes.sort_by_key(|(seed, _)| *seed);
     let mut total = Totals::default();
-    for seed in seeds {
-        // Pelican's class scheduler and Flamingo's group scheduler, seed by seed.
-        let policy = [PolicyChoice::Pelican, PolicyChoice::Flamingo][seed as usize % 2];
-        let mut world = World::new(seed, mode, policy);
-        for _ in 0..steps {
-            world.step();
-        }
-        let (steps, crashes, faults) = world.finish();
-        total.steps += steps;
-        total.crashes += crashes;
-        for (sum, fired) in total.faults.iter_mut().zip(faults) {
+    for (_, outcome) in outcomes {
+        let world = outcome.unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        total.steps += world.steps;
+        total.crashes += world.crashes;
+        for (sum, fired) in total.faults.iter_mut().zip(world.faults) {
             *sum += fired;
         }
     }
     total
+}
+
+/// One seed's world, run to the end and checked.
+fn run_world(seed: u64, steps: u64, mode: Disks) -> Totals {
+    // Pelican's class scheduler and Flamingo's group scheduler, seed by seed.
+    let policy = [PolicyChoice::Pelican, PolicyChoice::Flamingo][seed as usize % 2];
+    let mut world = World::new(seed, mode, policy);
+    for _ in 0..steps {
+        world.step();
+    }
+    let (steps, crashes, faults) = world.finish();
+    Totals {
+        steps,
+        crashes,
+        faults,
+    }
+}
+
+/// Threads the swarm runs worlds on: `SPINWISE_SWARM_THREADS`, or the host's cores.
+fn threads() -> usize {
+    match std::env::var("SPINWISE_SWARM_THREADS") {
+        Ok(value) => value.parse().unwrap_or_else(|_| {
+            panic!("SPINWISE_SWARM_THREADS must be a whole number, got `{value}`")
+        }),
+        Err(_) => std::thread::available_parallelism().map_or(1, |n| n.get()),
+    }
 }
 
 /// Steps per seed and seeds in the test command; `SPINWISE_SWARM_SEEDS` and
