@@ -684,8 +684,8 @@ fn scale() -> (u64, u64) {
             .unwrap_or(default)
     };
     (
-        read("SPINWISE_SWARM_SEEDS", 16),
-        read("SPINWISE_SWARM_STEPS", 200),
+        read("SPINWISE_SWARM_SEEDS", 250),
+        read("SPINWISE_SWARM_STEPS", 400),
     )
 }
 
