@@ -518,7 +518,7 @@ mod tests {
                 length_bytes == 700
                     || (length_bytes > 700
                         && length_bytes < 5700
-                        && length_bytes % HOST_SECTOR_BYTES == 0),
+                        && length_bytes.is_multiple_of(HOST_SECTOR_BYTES)),
                 "seed {seed} kept {length_bytes} bytes"
             );
             kept.insert(seed, length_bytes);

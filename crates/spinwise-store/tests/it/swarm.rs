@@ -402,7 +402,7 @@ impl World {
         // One put in eight is first tried with a body that breaks halfway (a client hanging up):
         // the store must refuse it and cut the partial record, leaving the key as it was.
         // Decided by the body's seed, so the stream of draws stays as it was.
-        if body_seed % 8 == 0 {
+        if body_seed.is_multiple_of(8) {
             let broken = BrokenBody {
                 bytes: bytes[..size / 2].to_vec(),
                 at: 0,
