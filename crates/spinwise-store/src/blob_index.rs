@@ -12,6 +12,7 @@
 //! - a reader never trusts the file: its length is bounded ([`MAX_INDEX_BYTES`]), every field is
 //!   checked and a crc32c covers it all; a bad index is an error value, never a panic.
 
+use crate::durable::HostFiles;
 use spinwise_catalog::{BlobId, ContentHash};
 use spinwise_ec::checksum::crc32c;
 use std::io::{Read, Write};
@@ -181,23 +182,27 @@ impl<'a> Cursor<'a> {
 
 /// Writes `index` durably under `data_dir` (temporary file, fsync, rename, directory fsync), so
 /// a crash leaves either the whole index or none.
-pub fn write_index(data_dir: &Path, index: &BlobIndex) -> std::io::Result<()> {
+pub fn write_index(data_dir: &Path, index: &BlobIndex, host: &HostFiles) -> std::io::Result<()> {
     let directory = data_dir.join(INDEX_DIR);
     std::fs::create_dir_all(&directory)?;
     let path = index_path(data_dir, index.blob);
     let temporary = directory.join(format!(".tmp-blob-{:016x}.index", index.blob));
     let mut file = std::fs::File::create(&temporary)?;
+    host.created(&temporary);
     file.write_all(&index.encode())?;
-    file.sync_all()?;
-    std::fs::rename(&temporary, &path)?;
-    std::fs::File::open(&directory)?.sync_all()
+    // fsync-site: blob-index-file
+    host.sync_file("blob-index-file", &file, &temporary)?;
+    host.rename(&temporary, &path)?;
+    // fsync-site: blob-index-renamed
+    host.sync_directory("blob-index-renamed", &directory)?;
+    Ok(())
 }
 
 /// Removes `blob`'s index if there is one (its blob is gone); an index left behind is harmless
 /// (recovery ignores an index whose blob has no stacks).
-pub fn remove_index(data_dir: &Path, blob: BlobId) {
+pub fn remove_index(data_dir: &Path, blob: BlobId, host: &HostFiles) {
     let path = index_path(data_dir, blob);
-    if let Err(error) = std::fs::remove_file(&path)
+    if let Err(error) = host.remove_file(&path)
         && error.kind() != std::io::ErrorKind::NotFound
     {
         tracing::warn!(%error, path = %path.display(), "removing a blob index");

@@ -573,7 +573,7 @@ impl<C: Catalog> Store<C> {
         .for_purpose(Purpose::Compaction);
         self.run_job(id, job).await?;
         self.catalog().remove_blob(id).await?;
-        crate::blob_index::remove_index(self.data_dir(), id);
+        crate::blob_index::remove_index(self.data_dir(), id, self.host_files());
         self.forget_space(&blob);
         report.blobs_removed += 1;
         report.bytes_reclaimed += blob.size_bytes;

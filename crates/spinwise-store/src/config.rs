@@ -8,6 +8,7 @@
 //! defaults, unthrottled disks, the default read IO size, least-busy column choice and latency
 //! seed 0.
 
+use crate::durable::HostFiles;
 use crate::error::{StoreError, StoreResult, io_error};
 use crate::staging::StagingConfig;
 use serde::{Deserialize, Serialize};
@@ -279,21 +280,30 @@ pub fn validate(config: &StoreConfig, path: &Path) -> StoreResult<Rack> {
 }
 
 /// Writes `bytes` to `dir/name` atomically and durably.
-fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) -> StoreResult<()> {
+fn write_atomic(dir: &Path, name: &str, bytes: &[u8], host: &HostFiles) -> StoreResult<()> {
     use std::io::Write;
     let path = dir.join(name);
     let temporary = dir.join(format!(".{name}.tmp"));
     let mut file = std::fs::File::create(&temporary).map_err(io_error(&temporary))?;
+    host.created(&temporary);
     file.write_all(bytes).map_err(io_error(&temporary))?;
-    file.sync_all().map_err(io_error(&temporary))?;
-    std::fs::rename(&temporary, &path).map_err(io_error(&path))?;
-    std::fs::File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(io_error(dir))
+    // fsync-site: config-file
+    host.sync_file("config-file", &file, &temporary)
+        .map_err(io_error(&temporary))?;
+    host.rename(&temporary, &path).map_err(io_error(&path))?;
+    // fsync-site: config-renamed
+    host.sync_directory("config-renamed", dir)
+        .map_err(io_error(dir))?;
+    Ok(())
 }
 
 /// Writes `layout.json` then `store.toml` into `data_dir` (which must exist).
 pub fn write(data_dir: &Path, config: &StoreConfig) -> StoreResult<()> {
+    write_in(data_dir, config, &HostFiles::default())
+}
+
+/// [`write`] with its fsyncs through `host` (a simulation's crash model).
+pub fn write_in(data_dir: &Path, config: &StoreConfig, host: &HostFiles) -> StoreResult<()> {
     let file = StoreFile {
         format: STORE_FORMAT.into(),
         version: STORE_VERSION,
@@ -323,8 +333,13 @@ pub fn write(data_dir: &Path, config: &StoreConfig) -> StoreResult<()> {
         },
     };
     let text = toml::to_string(&file).map_err(|e| config_error(data_dir, e.to_string()))?;
-    write_atomic(data_dir, LAYOUT_FILE, config.layout.to_json().as_bytes())?;
-    write_atomic(data_dir, STORE_FILE, text.as_bytes())
+    write_atomic(
+        data_dir,
+        LAYOUT_FILE,
+        config.layout.to_json().as_bytes(),
+        host,
+    )?;
+    write_atomic(data_dir, STORE_FILE, text.as_bytes(), host)
 }
 
 /// Reads `store.toml` and `layout.json` from `data_dir`.

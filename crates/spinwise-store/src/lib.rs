@@ -42,6 +42,7 @@ pub mod compact;
 pub mod config;
 pub mod crash;
 pub mod driver;
+pub mod durable;
 pub mod duties;
 pub mod error;
 pub mod hashing;

@@ -465,13 +465,16 @@ impl<C: Catalog> Store<C> {
         };
         let data_dir = self.data_dir().to_path_buf();
         let path = crate::blob_index::index_path(&data_dir, blob.id);
-        tokio::task::spawn_blocking(move || crate::blob_index::write_index(&data_dir, &index))
-            .await
-            .map_err(|error| StoreError::Migration {
-                blob: blob.id,
-                reason: format!("writing the blob index: {error}"),
-            })?
-            .map_err(crate::error::io_error(&path))
+        let host = self.host_files().clone();
+        tokio::task::spawn_blocking(move || {
+            crate::blob_index::write_index(&data_dir, &index, &host)
+        })
+        .await
+        .map_err(|error| StoreError::Migration {
+            blob: blob.id,
+            reason: format!("writing the blob index: {error}"),
+        })?
+        .map_err(crate::error::io_error(&path))
     }
 
     /// Records `blob` as verified now; a failure only costs an early scrub, so it is logged.
@@ -745,7 +748,7 @@ impl<C: Catalog> Store<C> {
             tracing::warn!(blob = id, column, %reason, "a failed blob's stack name holds a file it did not write");
         }
         self.catalog().abort_blob(id).await?;
-        crate::blob_index::remove_index(self.data_dir(), id);
+        crate::blob_index::remove_index(self.data_dir(), id, self.host_files());
         self.forget_space(blob);
         Ok(())
     }

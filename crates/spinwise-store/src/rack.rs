@@ -12,6 +12,7 @@ use crate::clock::{Clock, SystemClock};
 use crate::columns::DiskReads;
 use crate::config::StoreConfig;
 use crate::driver::{Driver, DriverConfig, DriverError};
+use crate::durable::HostFiles;
 use crate::error::{StoreError, StoreResult, io_error};
 use crate::placement::Placement;
 use spinwise_catalog::{Catalog, DiskHealth};
@@ -40,7 +41,19 @@ pub enum Environment {
         /// One per rack disk, in index order.
         disks: Vec<Arc<dyn Disk>>,
         clock: Arc<dyn Clock>,
+        /// The host files' fsyncs (a simulation's crash model, crate::durable).
+        host_files: HostFiles,
     },
+}
+
+impl Environment {
+    /// Where the store's host-file fsyncs go: only performed, unless a simulation gave a model.
+    pub fn host_files(&self) -> HostFiles {
+        match self {
+            Environment::Emulated => HostFiles::default(),
+            Environment::Given { host_files, .. } => host_files.clone(),
+        }
+    }
 }
 
 impl std::fmt::Debug for Environment {
@@ -147,7 +160,7 @@ pub async fn open_rack<C: Catalog>(
                 Arc::new(SystemClock::new()) as Arc<dyn Clock>,
             )
         }
-        Environment::Given { disks, clock } => (Vec::new(), disks, clock),
+        Environment::Given { disks, clock, .. } => (Vec::new(), disks, clock),
     };
     let layout = &config.layout;
     let driver = Driver::start(

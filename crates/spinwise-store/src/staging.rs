@@ -34,6 +34,7 @@
 //! - the bytes of all segments plus in-flight reservations never exceed `limit_bytes`.
 
 use crate::buffers::BufferPool;
+use crate::durable::HostFiles;
 use crate::hashing::BackgroundHasher;
 use bytes::Bytes;
 use spinwise_ec::checksum::{crc32c, crc32c_of_parts};
@@ -299,6 +300,8 @@ struct Space {
 /// The staging log in one directory (see the module docs).
 pub struct StagingLog {
     dir: PathBuf,
+    /// Every fsync of a segment or of `dir` goes through it (crate::durable).
+    host: HostFiles,
     config: StagingConfig,
     idle: Mutex<Vec<OpenSegment>>,
     /// Held by whoever chooses and frees segments ([`StagingLog::reclaim_guard`]): two
@@ -673,6 +676,7 @@ fn claim_file(path: &Path, segment: SegmentId) -> Result<Claim> {
 /// when the id is taken (the file exists) or someone else's claim reached the new, still
 /// empty file before our lock (it is theirs to delete: never write into it).
 fn create_locked_segment(
+    host: &HostFiles,
     dir: &Path,
     segment: SegmentId,
     chunk_bytes: u32,
@@ -689,6 +693,7 @@ fn create_locked_segment(
         Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => return Ok(None),
         Err(error) => return Err(io_error(&path)(error)),
     };
+    host.created(&path);
     match file.try_lock() {
         Ok(()) => {}
         Err(std::fs::TryLockError::WouldBlock) => return Ok(None),
@@ -699,15 +704,13 @@ fn create_locked_segment(
     }
     file.write_all_at(&segment_header(segment, chunk_bytes), 0)
         .map_err(io_error(&path))?;
-    file.sync_all().map_err(io_error(&path))?;
-    sync_dir(dir)?;
+    // fsync-site: staging-segment-header
+    host.sync_file("staging-segment-header", &file, &path)
+        .map_err(io_error(&path))?;
+    // fsync-site: staging-segment-created
+    host.sync_directory("staging-segment-created", dir)
+        .map_err(io_error(dir))?;
     Ok(Some(file))
-}
-
-fn sync_dir(dir: &Path) -> Result<()> {
-    std::fs::File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(io_error(dir))
 }
 
 async fn blocking<T: Send + 'static>(
@@ -766,6 +769,11 @@ impl StagingLog {
     /// [`StagingLog::recover`]); all existing segments are sealed. Nothing is changed on disk until
     /// [`StagingLog::recover`], which releases the claims (so does dropping the log).
     pub async fn open(dir: &Path, config: StagingConfig) -> Result<StagingLog> {
+        StagingLog::open_in(dir, config, HostFiles::default()).await
+    }
+
+    /// [`StagingLog::open`] with its fsyncs through `host` (a simulation's crash model).
+    pub async fn open_in(dir: &Path, config: StagingConfig, host: HostFiles) -> Result<StagingLog> {
         config.check()?;
         let dir = dir.to_path_buf();
         let scan_dir = dir.clone();
@@ -780,6 +788,7 @@ impl StagingLog {
         let next_segment = sealed.keys().next_back().map_or(1, |last| last + 1);
         Ok(StagingLog {
             dir,
+            host,
             config,
             idle: Mutex::new(Vec::new()),
             reclaiming: tokio::sync::Mutex::new(()),
@@ -805,6 +814,11 @@ impl StagingLog {
 
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    /// Where the store's host-file fsyncs go (crate::durable).
+    pub fn host_files(&self) -> &HostFiles {
+        &self.host
     }
 
     /// Every valid record of the claimed segments (in segment and offset order), found by
@@ -925,12 +939,15 @@ impl StagingLog {
     /// and releases the claim.
     async fn truncate_claimed(&self, claimed: ClaimedSegment, length_bytes: u64) -> Result<()> {
         let segment = claimed.segment;
+        let host = self.host.clone();
         blocking(move || {
-            claimed
-                .file
-                .set_len(length_bytes)
-                .and_then(|()| claimed.file.sync_all())
-                .map_err(io_error(&claimed.path))
+            let (file, path) = (&claimed.file, &claimed.path);
+            host.set_len(file, path, length_bytes)
+                .map_err(io_error(path))?;
+            // fsync-site: staging-recovery-truncate
+            host.sync_file("staging-recovery-truncate", file, path)
+                .map_err(io_error(path))?;
+            Ok(())
         })
         .await?;
         let mut sealed = self.sealed.lock().expect("sealed lock");
@@ -947,9 +964,14 @@ impl StagingLog {
     async fn delete_claimed(&self, claimed: ClaimedSegment) -> Result<()> {
         let segment = claimed.segment;
         let dir = self.dir.clone();
+        let host = self.host.clone();
         blocking(move || {
-            std::fs::remove_file(&claimed.path).map_err(io_error(&claimed.path))?;
-            sync_dir(&dir)
+            host.remove_file(&claimed.path)
+                .map_err(io_error(&claimed.path))?;
+            // fsync-site: staging-segment-deleted
+            host.sync_directory("staging-segment-deleted", &dir)
+                .map_err(io_error(&dir))?;
+            Ok(())
         })
         .await?;
         self.forget_segment(segment);
@@ -1096,8 +1118,9 @@ impl StagingLog {
             let id = self.next_segment_id();
             let dir = self.dir.clone();
             let chunk_bytes = self.config.chunk_bytes;
-            let Some(file) = blocking(move || create_locked_segment(&dir, id, chunk_bytes)).await?
-            else {
+            let host = self.host.clone();
+            let created = blocking(move || create_locked_segment(&host, &dir, id, chunk_bytes));
+            let Some(file) = created.await? else {
                 continue;
             };
             let path = segment_path(&self.dir, id);
@@ -1163,9 +1186,18 @@ impl StagingLog {
             Err(error) => {
                 self.release(reserved_bytes);
                 let cut = async {
-                    open.file.set_len(offset).await?;
-                    open.file.seek(SeekFrom::Start(offset)).await?;
-                    open.file.sync_all().await
+                    let file = open.file.try_clone().await?.into_std().await;
+                    let path = segment_path(&self.dir, open.id);
+                    let host = self.host.clone();
+                    tokio::task::spawn_blocking(move || {
+                        host.set_len(&file, &path, offset)?;
+                        // fsync-site: staging-append-cut
+                        host.sync_file("staging-append-cut", &file, &path)?;
+                        Ok::<(), std::io::Error>(())
+                    })
+                    .await
+                    .expect("a cut does not panic")?;
+                    open.file.seek(SeekFrom::Start(offset)).await.map(|_| ())
                 }
                 .await;
                 match cut {
@@ -1208,6 +1240,7 @@ impl StagingLog {
         let (pieces, receiver) = tokio::sync::mpsc::channel(WRITE_AHEAD_CHUNKS);
         let writer = RecordWriter {
             file,
+            host: self.host.clone(),
             path: path.clone(),
             position: open.length_bytes,
             written_back: open.length_bytes,
@@ -1329,6 +1362,7 @@ enum Piece {
 /// The blocking half of an append: frames, hashes and writes chunks at explicit offsets.
 struct RecordWriter {
     file: std::fs::File,
+    host: HostFiles,
     path: PathBuf,
     /// Where the next byte goes.
     position: u64,
@@ -1351,7 +1385,10 @@ impl RecordWriter {
             let Piece::Chunk(data) = piece else {
                 let content_hash = hasher.finish();
                 self.write(&trailer(size_bytes, &content_hash))?;
-                self.file.sync_all().map_err(io_error(&self.path))?;
+                // fsync-site: staging-append
+                self.host
+                    .sync_file("staging-append", &self.file, &self.path)
+                    .map_err(io_error(&self.path))?;
                 return Ok((size_bytes, content_hash, self.position));
             };
             hasher.update(data.clone());

@@ -187,7 +187,7 @@ impl<C: Catalog> Store<C> {
         if matches!(environment, Environment::Emulated) {
             create_disks(data_dir, &rack, &config)?;
         }
-        config::write(data_dir, &config)?;
+        config::write_in(data_dir, &config, &environment.host_files())?;
         Store::open_in(data_dir, catalog, environment).await
     }
 
@@ -211,7 +211,12 @@ impl<C: Catalog> Store<C> {
         // process is writing now carries an id the counter has already passed.
         let found = crate::survey::survey(data_dir)?;
         let blob_ids_raised = reserve_blob_ids(&catalog, &found).await?;
-        let staging = StagingLog::open(&data_dir.join(STAGING_DIR), config.staging).await?;
+        let staging = StagingLog::open_in(
+            &data_dir.join(STAGING_DIR),
+            config.staging,
+            environment.host_files(),
+        )
+        .await?;
         // A given environment's clock is the whole store's (dates, upkeep, the driver); the
         // emulated one runs on the real clock.
         let clock: Arc<dyn Clock> = match &environment {
@@ -595,6 +600,11 @@ impl<C: Catalog> Store<C> {
             freed += 1;
         }
         Ok(freed)
+    }
+
+    /// Where the store's host-file fsyncs go (crate::durable).
+    pub(crate) fn host_files(&self) -> &crate::durable::HostFiles {
+        self.staging.host_files()
     }
 
     pub fn data_dir(&self) -> &Path {

@@ -17,32 +17,40 @@
 //! they leave must pass every check.
 //!
 //! A crash drops the store and its runtime abruptly (no close) and crashes every disk together,
-//! dropping whatever they had not synced; the store then opens again on the same disks.
+//! dropping whatever they had not synced, and cuts the host files (staging log, blob indexes,
+//! configuration) back to what their fsyncs made durable, through the crash model the store's
+//! `HostFiles` reported to (spinwise_store::durable, docs/faults.md "Host files"): unsynced
+//! tails lost or torn at a sector, creations and renames no directory fsync covered undone,
+//! unknown files in the staging and index directories deleted. The store then opens again.
+//! After each restart, besides every object, every committed blob must have its index.
 //!
 //! Determinism: the operations, keys, sizes, crash points and disk failures come from one
 //! ChaCha8 stream per seed, and every operation completes before the next starts, so a failing
 //! seed replays the same sequence (the store's own threads may interleave differently inside a
 //! step; what a step leaves behind does not depend on it). Each failure names its seed and step.
 //!
-//! What this does not reach yet (docs/BENCHMARKS.md, "Store swarm"): the staging log and the
-//! SQLite catalog live on the host filesystem, so a crash keeps their unsynced writes (the page
-//! cache survives a killed process); a missing fsync there is not caught here. The disks' side
-//! is: `a_disk_that_acknowledges_unsynced_writes_loses_acknowledged_objects_and_the_swarm_sees_it`
-//! turns the disks' sync off and the swarm must find the loss.
+//! Proof that it bites (docs/BENCHMARKS.md, "Store swarm: fsyncs it catches"):
+//! scripts/swarm-mutations.sh removes each fsync of the staging and migration path in turn
+//! (`SPINWISE_SWARM_REMOVE_FSYNC=SITE`, or with sed in a scratch worktree) and runs this swarm;
+//! `a_disk_that_acknowledges_unsynced_writes_…` turns the disks' sync off in the test command.
+//! What this does not reach: the SQLite catalog's own fsyncs (the catalog keeps a killed
+//! process's semantics: every write survives a crash), and `spinwise store recover`.
 
 use crate::common;
 
 use common::{jbod_config, pattern};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use spinwise_catalog::{Catalog, ObjectLocation, SqliteCatalog};
+use spinwise_catalog::{BlobState, Catalog, ObjectLocation, SqliteCatalog};
 use spinwise_disk::{
     CrashMode, Disk, DiskError, DiskIndex, Fault, FaultyConfig, FaultyDisk, Operation, Overwrite,
     PowerState, Space, Trigger, VirtualClock, WriteSync, crash_together,
 };
 use spinwise_model::{Rack, parse_rack};
+use spinwise_store::blob_index::{INDEX_DIR, index_path, read_index};
 use spinwise_store::clock::{Clock, Sleep};
-use spinwise_store::config::PolicyChoice;
+use spinwise_store::config::{PolicyChoice, STAGING_DIR};
+use spinwise_store::durable::{HostCrashModel, HostFiles};
 use spinwise_store::scrub::{ScrubLedger, ScrubMode};
 use spinwise_store::store::CATALOG_FILE;
 use spinwise_store::{Environment, SqliteStore, Store, StoreConfig, StoreError};
@@ -203,6 +211,30 @@ impl Disk for Watched {
     }
 }
 
+/// A PUT body that yields `bytes` and then fails, as a client that hangs up mid-upload.
+struct BrokenBody {
+    bytes: Vec<u8>,
+    at: usize,
+}
+
+impl tokio::io::AsyncRead for BrokenBody {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+        buffer: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        if self.at == self.bytes.len() {
+            let hung_up = std::io::Error::other("the client hung up");
+            return std::task::Poll::Ready(Err(hung_up));
+        }
+        let length = buffer.remaining().min(self.bytes.len() - self.at);
+        let at = self.at;
+        buffer.put_slice(&self.bytes[at..at + length]);
+        self.at += length;
+        std::task::Poll::Ready(Ok(()))
+    }
+}
+
 /// How the disks under the swarm keep their promise of durability.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Disks {
@@ -223,6 +255,8 @@ struct World {
     clock: Arc<Virtual>,
     disks: Vec<Arc<FaultyDisk>>,
     watcher: Arc<Watcher>,
+    /// What a crash keeps of the host files (staging log, blob indexes, configuration).
+    host: Arc<HostCrashModel>,
     runtime: Option<tokio::runtime::Runtime>,
     store: Option<SqliteStore>,
     /// Acknowledged objects and their bytes (deleted keys removed).
@@ -232,6 +266,8 @@ struct World {
 }
 
 const KEYS: u64 = 24;
+/// Mixed into a crash's seed for the host files' draws.
+const HOST_CRASH_STREAM: u64 = 0x686f_7374;
 const MAX_OBJECT_BYTES: usize = 48 * 1024;
 
 impl World {
@@ -263,6 +299,10 @@ impl World {
             clock,
             disks,
             watcher: Watcher::new(rack),
+            host: match removed_fsync_site() {
+                Some(site) => HostCrashModel::without_site(&site),
+                None => HostCrashModel::new(),
+            },
             runtime: None,
             store: None,
             acknowledged: BTreeMap::new(),
@@ -286,6 +326,7 @@ impl World {
                 })
                 .collect(),
             clock: self.clock.clone(),
+            host_files: HostFiles::simulated(self.host.clone()),
         }
     }
 
@@ -356,7 +397,21 @@ impl World {
     fn put(&mut self) {
         let key = self.random_key();
         let size = self.rng.random_range(0..MAX_OBJECT_BYTES);
-        let bytes = pattern(size, self.rng.random());
+        let body_seed: u64 = self.rng.random();
+        let bytes = pattern(size, body_seed);
+        // One put in eight is first tried with a body that breaks halfway (a client hanging up):
+        // the store must refuse it and cut the partial record, leaving the key as it was.
+        // Decided by the body's seed, so the stream of draws stays as it was.
+        if body_seed.is_multiple_of(8) {
+            let broken = BrokenBody {
+                bytes: bytes[..size / 2].to_vec(),
+                at: 0,
+            };
+            if self.block_on(self.store().put(&key, broken)).is_ok() {
+                self.fail(&format!("put `{key}` with a broken body was acknowledged"));
+            }
+            self.check_key(&key);
+        }
         let stored = self.block_on(self.store().put(&key, &bytes[..]));
         match stored {
             Ok(_) => {
@@ -496,6 +551,14 @@ impl World {
         let disks: Vec<&FaultyDisk> = self.disks.iter().map(|d| d.as_ref()).collect();
         let crash_seed = self.rng.random();
         crash_together(&disks, crash_seed, CrashMode::DropUnsynced);
+        // The host's page cache goes down with the power too: the staging log and the blob
+        // indexes keep only what was fsynced (a stream of its own, so the disks' draws stay).
+        let data = self.directory.path();
+        let swept = [data.join(STAGING_DIR), data.join(INDEX_DIR)];
+        let swept: Vec<&std::path::Path> = swept.iter().map(|path| path.as_path()).collect();
+        if let Err(error) = self.host.crash(crash_seed ^ HOST_CRASH_STREAM, &swept) {
+            self.fail(&format!("cutting the host files' power: {error}"));
+        }
         // The watcher saw the disks stop: a crash leaves them in standby.
         for disk in &self.disks {
             let resting = self.watcher.rack.resting_state();
@@ -503,6 +566,33 @@ impl World {
         }
         self.start(false);
         self.check_all();
+        self.check_blob_indexes();
+    }
+
+    /// Every committed blob has its object index (blob_index.rs: written whole and durably
+    /// before the commit), naming the blob's id, size and hash: what `spinwise store recover`
+    /// needs to rebuild a lost catalog's migrated objects.
+    fn check_blob_indexes(&self) {
+        let blobs = self.block_on(
+            self.store()
+                .catalog()
+                .blobs_in_state(BlobState::Committed, u32::MAX),
+        );
+        let blobs = blobs.unwrap_or_else(|error| self.fail(&format!("listing blobs: {error}")));
+        for blob in blobs {
+            let path = index_path(self.directory.path(), blob.id);
+            match read_index(&path) {
+                Ok(index)
+                    if index.blob == blob.id
+                        && index.blob_bytes == blob.size_bytes
+                        && index.blob_hash == blob.content_hash => {}
+                Ok(index) => self.fail(&format!(
+                    "blob {}'s index describes blob {} of {} bytes, not {} bytes",
+                    blob.id, index.blob, index.blob_bytes, blob.size_bytes
+                )),
+                Err(error) => self.fail(&format!("committed blob {}'s index: {error}", blob.id)),
+            }
+        }
     }
 
     fn check_budgets(&self) {
@@ -565,8 +655,9 @@ impl World {
         })
     }
 
-    fn finish(mut self) -> (u64, u64, [u64; 4]) {
+    fn finish(mut self) -> (u64, u64, [u64; 4], u64) {
         self.check_all();
+        self.check_blob_indexes();
         self.scrub();
         self.check_budgets();
         let steps = self.step;
@@ -575,7 +666,7 @@ impl World {
         if let (Some(store), Some(runtime)) = (self.store.take(), self.runtime.take()) {
             runtime.block_on(store.close());
         }
-        (steps, crashes, faults)
+        (steps, crashes, faults, self.host.removed_site_calls())
     }
 }
 
@@ -599,7 +690,20 @@ struct Totals {
     steps: u64,
     crashes: u64,
     faults: [u64; 4],
+    /// Calls that reached the fsync site removed for the mutation test.
+    removed_site_calls: u64,
 }
+
+/// The fsync site scripts/swarm-mutations.sh asks the swarm to run without
+/// (`SPINWISE_SWARM_REMOVE_FSYNC`): a host-file site of crate::durable, or [`DISK_SYNC_SITE`].
+fn removed_fsync_site() -> Option<String> {
+    std::env::var("SPINWISE_SWARM_REMOVE_FSYNC")
+        .ok()
+        .filter(|site| !site.is_empty())
+}
+
+/// The model disks' sync before acknowledging (`WriteSync::Skipped`) as a removable site.
+const DISK_SYNC_SITE: &str = "disk-sync";
 
 /// Runs `seeds` worlds of `steps` steps each, spread over [`threads`] threads. Every world is
 /// its own store, disks, clock and random stream, so a seed's run does not depend on which
@@ -635,6 +739,7 @@ fn swarm(seeds: std::ops::Range<u64>, steps: u64, mode: Disks) -> Totals {
     let mut total = Totals::default();
     for (_, outcome) in outcomes {
         let world = outcome.unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        total.removed_site_calls += world.removed_site_calls;
         total.steps += world.steps;
         total.crashes += world.crashes;
         for (sum, fired) in total.faults.iter_mut().zip(world.faults) {
@@ -652,11 +757,12 @@ fn run_world(seed: u64, steps: u64, mode: Disks) -> Totals {
     for _ in 0..steps {
         world.step();
     }
-    let (steps, crashes, faults) = world.finish();
+    let (steps, crashes, faults, removed_site_calls) = world.finish();
     Totals {
         steps,
         crashes,
         faults,
+        removed_site_calls,
     }
 }
 
@@ -696,7 +802,11 @@ fn the_store_keeps_every_acknowledged_object_and_every_budget_through_a_seeded_s
         .ok()
         .and_then(|value| value.parse().ok())
         .unwrap_or(1);
-    let total = swarm(first..first + seeds, steps, Disks::Honest);
+    let disks = match removed_fsync_site().as_deref() {
+        Some(DISK_SYNC_SITE) => Disks::SkipSync,
+        _ => Disks::Honest,
+    };
+    let total = swarm(first..first + seeds, steps, disks);
     let [writes, reads, full, spikes] = total.faults;
     eprintln!(
         "swarm: {seeds} seeds × {steps} steps = {} steps, {} crashes; faults fired: {writes} \
@@ -704,6 +814,14 @@ fn the_store_keeps_every_acknowledged_object_and_every_budget_through_a_seeded_s
         total.steps, total.crashes
     );
     assert!(total.crashes > 0, "the swarm never crashed the store");
+    if let Some(site) = removed_fsync_site()
+        && site != DISK_SYNC_SITE
+    {
+        assert!(
+            total.removed_site_calls > 0,
+            "the removed fsync site `{site}` was never reached"
+        );
+    }
     assert!(
         writes > 0 && reads > 0 && full > 0 && spikes > 0,
         "an injected fault never fired: {:?}",
@@ -742,4 +860,36 @@ fn a_policy_asking_for_every_disk_at_once_is_held_to_the_budgets_by_the_engine_s
     let refusals = world.store().rack_io().driver.audit_counters().refusals;
     assert!(refusals > 0, "FP on the JBOD never met the audit");
     world.finish_without_checks();
+}
+
+/// Seeds worth replaying on every run (swarm_regressions.txt, one `seed steps why` per line):
+/// seeds that once failed, and the seed that caught each fsync's removal
+/// (scripts/swarm-mutations.sh), so the paths those fsyncs guard stay exercised.
+fn regression_seeds() -> Vec<(u64, u64, String)> {
+    include_str!("swarm_regressions.txt")
+        .lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty() && !line.starts_with('#'))
+        .map(|line| {
+            let mut fields = line.splitn(3, ' ');
+            let mut number = |what: &str| -> u64 {
+                let field = fields.next().unwrap_or_default();
+                field.parse().unwrap_or_else(|_| {
+                    panic!("swarm_regressions.txt: `{line}`: {what} `{field}` is not a number")
+                })
+            };
+            let (seed, steps) = (number("seed"), number("steps"));
+            (seed, steps, fields.next().unwrap_or_default().to_string())
+        })
+        .collect()
+}
+
+#[test]
+fn every_seed_in_the_regression_list_keeps_every_acknowledged_object() {
+    let seeds = regression_seeds();
+    assert!(!seeds.is_empty(), "swarm_regressions.txt lists no seed");
+    for (seed, steps, why) in seeds {
+        eprintln!("swarm regression: seed {seed}, {steps} steps ({why})");
+        swarm(seed..seed + 1, steps, Disks::Honest);
+    }
 }
