@@ -925,7 +925,12 @@ fn summary(rows: &[Row], bursts: &[u64], scale: Scale) -> String {
             ));
         }
     }
-    text.push_str(&virtual_against_real(rows, bursts));
+    let both = STORE_SYSTEMS
+        .iter()
+        .all(|system| rows.iter().any(|r| r.system == *system));
+    if both {
+        text.push_str(&virtual_against_real(rows, bursts));
+    }
     text
 }
 

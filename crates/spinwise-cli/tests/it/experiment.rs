@@ -164,10 +164,11 @@ fn list_names_every_experiment_with_a_description() {
 #[test]
 fn pelican_fig4_quick_replays_each_burst_in_the_simulator_and_the_store_and_they_agree() {
     let dir = TempDir::new("pelican-fig4");
-    let run = run_quick("pelican-fig4", dir.path(), &["--store-runs", "2"]);
+    // The wall clock only: the virtual-time run has its own test below.
+    let flags = ["--store-runs", "2", "--store-clock", "real"];
+    let run = run_quick("pelican-fig4", dir.path(), &flags);
     let (seeds, store_runs) = (40, 2);
-    // The simulator's seeds, the store's runs in real time, then on virtual time.
-    let runs_per_burst = seeds + 2 * store_runs;
+    let runs_per_burst = seeds + store_runs;
     assert!(
         run.stdout.contains(&format!("{} runs", 2 * runs_per_burst)),
         "{}",
@@ -180,16 +181,13 @@ fn pelican_fig4_quick_replays_each_burst_in_the_simulator_and_the_store_and_they
     for (burst, at) in [(15.0, 0), (60.0, runs_per_burst)] {
         // The simulator's seeds (the base seed first), then the store's runs, each its own seed.
         assert!(systems[at..at + seeds].iter().all(|s| *s == "simulator"));
-        let (real, virtual_) = (at + seeds, at + seeds + store_runs);
-        assert!(systems[real..virtual_].iter().all(|s| *s == "store"));
         assert!(
-            systems[virtual_..at + runs_per_burst]
+            systems[at + seeds..at + runs_per_burst]
                 .iter()
-                .all(|s| *s == "store-virtual")
+                .all(|s| *s == "store")
         );
         assert!(bursts[at..at + runs_per_burst].iter().all(|b| *b == burst));
-        assert_eq!(seed_column[real..virtual_], [1.0, 2.0]);
-        assert_eq!(seed_column[virtual_..at + runs_per_burst], [1.0, 2.0]);
+        assert_eq!(seed_column[at + seeds..at + runs_per_burst], [1.0, 2.0]);
     }
     assert_eq!(
         seed_column[0] + 1.0,
@@ -202,7 +200,6 @@ fn pelican_fig4_quick_replays_each_burst_in_the_simulator_and_the_store_and_they
     assert!(table.numbers("rejected").iter().all(|r| *r == 0.0));
     assert!(table.numbers("errors").iter().all(|e| *e == 0.0));
     assert_store_near_simulator(&table, "store", seeds, store_runs);
-    assert_store_near_simulator(&table, "store-virtual", seeds, store_runs);
     for figure in [
         "throughput",
         "completion_time",
@@ -228,21 +225,13 @@ fn pelican_fig4_quick_replays_each_burst_in_the_simulator_and_the_store_and_they
         summary.contains("of 8 means, and its single runs on"),
         "{summary}"
     );
-    assert!(
-        summary.contains("The store on virtual time against the store in real time"),
-        "{summary}"
-    );
-    // Each burst's reads, one row per read and system (the store's first run on each clock), in
-    // the rack's units.
+    // Each burst's reads, one row per read and system (the store's first run), in the rack's
+    // units.
     for burst in [15usize, 60] {
         let reads = Table::read(&dir.join(&format!("requests-b{burst}.csv")));
-        assert_eq!(reads.len(), 3 * burst);
+        assert_eq!(reads.len(), 2 * burst);
         let systems = reads.column("system");
         assert_eq!(systems.iter().filter(|s| **s == "store").count(), burst);
-        assert_eq!(
-            systems.iter().filter(|s| **s == "store-virtual").count(),
-            burst
-        );
         let (arrival, submitted) = (reads.numbers("arrival_s"), reads.numbers("submitted_s"));
         let (serve, last_byte) = (reads.numbers("serve_s"), reads.numbers("last_byte_s"));
         for read in 0..reads.len() {
