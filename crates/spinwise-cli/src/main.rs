@@ -16,6 +16,7 @@ mod ownership;
 mod plan;
 mod quality;
 mod replay;
+mod virtual_time;
 mod requests_csv;
 mod serve;
 mod serve_config;

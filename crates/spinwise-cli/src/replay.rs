@@ -11,17 +11,19 @@
 //!   error is kept as text and the replay goes on, so one bad key never hides the others' times;
 //! - at most [`MAX_REPLAY_READS`] records are replayed (a limit on the tasks and their
 //!   buffers: each read in flight holds its reader's bounded queue);
-//! - a read's bytes are counted, not kept; times come from the tokio clock only;
+//! - a read's bytes are counted, not kept; times come from the given [`Clock`] only (the wall
+//!   clock, or the cross-validation's virtual time, `crate::virtual_time`), and so do the
+//!   arrivals' and the NIC's waits (ranked by the read's index among waits of one instant);
 //! - a read given a [`Nic`] takes each chunk only after the NIC has sent the one before: the
 //!   NIC sends chunks one at a time in the order they were offered, at its rate, so reads that
 //!   share it split it evenly (a read slower than its share takes less and leaves the rest), as
 //!   the simulator's max-min fair flows do; the store's bounded read queue then holds the
 //!   disks back, as a full socket would.
 
+use spinwise_store::clock::Clock;
 use spinwise_store::driver::GroupActivity;
 use spinwise_store::{SqliteStore, StoreError};
 use std::sync::{Arc, Mutex};
-use tokio::time::{Duration, Instant};
 
 /// The most reads one replay issues.
 pub const MAX_REPLAY_READS: usize = 100_000;
@@ -31,13 +33,13 @@ pub const MAX_REPLAY_READS: usize = 100_000;
 /// lose that time on every chunk (at 2 ms, a saturated NIC lost ~7% of its rate). The price: a
 /// read starting within this of the NIC going quiet gets up to this much time early. A NIC idle
 /// for longer starts its next send now, with no credit for the idle time.
-const NIC_LATE_WAKE: Duration = Duration::from_millis(10);
+const NIC_LATE_WAKE_US: f64 = 10_000.0;
 /// How far a read may run ahead of its NIC before it sleeps. Tokio's timer has millisecond
 /// ticks: a sleep shorter than one, or until a time already past but inside the current tick,
 /// still waits for the next tick, which at a 32 KiB chunk per 0.3 ms would cost most of the
 /// NIC's rate. Sleeping only when a tick or more ahead keeps every sleep worth its tick; the
 /// reservations still hold the rate to the NIC's.
-const NIC_AHEAD: Duration = Duration::from_millis(2);
+const NIC_AHEAD_US: u64 = 2_000;
 
 /// One read to replay: its key, when to issue it (in µs from the replay's start), and the NIC
 /// its bytes leave by (an index into the replay's NICs; `None`: no NIC, read as fast as the
@@ -53,8 +55,9 @@ pub struct ReplayRead {
 #[derive(Debug)]
 pub struct Nic {
     bytes_per_s: f64,
-    /// When the chunks offered so far will all have been sent.
-    sent_until: Mutex<Option<Instant>>,
+    /// When the chunks offered so far will all have been sent, µs on the replay's clock
+    /// (fractional, so rounding never accumulates over chunks).
+    sent_until_us: Mutex<Option<f64>>,
 }
 
 impl Nic {
@@ -66,28 +69,29 @@ impl Nic {
         );
         Nic {
             bytes_per_s,
-            sent_until: Mutex::new(None),
+            sent_until_us: Mutex::new(None),
         }
     }
 
-    /// Queues `bytes` behind the chunks offered before and waits until they are sent, or nearly
-    /// ([`NIC_AHEAD`]); returns when they are sent.
-    async fn send(&self, bytes: usize) -> Instant {
-        let now = Instant::now();
-        let done = {
-            let mut sent_until = self.sent_until.lock().expect("no panic holds the NIC");
-            let start = match *sent_until {
-                Some(until) if until + NIC_LATE_WAKE >= now => until,
-                _ => now,
+    /// Queues `bytes` behind the chunks offered before and waits on `clock` until they are
+    /// sent, or nearly ([`NIC_AHEAD_US`]); returns when they are sent, µs. `order` ranks the
+    /// wait among others ending at the same instant (the read's index).
+    async fn send(&self, bytes: usize, clock: &dyn Clock, order: u64) -> u64 {
+        let now_us = clock.now_us();
+        let done_us = {
+            let mut sent_until = self.sent_until_us.lock().expect("no panic holds the NIC");
+            let start_us = match *sent_until {
+                Some(until_us) if until_us + NIC_LATE_WAKE_US >= now_us as f64 => until_us,
+                _ => now_us as f64,
             };
-            let done = start + Duration::from_secs_f64(bytes as f64 / self.bytes_per_s);
-            *sent_until = Some(done);
-            done
+            let done_us = start_us + bytes as f64 / self.bytes_per_s * 1e6;
+            *sent_until = Some(done_us);
+            done_us.ceil() as u64
         };
-        if done > now + NIC_AHEAD {
-            tokio::time::sleep_until(done).await;
+        if done_us > now_us + NIC_AHEAD_US {
+            clock.sleep_until_us_ordered(done_us, order).await;
         }
-        done
+        done_us
     }
 }
 
@@ -134,12 +138,13 @@ pub enum ReplayError {
     },
 }
 
-/// Issues every read at its arrival time, sending its bytes through its NIC of `nics`, and
-/// waits for all of them.
+/// Issues every read at its arrival time on `clock`, sending its bytes through its NIC of
+/// `nics`, and waits for all of them.
 pub async fn replay(
     store: Arc<SqliteStore>,
     reads: &[ReplayRead],
     nics: Vec<Nic>,
+    clock: Arc<dyn Clock>,
 ) -> Result<ReplayReport, ReplayError> {
     if reads.len() > MAX_REPLAY_READS {
         return Err(ReplayError::TooManyReads { found: reads.len() });
@@ -154,18 +159,21 @@ pub async fn replay(
     }
     let nics: Arc<[Nic]> = nics.into();
     let mut activity = store.rack_io().driver.subscribe_activity();
-    let started = Instant::now();
+    let started_us = clock.now_us();
     let tasks: Vec<_> = reads
         .iter()
-        .map(|read| {
-            let store = store.clone();
+        .enumerate()
+        .map(|(index, read)| {
+            let (store, clock) = (store.clone(), clock.clone());
             let key = read.key.clone();
-            let arrival = started + Duration::from_micros(read.arrival_us);
+            let arrival_us = started_us + read.arrival_us;
             let (nics, nic) = (nics.clone(), read.nic);
             tokio::spawn(async move {
-                tokio::time::sleep_until(arrival).await;
+                let order = index as u64;
+                clock.sleep_until_us_ordered(arrival_us, order).await;
                 let nic = nic.map(|index| &nics[index]);
-                read_one(&store, &key, nic, arrival, started).await
+                let times = (clock.as_ref(), order, arrival_us, started_us);
+                read_one(&store, &key, nic, times).await
             })
         })
         .collect();
@@ -188,17 +196,17 @@ pub async fn replay(
     })
 }
 
-/// Reads `key` to its end through `nic`, timing it from `arrival`. The first byte is timed when
-/// the store delivers it (the simulator's first byte is its seek's end, before the network); the
-/// last when the NIC has sent it (read off the NIC's books, not the timer's late wake-up).
+/// Reads `key` to its end through `nic`, timing it on `clock` from `arrival_us` (`order` ranks
+/// its NIC waits). The first byte is timed when the store delivers it (the simulator's first
+/// byte is its seek's end, before the network); the last when the NIC has sent it (read off
+/// the NIC's books, not the timer's late wake-up).
 async fn read_one(
     store: &SqliteStore,
     key: &str,
     nic: Option<&Nic>,
-    arrival: Instant,
-    started: Instant,
+    (clock, order, arrival_us, started_us): (&dyn Clock, u64, u64, u64),
 ) -> ReadOutcome {
-    let since = |at: Instant, from: Instant| at.saturating_duration_since(from).as_micros() as u64;
+    let since = |at_us: u64, from_us: u64| at_us.saturating_sub(from_us);
     let mut outcome = ReadOutcome::default();
     let mut reader = match store.get(key, None).await {
         Ok(reader) => reader,
@@ -211,17 +219,17 @@ async fn read_one(
             return outcome;
         }
     };
-    outcome.submitted_us = Some(since(Instant::now(), arrival));
+    outcome.submitted_us = Some(since(clock.now_us(), arrival_us));
     let mut sent = None;
     loop {
         match reader.next_chunk().await {
             Ok(Some(chunk)) => {
                 outcome
                     .first_byte_us
-                    .get_or_insert_with(|| since(Instant::now(), arrival));
+                    .get_or_insert_with(|| since(clock.now_us(), arrival_us));
                 outcome.bytes += chunk.len() as u64;
                 if let Some(nic) = nic {
-                    sent = Some(nic.send(chunk.len()).await);
+                    sent = Some(nic.send(chunk.len(), clock, order).await);
                 }
             }
             Ok(None) => break,
@@ -231,13 +239,13 @@ async fn read_one(
             }
         }
     }
-    let done = sent.map_or_else(Instant::now, |sent| sent.max(Instant::now()));
+    let done_us = sent.map_or_else(|| clock.now_us(), |sent| sent.max(clock.now_us()));
     outcome
         .first_byte_us
-        .get_or_insert_with(|| since(done, arrival));
-    let completion_us = since(done, arrival);
+        .get_or_insert_with(|| since(done_us, arrival_us));
+    let completion_us = since(done_us, arrival_us);
     outcome.completion_us = Some(completion_us);
-    outcome.last_byte_at_us = Some(since(done, started));
+    outcome.last_byte_at_us = Some(since(done_us, started_us));
     let submitted_us = outcome.submitted_us.unwrap_or(0);
     outcome.service_us = reader
         .timing()
@@ -248,48 +256,81 @@ async fn read_one(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use spinwise_store::clock::Sleep;
+    use tokio::time::{Duration, Instant};
+
+    /// Tokio's clock as the replay's, so the tests run on its paused time.
+    #[derive(Debug)]
+    struct TokioClock {
+        origin: Instant,
+    }
+
+    impl Clock for TokioClock {
+        fn now_us(&self) -> u64 {
+            self.origin.elapsed().as_micros() as u64
+        }
+
+        fn unix_ms(&self) -> i64 {
+            0
+        }
+
+        fn sleep_until_us(&self, at_us: u64) -> Sleep<'_> {
+            Box::pin(tokio::time::sleep_until(
+                self.origin + Duration::from_micros(at_us),
+            ))
+        }
+    }
 
     const CHUNK_BYTES: usize = 32 << 10;
     const NIC_BYTES_PER_S: f64 = 1e6;
 
     /// Sends `bytes` through `nic` in chunks, as a replayed read does; returns when the NIC has
     /// sent the last one.
-    async fn send_all(nic: &Nic, bytes: usize) -> Instant {
-        let mut sent = Instant::now();
+    async fn send_all(nic: &Nic, clock: &TokioClock, bytes: usize) -> u64 {
+        let mut sent_us = clock.now_us();
         for start in (0..bytes).step_by(CHUNK_BYTES) {
-            sent = nic.send(CHUNK_BYTES.min(bytes - start)).await;
+            sent_us = nic.send(CHUNK_BYTES.min(bytes - start), clock, 0).await;
         }
-        sent
+        sent_us
     }
 
-    fn seconds_since(from: Instant, to: Instant) -> f64 {
-        to.duration_since(from).as_secs_f64()
+    fn seconds_since(from_us: u64, to_us: u64) -> f64 {
+        (to_us - from_us) as f64 / 1e6
+    }
+
+    fn clock() -> TokioClock {
+        TokioClock {
+            origin: Instant::now(),
+        }
     }
 
     #[tokio::test(start_paused = true)]
     async fn a_nic_sends_one_reads_bytes_at_its_rate() {
-        let nic = Nic::new(NIC_BYTES_PER_S);
-        let start = Instant::now();
-        let sent = send_all(&nic, 1_000_000).await;
+        let (nic, clock) = (Nic::new(NIC_BYTES_PER_S), clock());
+        let start = clock.now_us();
+        let sent = send_all(&nic, &clock, 1_000_000).await;
         let seconds = seconds_since(start, sent);
         assert!(
-            (seconds - 1.0).abs() < 1e-6,
+            (seconds - 1.0).abs() < 2e-6,
             "1 MB at 1 MB/s took {seconds} s"
         );
-        // The read waited for its bytes, give or take the NIC_AHEAD it may run ahead.
-        assert!(Instant::now() + NIC_AHEAD >= sent);
+        // The read waited for its bytes, give or take the NIC_AHEAD_US it may run ahead.
+        assert!(clock.now_us() + NIC_AHEAD_US >= sent);
     }
 
     #[tokio::test(start_paused = true)]
     async fn two_reads_sharing_a_nic_each_get_half_of_it() {
-        let nic = Nic::new(NIC_BYTES_PER_S);
-        let start = Instant::now();
-        let (first, second) = tokio::join!(send_all(&nic, 1_000_000), send_all(&nic, 1_000_000));
+        let (nic, clock) = (Nic::new(NIC_BYTES_PER_S), clock());
+        let start = clock.now_us();
+        let (first, second) = tokio::join!(
+            send_all(&nic, &clock, 1_000_000),
+            send_all(&nic, &clock, 1_000_000)
+        );
         for sent in [first, second] {
             let seconds = seconds_since(start, sent);
             // Interleaved, not one after the other: both end near 2 s, neither near 1 s.
             assert!(
-                (1.95..=2.0 + 1e-6).contains(&seconds),
+                (1.95..=2.0 + 2e-6).contains(&seconds),
                 "ended at {seconds} s"
             );
         }
@@ -297,14 +338,14 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn an_idle_nic_gives_no_credit_for_its_idle_time() {
-        let nic = Nic::new(NIC_BYTES_PER_S);
-        send_all(&nic, CHUNK_BYTES).await;
+        let (nic, clock) = (Nic::new(NIC_BYTES_PER_S), clock());
+        send_all(&nic, &clock, CHUNK_BYTES).await;
         tokio::time::sleep(Duration::from_secs(5)).await;
-        let start = Instant::now();
-        let sent = send_all(&nic, 1_000_000).await;
+        let start = clock.now_us();
+        let sent = send_all(&nic, &clock, 1_000_000).await;
         let seconds = seconds_since(start, sent);
         assert!(
-            (seconds - 1.0).abs() < 1e-6,
+            (seconds - 1.0).abs() < 2e-6,
             "after idling, 1 MB took {seconds} s"
         );
     }

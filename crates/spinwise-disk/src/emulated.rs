@@ -23,6 +23,7 @@ use std::sync::{Arc, Mutex};
 use crate::files::{DirectoryFiles, Hooks};
 use crate::gate::PowerGate;
 use crate::power_file::{PowerPhase, write_power_phase};
+use crate::timeline::{Timeline, WallTimeline};
 use crate::timing::{DiskTiming, LatencySampler, Throttle, check_time_factor, duration_from_s};
 use crate::{Disk, DiskError, DiskIndex, Overwrite, PowerState, Space};
 
@@ -45,6 +46,8 @@ pub struct EmulatedConfig {
     pub throttle_bytes_per_s: Option<f64>,
     /// Seeds the disk's latency stream (mixed with `index`).
     pub seed: u64,
+    /// The time line the latencies and the throttle wait on; `None`: the wall clock.
+    pub timeline: Option<Arc<dyn Timeline>>,
 }
 
 impl EmulatedConfig {
@@ -58,6 +61,7 @@ impl EmulatedConfig {
             time_factor: 0.0,
             throttle_bytes_per_s: None,
             seed: 0,
+            timeline: None,
         }
     }
 }
@@ -114,6 +118,7 @@ pub struct EmulatedDisk {
     time_factor: f64,
     sampler: LatencySampler,
     throttle: Option<Throttle>,
+    timeline: Arc<dyn Timeline>,
     faults: Arc<FaultState>,
     /// Serializes publications of the power state (a `mark_failed` may race a transition).
     publishing: Mutex<()>,
@@ -139,7 +144,13 @@ impl EmulatedDisk {
     pub fn open(config: EmulatedConfig) -> Result<EmulatedDisk, DiskError> {
         check_time_factor(config.time_factor)?;
         config.timing.check()?;
-        let throttle = config.throttle_bytes_per_s.map(Throttle::new).transpose()?;
+        let timeline = config
+            .timeline
+            .unwrap_or_else(|| Arc::new(WallTimeline::new()));
+        let throttle = config
+            .throttle_bytes_per_s
+            .map(|rate| Throttle::new(rate, config.index, timeline.clone()))
+            .transpose()?;
         let present = config.directory.is_dir();
         let failed = !present || config.directory.join(FAILED_MARKER).exists();
         let files = if present {
@@ -165,6 +176,7 @@ impl EmulatedDisk {
             timing: config.timing,
             time_factor: config.time_factor,
             throttle,
+            timeline,
             faults: Arc::new(FaultState::default()),
             publishing: Mutex::new(()),
             transitions: Mutex::new(()),
@@ -211,7 +223,9 @@ impl EmulatedDisk {
     fn sleep_scaled(&self, seconds: f64) {
         let duration = duration_from_s(seconds * self.time_factor);
         if !duration.is_zero() {
-            std::thread::sleep(duration);
+            let duration_us = u64::try_from(duration.as_micros()).unwrap_or(u64::MAX);
+            let at_us = self.timeline.now_us().saturating_add(duration_us);
+            self.timeline.sleep_until_us(at_us, u64::from(self.index));
         }
     }
 

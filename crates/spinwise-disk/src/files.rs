@@ -28,10 +28,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use std::time::Instant;
-
 use crate::ledger::SpaceLedger;
-use crate::timing::{Throttle, sleep_until};
+use crate::timing::Throttle;
 use crate::{DiskError, DiskIndex, Overwrite, Space, check_name};
 
 /// Temporary files start with this; the contract forbids names starting with '.'.
@@ -180,9 +178,11 @@ impl DirectoryFiles {
         // The end of the last chunk's bandwidth booking: the next chunk waits for it.
         let mut booked_until = None;
         while remaining > 0 {
-            sleep_until(booked_until);
+            if let Some(throttle) = hooks.throttle {
+                throttle.wait_until(booked_until);
+            }
             // A chunk continues the operation's timeline, so lateness does not accumulate.
-            let started = booked_until.unwrap_or_else(Instant::now);
+            let started_us = booked_until.or_else(|| hooks.throttle.map(Throttle::now_us));
             let want = buffer.len().min(remaining as usize);
             let got = match data.read(&mut buffer[..want]) {
                 Ok(0) => {
@@ -204,7 +204,8 @@ impl DirectoryFiles {
                 // A paced disk puts each chunk on the platter within its booking, so the final
                 // fsync has little left to do, instead of the host flushing everything at once.
                 file.sync_data().map_err(write_error)?;
-                booked_until = Some(throttle.reserve(got as u64, started));
+                let started_us = started_us.unwrap_or_else(|| throttle.now_us());
+                booked_until = Some(throttle.reserve(got as u64, started_us));
             }
             remaining -= got as u64;
         }
@@ -215,7 +216,9 @@ impl DirectoryFiles {
             ));
         }
         file.sync_all().map_err(write_error)?;
-        sleep_until(booked_until);
+        if let Some(throttle) = hooks.throttle {
+            throttle.wait_until(booked_until);
+        }
         Ok(())
     }
 
@@ -269,7 +272,7 @@ impl DirectoryFiles {
     ) -> Result<usize, DiskError> {
         check_name(name)?;
         let file = File::open(self.path(name)).map_err(|e| self.file_error(name, "opening", e))?;
-        let started = Instant::now();
+        let started_us = hooks.throttle.map(Throttle::now_us);
         let mut filled = 0;
         while filled < buffer.len() {
             match file.read_at(&mut buffer[filled..], offset + filled as u64) {
@@ -279,7 +282,9 @@ impl DirectoryFiles {
                 Err(e) => return Err(self.file_error(name, "reading", e)),
             }
         }
-        sleep_until(hooks.throttle.map(|t| t.reserve(filled as u64, started)));
+        if let (Some(throttle), Some(started_us)) = (hooks.throttle, started_us) {
+            throttle.wait_until(Some(throttle.reserve(filled as u64, started_us)));
+        }
         Ok(filled)
     }
 

@@ -55,6 +55,7 @@ mod gate;
 mod ledger;
 pub mod model;
 pub mod power_file;
+pub mod timeline;
 pub mod timing;
 
 #[cfg(target_os = "linux")]
@@ -66,6 +67,7 @@ pub use faulty::{
 pub use file_table::{CrashMode, CrashReport, SECTOR_BYTES, UnsyncedFate, WriteSync};
 pub use model::{ModelDisk, VirtualClock};
 pub use power_file::{PowerFileError, PowerPhase, read_power_state};
+pub use timeline::{Timeline, WallTimeline};
 pub use timing::DiskTiming;
 
 /// What a disk is doing; only `Active` accepts IO.

@@ -7,8 +7,8 @@
 //! disk in the simulator draw latencies with one definition. The same seed and disk index give
 //! the same sample sequence.
 
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -16,6 +16,7 @@ use spinwise_model::rack::DiskModel;
 use spinwise_model::{DiskIndex, Distribution};
 
 use crate::DiskError;
+use crate::timeline::Timeline;
 
 /// The timing of one disk, taken from the rack's [`DiskModel`].
 #[derive(Clone, Debug, PartialEq)]
@@ -124,56 +125,72 @@ pub(crate) fn duration_from_s(seconds: f64) -> Duration {
     Duration::try_from_secs_f64(seconds.max(0.0)).unwrap_or(Duration::MAX)
 }
 
-/// How far back a throttle booking may start (see [`Throttle::reserve`]).
-const THROTTLE_SLACK: Duration = Duration::from_millis(10);
+/// How far back a throttle booking may start, µs (see [`Throttle::reserve`]).
+const THROTTLE_SLACK_US: u64 = 10_000;
 
 /// Paces one disk's reads and writes together to `bytes_per_s`: each chunk reserves its
 /// transfer time on a shared timeline, starting no earlier than the chunk's IO began, and the
 /// operation waits for its reservations to end before moving on. So the host's own IO time
 /// overlaps the paced time instead of adding to it, concurrent operations share the rate (as
-/// the platters do), and an idle disk earns no credit.
+/// the platters do), and an idle disk earns no credit. Bookings and waits are on the disk's
+/// [`Timeline`]: the wall clock, or a virtual time line whose waits end when the run's time
+/// reaches them.
 #[derive(Debug)]
 pub(crate) struct Throttle {
     bytes_per_s: f64,
-    next_free: Mutex<Instant>,
+    /// The disk's index: orders its waits among others ending at the same instant.
+    disk: DiskIndex,
+    timeline: Arc<dyn Timeline>,
+    next_free_us: Mutex<u64>,
 }
 
 impl Throttle {
-    pub(crate) fn new(bytes_per_s: f64) -> Result<Throttle, DiskError> {
+    pub(crate) fn new(
+        bytes_per_s: f64,
+        disk: DiskIndex,
+        timeline: Arc<dyn Timeline>,
+    ) -> Result<Throttle, DiskError> {
         if !(bytes_per_s.is_finite() && bytes_per_s > 0.0) {
             return Err(DiskError::BadConfig {
                 reason: format!("throttle must be a finite rate > 0 bytes/s, got {bytes_per_s}"),
             });
         }
+        let next_free_us = Mutex::new(timeline.now_us());
         Ok(Throttle {
             bytes_per_s,
-            next_free: Mutex::new(Instant::now()),
+            disk,
+            timeline,
+            next_free_us,
         })
     }
 
-    /// Books `bytes` whose IO began at `started` (or, for a chunk continuing an operation, when
-    /// the previous chunk's booking ended); returns when the booking ends. A booking continues
-    /// the previous one when that ended at most [`THROTTLE_SLACK`] before `started`, so a sleep
-    /// that woke late on a busy host does not lower a stream's rate; a disk idle for longer
-    /// starts its booking at `started` and earns no credit. (It once earned the slack: every
-    /// read's first IO was up to 10 ms early, which in a time-scaled cross-validation run made
-    /// the store's small reads 15% faster than the disks they stand for.)
-    pub(crate) fn reserve(&self, bytes: u64, started: Instant) -> Instant {
-        let transfer = duration_from_s(bytes as f64 / self.bytes_per_s);
-        let mut next_free = self.next_free.lock().expect("throttle lock poisoned");
-        let streaming = *next_free + THROTTLE_SLACK >= started;
-        let start = if streaming { *next_free } else { started };
-        *next_free = start + transfer;
-        *next_free
+    /// Now on the throttle's time line, µs: when an IO begins.
+    pub(crate) fn now_us(&self) -> u64 {
+        self.timeline.now_us()
     }
-}
 
-/// Sleeps until `deadline` (if any, and if still ahead).
-pub(crate) fn sleep_until(deadline: Option<Instant>) {
-    if let Some(deadline) = deadline {
-        let now = Instant::now();
-        if deadline > now {
-            std::thread::sleep(deadline - now);
+    /// Books `bytes` whose IO began at `started_us` (or, for a chunk continuing an operation,
+    /// when the previous chunk's booking ended); returns when the booking ends, µs. A booking
+    /// continues the previous one when that ended at most [`THROTTLE_SLACK_US`] before
+    /// `started_us`, so a sleep that woke late on a busy host does not lower a stream's rate; a
+    /// disk idle for longer starts its booking at `started_us` and earns no credit. (It once
+    /// earned the slack: every read's first IO was up to 10 ms early, which in a time-scaled
+    /// cross-validation run made the store's small reads 15% faster than the disks they stand
+    /// for.)
+    pub(crate) fn reserve(&self, bytes: u64, started_us: u64) -> u64 {
+        let transfer_us = (bytes as f64 / self.bytes_per_s * 1e6).round() as u64;
+        let mut next_free_us = self.next_free_us.lock().expect("throttle lock poisoned");
+        let streaming = next_free_us.saturating_add(THROTTLE_SLACK_US) >= started_us;
+        let start_us = if streaming { *next_free_us } else { started_us };
+        *next_free_us = start_us.saturating_add(transfer_us);
+        *next_free_us
+    }
+
+    /// Waits until `deadline_us` (if any) on the throttle's time line.
+    pub(crate) fn wait_until(&self, deadline_us: Option<u64>) {
+        if let Some(deadline_us) = deadline_us {
+            self.timeline
+                .sleep_until_us(deadline_us, u64::from(self.disk));
         }
     }
 }
@@ -181,6 +198,7 @@ pub(crate) fn sleep_until(deadline: Option<Instant>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::timeline::WallTimeline;
 
     #[test]
     fn samples_match_the_simulators_ranges_and_seeds() {
@@ -208,7 +226,8 @@ mod tests {
         assert!(check_time_factor(-0.1).is_err());
         assert!(check_time_factor(f64::NAN).is_err());
         assert!(check_time_factor(0.0).is_ok());
-        assert!(Throttle::new(0.0).is_err());
-        assert!(Throttle::new(f64::INFINITY).is_err());
+        let wall = || -> Arc<dyn Timeline> { Arc::new(WallTimeline::new()) };
+        assert!(Throttle::new(0.0, 0, wall()).is_err());
+        assert!(Throttle::new(f64::INFINITY, 0, wall()).is_err());
     }
 }

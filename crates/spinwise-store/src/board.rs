@@ -25,10 +25,11 @@
 //!   stripe taken, a stop) notifies all waiters.
 
 use bytes::Bytes;
+use spinwise_disk::{Timeline, WallTimeline};
 use spinwise_ec::FragmentFault;
 use std::collections::VecDeque;
-use std::sync::{Condvar, Mutex, MutexGuard};
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::Duration;
 
 /// A column's fragment of one stripe, crc-checked (without its crc), or why not.
 pub(crate) type Fragment = Result<Bytes, FragmentFault>;
@@ -53,8 +54,9 @@ struct ThreadState {
     alive: bool,
     /// It has claimed a run: a primary that has not is never late (threads start unevenly).
     started: bool,
-    /// Since when a primary has been `lag` stripes or more behind the leading primary.
-    behind_since: Option<Instant>,
+    /// Since when (µs on the board's time line) a primary has been `lag` stripes or more
+    /// behind the leading primary.
+    behind_since: Option<u64>,
 }
 
 struct State {
@@ -69,11 +71,14 @@ struct State {
 
 pub(crate) struct Board {
     state: Mutex<State>,
-    changed: Condvar,
+    /// Shared with the wakes a virtual time line runs when a standby's grace ends.
+    changed: Arc<Condvar>,
     k: usize,
     window: u64,
     lag: u64,
-    grace: Duration,
+    grace_us: u64,
+    /// The time the grace is measured on: the wall clock, or the run's virtual time.
+    timeline: Arc<dyn Timeline>,
 }
 
 impl Board {
@@ -111,12 +116,19 @@ impl Board {
                 threads,
                 stopped: false,
             }),
-            changed: Condvar::new(),
+            changed: Arc::new(Condvar::new()),
             k,
             window,
             lag,
-            grace,
+            grace_us: u64::try_from(grace.as_micros()).unwrap_or(u64::MAX),
+            timeline: Arc::new(WallTimeline::new()),
         }
+    }
+
+    /// The board with its grace measured, and waited out, on `timeline`.
+    pub(crate) fn on_timeline(mut self, timeline: Arc<dyn Timeline>) -> Board {
+        self.timeline = timeline;
+        self
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -152,7 +164,7 @@ impl Board {
             if position >= state.end {
                 return None;
             }
-            let now = Instant::now();
+            let now = self.timeline.now_us();
             let recheck = self.note_behind(&mut state, now);
             if position < limit && self.may_claim(&state, thread, position, now) {
                 let mut count = 0;
@@ -173,28 +185,45 @@ impl Board {
             }
             state = match recheck {
                 // A primary is behind but not late yet: look again when its grace ends.
-                Some(after) if !state.threads[thread].reader.primary => self.wait_for(state, after),
+                Some(after_us) if !state.threads[thread].reader.primary => {
+                    self.wait_for(state, (thread, now, after_us))
+                }
                 _ => self.wait(state),
             };
         }
     }
 
+    /// Waits for a change, or `after_us` from `now_us`: on the wall clock with the condvar's
+    /// own timeout; on another time line, by a wake it runs at that time (which may come after
+    /// the thread went on: a spurious wake, which every waiter here tolerates).
     fn wait_for<'a>(
         &self,
         state: MutexGuard<'a, State>,
-        timeout: Duration,
+        (thread, now_us, after_us): (usize, u64, u64),
     ) -> MutexGuard<'a, State> {
-        self.changed
-            .wait_timeout(state, timeout)
-            .map(|(state, _)| state)
-            .unwrap_or_else(|poisoned| poisoned.into_inner().0)
+        let changed = self.changed.clone();
+        let at_us = now_us.saturating_add(after_us);
+        // Ranked after the disks' waits (their order is a disk index) at the same instant.
+        let order = (1 << 32) | thread as u64;
+        if self.timeline.is_wall()
+            || !self
+                .timeline
+                .schedule_wake(at_us, order, Box::new(move || changed.notify_all()))
+        {
+            return self
+                .changed
+                .wait_timeout(state, Duration::from_micros(after_us))
+                .map(|(state, _)| state)
+                .unwrap_or_else(|poisoned| poisoned.into_inner().0);
+        }
+        self.wait(state)
     }
 
     /// Marks when each started primary fell `lag` stripes behind the leader (clears it when it
     /// caught up); returns the shortest time until a primary behind becomes late, if any.
-    fn note_behind(&self, state: &mut State, now: Instant) -> Option<Duration> {
+    fn note_behind(&self, state: &mut State, now: u64) -> Option<u64> {
         let leader = primary_leader(state);
-        let mut soonest: Option<Duration> = None;
+        let mut soonest: Option<u64> = None;
         for thread in state.threads.iter_mut() {
             let behind = thread.alive
                 && thread.reader.primary
@@ -205,8 +234,8 @@ impl Board {
                 continue;
             }
             let since = *thread.behind_since.get_or_insert(now);
-            let left = self.grace.saturating_sub(now.duration_since(since));
-            if !left.is_zero() {
+            let left = self.grace_us.saturating_sub(now.saturating_sub(since));
+            if left > 0 {
                 soonest = Some(soonest.map_or(left, |s| s.min(left)));
             }
         }
@@ -215,7 +244,7 @@ impl Board {
 
     /// Whether `thread` may claim `stripe` now: it is not full, and the thread is a primary or
     /// the primaries that can still reach it in time cannot fill it.
-    fn may_claim(&self, state: &State, thread: usize, stripe: u64, now: Instant) -> bool {
+    fn may_claim(&self, state: &State, thread: usize, stripe: u64, now: u64) -> bool {
         let claimed = state.slot(stripe).claimed;
         if claimed >= self.k {
             return false;
@@ -228,7 +257,7 @@ impl Board {
         let late = |other: &ThreadState| {
             other
                 .behind_since
-                .is_some_and(|since| now.duration_since(since) >= self.grace)
+                .is_some_and(|since| now.saturating_sub(since) >= self.grace_us)
         };
         let coming = state
             .threads
@@ -349,6 +378,7 @@ impl Drop for Seat<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Instant;
 
     fn readers(primaries: &[usize], standbys: &[usize]) -> Vec<Reader> {
         let primary = primaries.iter().map(|&column| Reader {

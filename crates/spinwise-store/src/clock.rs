@@ -39,6 +39,21 @@ pub trait Clock: Send + Sync + std::fmt::Debug {
     /// Resolves once `now_us()` has reached `at_us` (at once if it already has).
     fn sleep_until_us(&self, at_us: u64) -> Sleep<'_>;
 
+    /// [`Clock::sleep_until_us`], ranked by `order` among waits ending at the same instant on a
+    /// clock that runs them one at a time (a virtual one, where it then also waits when
+    /// `at_us` is now); the wall clock ignores `order`.
+    fn sleep_until_us_ordered(&self, at_us: u64, order: u64) -> Sleep<'_> {
+        let _ = order;
+        self.sleep_until_us(at_us)
+    }
+
+    /// The time line blocking threads wait on when this clock is not the host's (a virtual
+    /// one): the read path measures and waits out its standbys' grace on it. `None`: the wall
+    /// clock's, which the blocking threads' own timed waits follow.
+    fn timeline(&self) -> Option<std::sync::Arc<dyn spinwise_disk::Timeline>> {
+        None
+    }
+
     /// Resolves once `duration` has passed on this clock.
     fn sleep(&self, duration: Duration) -> Sleep<'_> {
         let duration_us = u64::try_from(duration.as_micros()).unwrap_or(u64::MAX);

@@ -93,7 +93,10 @@ fn disk_capacity_bytes(rack: &Rack) -> u64 {
     (rack.disk_model.capacity_tb.mean() * 1e12) as u64
 }
 
-fn emulated_config(
+/// How the store builds emulated disk `index` of `data_dir` under `config`: its directory,
+/// capacity, timing, time factor, throttle and latency seed (a caller giving its own disks,
+/// as the cross-validation's virtual-time run does, builds them the same way).
+pub fn emulated_config(
     data_dir: &Path,
     rack: &Rack,
     config: &StoreConfig,

@@ -44,7 +44,7 @@
 
 use crate::board::{Board, Fragment, Reader, Seat};
 use crate::buffers::BufferPool;
-use crate::clock::{Clock, SystemClock};
+use crate::clock::Clock;
 use crate::columns::{DiskReads, MIN_SPREAD_STRIPES, ReadClaim};
 use crate::config::ReadColumns;
 use crate::driver::{Done, GroupDisks, Job, JobHandle, Purpose};
@@ -113,7 +113,10 @@ struct ReadOutcome {
 pub struct MigratedReader {
     chunks: mpsc::Receiver<Piece>,
     job: Option<JobHandle<ReadOutcome>>,
-    clock: SystemClock,
+    /// The store's clock, and when on it the read was submitted.
+    clock: Arc<dyn Clock>,
+    submitted_us: u64,
+    /// Submission → the first chunk, µs.
     first_byte_us: Option<u64>,
     timing: Option<ReadTiming>,
     repairs: RepairReport,
@@ -125,8 +128,8 @@ impl MigratedReader {
     pub async fn next_chunk(&mut self) -> StoreResult<Option<Bytes>> {
         match self.chunks.recv().await {
             Some(Ok(chunk)) => {
-                self.first_byte_us
-                    .get_or_insert_with(|| self.clock.now_us());
+                let since_us = self.clock.now_us().saturating_sub(self.submitted_us);
+                self.first_byte_us.get_or_insert(since_us);
                 Ok(Some(chunk))
             }
             Some(Err(error)) => Err(error),
@@ -146,7 +149,9 @@ impl MigratedReader {
             .wait()
             .await
             .map_err(|lost| StoreError::Driver(lost.to_string()))?;
-        let started_to_first_byte = self.first_byte_us.unwrap_or(self.clock.now_us());
+        let started_to_first_byte = self
+            .first_byte_us
+            .unwrap_or_else(|| self.clock.now_us().saturating_sub(self.submitted_us));
         self.timing = Some(ReadTiming {
             queued_us: timing.queued_us,
             spin_up_wait_us: timing.spin_up_wait_us,
@@ -227,6 +232,10 @@ fn decode_range(
     context: &ReadContext,
     sender: mpsc::Sender<Piece>,
 ) -> ReadOutcome {
+    if let Some(timeline) = &context.timeline {
+        // Reads served at one instant choose their columns one after another, in blob order.
+        timeline.sleep_until_us(timeline.now_us(), (2 << 32) | context.blob.id);
+    }
     let columns = column_disks(group, context);
     let mut taken = Vec::new();
     let report = match stream_range(context, group, &columns, &sender, &mut taken) {
@@ -434,6 +443,10 @@ fn stream_on_board(
         &readers,
         board_spacing(code, batch),
     );
+    let board = match &context.timeline {
+        Some(timeline) => board.on_timeline(timeline.clone()),
+        None => board,
+    };
     let buffers = BufferPool::new(readers.len() + READ_QUEUE_CHUNKS + 1);
     std::thread::scope(|scope| {
         for (thread, reader) in readers.iter().enumerate() {
@@ -865,6 +878,11 @@ struct ReadContext {
     /// that decide it.
     read_columns: ReadColumns,
     reads: Arc<DiskReads>,
+    /// The store clock's time line for blocking threads, when it has its own (a virtual one):
+    /// the standbys' grace is measured on it, and jobs starting at one instant start in blob
+    /// order on it (`decode_range`), so a virtual run does not depend on which thread the host
+    /// ran first.
+    timeline: Option<Arc<dyn spinwise_disk::Timeline>>,
 }
 
 impl<C: Catalog> Store<C> {
@@ -894,10 +912,12 @@ impl<C: Catalog> Store<C> {
             batch_stripes: column_batch_stripes(&rack.code, self.config().read_batch_bytes),
             read_columns: self.config().read_columns,
             reads: rack.disk_reads.clone(),
+            timeline: self.clock().timeline(),
             blob,
         };
         let (sender, chunks) = mpsc::channel(READ_QUEUE_CHUNKS);
-        let clock = SystemClock::new();
+        let clock = self.clock().clone();
+        let submitted_us = clock.now_us();
         let job = Job::new(
             context.blob.group,
             range.end - range.start,
@@ -917,6 +937,7 @@ impl<C: Catalog> Store<C> {
             chunks,
             job: Some(job),
             clock,
+            submitted_us,
             first_byte_us: None,
             timing: None,
             repairs: RepairReport::default(),

@@ -33,30 +33,43 @@
 //! and min–max, and `requests-b{b}.csv` keeps every read of the base seed and of the store's
 //! first run.
 //!
-//! Invariants: the trace is a pure function of (seed, b), and both systems replay that very
-//! trace; the simulator's rows are deterministic, the store's are wall-clock measurements (they
-//! vary from run to run and with the host's load, which is the point of measuring them).
+//! Each store run is made twice: on the wall clock (`store`), and on discrete-event virtual time
+//! (`store-virtual`, [`crate::virtual_time`]): the same preloaded store, driver, read path and
+//! emulated disks, but every latency, throttle, NIC and clock wait is on a virtual clock that
+//! moves only when the whole process is idle, so the host's own time (thread wake-ups, catalog
+//! lookups, the 1/f that scales them) counts for nothing, and the run takes far less wall time.
+//!
+//! Invariants: the trace is a pure function of (seed, b), and every system replays that very
+//! trace; the simulator's rows are deterministic, the `store` rows are wall-clock measurements
+//! (they vary from run to run and with the host's load, which is the point of measuring them),
+//! the `store-virtual` rows are the same for the same seed (tested by two runs).
 //! Store data lives in a temporary directory removed after each run.
 
 use super::summary::{rate, relative};
-use super::{Context, Figure, Outcome, Rows};
+use super::{Context, Figure, Outcome, Rows, StoreClock};
 use crate::error::{CliError, CliResult};
 use crate::replay::{Nic, ReplayRead, ReplayReport, replay};
 use crate::requests_csv::RequestRow;
 use crate::source::PRESETS;
 use crate::store::store_error;
+use crate::virtual_time::VirtualTime;
 use indicatif::{ProgressBar, ProgressStyle};
 use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
+use spinwise_catalog::SqliteCatalog;
+use spinwise_disk::{Disk, EmulatedDisk};
 use spinwise_model::{Layout, Rack, parse_rack};
 use spinwise_report::{LineChart, LinePoint, Series, SeriesStyle, YScale};
 use spinwise_sim::workload::{burst_times_us, group_of_key};
 use spinwise_sim::{
     Arrivals, Operation, PolicyKind, ReadTier, SimConfig, Summary, TraceRecord, simulate_recording,
 };
+use spinwise_store::clock::{Clock, SystemClock};
+use spinwise_store::rack::emulated_config;
 use spinwise_store::read::COLUMN_BATCH_BYTES;
-use spinwise_store::{RackSource, SqliteStore, Store, StoreConfig};
+use spinwise_store::store::CATALOG_FILE;
+use spinwise_store::{Environment, RackSource, SqliteStore, Store, StoreConfig};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -114,11 +127,36 @@ impl Scale {
     }
 }
 
+/// The store's run on the wall clock (scaled real time).
+pub const STORE: &str = "store";
+/// The store's run on discrete-event virtual time ([`crate::virtual_time`]).
+pub const STORE_VIRTUAL: &str = "store-virtual";
+/// The store's two runs of each burst, in the order they run and are reported.
+const STORE_SYSTEMS: [&str; 2] = [STORE, STORE_VIRTUAL];
+
+/// The clock a store run is on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum StoreTime {
+    /// The wall clock: emulated disks sleep, the host's overheads count.
+    Real,
+    /// Virtual time: the same store, its waits on [`VirtualTime`], the host's speed uncounted.
+    Virtual,
+}
+
+impl StoreTime {
+    fn system(self) -> &'static str {
+        match self {
+            StoreTime::Real => STORE,
+            StoreTime::Virtual => STORE_VIRTUAL,
+        }
+    }
+}
+
 /// One system's replay of one burst; every time in the rack's seconds and every byte count in
 /// the rack's bytes (store runs already converted).
 #[derive(Clone, Debug, Serialize)]
 pub struct Row {
-    /// `simulator` or `store`.
+    /// `simulator`, `store` (real time) or `store-virtual` (virtual time).
     pub system: &'static str,
     pub burst_requests: u64,
     pub seed: u64,
@@ -199,7 +237,13 @@ pub fn fig4(context: &Context) -> CliResult<Outcome> {
         network_gbps: context.network_gbps.unwrap_or(Some(DEFAULT_NETWORK_GBPS)),
     };
     let store_runs = u64::from(context.store_runs);
-    let progress = ProgressBar::new(bursts.len() as u64 * (1 + store_runs));
+    let times: &[StoreTime] = match context.store_clock {
+        StoreClock::Both => &[StoreTime::Real, StoreTime::Virtual],
+        StoreClock::Real => &[StoreTime::Real],
+        StoreClock::Virtual => &[StoreTime::Virtual],
+    };
+    let store_replays = times.len() as u64 * store_runs;
+    let progress = ProgressBar::new(bursts.len() as u64 * (1 + store_replays));
     progress.set_style(
         ProgressStyle::with_template(
             "{spinner} {msg} {pos}/{len} runs [{bar:40}] {elapsed_precise}",
@@ -224,19 +268,27 @@ pub fn fig4(context: &Context) -> CliResult<Outcome> {
             reads.extend(seed_reads);
         }
         progress.inc(1);
-        for run in 0..store_runs {
-            progress.set_message(format!(
-                "pelican-fig4: store, b = {requests}, run {} of {store_runs} (real time)",
-                run + 1
-            ));
-            let rack = (rack_toml.as_str(), &rack);
-            let seed = context.base_seed.wrapping_add(run);
-            let (row, stored_reads) = stored_row(rack, &layout, &trace, (seed, run), scale)?;
-            rows.push(row);
-            if run == 0 {
-                reads.extend(stored_reads);
+        for &time in times {
+            for run in 0..store_runs {
+                progress.set_message(format!(
+                    "pelican-fig4: store, b = {requests}, run {} of {store_runs} ({})",
+                    run + 1,
+                    match time {
+                        StoreTime::Real => "real time",
+                        StoreTime::Virtual => "virtual time",
+                    }
+                ));
+                let rack = (rack_toml.as_str(), &rack);
+                let seed = context.base_seed.wrapping_add(run);
+                let (row, stored_reads) =
+                    stored_row(rack, &layout, &trace, (seed, run), (scale, time))?;
+                rows.push(row);
+                if run == 0 {
+                    // The first run of each clock.
+                    reads.extend(stored_reads);
+                }
+                progress.inc(1);
             }
-            progress.inc(1);
         }
         requests_by_burst.push((requests, reads));
     }
@@ -336,7 +388,7 @@ fn stored_row(
     layout: &Layout,
     trace: &[TraceRecord],
     (seed, latency_seed): (u64, u64),
-    scale: Scale,
+    (scale, time): (Scale, StoreTime),
 ) -> CliResult<(Row, Vec<RequestRow>)> {
     let directory = tempfile::tempdir().map_err(crate::error::io_error(&std::env::temp_dir()))?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -349,11 +401,16 @@ fn stored_row(
         layout,
         trace,
         latency_seed,
-        scale,
+        (scale, time),
     ))?;
     let mut row = store_row(&report, trace.len() as u64, seed, scale);
+    row.system = time.system();
     row.stagger_switches_min_queue = layout.scheduler.stagger_switches_min_queue;
-    Ok((row, store_requests(&report, trace, layout, scale)))
+    let mut requests = store_requests(&report, trace, layout, scale);
+    for request in &mut requests {
+        request.system = time.system();
+    }
+    Ok((row, requests))
 }
 
 /// The store's completed reads as per-request rows in the rack's units, beside the simulator's:
@@ -401,7 +458,7 @@ async fn store_replay(
     layout: &Layout,
     trace: &[TraceRecord],
     latency_seed: u64,
-    scale: Scale,
+    (scale, time): (Scale, StoreTime),
 ) -> CliResult<ReplayReport> {
     let scaled_bytes = (BLOB_BYTES as f64 * scale.bytes_factor()).round() as usize;
     let mut config = StoreConfig::new(
@@ -428,7 +485,57 @@ async fn store_replay(
     config.read_batch_bytes = (batch_bytes as u64).max(1);
     spinwise_store::config::write(data, &config).map_err(store_error)?;
     // Reopened, so the replay starts as the simulator does: every group resting, queues empty.
-    let store: Arc<SqliteStore> = Arc::new(Store::open_sqlite(data).await.map_err(store_error)?);
+    let virtual_time = match time {
+        StoreTime::Real => None,
+        StoreTime::Virtual => Some(VirtualTime::start().map_err(crate::error::io_error(data))?),
+    };
+    let result = replay_reopened(data, rack, layout, trace, scale, virtual_time.clone()).await;
+    if let Some(virtual_time) = virtual_time {
+        virtual_time.stop();
+    }
+    result
+}
+
+/// Reopens the preloaded store in `data` — on the wall clock, or on `virtual_time` with its
+/// emulated disks waiting on it too — and replays `trace`.
+async fn replay_reopened(
+    data: &Path,
+    rack: &Rack,
+    layout: &Layout,
+    trace: &[TraceRecord],
+    scale: Scale,
+    virtual_time: Option<VirtualTime>,
+) -> CliResult<ReplayReport> {
+    let (store, clock): (SqliteStore, Arc<dyn Clock>) = match virtual_time {
+        None => (
+            Store::open_sqlite(data).await.map_err(store_error)?,
+            Arc::new(SystemClock::new()),
+        ),
+        Some(virtual_time) => {
+            let config = spinwise_store::config::read(data).map_err(store_error)?;
+            let disks = (0..rack.disk_count())
+                .map(|index| {
+                    let mut disk = emulated_config(data, rack, &config, index);
+                    disk.timeline = Some(virtual_time.timeline());
+                    EmulatedDisk::open(disk).map(|disk| Arc::new(disk) as Arc<dyn Disk>)
+                })
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|error| store_error(error.into()))?;
+            let catalog = SqliteCatalog::open_existing(&data.join(CATALOG_FILE))
+                .await
+                .map_err(|error| store_error(error.into()))?;
+            let clock: Arc<dyn Clock> = Arc::new(virtual_time);
+            let environment = Environment::Given {
+                disks,
+                clock: clock.clone(),
+            };
+            let store = Store::open_in(data, catalog, environment)
+                .await
+                .map_err(store_error)?;
+            (store, clock)
+        }
+    };
+    let store = Arc::new(store);
     let (nics, nic_of_group) = store_nics(rack, layout, scale)?;
     let groups = layout.groups.len() as u32;
     let reads: Vec<ReplayRead> = trace
@@ -441,7 +548,7 @@ async fn store_replay(
                 .map(|nics| nics[group_of_key(&record.key, groups) as usize]),
         })
         .collect();
-    let report = replay(store.clone(), &reads, nics)
+    let report = replay(store.clone(), &reads, nics, clock)
         .await
         .map_err(|error| CliError::Usage(error.to_string()))?;
     if let Ok(store) = Arc::try_unwrap(store) {
@@ -629,7 +736,11 @@ fn figures(rows: &[Row]) -> Vec<Figure> {
         x_label: "requests in the 60 s burst (b)".into(),
         y_label: y_label.into(),
         y_scale,
-        series: vec![series(rows, "simulator", y), series(rows, "store", y)],
+        series: ["simulator", STORE, STORE_VIRTUAL]
+            .into_iter()
+            .filter(|system| rows.iter().any(|r| r.system == *system))
+            .map(|system| series(rows, system, y))
+            .collect(),
     };
     vec![
         Figure {
@@ -695,13 +806,18 @@ impl Inside {
     }
 }
 
-/// One summary cell: the simulator's median [min–max] / the store's run, or its median
-/// [min–max] over several, with the store's difference from the simulator's median; † when the
-/// store's median lies outside the simulator's range.
-fn cell(rows: &[Row], requests: u64, y: fn(&Row) -> f64, inside: &mut Inside) -> String {
+/// One summary cell: the simulator's median [min–max] / the store's (`system`'s) run, or its
+/// median [min–max] over several, with the store's difference from the simulator's median; †
+/// when the store's median lies outside the simulator's range.
+fn cell(
+    rows: &[Row],
+    (requests, system): (u64, &str),
+    y: fn(&Row) -> f64,
+    inside: &mut Inside,
+) -> String {
     let (Some(sim), Some(store)) = (
         Spread::of(rows, "simulator", requests, y),
-        Spread::of(rows, "store", requests, y),
+        Spread::of(rows, system, requests, y),
     ) else {
         return "—".to_string();
     };
@@ -709,7 +825,7 @@ fn cell(rows: &[Row], requests: u64, y: fn(&Row) -> f64, inside: &mut Inside) ->
     Inside::count(&mut inside.medians, median_inside);
     for run in rows
         .iter()
-        .filter(|r| r.system == "store" && r.burst_requests == requests)
+        .filter(|r| r.system == system && r.burst_requests == requests)
     {
         Inside::count(&mut inside.runs, sim.contains(y(run)));
     }
@@ -736,8 +852,8 @@ fn summary(rows: &[Row], bursts: &[u64], scale: Scale) -> String {
          over 60 s, replayed by the simulator and by the store (the real-clock driver over \
          emulated disks), the store in scaled time (latencies × {}, disk and NIC bandwidth × \
          {BANDWIDTH_SCALE}, blobs and u × {}) and converted back to the rack's seconds and bytes. \
-         Every number below is computed from `results.csv`; the store's are wall-clock \
-         measurements on this host. Paper (Pelican §4.4, Fig. 4): \"the simulator accurately \
+         Every number below is computed from `results.csv`; the `store` rows are wall-clock \
+         measurements on this host, the `store-virtual` rows the same store on virtual time. Paper (Pelican §4.4, Fig. 4): \"the simulator accurately \
          captures the performance of the real hardware for all the considered metrics\".\n\n",
         rows.first()
             .and_then(|row| row.stagger_switches_min_queue)
@@ -754,7 +870,12 @@ fn summary(rows: &[Row], bursts: &[u64], scale: Scale) -> String {
         rate(scale.time_factor),
         rate(scale.bytes_factor())
     );
-    let store_runs = runs_per_burst(rows, "store");
+    // Both clocks make as many runs; one may be left out (`--store-clock`).
+    let store_runs = STORE_SYSTEMS
+        .iter()
+        .map(|system| runs_per_burst(rows, system))
+        .max()
+        .unwrap_or(0);
     text.push_str(&if store_runs == 1 {
         format!(
             "Each cell: the simulator's median over {SIMULATOR_SEEDS} seeds [its min–max] / the \
@@ -772,6 +893,51 @@ fn summary(rows: &[Row], bursts: &[u64], scale: Scale) -> String {
         )
     });
     text.push_str(
+        "The store runs on the wall clock (`store`, its emulated disks sleeping their scaled \
+         latencies), and on discrete-event virtual time (`store-virtual`: the same store, \
+         driver, read path and disks, every wait on a virtual clock that moves only when nothing \
+         in the process can run, so the host's speed does not count and the run is the same \
+         every time); `--store-clock` picks one.\n\n",
+    );
+    for system in STORE_SYSTEMS
+        .into_iter()
+        .filter(|system| rows.iter().any(|r| r.system == *system))
+    {
+        let (table, medians_inside) = store_table(rows, bursts, system);
+        text.push_str(&format!("**{system}**\n\n{table}\n"));
+        let (inside, means) = medians_inside.medians;
+        let (who, whose_median) = match system {
+            STORE => ("The store", "The store's median"),
+            _ => (
+                "The store on virtual time",
+                "The median of the store on virtual time",
+            ),
+        };
+        if store_runs == 1 {
+            text.push_str(&format!(
+                "{who} falls inside the simulator's range on {inside} of {means} means.\n\n"
+            ));
+        } else {
+            let (runs_inside, runs) = medians_inside.runs;
+            text.push_str(&format!(
+                "{whose_median} falls inside the simulator's range on {inside} of {means} \
+                 means, and its single runs on {runs_inside} of {runs}.\n\n"
+            ));
+        }
+    }
+    let both = STORE_SYSTEMS
+        .iter()
+        .all(|system| rows.iter().any(|r| r.system == *system));
+    if both {
+        text.push_str(&virtual_against_real(rows, bursts));
+    }
+    text
+}
+
+/// The summary's table of one store system against the simulator, and its count of values
+/// inside the simulator's range.
+fn store_table(rows: &[Row], bursts: &[u64], system: &str) -> (String, Inside) {
+    let mut text = String::from(
         "| b | throughput (Gbps) | completion mean (s) | ttfb mean (s) | service mean (s) | spin-ups | store rejected, errors |\n\
          |---|---|---|---|---|---|---|\n",
     );
@@ -779,17 +945,18 @@ fn summary(rows: &[Row], bursts: &[u64], scale: Scale) -> String {
     for &requests in bursts {
         let stored: Vec<&Row> = rows
             .iter()
-            .filter(|r| r.system == "store" && r.burst_requests == requests)
+            .filter(|r| r.system == system && r.burst_requests == requests)
             .collect();
         if stored.is_empty() {
             continue;
         }
-        let throughput = cell(rows, requests, |r| r.throughput_gbps, &mut inside);
-        let completion = cell(rows, requests, |r| r.completion_mean_s, &mut inside);
-        let ttfb = cell(rows, requests, |r| r.ttfb_mean_s, &mut inside);
-        let service = cell(rows, requests, |r| r.service_mean_s, &mut inside);
+        let at = (requests, system);
+        let throughput = cell(rows, at, |r| r.throughput_gbps, &mut inside);
+        let completion = cell(rows, at, |r| r.completion_mean_s, &mut inside);
+        let ttfb = cell(rows, at, |r| r.ttfb_mean_s, &mut inside);
+        let service = cell(rows, at, |r| r.service_mean_s, &mut inside);
         let spin_ups = |system| Spread::of(rows, system, requests, |r| r.spin_ups as f64);
-        let spin_ups = match (spin_ups("simulator"), spin_ups("store")) {
+        let spin_ups = match (spin_ups("simulator"), spin_ups(system)) {
             (Some(sim), Some(store)) if store.runs == 1 => {
                 format!("{:.0}–{:.0} / {:.0}", sim.min, sim.max, store.median)
             }
@@ -805,17 +972,38 @@ fn summary(rows: &[Row], bursts: &[u64], scale: Scale) -> String {
             "| {requests} | {throughput} | {completion} | {ttfb} | {service} | {spin_ups} | {rejected}, {errors} |\n",
         ));
     }
-    let (medians_inside, means) = inside.medians;
-    if store_runs == 1 {
-        text.push_str(&format!(
-            "\nThe store falls inside the simulator's range on {medians_inside} of {means} means.\n"
-        ));
-    } else {
-        let (runs_inside, runs) = inside.runs;
-        text.push_str(&format!(
-            "\nThe store's median falls inside the simulator's range on {medians_inside} of \
-             {means} means, and its single runs on {runs_inside} of {runs}.\n"
-        ));
+    (text, inside)
+}
+
+/// The store on virtual time against the store on the wall clock: the difference of their
+/// medians on each compared mean, per burst.
+fn virtual_against_real(rows: &[Row], bursts: &[u64]) -> String {
+    let mut text = String::from(
+        "The store on virtual time against the store in real time (median ÷ median − 1):\n\n\
+         | b | throughput | completion mean | ttfb mean | service mean |\n\
+         |---|---|---|---|---|\n",
+    );
+    let metrics: [fn(&Row) -> f64; 4] = [
+        |r| r.throughput_gbps,
+        |r| r.completion_mean_s,
+        |r| r.ttfb_mean_s,
+        |r| r.service_mean_s,
+    ];
+    for &requests in bursts {
+        let cells: Option<Vec<String>> = metrics
+            .iter()
+            .map(|y| {
+                let real = Spread::of(rows, STORE, requests, *y)?;
+                let virtual_ = Spread::of(rows, STORE_VIRTUAL, requests, *y)?;
+                Some(format!(
+                    "{:+.1}%",
+                    relative(virtual_.median, real.median) * 100.0
+                ))
+            })
+            .collect();
+        if let Some(cells) = cells {
+            text.push_str(&format!("| {requests} | {} |\n", cells.join(" | ")));
+        }
     }
     text
 }

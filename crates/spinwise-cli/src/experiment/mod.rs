@@ -94,9 +94,26 @@ pub struct ExperimentArgs {
     /// "Staggered switches"): the simulator's rule against the store's driver.
     #[arg(long, value_name = "N")]
     pub stagger_switches: Option<u32>,
+    /// pelican-fig4 only: the clocks the store replays each burst on: `both` (default), `real`
+    /// (the wall clock, scaled real time) or `virtual` (discrete-event virtual time: the same
+    /// store, deterministic, in far less wall time).
+    #[arg(long, value_enum, value_name = "CLOCK")]
+    pub store_clock: Option<StoreClock>,
     /// Print JSON: the list with --list, else a summary of the run.
     #[arg(long)]
     pub json: bool,
+}
+
+/// The clocks `pelican-fig4`'s store runs on (`--store-clock`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum StoreClock {
+    /// The wall clock, then virtual time.
+    #[default]
+    Both,
+    /// The wall clock only.
+    Real,
+    /// Virtual time only.
+    Virtual,
 }
 
 /// What an experiment is asked to do.
@@ -119,6 +136,8 @@ pub struct Context {
     /// The cross-validation's staggered switches (`--stagger-switches`), checked against the
     /// layout by the experiment.
     pub stagger_switches: Option<u32>,
+    /// The cross-validation store's clocks (`--store-clock`).
+    pub store_clock: StoreClock,
     pool: rayon::ThreadPool,
 }
 
@@ -268,6 +287,7 @@ pub fn run(args: &ExperimentArgs) -> CliResult<()> {
         ("--network-gbps", args.network_gbps.is_some()),
         ("--store-runs", args.store_runs.is_some()),
         ("--stagger-switches", args.stagger_switches.is_some()),
+        ("--store-clock", args.store_clock.is_some()),
     ];
     if let Some((flag, _)) = cross_validation_only.iter().find(|(_, given)| *given)
         && experiment.name != "pelican-fig4"
@@ -384,6 +404,7 @@ fn context(args: &ExperimentArgs) -> CliResult<Context> {
         network_gbps,
         store_runs,
         stagger_switches: args.stagger_switches,
+        store_clock: args.store_clock.unwrap_or_default(),
         blob_sizes,
         blob_bytes,
         hours,

@@ -164,7 +164,9 @@ fn list_names_every_experiment_with_a_description() {
 #[test]
 fn pelican_fig4_quick_replays_each_burst_in_the_simulator_and_the_store_and_they_agree() {
     let dir = TempDir::new("pelican-fig4");
-    let run = run_quick("pelican-fig4", dir.path(), &["--store-runs", "2"]);
+    // The wall clock only: the virtual-time run has its own test below.
+    let flags = ["--store-runs", "2", "--store-clock", "real"];
+    let run = run_quick("pelican-fig4", dir.path(), &flags);
     let (seeds, store_runs) = (40, 2);
     let runs_per_burst = seeds + store_runs;
     assert!(
@@ -197,7 +199,7 @@ fn pelican_fig4_quick_replays_each_burst_in_the_simulator_and_the_store_and_they
     assert_eq!(table.numbers("completed"), bursts);
     assert!(table.numbers("rejected").iter().all(|r| *r == 0.0));
     assert!(table.numbers("errors").iter().all(|e| *e == 0.0));
-    assert_store_near_simulator(&table, seeds, store_runs);
+    assert_store_near_simulator(&table, "store", seeds, store_runs);
     for figure in [
         "throughput",
         "completion_time",
@@ -242,15 +244,16 @@ fn pelican_fig4_quick_replays_each_burst_in_the_simulator_and_the_store_and_they
     }
 }
 
-/// The agreement `pelican-fig4` must show in `table` (`seeds` simulator rows, then `store_runs`
-/// store rows, per burst): the same spin-ups within one, every read through the 8.5 Gbps NIC,
-/// and each store run's means within wide bounds of the simulator's median.
-fn assert_store_near_simulator(table: &Table, seeds: usize, store_runs: usize) {
+/// The agreement `pelican-fig4` must show in `table` (`seeds` simulator rows and `store_runs`
+/// rows of `store`, the store on one clock, per burst): the same spin-ups within one, every
+/// read through the 8.5 Gbps NIC, and each store run's means within wide bounds of the
+/// simulator's median.
+fn assert_store_near_simulator(table: &Table, store: &str, seeds: usize, store_runs: usize) {
     let systems = table.column("system");
     // The same reads land in the same groups: the spin-ups agree (the store may batch a read
     // that arrives while its group is still spinning up, as some of the simulator's seeds do).
     let spin_ups = table.numbers("spin_ups");
-    let (simulated, stored) = split_by_system(&systems, &spin_ups);
+    let (simulated, stored) = split_by_system(&systems, &spin_ups, store);
     for (stores, seeds_of_burst) in stored.chunks(store_runs).zip(simulated.chunks(seeds)) {
         let low = seeds_of_burst.iter().copied().fold(f64::INFINITY, f64::min);
         let high = seeds_of_burst.iter().copied().fold(0.0, f64::max);
@@ -273,7 +276,7 @@ fn assert_store_near_simulator(table: &Table, seeds: usize, store_runs: usize) {
     // threads) or a scaling mistake (a factor of 1/f = 20).
     for metric in ["service_mean_s", "completion_mean_s", "throughput_gbps"] {
         let values = table.numbers(metric);
-        let (simulated, stored) = split_by_system(&systems, &values);
+        let (simulated, stored) = split_by_system(&systems, &values, store);
         for (stores, seeds_of_burst) in stored.chunks(store_runs).zip(simulated.chunks(seeds)) {
             let median = {
                 let mut sorted = seeds_of_burst.to_vec();
@@ -294,7 +297,8 @@ fn assert_store_near_simulator(table: &Table, seeds: usize, store_runs: usize) {
 #[test]
 fn pelican_fig4_with_staggered_switches_runs_the_rule_in_both_systems_and_they_still_agree() {
     let dir = TempDir::new("pelican-fig4-staggered");
-    run_quick("pelican-fig4", dir.path(), &["--stagger-switches", "2"]);
+    let flags = ["--stagger-switches", "2", "--store-clock", "real"];
+    run_quick("pelican-fig4", dir.path(), &flags);
     let table = Table::read(&dir.join("results.csv"));
     assert!(
         table
@@ -302,7 +306,7 @@ fn pelican_fig4_with_staggered_switches_runs_the_rule_in_both_systems_and_they_s
             .iter()
             .all(|depth| *depth == 2.0)
     );
-    assert_store_near_simulator(&table, 40, 1);
+    assert_store_near_simulator(&table, "store", 40, 1);
     let summary = std::fs::read_to_string(dir.join("summary.md")).unwrap();
     assert!(
         summary.contains("with staggered switches from 2 queued reads"),
@@ -310,8 +314,8 @@ fn pelican_fig4_with_staggered_switches_runs_the_rule_in_both_systems_and_they_s
     );
 }
 
-/// `values` split into the simulator's rows and the store's, each in file order.
-fn split_by_system(systems: &[&str], values: &[f64]) -> (Vec<f64>, Vec<f64>) {
+/// `values` split into the simulator's rows and `store`'s, each in file order.
+fn split_by_system(systems: &[&str], values: &[f64], store: &str) -> (Vec<f64>, Vec<f64>) {
     let pick = |system: &str| -> Vec<f64> {
         systems
             .iter()
@@ -320,7 +324,34 @@ fn split_by_system(systems: &[&str], values: &[f64]) -> (Vec<f64>, Vec<f64>) {
             .map(|(_, v)| *v)
             .collect()
     };
-    (pick("simulator"), pick("store"))
+    (pick("simulator"), pick(store))
+}
+
+#[test]
+fn pelican_fig4_on_virtual_time_gives_the_same_store_rows_every_time_near_the_simulators() {
+    let runs: Vec<(Table, String)> = (0..2)
+        .map(|run| {
+            let dir = TempDir::new(&format!("pelican-fig4-virtual-{run}"));
+            run_quick("pelican-fig4", dir.path(), &["--store-clock", "virtual"]);
+            let table = Table::read(&dir.join("results.csv"));
+            let requests = std::fs::read_to_string(dir.join("requests-b60.csv")).unwrap();
+            (table, requests)
+        })
+        .collect();
+    let (first, second) = (&runs[0], &runs[1]);
+    let systems = first.0.column("system");
+    assert_eq!(
+        systems.iter().filter(|s| **s == "store-virtual").count(),
+        2,
+        "one virtual run per burst, no real-time one"
+    );
+    assert!(!systems.contains(&"store"));
+    // Every column of every row, and every read's times, the same on the second run.
+    assert_eq!(first.0.header, second.0.header);
+    assert_eq!(first.0.rows, second.0.rows, "results.csv");
+    assert_eq!(first.1, second.1, "requests-b60.csv");
+    assert!(first.0.numbers("errors").iter().all(|e| *e == 0.0));
+    assert_store_near_simulator(&first.0, "store-virtual", 40, 1);
 }
 
 /// Runs `experiment NAME --out DIR FLAG` for each flag and checks each is refused naming `names`.
