@@ -16,7 +16,6 @@ mod ownership;
 mod plan;
 mod quality;
 mod replay;
-mod virtual_time;
 mod requests_csv;
 mod serve;
 mod serve_config;
@@ -24,6 +23,7 @@ mod sim;
 mod source;
 mod store;
 mod switch_latency;
+mod virtual_time;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;

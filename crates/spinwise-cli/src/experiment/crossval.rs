@@ -66,6 +66,7 @@ use spinwise_sim::{
     Arrivals, Operation, PolicyKind, ReadTier, SimConfig, Summary, TraceRecord, simulate_recording,
 };
 use spinwise_store::clock::{Clock, SystemClock};
+use spinwise_store::durable::HostFiles;
 use spinwise_store::rack::emulated_config;
 use spinwise_store::read::COLUMN_BATCH_BYTES;
 use spinwise_store::store::CATALOG_FILE;
@@ -231,7 +232,8 @@ pub fn fig4(context: &Context) -> CliResult<Outcome> {
     if let Some(depth) = context.stagger_switches {
         crate::sim::stagger_switches(&mut layout, depth)?;
     }
-    let bursts = if context.quick { QUICK_BURSTS } else { BURSTS };
+    let defaults = if context.quick { QUICK_BURSTS } else { BURSTS };
+    let bursts: &[u64] = context.bursts.as_deref().unwrap_or(defaults);
     let scale = Scale {
         time_factor: context.store_time_factor.unwrap_or(DEFAULT_TIME_FACTOR),
         network_gbps: context.network_gbps.unwrap_or(Some(DEFAULT_NETWORK_GBPS)),
@@ -528,6 +530,8 @@ async fn replay_reopened(
             let environment = Environment::Given {
                 disks,
                 clock: clock.clone(),
+                // Real files on the host: their fsyncs are only performed.
+                host_files: HostFiles::default(),
             };
             let store = Store::open_in(data, catalog, environment)
                 .await
