@@ -282,7 +282,7 @@ fn disks(data: &Path, json: bool) -> CliResult<()> {
     let mut rows = Vec::with_capacity(rack.disk_count());
     let mut counts = std::collections::BTreeMap::<String, u64>::new();
     for index in 0..rack.disk_count() {
-        let directory = spinwise_store::rack::disk_directory(data, index);
+        let directory = spinwise_store::disk_directory(data, index);
         let power = match spinwise_disk::read_power_state(&directory) {
             Ok(phase) => phase.name().to_string(),
             Err(error) => {
@@ -709,7 +709,7 @@ async fn flush(store: &SqliteStore, json: bool) -> CliResult<()> {
 /// `recover`: rebuilds the lost catalog (spinwise_store::recover); what it could not recover
 /// is printed as warnings, so a partial recovery is never silent.
 async fn recover(data: &Path, json: bool) -> CliResult<()> {
-    let report = spinwise_store::recover::recover(data)
+    let report = spinwise_store::recover(data)
         .await
         .map_err(|error| CliError::Usage(error.to_string()))?;
     for skipped in &report.skipped {
@@ -860,17 +860,13 @@ async fn rebuild(store: &SqliteStore, json: bool) -> CliResult<()> {
 
 async fn scrub(store: &SqliteStore, json: bool) -> CliResult<()> {
     let bar = count_bar("scrubbing blobs");
-    let ledger = spinwise_store::scrub::ScrubLedger::default();
+    let ledger = spinwise_store::ScrubLedger::default();
     let report = store
-        .scrub(
-            spinwise_store::scrub::ScrubMode::Forced,
-            &ledger,
-            |so_far| {
-                if let Some(bar) = &bar {
-                    bar.set_position(so_far.blobs);
-                }
-            },
-        )
+        .scrub(spinwise_store::ScrubMode::Forced, &ledger, |so_far| {
+            if let Some(bar) = &bar {
+                bar.set_position(so_far.blobs);
+            }
+        })
         .await
         .map_err(store_error)?;
     if let Some(bar) = bar {

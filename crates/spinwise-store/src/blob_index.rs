@@ -61,13 +61,6 @@ pub fn index_path(data_dir: &Path, blob: BlobId) -> PathBuf {
         .join(format!("blob-{blob:016x}.index"))
 }
 
-/// The blob id in an index file's name, if it is one.
-pub fn index_blob_id(name: &str) -> Option<BlobId> {
-    let hex = name.strip_prefix("blob-")?.strip_suffix(".index")?;
-    let well_formed = hex.len() == 16 && hex.bytes().all(|byte| byte.is_ascii_hexdigit());
-    well_formed.then(|| BlobId::from_str_radix(hex, 16).ok())?
-}
-
 impl BlobIndex {
     /// The file's bytes (docs/stripe-format.md, "Blob object index").
     pub fn encode(&self) -> Vec<u8> {
@@ -269,12 +262,5 @@ mod tests {
         let mut index = sample();
         index.entries[1].size_bytes = 7;
         assert!(BlobIndex::decode(&index.encode()).is_err());
-    }
-
-    #[test]
-    fn index_names_give_their_blob_id() {
-        assert_eq!(index_blob_id("blob-000000000000002a.index"), Some(0x2a));
-        assert_eq!(index_blob_id("blob-2a.index"), None);
-        assert_eq!(index_blob_id(".tmp-blob-000000000000002a.index"), None);
     }
 }

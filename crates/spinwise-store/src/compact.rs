@@ -29,11 +29,12 @@
 //! - the flush lock is held per blob, so a flush in this process never abandons a blob being
 //!   compacted; the caller holds the upkeep lock (no other process flushes or compacts).
 
+use crate::config::check_dead_fraction;
 use crate::crash;
 use crate::driver::{GroupDisks, Job, Purpose};
 use crate::error::{StoreError, StoreResult};
 use crate::migrate::CHUNKS_IN_FLIGHT;
-use crate::repair::blob_code;
+use crate::stacks::blob_code;
 use crate::stacks::{fetch_from_disks, remove_stacks, write_stacks};
 use crate::store::Store;
 use serde::Serialize;
@@ -109,17 +110,6 @@ pub fn is_due(blob: &BlobRecord, min_dead_fraction: f64) -> bool {
     let dead_bytes = blob.size_bytes.saturating_sub(blob.live_bytes);
     blob.live_bytes == 0
         || (dead_bytes > 0 && dead_bytes as f64 >= min_dead_fraction * blob.size_bytes as f64)
-}
-
-/// A `min_dead_fraction` must be a number in (0, 1].
-pub fn check_dead_fraction(fraction: f64) -> Result<(), String> {
-    if fraction.is_finite() && fraction > 0.0 && fraction <= 1.0 {
-        Ok(())
-    } else {
-        Err(format!(
-            "a dead fraction is a number above 0 and at most 1, not {fraction}"
-        ))
-    }
 }
 
 /// The live objects of a blob and where they go in the new one.

@@ -75,7 +75,7 @@ pub struct StoreConfig {
     /// same trace, Pelican §4.4). docs/store.md has the rule and how reads differ.
     pub disk_bandwidth_scale: Option<f64>,
     /// Bytes a migrated read's column thread reads from its disk per IO (at least one fragment;
-    /// default [`crate::read::COLUMN_BATCH_BYTES`], at most [`MAX_READ_BATCH_BYTES`]).
+    /// default [`COLUMN_BATCH_BYTES`], at most [`MAX_READ_BATCH_BYTES`]).
     ///
     /// Why a setting: an emulation that scales blobs down (`disk_bandwidth_scale`) should scale
     /// its IOs too, or a scaled blob is read in one or two IOs per disk and its bytes reach a
@@ -105,7 +105,7 @@ pub struct StoreConfig {
     pub fragment_bytes: u32,
     pub staging: StagingConfig,
     /// Scrub policy for the upkeep task (`[upkeep]` in store.toml; defaults when absent).
-    pub upkeep: crate::upkeep::UpkeepConfig,
+    pub upkeep: UpkeepConfig,
     /// Idle spin-down: a group with no work for this many seconds of the driver's (real) clock
     /// spins down (`None`: never; `idle_spin_down_s` in store.toml, 0 there for never, absent
     /// for the default, spinwise-sched's `DEFAULT_IDLE_SPIN_DOWN_S`). Not scaled by
@@ -131,13 +131,13 @@ impl StoreConfig {
             layout,
             time_factor: 1.0,
             disk_bandwidth_scale: None,
-            read_batch_bytes: crate::read::COLUMN_BATCH_BYTES,
+            read_batch_bytes: COLUMN_BATCH_BYTES,
             read_columns: ReadColumns::default(),
             latency_seed: 0,
             bundle_bytes: 1 << 30,
             fragment_bytes: 128 << 10,
             staging: StagingConfig::default(),
-            upkeep: crate::upkeep::UpkeepConfig::default(),
+            upkeep: UpkeepConfig::default(),
             idle_spin_down_s: Some(DEFAULT_IDLE_SPIN_DOWN_S),
             policy: PolicyChoice::Pelican,
         }
@@ -180,7 +180,7 @@ struct StoreFile {
     staging: StagingSection,
     /// Absent in stores written before upkeep existed: the defaults apply.
     #[serde(default)]
-    upkeep: crate::upkeep::UpkeepConfig,
+    upkeep: UpkeepConfig,
     /// Seconds, 0 for never; absent when the default, and in stores written before it existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     idle_spin_down_s: Option<f64>,
@@ -246,7 +246,7 @@ pub fn validate(config: &StoreConfig, path: &Path) -> StoreResult<Rack> {
             "bundle_bytes and fragment_bytes must be positive",
         ));
     }
-    crate::upkeep::validate(&config.upkeep).map_err(|message| config_error(path, message))?;
+    validate_upkeep(&config.upkeep).map_err(|message| config_error(path, message))?;
     if let Some(seconds) = config.idle_spin_down_s
         && !(seconds.is_finite() && seconds > 0.0)
     {
@@ -309,7 +309,7 @@ pub fn write_in(data_dir: &Path, config: &StoreConfig, host: &HostFiles) -> Stor
         version: STORE_VERSION,
         time_factor: config.time_factor,
         disk_bandwidth_scale: config.disk_bandwidth_scale,
-        read_batch_bytes: (config.read_batch_bytes != crate::read::COLUMN_BATCH_BYTES)
+        read_batch_bytes: (config.read_batch_bytes != COLUMN_BATCH_BYTES)
             .then_some(config.read_batch_bytes),
         read_columns: config.read_columns,
         latency_seed: config.latency_seed,
@@ -384,9 +384,7 @@ pub fn read(data_dir: &Path) -> StoreResult<StoreConfig> {
         layout,
         time_factor: file.time_factor,
         disk_bandwidth_scale: file.disk_bandwidth_scale,
-        read_batch_bytes: file
-            .read_batch_bytes
-            .unwrap_or(crate::read::COLUMN_BATCH_BYTES),
+        read_batch_bytes: file.read_batch_bytes.unwrap_or(COLUMN_BATCH_BYTES),
         read_columns: file.read_columns,
         latency_seed: file.latency_seed,
         bundle_bytes: file.bundle_bytes,
@@ -403,4 +401,79 @@ pub fn read(data_dir: &Path) -> StoreResult<StoreConfig> {
         },
         policy,
     })
+}
+
+/// A column thread reads about this many bytes of consecutive fragments from its disk in one
+/// IO (at least one fragment): large enough that a hard disk streams rather than seeks between
+/// the columns' requests, small enough that k columns' read-ahead stays a few MiB per read.
+/// The default of [`crate::StoreConfig::read_batch_bytes`].
+pub const COLUMN_BATCH_BYTES: u64 = 512 << 10;
+
+/// The scrub policy of the upkeep task.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct UpkeepConfig {
+    /// Every committed blob is verified at least this often (seconds; default 30 days). A group
+    /// that is up anyway scrubs its blobs once half of this has passed.
+    pub scrub_interval_s: f64,
+    /// A group is spun up for scrub alone at most this often (seconds; default 1 day).
+    pub scrub_min_spin_up_interval_s: f64,
+    /// Stripe-stack bytes scrubbed per spin-up (default 4 GiB; at least one blob).
+    pub scrub_bytes_per_spin_up: u64,
+    /// Staged objects are migrated once the oldest has waited this long (seconds; default
+    /// 1 hour), or as soon as staging holds a full bundle ([`crate::duties`]).
+    pub migrate_after_s: f64,
+    /// A blob is compacted when its dead bytes are at least this fraction of its size
+    /// (default 0.5; in (0, 1]); a blob with nothing live is always removed.
+    pub compact_dead_fraction: f64,
+    /// Live bytes compaction copies per spin-up of a group up anyway (default 4 GiB; at least
+    /// one blob).
+    pub compact_bytes_per_spin_up: u64,
+}
+
+impl Default for UpkeepConfig {
+    fn default() -> UpkeepConfig {
+        UpkeepConfig {
+            scrub_interval_s: 30.0 * 86_400.0,
+            scrub_min_spin_up_interval_s: 86_400.0,
+            scrub_bytes_per_spin_up: 4 << 30,
+            migrate_after_s: 3600.0,
+            compact_dead_fraction: 0.5,
+            compact_bytes_per_spin_up: 4 << 30,
+        }
+    }
+}
+
+/// Checks the policy: positive, finite intervals and a positive budget.
+pub fn validate_upkeep(config: &UpkeepConfig) -> Result<(), String> {
+    let positive = |value: f64| value.is_finite() && value > 0.0;
+    if !positive(config.scrub_interval_s) || !positive(config.scrub_min_spin_up_interval_s) {
+        return Err(
+            "upkeep.scrub_interval_s and upkeep.scrub_min_spin_up_interval_s must be positive numbers of seconds"
+                .into(),
+        );
+    }
+    if config.scrub_bytes_per_spin_up == 0 || config.compact_bytes_per_spin_up == 0 {
+        return Err(
+            "upkeep.scrub_bytes_per_spin_up and upkeep.compact_bytes_per_spin_up must be positive"
+                .into(),
+        );
+    }
+    if !(config.migrate_after_s.is_finite() && config.migrate_after_s >= 0.0) {
+        return Err("upkeep.migrate_after_s must be a number of seconds, 0 or more".into());
+    }
+    check_dead_fraction(config.compact_dead_fraction)
+        .map_err(|message| format!("upkeep.compact_dead_fraction: {message}"))?;
+    Ok(())
+}
+
+/// A `min_dead_fraction` must be a number in (0, 1].
+pub fn check_dead_fraction(fraction: f64) -> Result<(), String> {
+    if fraction.is_finite() && fraction > 0.0 && fraction <= 1.0 {
+        Ok(())
+    } else {
+        Err(format!(
+            "a dead fraction is a number above 0 and at most 1, not {fraction}"
+        ))
+    }
 }

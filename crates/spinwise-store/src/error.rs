@@ -3,6 +3,7 @@
 
 use crate::staging::StagingError;
 use spinwise_catalog::{BlobId, CatalogError};
+use spinwise_model::DiskIndex;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -97,12 +98,54 @@ pub enum StoreError {
         columns: usize,
     },
     #[error(transparent)]
-    Repair(#[from] crate::repair::RepairFailure),
+    Repair(#[from] RepairFailure),
     /// Another process holds `DATA/upkeep.lock` (it runs flush, rebuild, scrub or upkeep).
     #[error(
         "another process holds the upkeep lock {path} (a flush, rebuild, scrub or upkeep is running there); try again when it ends"
     )]
     UpkeepBusy { path: String },
+}
+
+/// Why one stack could not be rebuilt or repaired (the task stays queued).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RepairFailure {
+    #[error("blob {blob} column {column}: too few good fragments to rebuild: {message}")]
+    TooFewFragments {
+        blob: BlobId,
+        column: u32,
+        message: String,
+    },
+    #[error(
+        "blob {blob} column {column}: no disk of group {group} is healthy, free of the blob, roomy and within the failure-domain spread"
+    )]
+    NoTarget {
+        blob: BlobId,
+        column: u32,
+        group: u32,
+    },
+    #[error("blob {blob} column {column}: writing the stack to disk {disk} failed: {message}")]
+    Write {
+        blob: BlobId,
+        column: u32,
+        disk: DiskIndex,
+        message: String,
+    },
+    #[error("blob {blob} column {column}: the blob is gone from the catalog")]
+    BlobGone { blob: BlobId, column: u32 },
+    #[error("blob {blob} column {column}: the driver lost or refused the job: {message}")]
+    Driver {
+        blob: BlobId,
+        column: u32,
+        message: String,
+    },
+    #[error("blob {blob}: its code ({k}+{r}, {fragment_bytes} B) is invalid: {message}")]
+    Code {
+        blob: BlobId,
+        k: u32,
+        r: u32,
+        fragment_bytes: u32,
+        message: String,
+    },
 }
 
 pub type StoreResult<T> = Result<T, StoreError>;

@@ -25,11 +25,10 @@
 //! reported, never a panic, and never fails the read whose bytes were already verified.
 
 use crate::driver::{Driver, GroupDisks, Job, JobHandle, Purpose};
-use crate::error::StoreResult;
-use crate::repair::{FailDiskReport, RepairFailure, blob_code, write_rebuilt_stack};
-use crate::store::Store;
+use crate::error::RepairFailure;
+use crate::stacks::{blob_code, write_rebuilt_stack};
 use serde::Serialize;
-use spinwise_catalog::{BlobId, BlobRecord, Catalog, DiskHealth};
+use spinwise_catalog::{BlobId, BlobRecord};
 use spinwise_disk::{Disk, DiskIndex, PowerState};
 use spinwise_ec::RepairReport;
 use spinwise_sched::scheduler::Kind;
@@ -42,6 +41,14 @@ pub struct DamagedStack {
     pub blob: BlobId,
     pub column: u32,
     pub disk: DiskIndex,
+}
+
+/// What `fail_disk` did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FailDiskReport {
+    pub disk: DiskIndex,
+    /// Rebuild tasks queued now (a repeated call queues the same tasks again, idempotently).
+    pub tasks_queued: u64,
 }
 
 /// What became of the repairs queued by reads, and the failed disks reads found.
@@ -95,6 +102,38 @@ impl HealState {
     /// Notes a disk that answered `Failed` (recorded in the catalog by `settle_repairs`).
     pub(crate) fn found_failed(&self, disk: DiskIndex) {
         lock(&self.found_failed).insert(disk);
+    }
+
+    /// The disks found failed since the last call.
+    pub(crate) fn take_found_failed(&self) -> BTreeSet<DiskIndex> {
+        std::mem::take(&mut *lock(&self.found_failed))
+    }
+
+    /// Waits for every repair queued so far and reports each (rewritten, or why not), with
+    /// `disks_failed` (what recording the failed disks found did); adds all to the counters.
+    pub(crate) async fn settle(&self, disks_failed: Vec<FailDiskReport>) -> HealReport {
+        let mut report = HealReport {
+            disks_failed,
+            ..HealReport::default()
+        };
+        let pending = std::mem::take(&mut *lock(&self.pending));
+        for (damaged, handle) in pending {
+            match handle.wait().await {
+                Ok(done) => match done.output {
+                    Ok(_) => report.repaired.push(damaged),
+                    Err(failure) => report.failed.push((damaged, failure.to_string())),
+                },
+                Err(lost) => report.failed.push((damaged, lost.to_string())),
+            }
+        }
+        report
+            .failed
+            .extend(std::mem::take(&mut *lock(&self.refused)));
+        let mut counters = lock(&self.counters);
+        counters.stacks_repaired += report.repaired.len() as u64;
+        counters.repairs_failed += report.failed.len() as u64;
+        counters.disks_found_failed += report.disks_failed.len() as u64;
+        report
     }
 }
 
@@ -168,85 +207,5 @@ impl HealHook {
             Ok(handle) => lock(&self.state.pending).push((damaged, handle)),
             Err(refused) => lock(&self.state.refused).push((damaged, refused.to_string())),
         }
-    }
-}
-
-impl<C: Catalog> Store<C> {
-    /// The hook a read's job calls when it is done (see the module documentation).
-    pub(crate) fn heal_hook(&self) -> HealHook {
-        HealHook {
-            driver: self.rack_io().driver.clone(),
-            state: self.heal_state().clone(),
-            runtime: tokio::runtime::Handle::current(),
-        }
-    }
-
-    /// Repairs queued and failed disks found by reads, and this process's totals.
-    pub fn heal_counters(&self) -> HealCounters {
-        self.heal_state().counters()
-    }
-
-    /// Waits for every repair reads queued so far and records every failed disk they found
-    /// (`fail_disk`: catalog, driver, rebuild tasks). Returns what happened since the last call.
-    pub async fn settle_repairs(&self) -> StoreResult<HealReport> {
-        let mut report = HealReport {
-            disks_failed: self.record_failed_disks().await?,
-            ..HealReport::default()
-        };
-        let pending = std::mem::take(&mut *lock(&self.heal_state().pending));
-        for (damaged, handle) in pending {
-            match handle.wait().await {
-                Ok(done) => match done.output {
-                    Ok(_) => report.repaired.push(damaged),
-                    Err(failure) => report.failed.push((damaged, failure.to_string())),
-                },
-                Err(lost) => report.failed.push((damaged, lost.to_string())),
-            }
-        }
-        report
-            .failed
-            .extend(std::mem::take(&mut *lock(&self.heal_state().refused)));
-        let mut counters = lock(&self.heal_state().counters);
-        counters.stacks_repaired += report.repaired.len() as u64;
-        counters.repairs_failed += report.failed.len() as u64;
-        counters.disks_found_failed += report.disks_failed.len() as u64;
-        Ok(report)
-    }
-
-    /// Records as failed every disk found failed (by reads, checks, or at open) that the
-    /// catalog still lists healthy; returns what `fail_disk` queued for each.
-    pub(crate) async fn record_failed_disks(&self) -> StoreResult<Vec<FailDiskReport>> {
-        let found = std::mem::take(&mut *lock(&self.heal_state().found_failed));
-        if found.is_empty() {
-            return Ok(Vec::new());
-        }
-        let known: BTreeSet<DiskIndex> = self
-            .catalog()
-            .unhealthy_disks()
-            .await?
-            .into_iter()
-            .filter(|record| record.health == DiskHealth::Failed)
-            .map(|record| record.disk)
-            .collect();
-        let mut reports = Vec::new();
-        for disk in found.difference(&known) {
-            tracing::warn!(
-                disk,
-                "disk found failed (unreadable or removed): queueing its rebuild"
-            );
-            reports.push(self.fail_disk(u64::from(*disk)).await?);
-        }
-        Ok(reports)
-    }
-
-    /// At open: every disk that opened failed (its directory is gone, or it carries the failed
-    /// marker) is recorded failed. No disk IO: the disks report it without spinning up.
-    pub(crate) async fn record_disks_failed_at_open(&self) -> StoreResult<Vec<FailDiskReport>> {
-        for disk in &self.rack_io().disks {
-            if disk.power_state() == PowerState::Failed {
-                self.heal_state().found_failed(disk.index());
-            }
-        }
-        self.record_failed_disks().await
     }
 }

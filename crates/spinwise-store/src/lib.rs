@@ -1,76 +1,78 @@
-//! spinwise-store: the cold blob store (issue 4).
-//! - [`staging`] is the staging log (docs/staging-format.md), where a PUT is durable before it is
-//!   acknowledged; many processes may append to one staging directory at once, each to the
-//!   segments it created and holds `flock`ed, and recovery and reclaim change only segments
-//!   they claimed (locked) themselves;
-//! - [`store`] holds [`Store`], the object API over a [`spinwise_catalog::Catalog`] (put, get with
-//!   ranges, delete, list, stat, status) and recovery on open;
-//! - [`config`] holds the data directory's `store.toml` and `layout.json`;
-//! - [`error`] holds [`StoreError`];
-//! - [`placement`] decides a blob's group and disks (Pelican §2.2);
-//! - [`stacks`] writes a blob's stripe stacks to its disks and reads fragments back;
-//! - [`driver`] runs the rack engine (spinwise-engine: the scheduler, the budget audit, group
-//!   phases, job purposes) with a real [`clock`] against the disks;
-//! - [`migrate`] is the bundler and migrator ([`Store::flush`]), [`space`] the disks' used space
-//!   it places by;
-//! - [`read`] reads migrated objects: one scheduler job per GET on the blob's group, decoding
-//!   only the covering fragments, reconstructing from any k; [`ordered`] is the ordered
-//!   parallel pipeline that spreads a GET's reading and crc checks over the cores;
-//! - [`startup`] checks every disk at start-up, group by group under the budgets;
-//! - [`survey`] counts what the data directory holds outside the catalog (staging segments,
-//!   stripe stacks): a store whose catalog is lost refuses to open over them, and blob ids
-//!   continue above every id on the disks;
-//! - [`repair`] fails disks, rebuilds their stripe stacks under the rebuild share and repairs
-//!   damaged stacks in place; [`scrub`] verifies every stripe and repairs what it finds;
-//! - [`heal`] repairs the stacks a read found damaged (on the read's spin-up) and records disks
-//!   found failed (at open, by the check, by reads), queueing their rebuild.
-//! - [`compact`] reclaims dead bytes: a blob's live objects rewritten as a new blob in the same
-//!   group, the old blob removed ([`Store::compact`], and piggybacked by [`upkeep`]);
-//! - [`upkeep`] runs scrub (and compaction) piggybacked on spin-ups that happen anyway (and scrub-only spin-ups no
-//!   more often than configured); [`lock`] is the upkeep lock file that keeps two processes
-//!   from running flush, rebuild, scrub or upkeep on one data directory at once; [`duties`] are
-//!   the task's other work: migrating staged objects by policy and rebuilding failed disks.
+//! spinwise-store: the cold blob store (issue 4), in layers that use only themselves and the
+//! layers below (docs/ARCHITECTURE.md, "Inside spinwise-store"; tests/it/layers.rs checks it):
+//! - foundations: [`clock`] (time as an interface), [`driver`] (the shell that runs the rack
+//!   engine, spinwise-engine, against the disks), [`durable`] (host-file fsyncs and their crash
+//!   model), [`owner`] (one owning process per data directory), [`placement`] (a blob's group
+//!   and disks, Pelican §2.2), the blob object index, checksums, buffers and the ordered
+//!   parallel pipeline;
+//! - formats and settings: [`staging`] (the staging log, docs/staging-format.md, where a PUT is
+//!   durable before it is acknowledged; many processes may append to one staging directory,
+//!   each to the segments it holds `flock`ed), [`stacks`] (stripe stacks on disks,
+//!   docs/stripe-format.md: written, fetched, rebuilt), [`config`] (`store.toml`,
+//!   `layout.json`), [`StoreError`], heal's queue of repairs, disk space, the upkeep lock;
+//! - the rack: the disks, their driver and the placer of one data directory, and a survey of
+//!   what the directory holds outside the catalog;
+//! - [`Store`]: the state every operation shares and the object API's writes and lookups;
+//! - operations: open and close, GET, reads of blobs through the scheduler, flush (bundles
+//!   into blobs), compaction, failing disks, rebuild and repair, scrub, the start-up check,
+//!   [`recover`];
+//! - background work: the upkeep task ([`UpkeepHandle`]) and its duties.
 
-/// The budget audit, now the rack engine's (spinwise-engine), under its old path.
-pub use spinwise_engine::audit;
-pub mod blob_index;
-mod board;
-pub mod buffers;
+// The public face: the modules other crates program against. Everything else is internal,
+// and what callers need of it is re-exported below (docs/ARCHITECTURE.md, "Inside
+// spinwise-store", draws the layers; tests/it/layers.rs checks that uses only point down).
 pub mod clock;
-pub mod columns;
-pub mod compact;
 pub mod config;
-pub mod crash;
 pub mod driver;
 pub mod durable;
-pub mod duties;
-pub mod error;
-pub mod hashing;
-pub mod heal;
-pub mod lock;
-pub mod migrate;
-pub mod ordered;
 pub mod owner;
 pub mod placement;
-pub mod rack;
-pub mod read;
-pub mod recover;
-pub mod repair;
-pub mod scrub;
-pub mod space;
 pub mod stacks;
 pub mod staging;
-pub mod startup;
-pub mod store;
-pub mod survey;
-pub mod upkeep;
-pub mod writeback;
 
+mod blob_index;
+mod board;
+mod buffers;
+mod columns;
+mod compact;
+mod crash;
+mod duties;
+mod error;
+mod get;
+mod hashing;
+mod heal;
+mod lock;
+mod migrate;
+mod open;
+mod ordered;
+mod rack;
+mod read;
+mod recover;
+mod repair;
+mod scrub;
+mod space;
+mod startup;
+mod store;
+mod survey;
+mod upkeep;
+mod writeback;
+
+pub use blob_index::{INDEX_DIR, index_path, read_index};
 pub use compact::CompactReport;
-pub use config::{RackSource, ReadColumns, StoreConfig};
-pub use error::StoreError;
-pub use migrate::{FlushProgress, FlushReport};
-pub use rack::Environment;
+pub use config::{RackSource, ReadColumns, StoreConfig, UpkeepConfig};
+pub use duties::DutyReport;
+pub use error::{RepairFailure, StoreError, StoreResult};
+pub use get::ObjectReader;
+pub use heal::{DamagedStack, FailDiskReport, HealCounters, HealReport};
+pub use lock::UpkeepGuard;
+pub use migrate::{Bundle, FlushProgress, FlushReport, pack};
+pub use rack::{Environment, StoreRack, disk_directory, emulated_config};
+pub use read::{ReadTiming, column_batch_stripes};
+pub use recover::{RecoverError, RecoverReport, Skipped, recover};
+pub use repair::{RebuildProgress, RebuildReport};
+pub use scrub::{ScrubLedger, ScrubMode, ScrubReport};
+pub use space::DiskSpace;
 pub use staging::{ContentCheck, StagingConfig, StagingError, StagingLog};
-pub use store::{ObjectReader, ReadPriority, SqliteStore, Store, StoreRecovery, StoreStatus};
-pub use upkeep::{UpkeepConfig, UpkeepHandle, UpkeepReport};
+pub use startup::{DiskProblem, StartupReport};
+pub use store::{CATALOG_FILE, ReadPriority, SqliteStore, Store, StoreRecovery, StoreStatus};
+pub use upkeep::{UpkeepHandle, UpkeepReport};

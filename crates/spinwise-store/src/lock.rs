@@ -45,10 +45,6 @@ impl UpkeepLock {
         }
     }
 
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
     /// Takes the lock, or fails with [`StoreError::UpkeepBusy`] if another process holds it.
     pub fn acquire(&self) -> StoreResult<UpkeepGuard> {
         let mut held = self.held.lock().expect("upkeep lock poisoned");

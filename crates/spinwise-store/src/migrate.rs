@@ -32,7 +32,6 @@ use crate::blob_index::{BlobIndex, IndexEntry};
 use crate::crash;
 use crate::error::{StoreError, StoreResult};
 use crate::placement::PlacementError;
-use crate::space::DiskSpace;
 use crate::stacks::{remove_own_stacks, write_stacks};
 use crate::staging::ContentCheck;
 use crate::store::Store;
@@ -43,12 +42,10 @@ use spinwise_catalog::{
     ObjectLocation, ObjectRecord, SegmentId,
 };
 use spinwise_disk::Disk;
-use spinwise_ec::Code;
-use spinwise_model::Rack;
 use spinwise_sched::scheduler::Kind;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::io::{self, Read};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use tokio::sync::mpsc;
 
 /// Staging chunks queued between the async staging reader and the encoder's blocking reader.
@@ -85,83 +82,6 @@ pub struct FlushReport {
     /// `Writing` blobs left by an earlier crash or failure and cleaned up first.
     pub abandoned_blobs: Vec<BlobId>,
     pub seconds: f64,
-}
-
-/// The migrator's state inside a [`Store`]: disk space, the flush lock and pinned segments.
-pub struct MigrationState {
-    space: Mutex<DiskSpace>,
-    flush_lock: tokio::sync::Mutex<()>,
-    pinned: Mutex<BTreeMap<SegmentId, usize>>,
-}
-
-impl std::fmt::Debug for MigrationState {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("MigrationState").finish_non_exhaustive()
-    }
-}
-
-impl MigrationState {
-    /// Counts the disks' used space from the catalog (called by `Store::open`).
-    pub async fn open<C: Catalog>(
-        catalog: &C,
-        rack: &Rack,
-        groups: usize,
-        code: &Code,
-    ) -> StoreResult<MigrationState> {
-        Ok(MigrationState {
-            space: Mutex::new(DiskSpace::from_catalog(catalog, rack, groups, code).await?),
-            flush_lock: tokio::sync::Mutex::new(()),
-            pinned: Mutex::new(BTreeMap::new()),
-        })
-    }
-
-    /// Whether a migration is reading `segment` (then it must not be freed).
-    pub fn is_pinned(&self, segment: SegmentId) -> bool {
-        self.pinned.lock().expect("pin lock").contains_key(&segment)
-    }
-
-    /// The lock that keeps one flush (or one compaction's `Writing` blob) at a time, so
-    /// abandoning `Writing` blobs never removes one being written by this process.
-    pub(crate) fn flush_lock(&self) -> &tokio::sync::Mutex<()> {
-        &self.flush_lock
-    }
-
-    /// A snapshot of the disks' used space.
-    pub fn space(&self) -> DiskSpace {
-        self.space.lock().expect("space lock").clone()
-    }
-
-    fn pin(&self, segments: &BTreeSet<SegmentId>) -> Pins<'_> {
-        let mut pinned = self.pinned.lock().expect("pin lock");
-        for &segment in segments {
-            *pinned.entry(segment).or_default() += 1;
-        }
-        Pins {
-            state: self,
-            segments: segments.clone(),
-        }
-    }
-}
-
-/// Segments pinned for one bundle; unpinned on drop.
-struct Pins<'a> {
-    state: &'a MigrationState,
-    segments: BTreeSet<SegmentId>,
-}
-
-impl Drop for Pins<'_> {
-    fn drop(&mut self) {
-        let mut pinned = self.state.pinned.lock().expect("pin lock");
-        for segment in &self.segments {
-            let count = pinned
-                .get_mut(segment)
-                .expect("a pinned segment is counted");
-            *count -= 1;
-            if *count == 0 {
-                pinned.remove(segment);
-            }
-        }
-    }
 }
 
 /// Staged objects packed for one blob, in log order.
@@ -286,7 +206,7 @@ impl<C: Catalog> Store<C> {
         progress: impl Fn(FlushProgress),
     ) -> StoreResult<FlushReport> {
         let _upkeep = self.upkeep_lock()?;
-        let _only_flush = self.migration().flush_lock.lock().await;
+        let _only_flush = self.migration().flush_lock().lock().await;
         let started_us = self.clock().now_us();
         let started_unix_ms = self.now_unix_ms();
         let mut report = FlushReport {
@@ -365,7 +285,7 @@ impl<C: Catalog> Store<C> {
     /// them) in a job on its group, then forgets the blob; returns their ids. Waits for a flush
     /// in progress, so it never removes a blob that is being written.
     pub async fn abandon_writing_blobs(&self) -> StoreResult<Vec<BlobId>> {
-        let _only_flush = self.migration().flush_lock.lock().await;
+        let _only_flush = self.migration().flush_lock().lock().await;
         self.abandon_writing_blobs_locked().await
     }
 
@@ -594,11 +514,7 @@ impl<C: Catalog> Store<C> {
             live_bytes: 0,
         };
         self.catalog().begin_blob(blob.clone()).await?;
-        self.migration()
-            .space
-            .lock()
-            .expect("space lock")
-            .add_blob(&blob, code);
+        self.migration().add_blob(&blob, code);
         Ok(blob)
     }
 
@@ -726,7 +642,7 @@ impl<C: Catalog> Store<C> {
         }
         let column_disks = self.column_disks(blob);
         let id = blob.id;
-        let code = crate::repair::blob_code(blob)?;
+        let code = crate::stacks::blob_code(blob)?;
         let (size_bytes, content_hash) = (blob.size_bytes, blob.content_hash);
         // Only the stacks this blob's write made (their headers say so): a file of the same
         // name another blob wrote stays (see crate::stacks).
@@ -755,11 +671,7 @@ impl<C: Catalog> Store<C> {
 
     /// The blob's stacks no longer take room on its disks.
     pub(crate) fn forget_space(&self, blob: &BlobRecord) {
-        self.migration()
-            .space
-            .lock()
-            .expect("space lock")
-            .remove_blob(blob, &self.rack_io().code);
+        self.migration().remove_blob(blob, &self.rack_io().code);
     }
 }
 

@@ -11,7 +11,7 @@
 //! - Otherwise one thread per data column the range covers reads that column's fragments, over
 //!   a channel of its own.
 //!
-//! Either way a thread reads its disk in stripe order, [`COLUMN_BATCH_BYTES`] per IO, and checks
+//! Either way a thread reads its disk in stripe order, [`COLUMN_BATCH_BYTES`](crate::config::COLUMN_BATCH_BYTES) per IO, and checks
 //! each fragment's crc32c while it is still in cache; the job hands the verified fragments on in
 //! blob order without copying. Every disk a read takes thus streams at once, each sequentially:
 //! a read gets k disks' bandwidth, as the simulator assumes and as Pelican's "15 disks
@@ -26,7 +26,7 @@
 //!
 //! Invariants:
 //! - memory is bounded whatever the object size: per column read at most three batches of at
-//!   most `read_batch_bytes` (default [`COLUMN_BATCH_BYTES`], at most
+//!   most `read_batch_bytes` (default [`COLUMN_BATCH_BYTES`](crate::config::COLUMN_BATCH_BYTES), at most
 //!   [`crate::config::MAX_READ_BATCH_BYTES`]) + one fragment (the one in the thread's hand, and
 //!   the fragments its one-batch channel holds, which may come from two); for a spread read,
 //!   one run per thread and the board's window of stripes (k fragments each, 4 batches);
@@ -46,6 +46,7 @@ use crate::board::{Board, Fragment, Reader, Seat};
 use crate::buffers::BufferPool;
 use crate::clock::Clock;
 use crate::columns::{DiskReads, MIN_SPREAD_STRIPES, ReadClaim};
+use crate::config::COLUMN_BATCH_BYTES;
 use crate::config::ReadColumns;
 use crate::driver::{Done, GroupDisks, Job, JobHandle, Purpose};
 use crate::error::{StoreError, StoreResult};
@@ -66,11 +67,6 @@ use tokio::sync::mpsc;
 
 /// Chunks (each a fragment's part of the range) queued between the job and a slow caller.
 pub const READ_QUEUE_CHUNKS: usize = 8;
-/// A column thread reads about this many bytes of consecutive fragments from its disk in one
-/// IO (at least one fragment): large enough that a hard disk streams rather than seeks between
-/// the columns' requests, small enough that k columns' read-ahead stays a few MiB per read.
-/// The default of [`crate::StoreConfig::read_batch_bytes`].
-pub const COLUMN_BATCH_BYTES: u64 = 512 << 10;
 /// A spread read's board holds claims this many batches ahead of the stripe being handed on
 /// (and at least twice the lag): room for a standby to claim ahead of a lagging column, and
 /// the bound on the fragments a read holds.

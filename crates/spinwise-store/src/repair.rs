@@ -13,13 +13,13 @@
 //! cannot proceed stays queued and is reported, typed.
 
 use crate::driver::{GroupDisks, Job, Purpose};
-use crate::error::{StoreError, StoreResult};
+use crate::error::{RepairFailure, StoreError, StoreResult};
+use crate::heal::{FailDiskReport, HealCounters, HealHook, HealReport};
 use crate::placement::Placement;
-use crate::stacks::{fetch_from_disks, stack_name};
+use crate::stacks::{blob_code, column_disks, stack_name, write_rebuilt_stack};
 use crate::store::Store;
 use spinwise_catalog::{BlobId, BlobRecord, Catalog, DiskHealth, RebuildTask};
-use spinwise_disk::{Disk, Overwrite};
-use spinwise_ec::{Code, StackHeader, StackRebuilder};
+use spinwise_disk::{Disk, PowerState};
 use spinwise_model::DiskIndex;
 use spinwise_sched::scheduler::Kind;
 use std::collections::BTreeSet;
@@ -27,56 +27,6 @@ use std::sync::Arc;
 
 /// Catalog page size when listing a disk's blobs or the rebuild queue.
 const PAGE: u32 = 512;
-
-/// Why one stack could not be rebuilt or repaired (the task stays queued).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum RepairFailure {
-    #[error("blob {blob} column {column}: too few good fragments to rebuild: {message}")]
-    TooFewFragments {
-        blob: BlobId,
-        column: u32,
-        message: String,
-    },
-    #[error(
-        "blob {blob} column {column}: no disk of group {group} is healthy, free of the blob, roomy and within the failure-domain spread"
-    )]
-    NoTarget {
-        blob: BlobId,
-        column: u32,
-        group: u32,
-    },
-    #[error("blob {blob} column {column}: writing the stack to disk {disk} failed: {message}")]
-    Write {
-        blob: BlobId,
-        column: u32,
-        disk: DiskIndex,
-        message: String,
-    },
-    #[error("blob {blob} column {column}: the blob is gone from the catalog")]
-    BlobGone { blob: BlobId, column: u32 },
-    #[error("blob {blob} column {column}: the driver lost or refused the job: {message}")]
-    Driver {
-        blob: BlobId,
-        column: u32,
-        message: String,
-    },
-    #[error("blob {blob}: its code ({k}+{r}, {fragment_bytes} B) is invalid: {message}")]
-    Code {
-        blob: BlobId,
-        k: u32,
-        r: u32,
-        fragment_bytes: u32,
-        message: String,
-    },
-}
-
-/// What `fail_disk` did.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct FailDiskReport {
-    pub disk: DiskIndex,
-    /// Rebuild tasks queued now (a repeated call queues the same tasks again, idempotently).
-    pub tasks_queued: u64,
-}
 
 /// Where a rebuild is, for progress bars.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -96,68 +46,6 @@ pub struct RebuildReport {
     /// Tasks that could not proceed; they stay queued.
     pub failed: Vec<(RebuildTask, RepairFailure)>,
     pub bytes_written: u64,
-}
-
-/// The blob's own code (normally the store's; a record's is authoritative).
-pub(crate) fn blob_code(blob: &BlobRecord) -> Result<Code, RepairFailure> {
-    Code::new(
-        blob.k as usize,
-        blob.r as usize,
-        blob.fragment_bytes as usize,
-    )
-    .map_err(|error| RepairFailure::Code {
-        blob: blob.id,
-        k: blob.k,
-        r: blob.r,
-        fragment_bytes: blob.fragment_bytes,
-        message: error.to_string(),
-    })
-}
-
-/// The disks holding the blob's columns, in column order.
-pub(crate) fn column_disks(all: &[Arc<dyn Disk>], blob: &BlobRecord) -> Vec<Arc<dyn Disk>> {
-    blob.disks
-        .iter()
-        .map(|&disk| all[disk as usize].clone())
-        .collect()
-}
-
-/// Regenerates `blob`'s column `column` from the other columns into `target` (atomic write,
-/// replacing an orphan or damaged file). Runs inside a job while the group is up.
-pub(crate) fn write_rebuilt_stack(
-    blob: &BlobRecord,
-    column: u32,
-    sources: &[Arc<dyn Disk>],
-    target: &dyn Disk,
-) -> Result<u64, RepairFailure> {
-    let code = blob_code(blob)?;
-    let header = StackHeader::new(
-        &code,
-        column as usize,
-        blob.id,
-        blob.size_bytes,
-        blob.content_hash,
-    );
-    let stack_bytes = header.stack_file_bytes();
-    let mut rebuilder =
-        StackRebuilder::new(&code, header, fetch_from_disks(&code, blob.id, sources));
-    let name = stack_name(blob.id, column as usize);
-    match target.write_file(&name, stack_bytes, &mut rebuilder, Overwrite::Replace) {
-        Ok(()) => Ok(stack_bytes),
-        Err(error) => Err(match rebuilder.take_failure() {
-            Some(decode) => RepairFailure::TooFewFragments {
-                blob: blob.id,
-                column,
-                message: decode.to_string(),
-            },
-            None => RepairFailure::Write {
-                blob: blob.id,
-                column,
-                disk: target.index(),
-                message: error.to_string(),
-            },
-        }),
-    }
 }
 
 /// The rebuild target for `blob`'s `column`: a usable disk of the group holding no other column,
@@ -399,5 +287,66 @@ impl<C: Catalog> Store<C> {
         )
         .for_purpose(Purpose::Repair);
         Ok(self.run_repair_job(job, &record, column).await?)
+    }
+}
+
+/// Heal's side of the store (crate::heal): the hook reads call, and settling what they queued.
+impl<C: Catalog> Store<C> {
+    /// The hook a read's job calls when it is done (see the module documentation).
+    pub(crate) fn heal_hook(&self) -> HealHook {
+        HealHook {
+            driver: self.rack_io().driver.clone(),
+            state: self.heal_state().clone(),
+            runtime: tokio::runtime::Handle::current(),
+        }
+    }
+
+    /// Repairs queued and failed disks found by reads, and this process's totals.
+    pub fn heal_counters(&self) -> HealCounters {
+        self.heal_state().counters()
+    }
+
+    /// Waits for every repair reads queued so far and records every failed disk they found
+    /// (`fail_disk`: catalog, driver, rebuild tasks). Returns what happened since the last call.
+    pub async fn settle_repairs(&self) -> StoreResult<HealReport> {
+        let disks_failed = self.record_failed_disks().await?;
+        Ok(self.heal_state().settle(disks_failed).await)
+    }
+
+    /// Records as failed every disk found failed (by reads, checks, or at open) that the
+    /// catalog still lists healthy; returns what `fail_disk` queued for each.
+    pub(crate) async fn record_failed_disks(&self) -> StoreResult<Vec<FailDiskReport>> {
+        let found = self.heal_state().take_found_failed();
+        if found.is_empty() {
+            return Ok(Vec::new());
+        }
+        let known: BTreeSet<DiskIndex> = self
+            .catalog()
+            .unhealthy_disks()
+            .await?
+            .into_iter()
+            .filter(|record| record.health == DiskHealth::Failed)
+            .map(|record| record.disk)
+            .collect();
+        let mut reports = Vec::new();
+        for disk in found.difference(&known) {
+            tracing::warn!(
+                disk,
+                "disk found failed (unreadable or removed): queueing its rebuild"
+            );
+            reports.push(self.fail_disk(u64::from(*disk)).await?);
+        }
+        Ok(reports)
+    }
+
+    /// At open: every disk that opened failed (its directory is gone, or it carries the failed
+    /// marker) is recorded failed. No disk IO: the disks report it without spinning up.
+    pub(crate) async fn record_disks_failed_at_open(&self) -> StoreResult<Vec<FailDiskReport>> {
+        for disk in &self.rack_io().disks {
+            if disk.power_state() == PowerState::Failed {
+                self.heal_state().found_failed(disk.index());
+            }
+        }
+        self.record_failed_disks().await
     }
 }

@@ -15,9 +15,10 @@
 //! Both hold the upkeep lock ([`crate::lock`]).
 
 use crate::driver::{GroupDisks, Job, Purpose};
+use crate::error::RepairFailure;
 use crate::error::{StoreError, StoreResult};
-use crate::repair::{RepairFailure, blob_code, column_disks};
 use crate::stacks::fetch_from_disks;
+use crate::stacks::{blob_code, column_disks};
 use crate::store::Store;
 use spinwise_catalog::{BlobId, BlobRecord, BlobState, Catalog, DiskHealth, GroupIndex};
 use spinwise_ec::{DecodeError, RepairReport, StripeDecoder};

@@ -1,4 +1,5 @@
-//! Per-disk space for the placer: how many bytes of stripe stacks each disk holds, from the
+//! Per-disk space for the placer, and the migrator's state that holds it ([`MigrationState`]: the
+//! space, the flush lock, the staging segments a migration is reading): how many bytes of stripe stacks each disk holds, from the
 //! catalog when the store opens, kept up to date as the migrator begins and aborts blobs, and
 //! turned into the [`DiskRoom`] map [`crate::placement::Placement`] decides from.
 //!
@@ -13,10 +14,11 @@
 
 use crate::error::StoreResult;
 use crate::placement::DiskRoom;
-use spinwise_catalog::{BlobId, BlobRecord, Catalog, DiskIndex, GroupIndex};
+use spinwise_catalog::{BlobId, BlobRecord, Catalog, DiskIndex, GroupIndex, SegmentId};
 use spinwise_ec::Code;
 use spinwise_model::Rack;
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Mutex;
 
 /// Blobs asked of the catalog per page while counting.
 const BLOB_PAGE: u32 = 1024;
@@ -110,5 +112,95 @@ impl DiskSpace {
                 (disk, room)
             })
             .collect()
+    }
+}
+
+/// The migrator's state inside a [`Store`](crate::Store): disk space, the flush lock and pinned segments.
+pub struct MigrationState {
+    space: Mutex<DiskSpace>,
+    flush_lock: tokio::sync::Mutex<()>,
+    pinned: Mutex<BTreeMap<SegmentId, usize>>,
+}
+
+impl std::fmt::Debug for MigrationState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MigrationState").finish_non_exhaustive()
+    }
+}
+
+impl MigrationState {
+    /// Counts the disks' used space from the catalog (called by `Store::open`).
+    pub async fn open<C: Catalog>(
+        catalog: &C,
+        rack: &Rack,
+        groups: usize,
+        code: &Code,
+    ) -> StoreResult<MigrationState> {
+        Ok(MigrationState {
+            space: Mutex::new(DiskSpace::from_catalog(catalog, rack, groups, code).await?),
+            flush_lock: tokio::sync::Mutex::new(()),
+            pinned: Mutex::new(BTreeMap::new()),
+        })
+    }
+
+    /// Whether a migration is reading `segment` (then it must not be freed).
+    pub fn is_pinned(&self, segment: SegmentId) -> bool {
+        self.pinned.lock().expect("pin lock").contains_key(&segment)
+    }
+
+    /// The lock that keeps one flush (or one compaction's `Writing` blob) at a time, so
+    /// abandoning `Writing` blobs never removes one being written by this process.
+    pub(crate) fn flush_lock(&self) -> &tokio::sync::Mutex<()> {
+        &self.flush_lock
+    }
+
+    /// Counts a blob begun (its stacks may be on its disks from now on).
+    pub(crate) fn add_blob(&self, blob: &BlobRecord, code: &Code) {
+        self.space.lock().expect("space lock").add_blob(blob, code);
+    }
+
+    /// A blob's stacks no longer take room on its disks.
+    pub(crate) fn remove_blob(&self, blob: &BlobRecord, code: &Code) {
+        self.space
+            .lock()
+            .expect("space lock")
+            .remove_blob(blob, code);
+    }
+
+    /// A snapshot of the disks' used space.
+    pub fn space(&self) -> DiskSpace {
+        self.space.lock().expect("space lock").clone()
+    }
+
+    pub(crate) fn pin(&self, segments: &BTreeSet<SegmentId>) -> Pins<'_> {
+        let mut pinned = self.pinned.lock().expect("pin lock");
+        for &segment in segments {
+            *pinned.entry(segment).or_default() += 1;
+        }
+        Pins {
+            state: self,
+            segments: segments.clone(),
+        }
+    }
+}
+
+/// Segments pinned for one bundle; unpinned on drop.
+pub(crate) struct Pins<'a> {
+    state: &'a MigrationState,
+    segments: BTreeSet<SegmentId>,
+}
+
+impl Drop for Pins<'_> {
+    fn drop(&mut self) {
+        let mut pinned = self.state.pinned.lock().expect("pin lock");
+        for segment in &self.segments {
+            let count = pinned
+                .get_mut(segment)
+                .expect("a pinned segment is counted");
+            *count -= 1;
+            if *count == 0 {
+                pinned.remove(segment);
+            }
+        }
     }
 }

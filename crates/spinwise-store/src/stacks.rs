@@ -16,10 +16,15 @@
 //!   column, size and content hash.
 //! - A fragment reaches the decoder only from the stack file of the right blob and column: the
 //!   header of each stack is checked before its first fragment is used.
+//! - A rebuilt or repaired stack ([`write_rebuilt_stack`]) replaces its file whole (atomic
+//!   write) from k good columns, or reports why not, typed ([`RepairFailure`]).
 
-use spinwise_catalog::BlobId;
+use crate::error::RepairFailure;
+use spinwise_catalog::{BlobId, BlobRecord};
 use spinwise_disk::{Disk, DiskError, Overwrite};
-use spinwise_ec::{BlobEncoder, Code, EncodeError, FetchError, HEADER_BYTES, StackHeader};
+use spinwise_ec::{
+    BlobEncoder, Code, EncodeError, FetchError, HEADER_BYTES, StackHeader, StackRebuilder,
+};
 use std::io::{self, Read};
 use std::sync::Arc;
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
@@ -302,4 +307,66 @@ fn read_once(
 ) -> Result<usize, FetchError> {
     disk.read_at(name, offset, buffer)
         .map_err(|error| FetchError(error.to_string()))
+}
+
+/// The blob's own code (normally the store's; a record's is authoritative).
+pub(crate) fn blob_code(blob: &BlobRecord) -> Result<Code, RepairFailure> {
+    Code::new(
+        blob.k as usize,
+        blob.r as usize,
+        blob.fragment_bytes as usize,
+    )
+    .map_err(|error| RepairFailure::Code {
+        blob: blob.id,
+        k: blob.k,
+        r: blob.r,
+        fragment_bytes: blob.fragment_bytes,
+        message: error.to_string(),
+    })
+}
+
+/// The disks holding the blob's columns, in column order.
+pub(crate) fn column_disks(all: &[Arc<dyn Disk>], blob: &BlobRecord) -> Vec<Arc<dyn Disk>> {
+    blob.disks
+        .iter()
+        .map(|&disk| all[disk as usize].clone())
+        .collect()
+}
+
+/// Regenerates `blob`'s column `column` from the other columns into `target` (atomic write,
+/// replacing an orphan or damaged file). Runs inside a job while the group is up.
+pub(crate) fn write_rebuilt_stack(
+    blob: &BlobRecord,
+    column: u32,
+    sources: &[Arc<dyn Disk>],
+    target: &dyn Disk,
+) -> Result<u64, RepairFailure> {
+    let code = blob_code(blob)?;
+    let header = StackHeader::new(
+        &code,
+        column as usize,
+        blob.id,
+        blob.size_bytes,
+        blob.content_hash,
+    );
+    let stack_bytes = header.stack_file_bytes();
+    let mut rebuilder =
+        StackRebuilder::new(&code, header, fetch_from_disks(&code, blob.id, sources));
+    let name = stack_name(blob.id, column as usize);
+    match target.write_file(&name, stack_bytes, &mut rebuilder, Overwrite::Replace) {
+        Ok(()) => Ok(stack_bytes),
+        Err(error) => Err(match rebuilder.take_failure() {
+            Some(decode) => RepairFailure::TooFewFragments {
+                blob: blob.id,
+                column,
+                message: decode.to_string(),
+            },
+            None => RepairFailure::Write {
+                blob: blob.id,
+                column,
+                disk: target.index(),
+                message: error.to_string(),
+            },
+        }),
+    }
 }

@@ -33,76 +33,19 @@
 
 use crate::clock::{Paced, Pacing};
 use crate::compact::{CompactLimits, CompactReport};
+use crate::config::UpkeepConfig;
 use crate::driver::{GroupActivity, GroupPhase};
 use crate::duties::{DutyClock, DutyReport};
 use crate::error::StoreResult;
 use crate::lock::UpkeepGuard;
 use crate::scrub::{BatchLimits, ScrubLedger, ScrubReport};
 use crate::store::Store;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use spinwise_catalog::{Catalog, GroupIndex};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::{broadcast, watch};
-
-/// The scrub policy of the upkeep task.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct UpkeepConfig {
-    /// Every committed blob is verified at least this often (seconds; default 30 days). A group
-    /// that is up anyway scrubs its blobs once half of this has passed.
-    pub scrub_interval_s: f64,
-    /// A group is spun up for scrub alone at most this often (seconds; default 1 day).
-    pub scrub_min_spin_up_interval_s: f64,
-    /// Stripe-stack bytes scrubbed per spin-up (default 4 GiB; at least one blob).
-    pub scrub_bytes_per_spin_up: u64,
-    /// Staged objects are migrated once the oldest has waited this long (seconds; default
-    /// 1 hour), or as soon as staging holds a full bundle ([`crate::duties`]).
-    pub migrate_after_s: f64,
-    /// A blob is compacted when its dead bytes are at least this fraction of its size
-    /// (default 0.5; in (0, 1]); a blob with nothing live is always removed.
-    pub compact_dead_fraction: f64,
-    /// Live bytes compaction copies per spin-up of a group up anyway (default 4 GiB; at least
-    /// one blob).
-    pub compact_bytes_per_spin_up: u64,
-}
-
-impl Default for UpkeepConfig {
-    fn default() -> UpkeepConfig {
-        UpkeepConfig {
-            scrub_interval_s: 30.0 * 86_400.0,
-            scrub_min_spin_up_interval_s: 86_400.0,
-            scrub_bytes_per_spin_up: 4 << 30,
-            migrate_after_s: 3600.0,
-            compact_dead_fraction: 0.5,
-            compact_bytes_per_spin_up: 4 << 30,
-        }
-    }
-}
-
-/// Checks the policy: positive, finite intervals and a positive budget.
-pub fn validate(config: &UpkeepConfig) -> Result<(), String> {
-    let positive = |value: f64| value.is_finite() && value > 0.0;
-    if !positive(config.scrub_interval_s) || !positive(config.scrub_min_spin_up_interval_s) {
-        return Err(
-            "upkeep.scrub_interval_s and upkeep.scrub_min_spin_up_interval_s must be positive numbers of seconds"
-                .into(),
-        );
-    }
-    if config.scrub_bytes_per_spin_up == 0 || config.compact_bytes_per_spin_up == 0 {
-        return Err(
-            "upkeep.scrub_bytes_per_spin_up and upkeep.compact_bytes_per_spin_up must be positive"
-                .into(),
-        );
-    }
-    if !(config.migrate_after_s.is_finite() && config.migrate_after_s >= 0.0) {
-        return Err("upkeep.migrate_after_s must be a number of seconds, 0 or more".into());
-    }
-    crate::compact::check_dead_fraction(config.compact_dead_fraction)
-        .map_err(|message| format!("upkeep.compact_dead_fraction: {message}"))?;
-    Ok(())
-}
 
 /// What the upkeep task did so far.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]

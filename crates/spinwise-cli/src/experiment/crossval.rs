@@ -65,11 +65,11 @@ use spinwise_sim::workload::{burst_times_us, group_of_key};
 use spinwise_sim::{
     Arrivals, Operation, PolicyKind, ReadTier, SimConfig, Summary, TraceRecord, simulate_recording,
 };
+use spinwise_store::CATALOG_FILE;
 use spinwise_store::clock::{Clock, SystemClock};
+use spinwise_store::config::COLUMN_BATCH_BYTES;
 use spinwise_store::durable::HostFiles;
-use spinwise_store::rack::emulated_config;
-use spinwise_store::read::COLUMN_BATCH_BYTES;
-use spinwise_store::store::CATALOG_FILE;
+use spinwise_store::emulated_config;
 use spinwise_store::{Environment, RackSource, SqliteStore, Store, StoreConfig};
 use std::path::Path;
 use std::sync::Arc;

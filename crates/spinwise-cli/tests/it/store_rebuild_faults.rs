@@ -154,7 +154,7 @@ fn catalog_view(data: &Path) -> CatalogView {
 fn stack_files(data: &Path, disks: &[u32]) -> BTreeSet<(u32, String)> {
     let mut found = BTreeSet::new();
     for &disk in disks {
-        let dir = spinwise_store::rack::disk_directory(data, disk as usize);
+        let dir = spinwise_store::disk_directory(data, disk as usize);
         for entry in std::fs::read_dir(dir).unwrap() {
             let name = entry.unwrap().file_name().to_string_lossy().to_string();
             if name.ends_with(".stack") {
@@ -305,7 +305,7 @@ fn get_repairs_a_flipped_byte_on_disk_and_a_second_get_repairs_nothing() {
         .find(|(_, name)| name.ends_with("-c000.stack"))
         .unwrap()
         .clone();
-    let path = spinwise_store::rack::disk_directory(Path::new(&data), disk as usize).join(&name);
+    let path = spinwise_store::disk_directory(Path::new(&data), disk as usize).join(&name);
     let original = std::fs::read(&path).unwrap();
     let mut damaged = original.clone();
     damaged[300] ^= 0x40;

@@ -767,7 +767,7 @@ async fn a_restore_that_cannot_read_the_object_fails_shows_no_expiry_and_can_be_
     };
     let blob = harness.store.catalog().blob(blob).await.unwrap().unwrap();
     for (column, &disk) in blob.disks.iter().enumerate().take(3) {
-        let path = spinwise_store::rack::disk_directory(&harness.data_dir, disk as usize)
+        let path = spinwise_store::disk_directory(&harness.data_dir, disk as usize)
             .join(spinwise_store::stacks::stack_name(blob.id, column));
         std::fs::remove_file(path).unwrap();
     }

@@ -16,10 +16,10 @@ use spinwise_catalog::{
     ObjectRecord, RebuildTask, ScrubEntry, SegmentId,
 };
 use spinwise_sched::scheduler::Kind;
+use spinwise_store::disk_directory;
 use spinwise_store::driver::{GroupActivity, GroupDisks, GroupPhase, Job};
-use spinwise_store::rack::disk_directory;
-use spinwise_store::scrub::{ScrubLedger, ScrubMode};
 use spinwise_store::stacks::stack_name;
+use spinwise_store::{ScrubLedger, ScrubMode};
 use spinwise_store::{SqliteStore, Store, StoreConfig};
 use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;

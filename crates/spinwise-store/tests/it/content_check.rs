@@ -32,8 +32,8 @@ async fn read(store: &SqliteStore, key: &str, check: ContentCheck) -> Result<Vec
 /// Changes one byte of column 0's first fragment and rewrites that fragment's crc32c to match.
 fn corrupt_with_a_valid_checksum(store: &SqliteStore, disk: u32, blob: u64) {
     let fragment_bytes = store.config().fragment_bytes as usize;
-    let path = spinwise_store::rack::disk_directory(store.data_dir(), disk as usize)
-        .join(stack_name(blob, 0));
+    let path =
+        spinwise_store::disk_directory(store.data_dir(), disk as usize).join(stack_name(blob, 0));
     let mut raw = std::fs::read(&path).unwrap();
     let fragment = STACK_HEADER_BYTES..STACK_HEADER_BYTES + fragment_bytes;
     raw[fragment.start + 100] ^= 0x40;

@@ -16,9 +16,9 @@ use spinwise_disk::{
     Disk, DiskError, DiskIndex, DiskTiming, EmulatedConfig, EmulatedDisk, Overwrite, PowerState,
     Space,
 };
+use spinwise_engine::audit::{AuditCounters, AuditRefusal, BudgetAudit, DiskPower};
 use spinwise_model::{BindError, GroupIndex, Layout, Rack, parse_rack};
 use spinwise_sched::scheduler::Kind;
-use spinwise_store::audit::{AuditCounters, AuditRefusal, BudgetAudit, DiskPower};
 use spinwise_store::clock::{Clock, ManualClock, SystemClock};
 use spinwise_store::driver::{
     DiskEvent, Driver, DriverConfig, DriverError, GroupActivity, GroupDisks, GroupPhase, Job,

@@ -13,12 +13,12 @@ use crate::common;
 use common::pattern;
 use spinwise_catalog::{BlobRecord, Catalog, DiskHealth, ObjectLocation};
 use spinwise_disk::PowerState;
+use spinwise_store::DamagedStack;
+use spinwise_store::disk_directory;
 use spinwise_store::driver::GroupActivity;
-use spinwise_store::heal::DamagedStack;
-use spinwise_store::rack::disk_directory;
-use spinwise_store::scrub::{ScrubLedger, ScrubMode};
 use spinwise_store::stacks::stack_name;
 use spinwise_store::{RackSource, SqliteStore, Store, StoreConfig};
+use spinwise_store::{ScrubLedger, ScrubMode};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 

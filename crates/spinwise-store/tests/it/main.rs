@@ -9,6 +9,7 @@ mod concurrent;
 mod content_check;
 mod driver;
 mod heal;
+mod layers;
 mod migrate;
 mod no_wall_clock_waits;
 mod placement;

@@ -10,7 +10,7 @@ use common::pattern;
 use spinwise_catalog::{BlobRecord, BlobState, Catalog, ObjectLocation, ObjectRecord};
 use spinwise_disk::Disk;
 use spinwise_store::driver::{GroupDisks, Job};
-use spinwise_store::migrate::pack;
+use spinwise_store::pack;
 use spinwise_store::placement::PlacementError;
 use spinwise_store::stacks::{fetch_from_disks, stack_name};
 use spinwise_store::staging::{StagingConfig, segment_path};
@@ -375,7 +375,7 @@ async fn a_failed_migration_leaves_no_writing_blob_no_stacks_and_objects_staged_
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn disk_space_counts_committed_and_writing_blobs_and_marks_unhealthy_disks() {
     use spinwise_catalog::MemoryCatalog;
-    use spinwise_store::space::DiskSpace;
+    use spinwise_store::DiskSpace;
     let rack = spinwise_model::parse_rack("dense-jbod-60", RACK).unwrap();
     let code = spinwise_ec::Code::new(3, 2, 128 * 1024).unwrap();
     let catalog = MemoryCatalog::new();

@@ -76,7 +76,7 @@ async fn migrated_objects_of_every_size_and_any_range_read_back_byte_exact() {
     let code = &store.rack_io().code;
     let stripe = code.stripe_data_bytes();
     let batch_bytes = store.config().read_batch_bytes;
-    let run = spinwise_store::read::column_batch_stripes(code, batch_bytes) * stripe;
+    let run = spinwise_store::column_batch_stripes(code, batch_bytes) * stripe;
     for range in [
         run - 1..run + 1,
         run..2 * run,
@@ -286,7 +286,7 @@ async fn reads_of_one_fragment_per_io_are_byte_exact_and_the_setting_round_trips
     small_ios.read_batch_bytes = 1;
     let store = Store::init_sqlite(&data, small_ios).await.unwrap();
     let code = store.rack_io().code.clone();
-    assert_eq!(spinwise_store::read::column_batch_stripes(&code, 1), 1);
+    assert_eq!(spinwise_store::column_batch_stripes(&code, 1), 1);
     let bytes = pattern(3 << 20, 11);
     put_and_flush(&store, &[("one-fragment-ios", bytes.clone())]).await;
     let (read, _) = get_all(&store, "one-fragment-ios", None).await.unwrap();

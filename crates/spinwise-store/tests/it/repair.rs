@@ -10,8 +10,8 @@ use crate::common;
 
 use common::{flip_byte, migrate, pattern, read_blob};
 use spinwise_catalog::{BlobRecord, Catalog};
-use spinwise_store::repair::RepairFailure;
-use spinwise_store::scrub::{ScrubLedger, ScrubMode};
+use spinwise_store::RepairFailure;
+use spinwise_store::{ScrubLedger, ScrubMode};
 use spinwise_store::{SqliteStore, Store, StoreConfig, StoreError};
 use std::path::Path;
 

@@ -47,13 +47,13 @@ use spinwise_disk::{
     PowerState, Space, Trigger, VirtualClock, WriteSync, crash_together,
 };
 use spinwise_model::{Rack, parse_rack};
-use spinwise_store::blob_index::{INDEX_DIR, index_path, read_index};
+use spinwise_store::CATALOG_FILE;
 use spinwise_store::clock::{Clock, Sleep};
 use spinwise_store::config::{PolicyChoice, STAGING_DIR};
 use spinwise_store::durable::{HostCrashModel, HostFiles};
-use spinwise_store::scrub::{ScrubLedger, ScrubMode};
-use spinwise_store::store::CATALOG_FILE;
 use spinwise_store::{Environment, SqliteStore, Store, StoreConfig, StoreError};
+use spinwise_store::{INDEX_DIR, index_path, read_index};
+use spinwise_store::{ScrubLedger, ScrubMode};
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::sync::{Arc, Mutex};

@@ -16,7 +16,7 @@ use spinwise_catalog::Catalog;
 use spinwise_sched::scheduler::Kind;
 use spinwise_store::clock::ManualClock;
 use spinwise_store::driver::{GroupActivity, GroupDisks, GroupPhase, Job};
-use spinwise_store::scrub::{ScrubLedger, ScrubMode};
+use spinwise_store::{ScrubLedger, ScrubMode};
 use spinwise_store::{SqliteStore, Store, StoreConfig, StoreError, UpkeepConfig};
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -1,0 +1,218 @@
+//! GET: an object's bytes, in bounded chunks, from wherever the catalog says it is: its staging
+//! segment (read at once) or its blob (through the scheduler, crate::read). A GET whose object
+//! left that place between the lookup and the open (a migration reclaimed its segment,
+//! compaction removed its blob) looks it up again, at most [`GET_ATTEMPTS`] times.
+//!
+//! Invariants: GET memory is one staging chunk at a time (or the read pipeline's bounded queue);
+//! every chunk is checked against its crc32c before it is returned, and a whole-object read
+//! with [`ContentCheck::WholeObject`] against the BLAKE3 recorded at PUT before the end of the
+//! stream is reported.
+
+use crate::error::{StoreError, StoreResult};
+use crate::read::{MigratedReader, ReadTiming};
+use crate::staging::{ContentCheck, StagedReader, StagingError};
+use crate::store::{ReadPriority, Store};
+use bytes::Bytes;
+use spinwise_catalog::{Catalog, ObjectLocation, ObjectRecord};
+use spinwise_ec::RepairReport;
+use std::ops::Range;
+
+/// How often GET looks an object up again when its staging segment vanished between the catalog
+/// lookup and opening the file (the object was deleted, overwritten or migrated meanwhile).
+const GET_ATTEMPTS: u32 = 3;
+
+impl<C: Catalog> Store<C> {
+    /// A reader of the object's bytes (all, or `range`), in chunks of bounded size, each
+    /// checked against its crc32c ([`ContentCheck::ChunksOnly`]).
+    pub async fn get(&self, key: &str, range: Option<Range<u64>>) -> StoreResult<ObjectReader> {
+        self.get_with(key, range, ContentCheck::ChunksOnly).await
+    }
+
+    /// [`Store::get`], choosing what is verified: [`ContentCheck::WholeObject`] also checks a
+    /// whole-object read's BLAKE3 against the one recorded at PUT, before the end of the
+    /// stream is reported (a mismatch is [`StoreError::ContentHashMismatch`] instead).
+    pub async fn get_with(
+        &self,
+        key: &str,
+        range: Option<Range<u64>>,
+        check: ContentCheck,
+    ) -> StoreResult<ObjectReader> {
+        self.get_prioritized(key, range, check, ReadPriority::Standard)
+            .await
+    }
+
+    /// [`Store::get_with`] at `priority`: an [`ReadPriority::Expedited`] read of a migrated
+    /// object goes ahead of the scheduler's standard reads ([`Kind::Expedited`]). A staged
+    /// object is read at once either way.
+    pub async fn get_prioritized(
+        &self,
+        key: &str,
+        range: Option<Range<u64>>,
+        check: ContentCheck,
+        priority: ReadPriority,
+    ) -> StoreResult<ObjectReader> {
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let may_retry = attempt < GET_ATTEMPTS;
+            let opened = self
+                .open_reader(key, &range, check, priority, may_retry)
+                .await?;
+            if let Some(reader) = opened {
+                return Ok(reader);
+            }
+        }
+    }
+
+    /// One try at opening `key`'s reader. `None` (only when `may_retry`) if the object left the
+    /// place its record named between the lookup and the open: compaction moved it and removed
+    /// its old blob, or a migration reclaimed its staging segment.
+    async fn open_reader(
+        &self,
+        key: &str,
+        range: &Option<Range<u64>>,
+        check: ContentCheck,
+        priority: ReadPriority,
+        may_retry: bool,
+    ) -> StoreResult<Option<ObjectReader>> {
+        let record = self.stat(key).await?;
+        let range = range.clone().unwrap_or(0..record.size_bytes);
+        if range.start > range.end || range.end > record.size_bytes {
+            return Err(StoreError::Range {
+                key: key.into(),
+                start: range.start,
+                end: range.end,
+                size_bytes: record.size_bytes,
+            });
+        }
+        let (segment, offset) = match record.location {
+            ObjectLocation::Staged { segment, offset } => (segment, offset),
+            ObjectLocation::Migrated { blob, offset } => {
+                let opened = self
+                    .read_migrated(&record, blob, offset, range.clone(), priority.kind())
+                    .await;
+                let reader = match opened {
+                    Err(_) if may_retry && self.moved(&record).await? => return Ok(None),
+                    other => other?,
+                };
+                let whole = check == ContentCheck::WholeObject
+                    && range.start == 0
+                    && range.end == record.size_bytes;
+                return Ok(Some(ObjectReader {
+                    record,
+                    range,
+                    source: Source::Migrated(reader),
+                    whole_hash: whole.then(blake3::Hasher::new),
+                }));
+            }
+        };
+        let opened = self
+            .staging
+            .read(
+                segment,
+                offset,
+                key,
+                record.size_bytes,
+                range.clone(),
+                check,
+            )
+            .await;
+        match opened {
+            Ok(reader) => Ok(Some(ObjectReader {
+                record,
+                range,
+                source: Source::Staged(Box::new(reader)),
+                whole_hash: None, // the staging log checks its own trailer
+            })),
+            Err(StagingError::Io { source, .. })
+                if source.kind() == std::io::ErrorKind::NotFound && may_retry =>
+            {
+                Ok(None)
+            }
+            Err(error) => Err(error.into()),
+        }
+    }
+
+    /// Whether `record`'s object is no longer where `record` says (moved, replaced or gone).
+    async fn moved(&self, record: &ObjectRecord) -> StoreResult<bool> {
+        let now = self.catalog.object(&record.key).await?;
+        Ok(now.is_none_or(|now| now.location != record.location))
+    }
+}
+
+/// Where a GET's bytes come from.
+enum Source {
+    /// Boxed: a staged reader holds its chunk buffer inline, the migrated one a channel.
+    Staged(Box<StagedReader>),
+    Migrated(MigratedReader),
+}
+
+/// A GET in progress: the object's record and its bytes in the requested range.
+pub struct ObjectReader {
+    record: ObjectRecord,
+    range: Range<u64>,
+    source: Source,
+    /// BLAKE3 of what a migrated whole-object read with [`ContentCheck::WholeObject`] has
+    /// returned so far, checked against the record at the end.
+    whole_hash: Option<blake3::Hasher>,
+}
+
+impl ObjectReader {
+    pub fn record(&self) -> &ObjectRecord {
+        &self.record
+    }
+    /// The byte range being read.
+    pub fn range(&self) -> Range<u64> {
+        self.range.clone()
+    }
+    /// The next verified piece of the range (at most one staging chunk, or the part of one
+    /// stripe of a migrated object), or `None` at the end.
+    pub async fn next_chunk(&mut self) -> StoreResult<Option<Bytes>> {
+        let chunk = match &mut self.source {
+            Source::Staged(reader) => reader.next_chunk().await?,
+            Source::Migrated(reader) => reader.next_chunk().await?,
+        };
+        match (&chunk, &mut self.whole_hash) {
+            (Some(bytes), Some(hasher)) => {
+                hasher.update(bytes);
+            }
+            (None, Some(_)) => self.check_whole_hash()?,
+            _ => {}
+        }
+        Ok(chunk)
+    }
+
+    fn check_whole_hash(&mut self) -> StoreResult<()> {
+        let hasher = self.whole_hash.take().expect("called with a hasher");
+        if *hasher.finalize().as_bytes() != self.record.content_hash {
+            return Err(StoreError::ContentHashMismatch {
+                key: self.record.key.clone(),
+            });
+        }
+        Ok(())
+    }
+    /// For a migrated object, once read to the end: where its time went (`None` for staged
+    /// objects, which wait for nothing).
+    pub fn timing(&self) -> Option<ReadTiming> {
+        match &self.source {
+            Source::Staged(_) => None,
+            Source::Migrated(reader) => reader.timing(),
+        }
+    }
+    /// The fragments a migrated read found bad and read around (empty for staged objects).
+    pub fn repairs(&self) -> RepairReport {
+        match &self.source {
+            Source::Staged(_) => RepairReport::default(),
+            Source::Migrated(reader) => reader.repairs().clone(),
+        }
+    }
+    /// For a migrated object, once read to the end: the blob's columns the read took (a column
+    /// ≥ k is a parity column standing in for a busy or missing data disk); empty for staged
+    /// objects.
+    pub fn columns_read(&self) -> Vec<usize> {
+        match &self.source {
+            Source::Staged(_) => Vec::new(),
+            Source::Migrated(reader) => reader.columns_read().to_vec(),
+        }
+    }
+}
