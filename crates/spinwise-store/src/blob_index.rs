@@ -177,7 +177,8 @@ impl<'a> Cursor<'a> {
 /// a crash leaves either the whole index or none.
 pub fn write_index(data_dir: &Path, index: &BlobIndex, host: &HostFiles) -> std::io::Result<()> {
     let directory = data_dir.join(INDEX_DIR);
-    std::fs::create_dir_all(&directory)?;
+    // fsync-site: blob-index-directory-created
+    host.create_directory("blob-index-directory-created", &directory)?;
     let path = index_path(data_dir, index.blob);
     let temporary = directory.join(format!(".tmp-blob-{:016x}.index", index.blob));
     let mut file = std::fs::File::create(&temporary)?;

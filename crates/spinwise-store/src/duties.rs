@@ -46,7 +46,7 @@ fn may_run(not_before_us: Option<u64>, now_us: u64) -> bool {
 
 impl<C: Catalog> Store<C> {
     /// Whether staging holds a full bundle or an object older than `migrate_after_s`.
-    pub async fn migration_due(&self, migrate_after_s: f64) -> StoreResult<bool> {
+    pub(crate) async fn migration_due(&self, migrate_after_s: f64) -> StoreResult<bool> {
         let stats = self.catalog().stats().await?;
         if stats.staged_objects == 0 {
             return Ok(false);

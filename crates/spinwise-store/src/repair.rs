@@ -14,7 +14,7 @@
 
 use crate::driver::{GroupDisks, Job, Purpose};
 use crate::error::{RepairFailure, StoreError, StoreResult};
-use crate::heal::{FailDiskReport, HealCounters, HealHook, HealReport};
+use crate::heal::{FailDiskReport, HealHook, HealReport};
 use crate::placement::Placement;
 use crate::stacks::{blob_code, column_disks, stack_name, write_rebuilt_stack};
 use crate::store::Store;
@@ -260,7 +260,7 @@ impl<C: Catalog> Store<C> {
 
     /// Rewrites `blob`'s column `column` in place on its own disk from the other columns
     /// (`Overwrite::Replace`), under the rebuild share. For a damaged stack on a healthy disk.
-    pub async fn repair_stack(&self, blob: BlobId, column: u32) -> StoreResult<u64> {
+    pub(crate) async fn repair_stack(&self, blob: BlobId, column: u32) -> StoreResult<u64> {
         let record = self
             .catalog()
             .blob(blob)
@@ -299,11 +299,6 @@ impl<C: Catalog> Store<C> {
             state: self.heal_state().clone(),
             runtime: tokio::runtime::Handle::current(),
         }
-    }
-
-    /// Repairs queued and failed disks found by reads, and this process's totals.
-    pub fn heal_counters(&self) -> HealCounters {
-        self.heal_state().counters()
     }
 
     /// Waits for every repair reads queued so far and records every failed disk they found

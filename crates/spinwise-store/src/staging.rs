@@ -729,10 +729,12 @@ struct OpenScan {
     in_use: BTreeMap<SegmentId, u64>,
 }
 
-/// Lists the segments of `dir` (creating it if needed), claims each one that no live process
-/// holds and reads its header, and notes the others as in use.
-fn claim_and_scan(dir: &Path) -> Result<OpenScan> {
-    std::fs::create_dir_all(dir).map_err(io_error(dir))?;
+/// Lists the segments of `dir` (creating it durably if needed), claims each one that no live
+/// process holds and reads its header, and notes the others as in use.
+fn claim_and_scan(dir: &Path, host: &HostFiles) -> Result<OpenScan> {
+    // fsync-site: staging-directory-created
+    host.create_directory("staging-directory-created", dir)
+        .map_err(io_error(dir))?;
     let mut found = OpenScan {
         scans: BTreeMap::new(),
         claims: BTreeMap::new(),
@@ -777,7 +779,8 @@ impl StagingLog {
         config.check()?;
         let dir = dir.to_path_buf();
         let scan_dir = dir.clone();
-        let found = blocking(move || claim_and_scan(&scan_dir)).await?;
+        let scan_host = host.clone();
+        let found = blocking(move || claim_and_scan(&scan_dir, &scan_host)).await?;
         let mut sealed: BTreeMap<SegmentId, u64> = found
             .scans
             .iter()
