@@ -68,7 +68,7 @@ pub use lock::UpkeepGuard;
 pub use migrate::{Bundle, FlushProgress, FlushReport, pack};
 pub use rack::{Environment, StoreRack, disk_directory, emulated_config};
 pub use read::{ReadTiming, column_batch_stripes};
-pub use recover::{RecoverError, RecoverReport, Skipped, recover};
+pub use recover::{RecoverError, RecoverReport, Skipped, recover, recover_in};
 pub use repair::{RebuildProgress, RebuildReport};
 pub use scrub::{ScrubLedger, ScrubMode, ScrubReport};
 pub use space::DiskSpace;

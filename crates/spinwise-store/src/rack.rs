@@ -15,7 +15,7 @@ use crate::driver::{Driver, DriverConfig, DriverError};
 use crate::durable::HostFiles;
 use crate::error::{StoreError, StoreResult, io_error};
 use crate::placement::Placement;
-use spinwise_catalog::{Catalog, DiskHealth};
+use spinwise_catalog::DiskIndex;
 use spinwise_disk::{Disk, DiskError, DiskTiming, EmulatedConfig, EmulatedDisk};
 use spinwise_ec::Code;
 use spinwise_model::Rack;
@@ -136,13 +136,13 @@ pub fn create_disks(data_dir: &Path, rack: &Rack, config: &StoreConfig) -> Store
 }
 
 /// Opens the disks (a missing or failed emulated one opens as failed; given ones are used as
-/// they are), starts the driver on the current tokio runtime and tells it which disks the catalog
-/// knows are failed.
-pub async fn open_rack<C: Catalog>(
+/// they are), starts the driver on the current tokio runtime and tells it which disks are known
+/// failed (the catalog's; none when recovering a lost catalog, where a failed disk answers so).
+pub async fn open_rack(
     data_dir: &Path,
     rack: &Rack,
     config: &StoreConfig,
-    catalog: &C,
+    failed: &[DiskIndex],
     environment: Environment,
 ) -> StoreResult<StoreRack> {
     let (emulated, disks, clock) = match environment {
@@ -178,10 +178,8 @@ pub async fn open_rack<C: Catalog>(
         },
     )
     .map_err(|error: DriverError| StoreError::Driver(error.to_string()))?;
-    for record in catalog.unhealthy_disks().await? {
-        if record.health == DiskHealth::Failed {
-            let _ = driver.mark_failed(record.disk).await;
-        }
+    for &disk in failed {
+        let _ = driver.mark_failed(disk).await;
     }
     let code = Code::new(
         layout.erasure.k as usize,

@@ -14,12 +14,19 @@
 //! - what the world left damaged (a torn record, a bad header, an index that disagrees with
 //!   its stacks) is skipped and reported with why, never a panic; every read is bounded (a
 //!   stack header is 84 bytes, an index at most `MAX_INDEX_BYTES`);
-//! - the blob id counter ends above every blob id a stack file's name or header carries.
+//! - the blob id counter ends above every blob id a stack file's name or header carries;
+//! - the disks are read as the store reads them: group by group, each group's listing a job of
+//!   the rack engine ([`recover_in`] on any environment), so recovery keeps every hard budget;
+//!   a disk that answers failed is marked so first and never commanded (before 2026-11-29 it
+//!   listed every disk directory on the host at once, which a rack with sleeping disks cannot
+//!   do within its budgets).
 
 use crate::blob_index::{BlobIndex, IndexEntry, index_path, read_index};
 use crate::config::{self, STAGING_DIR, STORE_FILE};
+use crate::driver::{GroupDisks, Job, Purpose};
+use crate::durable::HostFiles;
 use crate::error::StoreError;
-use crate::rack::disk_directory;
+use crate::rack::{Environment, disk_directory, open_rack};
 use crate::staging::{ScannedRecord, StagingLog};
 use crate::store::CATALOG_FILE;
 use serde::Serialize;
@@ -27,9 +34,11 @@ use spinwise_catalog::{
     BlobId, BlobRecord, BlobState, Catalog, CatalogError, DiskIndex, GroupIndex, Migration,
     ObjectLocation, ObjectRecord, SegmentId, SqliteCatalog,
 };
+use spinwise_disk::{Disk, PowerState};
 use spinwise_ec::{HEADER_BYTES, StackHeader};
+use spinwise_model::Rack;
+use spinwise_sched::scheduler::Kind;
 use std::collections::BTreeMap;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 /// The staging segment a migrated object is first recorded in (a catalog row only, inside the
@@ -111,8 +120,22 @@ struct FoundBlob {
     index: Option<BlobIndex>,
 }
 
-/// Rebuilds `data_dir`'s catalog (see the module docs).
+/// Rebuilds `data_dir`'s catalog (see the module docs), on the emulated disks.
 pub async fn recover(data_dir: &Path) -> Result<RecoverReport, RecoverError> {
+    recover_in(data_dir, Environment::Emulated).await
+}
+
+/// [`recover`] on `environment`'s disks, clock and host files. The disks are read group by
+/// group through the rack engine, as the store reads them, so recovery keeps every budget.
+pub async fn recover_in(
+    data_dir: &Path,
+    environment: Environment,
+) -> Result<RecoverReport, RecoverError> {
+    let host = environment.host_files();
+    let now_unix_ms = match &environment {
+        Environment::Emulated => crate::clock::wall_unix_ms(),
+        Environment::Given { clock, .. } => clock.unix_ms(),
+    };
     let store_config = config::read(data_dir)?;
     let rack = config::validate(&store_config, &data_dir.join(STORE_FILE))?;
     let catalog_path = data_dir.join(CATALOG_FILE);
@@ -121,8 +144,9 @@ pub async fn recover(data_dir: &Path) -> Result<RecoverReport, RecoverError> {
         ..RecoverReport::default()
     };
     report.catalog_moved_to = move_aside(&catalog_path)?;
-    let records = staged_records(data_dir, &store_config, &mut report).await?;
-    let mut blobs = stacked_blobs(data_dir, rack.disk_count(), &mut report);
+    let records = staged_records(data_dir, &store_config, host, &mut report).await?;
+    let listed = list_stacks(data_dir, &rack, &store_config, environment).await?;
+    let mut blobs = stacked_blobs(data_dir, &listed, &mut report);
     read_indexes(data_dir, &mut blobs, &mut report);
     let groups = store_config
         .layout
@@ -133,12 +157,20 @@ pub async fn recover(data_dir: &Path) -> Result<RecoverReport, RecoverError> {
         })?;
     let blob_records = blob_records(&blobs, &groups, &mut report);
     let winners = choose_versions(&records, &blob_records, &blobs, &mut report);
-    let highest = highest_blob_id(data_dir, &blobs)?;
+    let highest = highest_blob_id(data_dir, &listed, &blobs)?;
     report.highest_blob_id = highest;
     let recovering = path_with_suffix(&catalog_path, RECOVERING_SUFFIX);
     remove_catalog_files(&recovering)?;
     let catalog = SqliteCatalog::open(&recovering).await?;
-    let built = build(&catalog, highest, &blob_records, winners, &mut report).await;
+    let built = build(
+        &catalog,
+        highest,
+        &blob_records,
+        winners,
+        now_unix_ms,
+        &mut report,
+    )
+    .await;
     catalog.close().await;
     built?;
     put_in_place(&recovering, &catalog_path)?;
@@ -217,9 +249,10 @@ fn remove_catalog_files(path: &Path) -> Result<(), RecoverError> {
 async fn staged_records(
     data_dir: &Path,
     store_config: &config::StoreConfig,
+    host: HostFiles,
     report: &mut RecoverReport,
 ) -> Result<Vec<ScannedRecord>, RecoverError> {
-    let log = StagingLog::open(&data_dir.join(STAGING_DIR), store_config.staging)
+    let log = StagingLog::open_in(&data_dir.join(STAGING_DIR), store_config.staging, host)
         .await
         .map_err(StoreError::from)?;
     for segment in log.segments_in_use_at_open() {
@@ -231,47 +264,123 @@ async fn staged_records(
     Ok(log.scanned_records())
 }
 
-/// Reads a stack file's header (84 bytes, no more).
-fn read_header(path: &Path) -> Result<StackHeader, String> {
-    let mut bytes = Vec::with_capacity(HEADER_BYTES);
-    std::fs::File::open(path)
-        .and_then(|file| file.take(HEADER_BYTES as u64).read_to_end(&mut bytes))
-        .map_err(|error| error.to_string())?;
-    StackHeader::decode(&bytes).map_err(|error| error.to_string())
+/// A file named like a stack on one disk, and its header or why it could not be read.
+struct ListedStack {
+    disk: DiskIndex,
+    name: String,
+    header: Result<StackHeader, String>,
 }
 
-/// The stripe stacks on every disk, grouped by blob, each header checked against its name and
-/// its blob's other columns.
+/// The stack files on every disk, with their headers (84 bytes each, no more), listed group by
+/// group through the rack engine: each group's listing is a job on it, so its disks spin up
+/// only as the budgets allow, as for any other work. A failed or absent disk lists nothing:
+/// its columns are missing, counted per blob.
+async fn list_stacks(
+    data_dir: &Path,
+    rack: &Rack,
+    store_config: &config::StoreConfig,
+    environment: Environment,
+) -> Result<Vec<ListedStack>, RecoverError> {
+    let rack_io = open_rack(data_dir, rack, store_config, &[], environment).await?;
+    // A disk that answers failed (removed, marked) is never commanded, as at the store's open:
+    // without the lost catalog's list, its own answer is all there is.
+    for disk in &rack_io.disks {
+        if disk.power_state() == PowerState::Failed {
+            let _ = rack_io.driver.mark_failed(disk.index()).await;
+        }
+    }
+    let groups = store_config.layout.groups.len() as GroupIndex;
+    let mut handles = Vec::with_capacity(groups as usize);
+    for group in 0..groups {
+        let job = Job::new(group, 1, Kind::Client, list_group).for_purpose(Purpose::Check);
+        let handle =
+            rack_io.driver.submit(job).await.map_err(|refusal| {
+                StoreError::Driver(format!("listing group {group}: {refusal}"))
+            })?;
+        handles.push(handle);
+    }
+    let mut listed = Vec::new();
+    for handle in handles {
+        let done = handle
+            .wait()
+            .await
+            .map_err(|lost| StoreError::Driver(lost.to_string()))?;
+        listed.extend(done.output);
+    }
+    let _ = rack_io.driver.shutdown().await;
+    Ok(listed)
+}
+
+/// Inside a group's job: every stack-named file of its usable disks, temporary ones included
+/// (their ids count for the id counter), with the header of each complete one.
+fn list_group(disks: &GroupDisks) -> Vec<ListedStack> {
+    let mut listed = Vec::new();
+    for disk in disks.usable() {
+        let Ok(names) = disk.list_files() else {
+            continue;
+        };
+        for name in names {
+            let Some((_, temporary)) = crate::survey::stack_blob_id(&name) else {
+                continue;
+            };
+            let header = if temporary {
+                Err("a temporary file".to_string())
+            } else {
+                read_header(disk.as_ref(), &name)
+            };
+            listed.push(ListedStack {
+                disk: disk.index(),
+                name,
+                header,
+            });
+        }
+    }
+    listed
+}
+
+/// Reads a stack file's header (84 bytes, no more).
+fn read_header(disk: &dyn Disk, name: &str) -> Result<StackHeader, String> {
+    let mut bytes = [0u8; HEADER_BYTES];
+    let mut filled = 0;
+    while filled < HEADER_BYTES {
+        let read = disk
+            .read_at(name, filled as u64, &mut bytes[filled..])
+            .map_err(|error| error.to_string())?;
+        if read == 0 {
+            break;
+        }
+        filled += read;
+    }
+    StackHeader::decode(&bytes[..filled]).map_err(|error| error.to_string())
+}
+
+/// The listed stripe stacks grouped by blob, each header checked against its name and its
+/// blob's other columns.
 fn stacked_blobs(
     data_dir: &Path,
-    disk_count: usize,
+    listed: &[ListedStack],
     report: &mut RecoverReport,
 ) -> BTreeMap<BlobId, FoundBlob> {
     let mut blobs: BTreeMap<BlobId, FoundBlob> = BTreeMap::new();
-    for disk in 0..disk_count {
-        let directory = disk_directory(data_dir, disk);
-        let Ok(entries) = std::fs::read_dir(&directory) else {
-            continue; // a failed or absent disk: its columns are missing, counted per blob
+    for stack in listed {
+        let Some((blob, false)) = crate::survey::stack_blob_id(&stack.name) else {
+            continue;
         };
-        for name in entries.flatten().map(|entry| entry.file_name()) {
-            let name = name.to_string_lossy();
-            let Some((blob, false)) = crate::survey::stack_blob_id(&name) else {
-                continue;
-            };
-            let path = directory.join(&*name);
-            let skip = |reason: String| Skipped {
-                what: path.display().to_string(),
-                reason,
-            };
-            match read_header(&path) {
-                Ok(header) if header.blob_id != blob || !name_has_column(&name, header.column) => {
-                    report
-                        .skipped
-                        .push(skip("its header names another blob or column".into()));
-                }
-                Ok(header) => add_column(&mut blobs, header, disk as DiskIndex, report, &path),
-                Err(reason) => report.skipped.push(skip(format!("bad header: {reason}"))),
+        let path = disk_directory(data_dir, stack.disk as usize).join(&stack.name);
+        let skip = |reason: String| Skipped {
+            what: path.display().to_string(),
+            reason,
+        };
+        match &stack.header {
+            Ok(header)
+                if header.blob_id != blob || !name_has_column(&stack.name, header.column) =>
+            {
+                report
+                    .skipped
+                    .push(skip("its header names another blob or column".into()));
             }
+            Ok(header) => add_column(&mut blobs, *header, stack.disk, report, &path),
+            Err(reason) => report.skipped.push(skip(format!("bad header: {reason}"))),
         }
     }
     blobs
@@ -438,10 +547,16 @@ fn choose_versions(
 /// The highest blob id any stack file's name (temporary ones included) or header carries.
 fn highest_blob_id(
     data_dir: &Path,
+    listed: &[ListedStack],
     blobs: &BTreeMap<BlobId, FoundBlob>,
 ) -> Result<Option<BlobId>, RecoverError> {
     let surveyed = crate::survey::survey(data_dir)?.highest_blob_id;
-    Ok(surveyed.max(blobs.keys().next_back().copied()))
+    let named = listed
+        .iter()
+        .filter_map(|stack| crate::survey::stack_blob_id(&stack.name))
+        .map(|(blob, _)| blob)
+        .max();
+    Ok(surveyed.max(named).max(blobs.keys().next_back().copied()))
 }
 
 /// Fills the new catalog: the counter, each blob with its objects, then the staged objects.
@@ -450,12 +565,12 @@ async fn build(
     highest: Option<BlobId>,
     blob_records: &BTreeMap<BlobId, BlobRecord>,
     winners: BTreeMap<String, Version>,
+    now: i64,
     report: &mut RecoverReport,
 ) -> Result<(), RecoverError> {
     if let Some(highest) = highest {
         catalog.reserve_blob_ids_through(highest).await?;
     }
-    let now = crate::clock::wall_unix_ms();
     let mut by_blob: BTreeMap<BlobId, Vec<(String, Version)>> = BTreeMap::new();
     for (key, version) in winners {
         match version.location {

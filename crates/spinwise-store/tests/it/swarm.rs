@@ -33,8 +33,15 @@
 //! scripts/swarm-mutations.sh removes each fsync of the staging and migration path in turn
 //! (`SPINWISE_SWARM_REMOVE_FSYNC=SITE`, or with sed in a scratch worktree) and runs this swarm;
 //! `a_disk_that_acknowledges_unsynced_writes_…` turns the disks' sync off in the test command.
+//! A crash also loses the catalog now and then (one step in a hundred): `recover_in`, the code
+//! of `spinwise store recover`, rebuilds it from the staging log, the blob indexes and the
+//! stacks (read through the rack engine, under the watcher), and the store opens on it; every
+//! acknowledged object must read back, and a deleted key may come back only as one of its own
+//! acknowledged versions (recovery cannot see deletes).
+//!
 //! What this does not reach: the SQLite catalog's own fsyncs (the catalog keeps a killed
-//! process's semantics: every write survives a crash), and `spinwise store recover`.
+//! process's semantics: every write survives a crash), and recovery's own file moves (the lost
+//! catalog's files are deleted here, not torn).
 
 use crate::common;
 
@@ -51,7 +58,7 @@ use spinwise_store::CATALOG_FILE;
 use spinwise_store::clock::{Clock, Sleep};
 use spinwise_store::config::{PolicyChoice, STAGING_DIR};
 use spinwise_store::durable::{HostCrashModel, HostFiles};
-use spinwise_store::{Environment, SqliteStore, Store, StoreConfig, StoreError};
+use spinwise_store::{Environment, SqliteStore, Store, StoreConfig, StoreError, recover_in};
 use spinwise_store::{INDEX_DIR, index_path, read_index};
 use spinwise_store::{ScrubLedger, ScrubMode};
 use std::collections::BTreeMap;
@@ -261,8 +268,11 @@ struct World {
     store: Option<SqliteStore>,
     /// Acknowledged objects and their bytes (deleted keys removed).
     acknowledged: BTreeMap<String, Vec<u8>>,
+    /// Every version ever acknowledged per key (BLAKE3): what a recovery may bring back.
+    versions: BTreeMap<String, Vec<[u8; 32]>>,
     failed_disk: Option<DiskIndex>,
     crashes: u64,
+    recoveries: u64,
 }
 
 const KEYS: u64 = 24;
@@ -306,8 +316,10 @@ impl World {
             runtime: None,
             store: None,
             acknowledged: BTreeMap::new(),
+            versions: BTreeMap::new(),
             failed_disk: None,
             crashes: 0,
+            recoveries: 0,
         };
         world.start(true);
         world
@@ -380,7 +392,8 @@ impl World {
             40..55 => self.get(),
             55..65 => self.delete(),
             65..80 => self.flush(),
-            80..86 => self.crash_and_restart(),
+            80..85 => self.crash_and_restart(),
+            85..86 => self.lose_the_catalog_and_recover(),
             86..90 => self.fail_and_rebuild(),
             90..93 => self.scrub(),
             93..95 => self.flush_through_write_faults(),
@@ -415,6 +428,8 @@ impl World {
         let stored = self.block_on(self.store().put(&key, &bytes[..]));
         match stored {
             Ok(_) => {
+                let hash = *blake3::hash(&bytes).as_bytes();
+                self.versions.entry(key.clone()).or_default().push(hash);
                 self.acknowledged.insert(key, bytes);
             }
             Err(error) => self.fail(&format!("put `{key}`: {error}")),
@@ -543,6 +558,76 @@ impl World {
     /// The process dies between two operations: the store and its runtime are dropped without
     /// closing, every disk loses what it had not synced, and the store opens again.
     fn crash_and_restart(&mut self) {
+        self.crash();
+        self.start(false);
+        self.check_all();
+        self.check_blob_indexes();
+    }
+
+    /// After a crash the catalog is gone too (its files deleted): `spinwise store recover`'s
+    /// code rebuilds it from the staging log, the blob indexes and the stacks (read group by
+    /// group through the rack engine, under the watcher), and the store opens on it. Every
+    /// acknowledged object must read back as it was; a deleted key may come back only as one of
+    /// its own acknowledged versions (recovery cannot see deletes, docs/store.md "A lost
+    /// catalog"), and is then expected from there on.
+    fn lose_the_catalog_and_recover(&mut self) {
+        self.crash();
+        for suffix in ["", "-wal", "-shm"] {
+            let path = self
+                .directory
+                .path()
+                .join(format!("{CATALOG_FILE}{suffix}"));
+            if let Err(error) = std::fs::remove_file(&path)
+                && error.kind() != std::io::ErrorKind::NotFound
+            {
+                self.fail(&format!("deleting {}: {error}", path.display()));
+            }
+        }
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let data = self.directory.path().to_path_buf();
+        let recovered = runtime.block_on(recover_in(&data, self.environment()));
+        runtime.shutdown_timeout(std::time::Duration::from_secs(10));
+        if let Err(error) = recovered {
+            self.fail(&format!("recover: {error}"));
+        }
+        self.recoveries += 1;
+        self.start(false);
+        self.adopt_resurrected_versions();
+        self.check_all();
+        self.check_blob_indexes();
+    }
+
+    /// Keys deleted before a recovery that read back as one of their own acknowledged versions
+    /// are expected again; any other bytes fail.
+    fn adopt_resurrected_versions(&mut self) {
+        for k in 0..KEYS {
+            let key = format!("object-{k:02}");
+            if self.acknowledged.contains_key(&key) {
+                continue;
+            }
+            let read = self.block_on(common::read_to_end(self.store(), &key, None));
+            let Ok((bytes, _)) = read else { continue };
+            let hash = *blake3::hash(&bytes).as_bytes();
+            if !self
+                .versions
+                .get(&key)
+                .is_some_and(|all| all.contains(&hash))
+            {
+                self.fail(&format!(
+                    "`{key}` came back from recovery as {} bytes it never held",
+                    bytes.len()
+                ));
+            }
+            self.acknowledged.insert(key, bytes);
+        }
+    }
+
+    /// Drops the store and its runtime without closing, and cuts the power of every disk and
+    /// host file (see the module docs).
+    fn crash(&mut self) {
         self.crashes += 1;
         drop(self.store.take());
         if let Some(runtime) = self.runtime.take() {
@@ -564,9 +649,6 @@ impl World {
             let resting = self.watcher.rack.resting_state();
             self.watcher.set(disk.index(), resting);
         }
-        self.start(false);
-        self.check_all();
-        self.check_blob_indexes();
     }
 
     /// Every committed blob has its object index (blob_index.rs: written whole and durably
@@ -655,18 +737,22 @@ impl World {
         })
     }
 
-    fn finish(mut self) -> (u64, u64, [u64; 4], u64) {
+    fn finish(mut self) -> Totals {
         self.check_all();
         self.check_blob_indexes();
         self.scrub();
         self.check_budgets();
-        let steps = self.step;
-        let crashes = self.crashes;
-        let faults = self.faults_fired();
+        let totals = Totals {
+            steps: self.step,
+            crashes: self.crashes,
+            recoveries: self.recoveries,
+            faults: self.faults_fired(),
+            removed_site_calls: self.host.removed_site_calls(),
+        };
         if let (Some(store), Some(runtime)) = (self.store.take(), self.runtime.take()) {
             runtime.block_on(store.close());
         }
-        (steps, crashes, faults, self.host.removed_site_calls())
+        totals
     }
 }
 
@@ -689,6 +775,8 @@ fn scratch_directory() -> tempfile::TempDir {
 struct Totals {
     steps: u64,
     crashes: u64,
+    /// Crashes that also lost the catalog, rebuilt by `recover_in`.
+    recoveries: u64,
     faults: [u64; 4],
     /// Calls that reached the fsync site removed for the mutation test.
     removed_site_calls: u64,
@@ -742,6 +830,7 @@ fn swarm(seeds: std::ops::Range<u64>, steps: u64, mode: Disks) -> Totals {
         total.removed_site_calls += world.removed_site_calls;
         total.steps += world.steps;
         total.crashes += world.crashes;
+        total.recoveries += world.recoveries;
         for (sum, fired) in total.faults.iter_mut().zip(world.faults) {
             *sum += fired;
         }
@@ -757,13 +846,7 @@ fn run_world(seed: u64, steps: u64, mode: Disks) -> Totals {
     for _ in 0..steps {
         world.step();
     }
-    let (steps, crashes, faults, removed_site_calls) = world.finish();
-    Totals {
-        steps,
-        crashes,
-        faults,
-        removed_site_calls,
-    }
+    world.finish()
 }
 
 /// Threads the swarm runs worlds on: `SPINWISE_SWARM_THREADS`, or the host's cores.
@@ -809,11 +892,16 @@ fn the_store_keeps_every_acknowledged_object_and_every_budget_through_a_seeded_s
     let total = swarm(first..first + seeds, steps, disks);
     let [writes, reads, full, spikes] = total.faults;
     eprintln!(
-        "swarm: {seeds} seeds × {steps} steps = {} steps, {} crashes; faults fired: {writes} \
-         write errors, {reads} read errors, {full} full-disk refusals, {spikes} latency spikes",
-        total.steps, total.crashes
+        "swarm: {seeds} seeds × {steps} steps = {} steps, {} crashes ({} with the catalog lost \
+         and recovered); faults fired: {writes} write errors, {reads} read errors, {full} \
+         full-disk refusals, {spikes} latency spikes",
+        total.steps, total.crashes, total.recoveries
     );
     assert!(total.crashes > 0, "the swarm never crashed the store");
+    assert!(
+        total.recoveries > 0,
+        "the swarm never recovered a lost catalog"
+    );
     if let Some(site) = removed_fsync_site()
         && site != DISK_SYNC_SITE
     {
