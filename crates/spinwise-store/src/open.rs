@@ -15,10 +15,10 @@
 use crate::clock::{Clock, SystemClock};
 use crate::config::{self, STAGING_DIR, STORE_FILE, StoreConfig};
 use crate::error::{StoreError, StoreResult, io_error};
-use crate::rack::{Environment, create_disks, open_rack};
+use crate::rack::{Environment, create_disks, failed_disks, open_rack};
 use crate::staging::{ScannedRecord, SegmentId, StagingLog};
 use crate::store::{CATALOG_FILE, SqliteStore, Store, StoreRecovery};
-use spinwise_catalog::{Catalog, DiskHealth, DiskIndex, ObjectLocation, SqliteCatalog};
+use spinwise_catalog::{Catalog, DiskIndex, ObjectLocation, SqliteCatalog};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::Arc;
@@ -118,13 +118,7 @@ impl<C: Catalog> Store<C> {
             Environment::Emulated => Arc::new(SystemClock::new()),
             Environment::Given { clock, .. } => clock.clone(),
         };
-        let failed: Vec<DiskIndex> = catalog
-            .unhealthy_disks()
-            .await?
-            .into_iter()
-            .filter(|record| record.health == DiskHealth::Failed)
-            .map(|record| record.disk)
-            .collect();
+        let failed: Vec<DiskIndex> = failed_disks(&catalog).await?.into_iter().collect();
         let rack_io = open_rack(data_dir, &rack, &config, &failed, environment).await?;
         let groups = config.layout.groups.len();
         let migration =

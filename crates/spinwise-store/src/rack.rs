@@ -15,10 +15,11 @@ use crate::driver::{Driver, DriverConfig, DriverError};
 use crate::durable::HostFiles;
 use crate::error::{StoreError, StoreResult, io_error};
 use crate::placement::Placement;
-use spinwise_catalog::DiskIndex;
+use spinwise_catalog::{Catalog, DiskHealth, DiskIndex};
 use spinwise_disk::{Disk, DiskError, DiskTiming, EmulatedConfig, EmulatedDisk};
 use spinwise_ec::Code;
 use spinwise_model::Rack;
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -195,6 +196,17 @@ pub async fn open_rack(
         code: Arc::new(code),
         disk_reads: DiskReads::new(rack.disk_count()),
     })
+}
+
+/// The disks the catalog records as failed.
+pub(crate) async fn failed_disks<C: Catalog>(catalog: &C) -> StoreResult<BTreeSet<DiskIndex>> {
+    Ok(catalog
+        .unhealthy_disks()
+        .await?
+        .into_iter()
+        .filter(|record| record.health == DiskHealth::Failed)
+        .map(|record| record.disk)
+        .collect())
 }
 
 #[cfg(test)]

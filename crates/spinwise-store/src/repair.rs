@@ -315,14 +315,7 @@ impl<C: Catalog> Store<C> {
         if found.is_empty() {
             return Ok(Vec::new());
         }
-        let known: BTreeSet<DiskIndex> = self
-            .catalog()
-            .unhealthy_disks()
-            .await?
-            .into_iter()
-            .filter(|record| record.health == DiskHealth::Failed)
-            .map(|record| record.disk)
-            .collect();
+        let known = crate::rack::failed_disks(self.catalog()).await?;
         let mut reports = Vec::new();
         for disk in found.difference(&known) {
             tracing::warn!(

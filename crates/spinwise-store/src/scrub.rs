@@ -20,7 +20,7 @@ use crate::error::{StoreError, StoreResult};
 use crate::stacks::fetch_from_disks;
 use crate::stacks::{blob_code, column_disks};
 use crate::store::Store;
-use spinwise_catalog::{BlobId, BlobRecord, BlobState, Catalog, DiskHealth, GroupIndex};
+use spinwise_catalog::{BlobId, BlobRecord, BlobState, Catalog, GroupIndex};
 use spinwise_ec::{DecodeError, RepairReport, StripeDecoder};
 use spinwise_sched::scheduler::Kind;
 use std::collections::{BTreeMap, BTreeSet};
@@ -170,14 +170,7 @@ impl<C: Catalog> Store<C> {
     }
 
     pub(crate) async fn failed_disks(&self) -> StoreResult<BTreeSet<u32>> {
-        Ok(self
-            .catalog()
-            .unhealthy_disks()
-            .await?
-            .into_iter()
-            .filter(|record| record.health == DiskHealth::Failed)
-            .map(|record| record.disk)
-            .collect())
+        crate::rack::failed_disks(self.catalog()).await
     }
 
     pub(crate) async fn group_is_active(&self, group: GroupIndex) -> bool {
