@@ -25,8 +25,9 @@
 //!   a spin-up of its own) or until its start-by time (then it is submitted, may cause the
 //!   spin-up itself, and that spin-up releases every other job deferred for the target, which
 //!   share it). S3's Bulk restore tier and the simulator's Bulk reads are this. A released job
-//!   the policy's full queue refuses stays held and is offered again, oldest first, whenever a
-//!   queue place may have freed (a job started or served). At most [`DEFAULT_DEFERRED_MAX`]
+//!   the policy's full queue refuses stays held and is offered again, target by target and
+//!   each target's oldest first, whenever a queue place may have freed (a job started or
+//!   served). At most [`DEFAULT_DEFERRED_MAX`]
 //!   ([`Engine::set_deferred_max`]) are held; one more is refused ([`Rejected::DeferralFull`]).
 //!   [`Engine::next_wake_us`] includes the earliest start-by time.
 //! - **Idle spin-down** is the policy's (spinwise-sched's `idle`); the engine names each
@@ -651,21 +652,17 @@ impl Engine {
         }
     }
 
-    /// Offers the jobs full queues refused again, the target whose oldest is oldest first, each
+    /// Offers the jobs full queues refused again, target by target in index order, each
     /// target's oldest first, moving on at a target's first refusal (its class's queue is full).
+    /// Filling a freed place with one group's backlog before another's keeps a class on fewer
+    /// groups, so fewer switches: offering the oldest job of any target first instead spun the
+    /// pelican rack up four times as often at 2 reads/s, every read Bulk with a 4 h wait (685
+    /// against 174 spin-ups in 4 measured hours), for a Bulk first byte 13% sooner on average.
     fn retry_refused(&mut self) {
         if !std::mem::take(&mut self.deferrals.place_freed) || self.deferrals.refused_jobs == 0 {
             return;
         }
-        let mut heads: Vec<(u64, usize)> = self
-            .deferrals
-            .refused
-            .iter()
-            .enumerate()
-            .filter_map(|(target, jobs)| jobs.front().map(|(order, _)| (*order, target)))
-            .collect();
-        heads.sort_unstable();
-        for (_, target) in heads {
+        for target in 0..self.deferrals.refused.len() {
             while let Some(&(_, deferred)) = self.deferrals.refused[target].front() {
                 if self
                     .hand_over(deferred.request, deferred.purpose, deferred.deferred_us)
