@@ -4,8 +4,9 @@
 //! commands:
 //! - [`engine`] holds [`Engine`]: group (unit) phases and every disk's booked power state, the
 //!   scheduling [`Policy`](spinwise_sched::policy::Policy), the job books (queued and being
-//!   served), idle spin-down (the policy's, `spinwise_sched::idle`), disk-failure marking, the
-//!   shutdown drain, and the announcements a store piggybacks on;
+//!   served), Bulk deferral (jobs held until their group spins up for other work or their
+//!   start-by time), idle spin-down (the policy's, `spinwise_sched::idle`), disk-failure
+//!   marking, the shutdown drain, and the announcements a store piggybacks on;
 //! - [`audit`] is the budget audit every disk power-state change passes, booked before a command
 //!   that can raise a draw and after the disk obeyed one that lowers it;
 //! - [`purpose`] names what a job is for, so every spin-up can be explained;
@@ -27,7 +28,7 @@ pub mod purpose;
 pub use audit::{AuditCounters, AuditError, AuditRefusal, BudgetAudit, DiskPower, ResourcePeak};
 pub use choice::{PolicyChoice, build_policy};
 pub use engine::{
-    DiskEvent, Engine, EngineError, EngineState, GroupActivity, GroupPhase, GroupState, Output,
-    Rejected, SpinDownCause, UnknownDisk,
+    DEFAULT_DEFERRED_MAX, DiskEvent, Engine, EngineError, EngineState, GroupActivity, GroupPhase,
+    GroupState, Output, Rejected, SpinDownCause, UnknownDisk,
 };
 pub use purpose::{Purpose, WaitingWork};

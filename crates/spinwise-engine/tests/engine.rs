@@ -2,8 +2,9 @@
 //! drives it on planned presets with every policy it builds, and checks what the engine promises
 //! its shells: disks booked before they are commanded, a unit up only when every commanded disk
 //! answered, failed disks charged but never commanded, the audit withholding what would break a
-//! budget, a shutdown that serves and spins down, and books that verify from scratch after any
-//! sequence of inputs.
+//! budget, a shutdown that serves and spins down, deferred jobs that ride spin-ups for other work
+//! or go at their start-by time, and books that verify from scratch after any sequence of
+//! inputs.
 
 use proptest::prelude::*;
 use spinwise_engine::{
@@ -65,6 +66,8 @@ struct Shell {
     answers: BTreeMap<(u64, u64), Answer>,
     sequence: u64,
     outputs: Vec<Output>,
+    /// When each of `outputs` was carried out.
+    output_times_us: Vec<u64>,
 }
 
 impl Shell {
@@ -75,6 +78,7 @@ impl Shell {
             answers: BTreeMap::new(),
             sequence: 0,
             outputs: Vec::new(),
+            output_times_us: Vec::new(),
         }
     }
 
@@ -96,9 +100,10 @@ impl Shell {
                 Output::Serve { request, .. } => {
                     self.answer_at(self.now_us + SERVE_US, Answer::Served(request.id))
                 }
-                Output::Activity(_) | Output::Disk(_) => {}
+                Output::Activity(_) | Output::Disk(_) | Output::Withdrawn { .. } => {}
             }
             self.outputs.push(output);
+            self.output_times_us.push(self.now_us);
         }
         self.engine.audit().verify_from_scratch();
     }
@@ -134,6 +139,30 @@ impl Shell {
             }
         }
         panic!("the engine never went quiet");
+    }
+
+    /// When each job was served, by id.
+    fn served_at_us(&self) -> BTreeMap<u64, u64> {
+        self.outputs
+            .iter()
+            .zip(&self.output_times_us)
+            .filter_map(|(o, at_us)| match o {
+                Output::Serve { request, .. } => Some((request.id, *at_us)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// When each spin-up was commanded, with its unit.
+    fn spin_ups_us(&self) -> Vec<(u64, GroupIndex)> {
+        self.outputs
+            .iter()
+            .zip(&self.output_times_us)
+            .filter_map(|(o, at_us)| match o {
+                Output::SpinUp { unit, .. } => Some((*at_us, *unit)),
+                _ => None,
+            })
+            .collect()
     }
 
     fn served(&self) -> Vec<u64> {
@@ -304,6 +333,226 @@ fn shutdown_serves_what_was_accepted_refuses_the_rest_then_spins_every_unit_down
     assert_eq!(state.audit.refusals, 0);
 }
 
+const HOUR_US: u64 = 3_600_000_000;
+
+#[test]
+fn a_deferred_job_is_released_by_a_spin_up_for_other_work() {
+    let (rack, layout) = jbod();
+    let mut shell = Shell::new(engine(rack, layout, PolicyChoice::Pelican));
+    shell
+        .engine
+        .defer(0, read(1, 0), Purpose::Read, HOUR_US)
+        .unwrap();
+    shell.carry_out();
+    assert!(shell.spin_ups_us().is_empty(), "it waits");
+    assert_eq!(shell.engine.deferred_jobs(), 1);
+    assert!(!shell.engine.is_idle());
+    shell.now_us = 100_000_000;
+    shell
+        .engine
+        .submit(shell.now_us, read(2, 0), Purpose::Migration)
+        .unwrap();
+    shell.carry_out();
+    assert_eq!(shell.spin_ups_us(), vec![(100_000_000, 0)]);
+    assert_eq!(
+        shell.engine.deferred_jobs(),
+        0,
+        "released as the spin-up started"
+    );
+    // The spin-up's announcement counts the rider among what waits for it.
+    let announced = shell.outputs.iter().find_map(|o| match o {
+        Output::Activity(GroupActivity::SpinningUp { work, .. }) => Some(*work),
+        _ => None,
+    });
+    assert_eq!(announced.unwrap().jobs(Purpose::Read), 1);
+    shell.run_until_quiet();
+    let served = shell.served_at_us();
+    let up_us = 100_000_000 + SPIN_UP_US;
+    assert!(served[&1] >= up_us && served[&1] < HOUR_US);
+    assert_eq!(shell.spin_ups_us().len(), 1, "no spin-up of its own");
+    // Served under its deferral time: it waited from 0.
+    let submitted = shell.outputs.iter().find_map(|o| match o {
+        Output::Serve {
+            request,
+            submitted_us,
+            ..
+        } if request.id == 1 => Some(*submitted_us),
+        _ => None,
+    });
+    assert_eq!(submitted, Some(0));
+}
+
+#[test]
+fn a_deferred_job_is_released_at_its_start_by_time_and_its_spin_up_releases_the_others() {
+    let (rack, layout) = jbod();
+    let mut shell = Shell::new(engine(rack, layout, PolicyChoice::Pelican));
+    let first_us = 60_000_000;
+    shell
+        .engine
+        .defer(0, read(1, 0), Purpose::Read, first_us)
+        .unwrap();
+    shell
+        .engine
+        .defer(0, read(2, 0), Purpose::Read, HOUR_US)
+        .unwrap();
+    shell
+        .engine
+        .defer(0, read(3, 1), Purpose::Read, HOUR_US)
+        .unwrap();
+    shell.carry_out();
+    assert!(shell.spin_ups_us().is_empty());
+    shell.run_until_quiet();
+    let served = shell.served_at_us();
+    assert_eq!(shell.spin_ups_us()[0], (first_us, 0));
+    // Job 2 rode job 1's spin-up, long before its own start-by; job 3's group waited.
+    assert_eq!(served[&1], first_us + SPIN_UP_US);
+    assert_eq!(served[&2], first_us + SPIN_UP_US + SERVE_US);
+    assert!(served[&3] >= HOUR_US + SPIN_UP_US);
+    assert!(shell.spin_ups_us().contains(&(HOUR_US, 1)));
+    assert!(shell.engine.is_idle());
+}
+
+#[test]
+fn a_deferred_job_never_causes_a_spin_up_before_its_start_by() {
+    let (rack, layout) = pelican();
+    let mut shell = Shell::new(engine(rack, layout, PolicyChoice::Pelican));
+    let groups = layout.groups.len() as u64;
+    // Every group gets deferred reads, start-by times spread over an hour from 10 min.
+    for id in 0..200 {
+        let group = (id * 7 % groups) as GroupIndex;
+        let start_by_us = 600_000_000 + id * 17_000_000;
+        shell.now_us = id * 1_000_000;
+        shell
+            .engine
+            .defer(shell.now_us, read(id, group), Purpose::Read, start_by_us)
+            .unwrap();
+        shell.carry_out();
+    }
+    shell.run_until_quiet();
+    let served = shell.served_at_us();
+    assert_eq!(served.len(), 200);
+    // Every spin-up is caused by a read at its start-by: the group's earliest one still waiting.
+    let start_by = |id: u64| 600_000_000 + id * 17_000_000;
+    let earliest_of = |group: GroupIndex| {
+        (0..200u64)
+            .filter(|id| id * 7 % groups == u64::from(group))
+            .map(start_by)
+            .min()
+            .unwrap()
+    };
+    for (at_us, unit) in shell.spin_ups_us() {
+        assert!(
+            at_us >= earliest_of(unit),
+            "group {unit} spun up at {at_us} µs, before any of its start-by times"
+        );
+    }
+    for (id, at_us) in served {
+        assert!(at_us >= 600_000_000 && at_us < start_by(id) + HOUR_US);
+    }
+}
+
+#[test]
+fn a_deferred_job_a_full_queue_refused_is_retried_when_a_place_frees() {
+    let (rack, layout) = jbod();
+    let mut layout = layout.clone();
+    layout.scheduler.max_queue_depth = 2;
+    let mut shell = Shell::new(engine(rack, &layout, PolicyChoice::Pelican));
+    shell.engine.submit(0, read(1, 0), Purpose::Read).unwrap();
+    shell.engine.submit(0, read(2, 0), Purpose::Read).unwrap();
+    assert!(matches!(
+        shell.engine.submit(0, read(3, 0), Purpose::Read),
+        Err(Rejected::QueueFull { .. })
+    ));
+    // Due at once, but the class's queue is full: held, not refused.
+    shell.engine.defer(0, read(4, 0), Purpose::Read, 0).unwrap();
+    shell.engine.defer(0, read(5, 0), Purpose::Read, 0).unwrap();
+    assert_eq!(shell.engine.deferred_jobs(), 2);
+    shell.carry_out();
+    shell.run_until_quiet();
+    let served = shell.served_at_us();
+    assert_eq!(served.keys().copied().collect::<Vec<_>>(), vec![1, 2, 4, 5]);
+    // Offered again, oldest first, as the first job's start freed a place.
+    assert!(served[&4] < served[&5]);
+    assert_eq!(shell.engine.deferred_jobs(), 0);
+}
+
+#[test]
+fn the_wake_time_names_the_earliest_start_by() {
+    let (rack, layout) = jbod();
+    let mut engine = engine(rack, layout, PolicyChoice::Pelican);
+    assert_eq!(engine.next_wake_us(), None);
+    engine
+        .defer(0, read(1, 0), Purpose::Read, 500_000_000)
+        .unwrap();
+    engine
+        .defer(0, read(2, 3), Purpose::Read, 200_000_000)
+        .unwrap();
+    engine
+        .defer(0, read(3, 5), Purpose::Read, 900_000_000)
+        .unwrap();
+    assert_eq!(engine.next_output(0), None);
+    assert_eq!(engine.next_wake_us(), Some(200_000_000));
+    // At that time job 2 goes (its group spins up), and the next start-by is named.
+    let mut outputs = Vec::new();
+    while let Some(output) = engine.next_output(200_000_000) {
+        outputs.push(output);
+    }
+    assert!(matches!(outputs[0], Output::SpinUp { unit: 3, .. }));
+    assert_eq!(engine.deferred_jobs(), 2);
+    assert_eq!(engine.next_wake_us(), Some(500_000_000));
+}
+
+#[test]
+fn shutdown_withdraws_deferred_jobs_without_spinning_up_for_them() {
+    let (rack, layout) = jbod();
+    let mut shell = Shell::new(engine(rack, layout, PolicyChoice::Pelican));
+    shell
+        .engine
+        .defer(0, read(1, 0), Purpose::Read, HOUR_US)
+        .unwrap();
+    shell
+        .engine
+        .defer(0, read(2, 4), Purpose::Read, HOUR_US)
+        .unwrap();
+    shell.carry_out();
+    shell.engine.shutdown(1_000);
+    assert_eq!(
+        shell
+            .engine
+            .defer(1_000, read(3, 0), Purpose::Read, HOUR_US),
+        Err(Rejected::ShuttingDown)
+    );
+    shell.carry_out();
+    shell.run_until_quiet();
+    let withdrawn: Vec<u64> = shell
+        .outputs
+        .iter()
+        .filter_map(|o| match o {
+            Output::Withdrawn { request, .. } => Some(request.id),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(withdrawn, vec![1, 2]);
+    assert!(shell.spin_ups_us().is_empty() && shell.served().is_empty());
+    assert!(shell.engine.finished());
+}
+
+#[test]
+fn deferrals_beyond_the_limit_are_refused_with_the_count_held() {
+    let (rack, layout) = jbod();
+    let mut engine = engine(rack, layout, PolicyChoice::Pelican);
+    engine.set_deferred_max(2);
+    engine.defer(0, read(1, 0), Purpose::Read, HOUR_US).unwrap();
+    engine.defer(0, read(2, 1), Purpose::Read, HOUR_US).unwrap();
+    assert_eq!(
+        engine.defer(0, read(3, 2), Purpose::Read, HOUR_US),
+        Err(Rejected::DeferralFull { held: 2 })
+    );
+    // Due at once and accepted by the policy: nothing to hold, so not refused.
+    engine.defer(0, read(4, 2), Purpose::Read, 0).unwrap();
+    assert_eq!(engine.deferred_jobs(), 2);
+}
+
 #[test]
 #[should_panic(expected = "answered while its unit")]
 fn a_disk_answering_a_command_it_was_never_given_is_a_shell_bug() {
@@ -336,6 +585,7 @@ fn units_sharing_a_disk_or_naming_a_disk_outside_the_rack_are_refused() {
 #[derive(Clone, Debug)]
 enum Input {
     Submit { group_seed: u32, kind: u8 },
+    Defer { group_seed: u32, wait_s: u64 },
     Answer,
     Fail { disk_seed: u32 },
 }
@@ -343,6 +593,7 @@ enum Input {
 fn input() -> impl Strategy<Value = Input> {
     prop_oneof![
         3 => (any::<u32>(), 0u8..3).prop_map(|(group_seed, kind)| Input::Submit { group_seed, kind }),
+        1 => (any::<u32>(), 0u64..120).prop_map(|(group_seed, wait_s)| Input::Defer { group_seed, wait_s }),
         3 => Just(Input::Answer),
         1 => any::<u32>().prop_map(|disk_seed| Input::Fail { disk_seed }),
     ]
@@ -372,6 +623,13 @@ proptest! {
                         accepted.push(id as u64);
                     }
                 }
+                Input::Defer { group_seed, wait_s } => {
+                    let group = group_seed % layout.groups.len() as u32;
+                    let start_by_us = shell.now_us + wait_s * 1_000_000;
+                    if shell.engine.defer(shell.now_us, read(id as u64, group), Purpose::Read, start_by_us).is_ok() {
+                        accepted.push(id as u64);
+                    }
+                }
                 Input::Answer => {
                     shell.step();
                 }
@@ -386,7 +644,12 @@ proptest! {
         shell.carry_out();
         shell.run_until_quiet();
         prop_assert!(shell.engine.finished());
+        // Every accepted job was served, or (deferred, not yet released) withdrawn at shutdown.
         let mut served = shell.served();
+        served.extend(shell.outputs.iter().filter_map(|o| match o {
+            Output::Withdrawn { request, .. } => Some(request.id),
+            _ => None,
+        }));
         served.sort_unstable();
         prop_assert_eq!(served, accepted);
         prop_assert_eq!(shell.engine.audit().counters().refusals, 0);

@@ -14,21 +14,26 @@
 //!   its start-by time (request time + `restore_bulk_wait_s`) passes and it queues its read
 //!   anyway; the spin-up that read causes wakes every other Bulk restore of that group, so they
 //!   share it. A Bulk restore therefore never costs a spin-up of its own before its deadline.
+//!   The wait is the rack engine's deferral (spinwise-engine's `Engine::defer`, through the
+//!   store driver's `submit_deferred`): the restore defers a zero-byte job for the object's
+//!   group with its start-by time, and queues its read when the engine starts that job (the
+//!   group is then up). The engine holds the rule, so the simulator's Bulk reads are the same.
 //!
 //! Invariants: the wait holds the restorer only weakly (a stopping server is not kept alive by
-//! restores waiting for hours; start-up resumes them with the same start-by time, which is
-//! derived from the stored request time); it subscribes to the driver's activity before it
-//! looks at the group's phase, so an `Up` between the look and the subscription is not lost;
-//! missed activity (a lagging receiver) is made up by looking at the driver's state again.
+//! restores waiting for hours; the driver's shutdown withdraws the deferred job, and start-up
+//! resumes the wait with the same start-by time, derived from the stored request time). The
+//! start-by time is on the store's calendar; the driver runs on its own clock (the same clock in
+//! a server; real time under a test's manual store clock), so the job's start-by is converted to
+//! the driver's clock, and the wait also ends when the store's clock reaches it: then the read
+//! is queued anyway and the deferred job rides the spin-up it causes.
 
 use crate::restore::Restorer;
 use spinwise_catalog::GroupIndex;
-use spinwise_store::driver::{GroupActivity, GroupPhase};
+use spinwise_store::driver::{GroupDisks, Job, Kind, Purpose, Rejected};
 use spinwise_store::{ReadPriority, SqliteStore};
 use std::str::FromStr;
 use std::sync::Weak;
 use std::time::Duration;
-use tokio::sync::broadcast;
 
 /// RestoreObject's `Tier`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -96,64 +101,61 @@ pub(crate) async fn group_of(store: &SqliteStore, store_key: &str) -> Option<Gro
     store.migrated_group(store_key).await.ok().flatten()
 }
 
-/// Whether `group` is spinning up or active now (so a read queued for it rides that spin-up).
-/// A failed look counts as down: the wait goes on until an `Up` or the deadline.
-async fn is_up(store: &SqliteStore, group: GroupIndex) -> bool {
-    matches!(
-        store.group_phase(group).await,
-        Some(GroupPhase::SpinningUp | GroupPhase::Active)
-    )
-}
+/// How long a Bulk restore waits before deferring again when the engine holds its limit of
+/// deferred jobs (`DEFAULT_DEFERRED_MAX`, a million): that many restores waiting is a flood the
+/// restorer's own `restore_max_ongoing` normally prevents, and a minute lets some drain.
+const DEFERRAL_FULL_RETRY: Duration = Duration::from_secs(60);
 
 /// Waits until `group` is up for other work or `start_by_unix_ms` (the store's calendar time)
-/// has passed.
+/// has passed: defers a zero-byte job for `group` in the driver and waits for it to start.
 pub(crate) async fn wait_for_spin_up(
     restorer: Weak<Restorer>,
     group: GroupIndex,
     start_by_unix_ms: i64,
 ) -> Ride {
-    let mut activity = {
-        let Some(strong) = restorer.upgrade() else {
-            return Ride::Stopped;
-        };
-        let activity = strong.store().rack_io().driver.subscribe_activity();
-        if is_up(strong.store(), group).await {
-            return Ride::SpinUp;
-        }
-        activity
-    };
-    // Held strongly (unlike the restorer): a clock keeps nothing else alive.
-    let Some(clock) = restorer
-        .upgrade()
-        .map(|strong| strong.store().clock().clone())
-    else {
-        return Ride::Stopped;
-    };
     loop {
-        let left_ms = start_by_unix_ms.saturating_sub(clock.unix_ms());
-        if left_ms <= 0 {
-            return Ride::Deadline;
-        }
-        let left = Duration::from_millis(u64::try_from(left_ms).unwrap_or(0));
-        tokio::select! {
-            event = activity.recv() => match event {
-                Ok(GroupActivity::Up { group: up, .. }) if up == group => return Ride::SpinUp,
-                Ok(_) => {}
-                Err(broadcast::error::RecvError::Lagged(_)) => {
-                    let Some(strong) = restorer.upgrade() else {
-                        return Ride::Stopped;
-                    };
-                    if is_up(strong.store(), group).await {
-                        return Ride::SpinUp;
-                    }
+        let (handle, clock, start_by_us, driver_start_by_us) = {
+            let Some(strong) = restorer.upgrade() else {
+                return Ride::Stopped;
+            };
+            let store = strong.store();
+            // Held strongly (unlike the restorer): a clock keeps nothing else alive.
+            let clock = store.clock().clone();
+            let driver = store.rack_io().driver.clone();
+            drop(strong);
+            let left_ms = start_by_unix_ms.saturating_sub(clock.unix_ms()).max(0);
+            let left_us = u64::try_from(left_ms).unwrap_or(0).saturating_mul(1000);
+            let start_by_us = clock.now_us().saturating_add(left_us);
+            let job =
+                Job::new(group, 0, Kind::Client, |_: &GroupDisks| ()).for_purpose(Purpose::Read);
+            // The driver's clock may not be the store's (see the module's invariants).
+            let driver_start_by_us = driver.now_us().saturating_add(left_us);
+            match driver.submit_deferred(job, driver_start_by_us).await {
+                Ok(handle) => (handle, clock, start_by_us, driver_start_by_us),
+                Err(Rejected::DeferralFull { held }) => {
+                    tracing::warn!(
+                        held,
+                        group,
+                        "the engine holds its limit of deferred jobs; a bulk restore waits a minute"
+                    );
+                    clock.sleep(DEFERRAL_FULL_RETRY).await;
+                    continue;
                 }
-                Err(broadcast::error::RecvError::Closed) => return Ride::Stopped,
+                Err(_) => return Ride::Stopped,
+            }
+        };
+        return tokio::select! {
+            started = handle.wait() => match started {
+                // Started at its start-by: its own spin-up (or one that began just before).
+                Ok(done) if done.timing.started_us >= driver_start_by_us => Ride::Deadline,
+                Ok(_) => Ride::SpinUp,
+                // Withdrawn by the driver's shutdown, or the driver died.
+                Err(_) => Ride::Stopped,
             },
-            () = clock.sleep(left) => {}
-        }
-        if restorer.strong_count() == 0 {
-            return Ride::Stopped;
-        }
+            // The store's clock reached the start-by first: the read goes anyway, and the
+            // deferred job rides the spin-up it causes.
+            () = clock.sleep_until_us(start_by_us) => Ride::Deadline,
+        };
     }
 }
 

@@ -73,9 +73,10 @@ impl Default for DiskFailure {
 
 /// Client reads that may wait for their group to spin up for other work before they are
 /// queued: S3 RestoreObject's `Bulk` tier as the server implements it (docs/s3.md "Restore
-/// tiers"). Such a read arriving while its group is resting is held outside the scheduler
-/// until the group is spun up for another request (the policy's `SpinUp`), or until
-/// `wait_hours` after its arrival, when it is submitted anyway.
+/// tiers"), through the same rack-engine deferral (`Engine::defer`). Such a read arriving
+/// while its group is resting is held by the engine outside the scheduler until the group is
+/// spun up for another request (the policy's `SpinUp`), or until `wait_hours` after its
+/// arrival, when it is submitted anyway.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct Deferral {
     /// The share of client reads that may wait, each drawn independently (0 to 1).

@@ -9,9 +9,10 @@
 //! request is served to its last byte before `simulate` returns (arrivals stop at `hours`, then
 //! the queues drain), and the scheduler ends idle; after a configured disk failure, every lost
 //! stripe stack is rebuilt before `simulate` returns (the rebuild outlives `hours` if it must);
-//! with a deferral, every Bulk read is submitted (at its group's spin-up, at its deadline, or
-//! again after a full queue refused it) and served before `simulate` returns, and a run without
-//! one draws exactly what it drew before deferrals existed.
+//! with a deferral, every Bulk read is deferred in the engine (`Engine::defer`: submitted at its
+//! group's spin-up for other work, at its start-by time, or again after a full queue refused it)
+//! and served before `simulate` returns, and a run without one draws exactly what it drew before
+//! deferrals existed.
 
 use crate::config::PolicyKind;
 use crate::config::{SimConfig, SimError};
@@ -59,10 +60,6 @@ enum Event {
     Timeout,
     /// The configured disk fails: its stripe stacks start being rebuilt.
     Fail,
-    /// A deferred read's wait is over: submit it unless its group's spin-up released it
-    /// already (then the event is stale). `token` names the read while it waits (it gets its
-    /// request id when submitted, so ids stay in submission order).
-    Deadline { group: GroupIndex, token: u64 },
 }
 
 impl Event {
@@ -77,7 +74,7 @@ impl Event {
             Event::FlowDone { generation } => (5, generation, 0u64),
             Event::Timeout => (6, 0, 0),
             Event::Fail => (7, 0, 0),
-            Event::Deadline { group, token } => (8, u64::from(group), token),
+            // Tag 8 was a deferred read's deadline, now the engine's (a `Timeout`).
             Event::DiskSpunDown { disk } => (9, u64::from(disk), 0),
         };
         let mut bytes = [0u8; 17];
@@ -95,7 +92,8 @@ struct InFlight {
     arrival_us: u64,
     serve_us: Option<u64>,
     first_byte_us: Option<u64>,
-    /// A client read that could wait for its group's spin-up ([`crate::config::Deferral`]).
+    /// A client read that could wait for its group's spin-up ([`crate::config::Deferral`]):
+    /// deferred in the engine, in flight from its arrival.
     deferred: bool,
 }
 
@@ -109,19 +107,6 @@ impl InFlight {
             deferred,
         }
     }
-}
-
-/// A client read before it is submitted; a deferred one is held outside the scheduler in
-/// `Loop::waiting` until its group spins up or its wait ends.
-#[derive(Clone, Copy, Debug)]
-struct ClientRead {
-    /// Names a deferred read while it waits (0 for a read submitted on arrival).
-    token: u64,
-    /// `Client` or `Expedited`.
-    kind: Kind,
-    group: GroupIndex,
-    bytes: u64,
-    arrival_us: u64,
 }
 
 /// The requests in flight by id. Ids are handed out in increasing order and inserted when handed
@@ -269,14 +254,6 @@ struct Loop<'a> {
     burst_times_us: Vec<u64>,
     arrivals_made: usize,
     rebuild: Option<Rebuild>,
-    /// Units the policy has spun up and not yet spun down (`SpinUp` to `SpinDown`).
-    up: Vec<bool>,
-    /// Deferred reads waiting, by request target, in arrival order.
-    waiting: Vec<Vec<ClientRead>>,
-    next_waiting_token: u64,
-    /// Bulk reads a full queue refused, by target, oldest first; and how many in all.
-    refused: Vec<VecDeque<ClientRead>>,
-    refused_reads: usize,
     /// Client reads arriving in the window drawn as deferrable, and their times to first byte.
     deferred: u64,
     deferred_ttfb_us: Vec<u64>,
@@ -407,7 +384,6 @@ pub fn simulate_recording(
     engine.set_idle_spin_down_us(idle_spin_down_us(idle_spin_down_s));
     let window_us = config.window_us();
     let units = model.unit_disks.len();
-    let targets = model.target_disks.len();
     let class_count = model.target_classes.as_ref().map_or(0, |_| model.classes);
     let mut rng = ChaCha8Rng::seed_from_u64(config.seed);
     let burst_times_us = match config.arrivals {
@@ -444,11 +420,6 @@ pub fn simulate_recording(
         burst_times_us,
         arrivals_made: 0,
         rebuild,
-        up: vec![false; units],
-        waiting: vec![Vec::new(); targets],
-        next_waiting_token: 0,
-        refused: vec![VecDeque::new(); targets],
-        refused_reads: 0,
         deferred: 0,
         deferred_ttfb_us: Vec::new(),
         expedited: 0,
@@ -644,10 +615,6 @@ impl Loop<'_> {
         }
         assert!(self.engine.is_idle(), "the engine ended with work");
         assert!(self.in_flight.is_empty(), "accepted requests left unserved");
-        assert!(
-            self.waiting.iter().all(Vec::is_empty) && self.refused_reads == 0,
-            "deferred reads left waiting"
-        );
         assert_eq!(self.network.flows(), 0, "flows left running");
         if let Some(rebuild) = &self.rebuild {
             assert!(
@@ -723,14 +690,15 @@ impl Loop<'_> {
                 self.schedule_flow_wake();
             }
             Event::FlowDone { generation } => return self.flow_done(now_us, generation),
-            Event::Deadline { group, token } => return self.deadline(now_us, group, token),
         }
         true
     }
 
-    /// A client request arrives. A deferrable read whose group is not up waits outside the
-    /// scheduler (until the group's next `SpinUp` or its deadline); any other request is
-    /// submitted now. The next arrival is drawn.
+    /// A client request arrives: a Bulk read is deferred in the engine (it waits there for its
+    /// group's next spin-up or its start-by time, `deferral_wait_us` after arrival), any other
+    /// read is submitted now; either is in flight once accepted. A read refused (a full queue,
+    /// or for a Bulk read the engine's deferral limit) is rejected and has used up its id, as
+    /// it always has. The next arrival is drawn.
     fn arrive(&mut self, now_us: u64) {
         let (group, bytes) = self.next_client_request();
         self.arrivals_made += 1;
@@ -744,27 +712,26 @@ impl Loop<'_> {
             ReadTier::Expedited => Kind::Expedited,
             ReadTier::Standard | ReadTier::Bulk => Kind::Client,
         };
-        if deferred && !self.up[group as usize] {
-            let token = self.next_waiting_token;
-            self.next_waiting_token += 1;
-            self.waiting[group as usize].push(ClientRead {
-                token,
-                kind,
-                group,
-                bytes,
-                arrival_us: now_us,
-            });
-            let deadline_us = now_us + self.config.deferral_wait_us();
-            self.push(deadline_us, Event::Deadline { group, token });
+        let request = Request {
+            id: self.next_request,
+            group,
+            bytes,
+            kind,
+        };
+        self.next_request += 1;
+        let accepted = if deferred {
+            let start_by_us = now_us + self.config.deferral_wait_us();
+            self.engine
+                .defer(now_us, request, Purpose::Read, start_by_us)
         } else {
-            let read = ClientRead {
-                token: 0,
-                kind,
-                group,
-                bytes,
-                arrival_us: now_us,
-            };
-            self.admit(now_us, read, deferred);
+            self.engine.submit(now_us, request, Purpose::Read)
+        };
+        match accepted {
+            Ok(()) => {
+                let flight = InFlight::new(request, now_us, deferred);
+                self.in_flight.insert(request.id, flight);
+            }
+            Err(_) => self.rejected += u64::from(counted),
         }
         self.schedule_next_arrival(now_us);
     }
@@ -787,81 +754,6 @@ impl Loop<'_> {
         }
     }
 
-    /// Submits a client read: the scheduler accepts it (it is then in flight) or its full queue
-    /// refuses it. A refused ordinary read is rejected (counted if it arrived inside the
-    /// measured window); a refused Bulk read is kept in `refused` and tried again as places
-    /// free, as the S3 server retries a restore a busy queue refuses.
-    fn admit(&mut self, now_us: u64, read: ClientRead, deferred: bool) {
-        if self.submit_read(now_us, read, deferred) {
-            return;
-        }
-        if deferred {
-            self.refused[read.group as usize].push_back(read);
-            self.refused_reads += 1;
-        } else {
-            // A rejected read used up its id, as it always has (traces stay as they were).
-            self.next_request += 1;
-            self.rejected += u64::from(self.in_window(read.arrival_us));
-        }
-    }
-
-    /// Offers `read` to the scheduler under the next request id; `true` when accepted (the id
-    /// is then taken and the read is in flight).
-    fn submit_read(&mut self, now_us: u64, read: ClientRead, deferred: bool) -> bool {
-        let request = Request {
-            id: self.next_request,
-            group: read.group,
-            bytes: read.bytes,
-            kind: read.kind,
-        };
-        if self.engine.submit(now_us, request, Purpose::Read).is_err() {
-            return false;
-        }
-        self.next_request += 1;
-        let flight = InFlight::new(request, read.arrival_us, deferred);
-        self.in_flight.insert(request.id, flight);
-        true
-    }
-
-    /// Submits every deferred read waiting for `group` (it is spinning up for other work).
-    fn release(&mut self, now_us: u64, group: GroupIndex) {
-        let Some(waiting) = self.waiting.get_mut(group as usize) else {
-            return;
-        };
-        for read in std::mem::take(waiting) {
-            self.admit(now_us, read, true);
-        }
-    }
-
-    /// A queue place freed: tries the refused Bulk reads again, oldest first within each group,
-    /// moving on at a group's first read refused again.
-    fn retry_refused(&mut self, now_us: u64) {
-        if self.refused_reads == 0 {
-            return;
-        }
-        for group in 0..self.refused.len() {
-            while let Some(&read) = self.refused[group].front() {
-                if !self.submit_read(now_us, read, true) {
-                    break;
-                }
-                self.refused[group].pop_front();
-                self.refused_reads -= 1;
-            }
-        }
-    }
-
-    /// A deferred read's wait ended: submits it if still waiting; `false` if its group's
-    /// spin-up released it already.
-    fn deadline(&mut self, now_us: u64, group: GroupIndex, token: u64) -> bool {
-        let waiting = &mut self.waiting[group as usize];
-        let Some(index) = waiting.iter().position(|w| w.token == token) else {
-            return false;
-        };
-        let read = waiting.remove(index);
-        self.admit(now_us, read, true);
-        true
-    }
-
     /// A flow ended (`false` if the network had already rescheduled it: a stale wake-up). The
     /// request is served: its latencies are recorded, and the freed queue place may take a
     /// rebuild stack.
@@ -877,9 +769,9 @@ impl Loop<'_> {
         } else if self.in_window(flight.arrival_us) {
             self.record_client_latencies(now_us, &flight);
         }
-        // A completion freed a place in some class's queue.
+        // A completion freed a place in some class's queue (the engine offers it to the Bulk
+        // reads a full queue refused once this event's inputs are in).
         self.submit_rebuild_stacks(now_us);
-        self.retry_refused(now_us);
         true
     }
 
@@ -1055,8 +947,6 @@ impl Loop<'_> {
     fn perform(&mut self, now_us: u64, output: Output) {
         match output {
             Output::SpinUp { unit: group, .. } => {
-                self.up[group as usize] = true;
-                self.release(now_us, group);
                 let in_window = self.in_window(now_us);
                 self.spin_ups += u64::from(in_window);
                 self.spin_up_started_us[group as usize] = Some(now_us);
@@ -1108,11 +998,11 @@ impl Loop<'_> {
                     rebuild.dispatched += 1;
                 }
                 self.submit_rebuild_stacks(now_us);
-                self.retry_refused(now_us);
             }
             // Announcements are for a store's piggybacked work; the model has none. A disk the
             // audit withheld is still counted in the report (`audit_refusals`).
             Output::Activity(_) | Output::Disk(_) => {}
+            Output::Withdrawn { .. } => unreachable!("the simulator never shuts the engine down"),
         }
     }
 
@@ -1120,7 +1010,6 @@ impl Loop<'_> {
     /// group is reported spun down when the slowest disk has unmounted. The scheduler keeps
     /// counting every disk of the group until then, so its accounting stays conservative.
     fn spin_down(&mut self, now_us: u64, group: GroupIndex) {
-        self.up[group as usize] = false;
         let disks = std::mem::take(&mut self.model.unit_disks[group as usize]);
         let mut done_us = 0;
         for &disk in &disks {

@@ -21,10 +21,17 @@
 //! - `Serve`: the job's work runs on a blocking thread with the group's [`GroupDisks`]; its
 //!   output and [`JobTiming`] go to the caller's [`JobHandle`], then the engine hears `served`.
 //! - `Activity` and `Disk`: broadcast to subscribers (disk events logged first).
+//! - `Withdrawn`: a deferred job the shutdown handed back; its work is dropped, so its caller's
+//!   handle answers [`JobLost`].
+//!
+//! [`Driver::submit_deferred`] hands a job to the engine's deferral (`Engine::defer`): it waits
+//! in the engine for its group's spin-up for other work or its start-by time, which the engine
+//! names in its next wake-up, so the loop sleeps until it on the clock like any other wake.
 //!
 //! Invariants: the engine's (it asserts them); the shell's own: every accepted job's work is
-//! kept until the engine serves it, and every accepted job is served before
-//! [`Driver::shutdown`] returns, which then spins every group down; the loop outlives every
+//! kept until the engine serves or withdraws it, and every accepted job is served before
+//! [`Driver::shutdown`] returns (except deferred jobs not yet released: withdrawn at once),
+//! which then spins every group down; the loop outlives every
 //! command and job it started (it waits for their completions).
 
 use crate::clock::Clock;
@@ -37,7 +44,9 @@ pub use spinwise_engine::{
 use spinwise_engine::{Engine, EngineError, Output, build_policy};
 use spinwise_model::{BindError, DiskIndex, GroupIndex, Layout, Rack};
 use spinwise_sched::idle::{DEFAULT_IDLE_SPIN_DOWN_S, idle_spin_down_us};
-use spinwise_sched::scheduler::{Kind, Request};
+/// A job's kind, re-exported so callers of [`Job::new`] need not depend on the scheduler.
+pub use spinwise_sched::scheduler::Kind;
+use spinwise_sched::scheduler::Request;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 use thiserror::Error;
@@ -108,6 +117,8 @@ pub enum Rejected {
     UnknownGroup { group: GroupIndex, groups: u32 },
     #[error("the driver is shutting down")]
     ShuttingDown,
+    #[error("{held} deferred jobs are held already (the engine's limit)")]
+    DeferralFull { held: usize },
     #[error("the driver has stopped")]
     Stopped,
 }
@@ -122,6 +133,7 @@ impl From<spinwise_engine::Rejected> for Rejected {
                 Rejected::UnknownGroup { group, groups }
             }
             spinwise_engine::Rejected::ShuttingDown => Rejected::ShuttingDown,
+            spinwise_engine::Rejected::DeferralFull { held } => Rejected::DeferralFull { held },
         }
     }
 }
@@ -131,7 +143,8 @@ impl From<spinwise_engine::Rejected> for Rejected {
 #[error("the driver has stopped")]
 pub struct Stopped;
 
-/// A job accepted but never finished: its work panicked, or the driver died first.
+/// A job accepted but never finished: its work panicked, the driver died first, or it was
+/// deferred and withdrawn by the shutdown before its release.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Error)]
 #[error("job {id} ended without a result (its work panicked or the driver stopped)")]
 pub struct JobLost {
@@ -283,6 +296,9 @@ enum Command {
         bytes: u64,
         kind: Kind,
         purpose: Purpose,
+        /// Deferred until this time (µs of the driver's clock) unless its group spins up for
+        /// other work first; `None`: submitted at once.
+        start_by_us: Option<u64>,
         work: ErasedWork,
         reply: oneshot::Sender<Result<u64, Rejected>>,
     },
@@ -329,6 +345,8 @@ pub struct Driver {
     first_disk_events: Arc<Mutex<Option<broadcast::Receiver<DiskEvent>>>>,
     /// The engine's audit counters, as of its last event (kept after the loop ended).
     audit: Arc<Mutex<AuditCounters>>,
+    /// The loop's clock: deferred jobs' start-by times are on it ([`Driver::now_us`]).
+    clock: Arc<dyn Clock>,
 }
 
 impl std::fmt::Debug for Driver {
@@ -367,6 +385,7 @@ impl Driver {
                 .filter(|_| config.policy.spins_idle_groups_down()),
         );
         let audit = Arc::new(Mutex::new(engine.audit().counters().clone()));
+        let driver_clock = clock.clone();
         let (commands, command_receiver) = mpsc::channel(config.command_capacity);
         // Each disk has at most one power command in flight and each group at most the layout's
         // `concurrent_requests_per_class` jobs: the completion channel never makes a finished
@@ -395,12 +414,35 @@ impl Driver {
             disk_events,
             first_disk_events: Arc::new(Mutex::new(Some(first_disk_events))),
             audit,
+            clock: driver_clock,
         })
     }
 
     /// Queues `job` with the scheduler; waits only while the command channel is full. The
     /// handle yields the work's output once the group was up and the work ran.
     pub async fn submit<T: Send + 'static>(&self, job: Job<T>) -> Result<JobHandle<T>, Rejected> {
+        self.send_job(job, None).await
+    }
+
+    /// Defers `job` in the engine: it is queued when its group spins up for other work (it
+    /// rides that spin-up) or at `start_by_us` on the driver's clock, whichever comes first (at
+    /// once if the group is up or the time has come); then as [`Driver::submit`]. A deferred job
+    /// a full queue refuses is kept and queued as places free, so it is not refused for that;
+    /// [`Rejected::DeferralFull`] when the engine holds its limit of deferred jobs. A shutdown
+    /// withdraws it if not yet queued (the handle answers [`JobLost`]).
+    pub async fn submit_deferred<T: Send + 'static>(
+        &self,
+        job: Job<T>,
+        start_by_us: u64,
+    ) -> Result<JobHandle<T>, Rejected> {
+        self.send_job(job, Some(start_by_us)).await
+    }
+
+    async fn send_job<T: Send + 'static>(
+        &self,
+        job: Job<T>,
+        start_by_us: Option<u64>,
+    ) -> Result<JobHandle<T>, Rejected> {
         let (sender, receiver) = oneshot::channel();
         let user_work = job.work;
         let work: ErasedWork = Box::new(move |disks: &GroupDisks| {
@@ -417,6 +459,7 @@ impl Driver {
             bytes: job.bytes,
             kind: job.kind,
             purpose: job.purpose,
+            start_by_us,
             work,
             reply,
         };
@@ -426,6 +469,11 @@ impl Driver {
             .map_err(|_| Rejected::Stopped)?;
         let id = answer.await.map_err(|_| Rejected::Stopped)??;
         Ok(JobHandle { id, receiver })
+    }
+
+    /// The driver's clock now, µs: what [`Driver::submit_deferred`]'s start-by is measured on.
+    pub fn now_us(&self) -> u64 {
+        self.clock.now_us()
     }
 
     /// A snapshot: per group phase, queued jobs and active disks; failed disks; the audit.
@@ -483,7 +531,8 @@ impl Driver {
         answer.await.map_err(|_| Stopped)
     }
 
-    /// Refuses new jobs, serves every accepted one, spins every group down, and stops the loop.
+    /// Refuses new jobs, serves every accepted one (withdrawing deferred jobs not yet queued:
+    /// [`Driver::submit_deferred`]), spins every group down, and stops the loop.
     /// Every caller of `shutdown` gets the report; after it, calls answer [`Stopped`].
     pub async fn shutdown(&self) -> Result<ShutdownReport, Stopped> {
         let (reply, answer) = oneshot::channel();
@@ -612,6 +661,15 @@ impl Shell {
                     log_disk_event(&event);
                     let _ = self.disk_events.send(event);
                 }
+                // Dropping the work drops its result sender: the caller gets JobLost.
+                Output::Withdrawn { request, .. } => {
+                    tracing::info!(
+                        id = request.id,
+                        group = request.group,
+                        "deferred job withdrawn by the shutdown"
+                    );
+                    self.work.remove(&request.id);
+                }
             }
         }
         self.publish_audit();
@@ -629,6 +687,7 @@ impl Shell {
                 bytes,
                 kind,
                 purpose,
+                start_by_us,
                 work,
                 reply,
             } => {
@@ -638,7 +697,10 @@ impl Shell {
                     bytes,
                     kind,
                 };
-                let answer = self.engine.submit(now_us, request, purpose);
+                let answer = match start_by_us {
+                    Some(start_by_us) => self.engine.defer(now_us, request, purpose, start_by_us),
+                    None => self.engine.submit(now_us, request, purpose),
+                };
                 if answer.is_ok() {
                     self.next_id += 1;
                     self.work.insert(request.id, work);

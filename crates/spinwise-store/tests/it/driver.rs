@@ -1,8 +1,8 @@
 //! The real-clock driver against in-memory disks and spinwise-disk's emulated directory disks:
 //! jobs run only on active groups and are timed, the budget audit never refuses a correct
 //! schedule (also on random job streams, a property test) and stops an over-budget one before
-//! the disks, queue limits and disk failures are typed and reported, shutdown spins everything
-//! down.
+//! the disks, queue limits and disk failures are typed and reported, deferred jobs ride spin-ups
+//! or start at their start-by on the driver's clock, shutdown spins everything down.
 //!
 //! [`MemoryDisk`] is an honest test double of the `Disk` contract (IO in standby is `NotReady`,
 //! a failed disk answers `Failed`), and every disk reports its *physical* power state to a
@@ -943,6 +943,65 @@ async fn shutdown_serves_what_was_accepted_then_spins_every_group_down() {
             .await
             .is_err()
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deferred_job_rides_a_spin_up_for_other_work_or_starts_at_its_start_by_on_the_drivers_clock()
+ {
+    let (rack, layout) = jbod();
+    let clock = Arc::new(ManualClock::new());
+    let options = BenchOptions {
+        manual: Some((clock.clone(), 0, 0)),
+        ..BenchOptions::default()
+    };
+    let bench = bench(rack, layout, options);
+    let driver = &bench.driver;
+    let start_us = clock.now_us();
+    let hour_us = 3_600_000_000;
+    let deferred = |group: GroupIndex| Job::new(group, 1, Kind::Client, |_: &GroupDisks| ());
+
+    // Deferred for an hour: nothing spins up for it.
+    let rider = driver
+        .submit_deferred(deferred(5), start_us + hour_us)
+        .await
+        .unwrap();
+    let state = driver.state().await.unwrap();
+    assert_eq!(state.deferred_jobs, 1);
+    assert_eq!(state.groups[5].phase, GroupPhase::Resting);
+    // Another job spins group 5 up: the deferred one rides it, long before its start-by.
+    let other = driver.submit(deferred(5)).await.unwrap();
+    within("the job that spun the group up", other.wait())
+        .await
+        .unwrap();
+    let rode = within("the rider", rider.wait()).await.unwrap();
+    assert!(rode.timing.started_us < start_us + hour_us);
+    assert_eq!(rode.timing.submitted_us, start_us);
+
+    // No other work for group 7: it starts when the driver's clock reaches its start-by.
+    let late = driver
+        .submit_deferred(deferred(7), start_us + 20_000_000)
+        .await
+        .unwrap();
+    clock.advance(Duration::from_secs(19));
+    let state = driver.state().await.unwrap();
+    assert_eq!(
+        (state.deferred_jobs, state.groups[7].phase),
+        (1, GroupPhase::Resting)
+    );
+    clock.advance(Duration::from_secs(1));
+    let done = within("the job at its start-by", late.wait())
+        .await
+        .unwrap();
+    assert!(done.timing.started_us >= start_us + 20_000_000);
+
+    // A shutdown withdraws a job still deferred: its caller hears it was lost.
+    let withdrawn = driver
+        .submit_deferred(deferred(9), clock.now_us() + hour_us)
+        .await
+        .unwrap();
+    let report = within("shutdown", driver.shutdown()).await.unwrap();
+    assert_eq!(report.jobs_served, 3);
+    assert!(within("the withdrawn job", withdrawn.wait()).await.is_err());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
