@@ -478,14 +478,9 @@ impl Engine {
         self.idle_spin_down_us = after_us.filter(|us| *us > 0);
     }
 
-    /// Books a job under the shell's `request.id` and hands it to the policy, or refuses it.
-    pub fn submit(
-        &mut self,
-        now_us: u64,
-        request: Request,
-        purpose: Purpose,
-    ) -> Result<(), Rejected> {
-        self.advance(now_us);
+    /// Whether a new job may be taken: refused while shutting down or for an unknown target;
+    /// an id already queued or served is a broken invariant of the shell (`twice` says how).
+    fn admit(&self, request: &Request, twice: &str) -> Result<(), Rejected> {
         if self.shutting_down {
             return Err(Rejected::ShuttingDown);
         }
@@ -497,9 +492,21 @@ impl Engine {
         };
         assert!(
             !queue.contains_key(&request.id) && !self.serving.contains_key(&request.id),
-            "job id {} submitted twice",
+            "job id {} {twice}",
             request.id
         );
+        Ok(())
+    }
+
+    /// Books a job under the shell's `request.id` and hands it to the policy, or refuses it.
+    pub fn submit(
+        &mut self,
+        now_us: u64,
+        request: Request,
+        purpose: Purpose,
+    ) -> Result<(), Rejected> {
+        self.advance(now_us);
+        self.admit(&request, "submitted twice")?;
         self.hand_over(request, purpose, self.now_us)
     }
 
@@ -544,21 +551,7 @@ impl Engine {
         start_by_us: u64,
     ) -> Result<(), Rejected> {
         self.advance(now_us);
-        if self.shutting_down {
-            return Err(Rejected::ShuttingDown);
-        }
-        let target = request.group as usize;
-        let Some(queue) = self.queued.get(target) else {
-            return Err(Rejected::UnknownGroup {
-                group: request.group,
-                groups: self.targets.len() as u32,
-            });
-        };
-        assert!(
-            !queue.contains_key(&request.id) && !self.serving.contains_key(&request.id),
-            "job id {} deferred while queued or served",
-            request.id
-        );
+        self.admit(&request, "deferred while queued or served")?;
         let deferred = Deferred {
             request,
             purpose,
