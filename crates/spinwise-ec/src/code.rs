@@ -8,7 +8,9 @@
 //! kernel the CPU has: our GFNI kernel (`simd/`, AVX-512 or AVX2), else rustfs-erasure-codec.
 //! All produce the same bytes (tested).
 
+use std::collections::BTreeMap;
 use std::ops::Range;
+use std::sync::{Arc, Mutex, OnceLock};
 
 use rustfs_erasure_codec::{CodecOptions, MatrixMode, galois_8::ReedSolomon};
 
@@ -86,7 +88,38 @@ pub struct Code {
 /// The one implementation a `Code` runs (only the chosen one is built).
 enum Engine {
     Gfni(GfniCode),
-    Rustfs(Box<ReedSolomon>),
+    Rustfs(Arc<ReedSolomon>),
+}
+
+/// The most code shapes [`shared_codec`] keeps: a rack uses one or two, so this is a bound,
+/// not a tuning knob.
+const MAX_SHARED_CODECS: usize = 64;
+
+/// The rustfs codec for `k + r`, built once per shape and shared. Building one costs far more
+/// than coding a small stripe (it resolves its parallel policy, reading the cgroup files of
+/// `available_parallelism` each time), and the store builds a `Code` per blob it touches.
+/// Past [`MAX_SHARED_CODECS`] shapes a codec is built and not kept.
+fn shared_codec(data_columns: usize, parity_columns: usize) -> Result<Arc<ReedSolomon>, EcError> {
+    static CODECS: OnceLock<Mutex<BTreeMap<(usize, usize), Arc<ReedSolomon>>>> = OnceLock::new();
+    let codecs = CODECS.get_or_init(|| Mutex::new(BTreeMap::new()));
+    let shape = (data_columns, parity_columns);
+    // A panic elsewhere cannot leave the map half-changed (insert is the only write).
+    if let Some(codec) = codecs.lock().unwrap_or_else(|e| e.into_inner()).get(&shape) {
+        return Ok(Arc::clone(codec));
+    }
+    let options = CodecOptions::builder()
+        .matrix_mode(MatrixMode::Cauchy)
+        .max_parallel_jobs(1)
+        .build();
+    let codec = Arc::new(
+        ReedSolomon::with_options(data_columns, parity_columns, options)
+            .map_err(|error| EcError::Codec(format!("{error:?}")))?,
+    );
+    let mut codecs = codecs.lock().unwrap_or_else(|e| e.into_inner());
+    if codecs.len() < MAX_SHARED_CODECS {
+        codecs.entry(shape).or_insert_with(|| Arc::clone(&codec));
+    }
+    Ok(codec)
 }
 
 impl std::fmt::Debug for Code {
@@ -150,13 +183,7 @@ impl Code {
         } else if let Some(gfni) = GfniCode::new(kernel, data_columns, parity_columns) {
             Some(Engine::Gfni(gfni))
         } else {
-            let options = CodecOptions::builder()
-                .matrix_mode(MatrixMode::Cauchy)
-                .max_parallel_jobs(1)
-                .build();
-            let codec = ReedSolomon::with_options(data_columns, parity_columns, options)
-                .map_err(|error| EcError::Codec(format!("{error:?}")))?;
-            Some(Engine::Rustfs(Box::new(codec)))
+            Some(Engine::Rustfs(shared_codec(data_columns, parity_columns)?))
         };
         Ok(Code {
             data_columns,

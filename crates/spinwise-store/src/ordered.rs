@@ -13,7 +13,9 @@
 //! - when the consumer stops (returns `Break`) the channels close, every worker ends at its
 //!   next send, and [`run_ordered`] returns only after all of them have ended;
 //! - a worker's per-thread state (an open file, a fetch function) is made by `make_worker` on
-//!   that worker's thread and never shared.
+//!   that worker's thread and never shared;
+//! - a run of at most one item starts no thread: the caller computes it (a thread costs more
+//!   than reading one chunk of a small object).
 
 use std::ops::ControlFlow;
 use std::sync::mpsc;
@@ -25,17 +27,28 @@ pub const MAX_READ_WORKERS: usize = 4;
 /// Reader threads for one read of `items` items: one per core up to [`MAX_READ_WORKERS`], never
 /// more than the items, at least one.
 pub fn read_workers(items: u64) -> usize {
-    let cores = std::thread::available_parallelism().map_or(1, usize::from);
-    cores
+    cores()
         .min(MAX_READ_WORKERS)
         .min(usize::try_from(items).unwrap_or(usize::MAX))
         .max(1)
 }
 
+/// The cores this process may use, asked once: `available_parallelism` reads the cgroup files
+/// on every call, which costs more than a small GET.
+fn cores() -> usize {
+    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, usize::from))
+}
+
 /// Runs `make_worker()`'s function over `0..items` on `workers` threads and hands the results
 /// to `consume` in item order until it returns `Break` or the items run out.
-pub fn run_ordered<T, W, M, C>(items: u64, workers: usize, depth: usize, make_worker: M, consume: C)
-where
+pub fn run_ordered<T, W, M, C>(
+    items: u64,
+    workers: usize,
+    depth: usize,
+    make_worker: M,
+    mut consume: C,
+) where
     T: Send,
     M: Fn() -> W + Sync,
     W: FnMut(u64) -> T,
@@ -45,6 +58,13 @@ where
         workers >= 1 && depth >= 1,
         "{workers} workers, depth {depth}"
     );
+    if items <= 1 {
+        // Nothing could run beside a single item: compute it here instead of on a thread.
+        if items == 1 {
+            let _ = consume(make_worker()(0));
+        }
+        return;
+    }
     std::thread::scope(|scope| {
         let mut receivers = Vec::with_capacity(workers);
         for first in 0..workers {
@@ -138,6 +158,23 @@ mod tests {
         assert_eq!(taken, 5);
         // Each worker may be at most depth + 1 items past what was taken.
         assert!(computed.load(Ordering::Relaxed) <= 5 + 3 * 3);
+    }
+
+    #[test]
+    fn a_single_item_is_computed_on_the_callers_thread() {
+        let caller = std::thread::current().id();
+        let mut seen = Vec::new();
+        run_ordered(
+            1,
+            4,
+            1,
+            || |item: u64| (item, std::thread::current().id()),
+            |result| {
+                seen.push(result);
+                ControlFlow::Continue(())
+            },
+        );
+        assert_eq!(seen, vec![(0, caller)]);
     }
 
     #[test]

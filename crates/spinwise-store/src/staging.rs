@@ -1382,7 +1382,7 @@ impl RecordWriter {
         mut pieces: tokio::sync::mpsc::Receiver<Piece>,
     ) -> Result<(u64, ContentHash, u64)> {
         self.write(&header)?;
-        let hasher = BackgroundHasher::new(WRITE_AHEAD_CHUNKS);
+        let mut hasher = BackgroundHasher::new(WRITE_AHEAD_CHUNKS);
         let mut size_bytes = 0u64;
         while let Some(piece) = pieces.blocking_recv() {
             let Piece::Chunk(data) = piece else {
@@ -1580,12 +1580,12 @@ impl ChunkProducer {
     /// Hashes a verified frame (whole-object reads) and sends the part of its data inside the
     /// range, without copying; `Ok(false)` when the consumer has gone.
     fn hand_on(
-        &self,
+        &mut self,
         (chunk, frame): (u64, Bytes),
         sender: &tokio::sync::mpsc::Sender<Result<Bytes>>,
     ) -> Result<bool> {
         let header = FRAME_HEADER_BYTES as usize;
-        if let Some(hasher) = &self.whole {
+        if let Some(hasher) = &mut self.whole {
             hasher.update(frame.slice(header..));
         }
         let chunk_start = chunk * self.chunk_bytes;
