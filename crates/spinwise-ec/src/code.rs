@@ -95,12 +95,15 @@ enum Engine {
 /// not a tuning knob.
 const MAX_SHARED_CODECS: usize = 64;
 
+/// Shared codecs by `(k, r)`.
+type CodecsByShape = BTreeMap<(usize, usize), Arc<ReedSolomon>>;
+
 /// The rustfs codec for `k + r`, built once per shape and shared. Building one costs far more
 /// than coding a small stripe (it resolves its parallel policy, reading the cgroup files of
 /// `available_parallelism` each time), and the store builds a `Code` per blob it touches.
 /// Past [`MAX_SHARED_CODECS`] shapes a codec is built and not kept.
 fn shared_codec(data_columns: usize, parity_columns: usize) -> Result<Arc<ReedSolomon>, EcError> {
-    static CODECS: OnceLock<Mutex<BTreeMap<(usize, usize), Arc<ReedSolomon>>>> = OnceLock::new();
+    static CODECS: OnceLock<Mutex<CodecsByShape>> = OnceLock::new();
     let codecs = CODECS.get_or_init(|| Mutex::new(BTreeMap::new()));
     let shape = (data_columns, parity_columns);
     // A panic elsewhere cannot leave the map half-changed (insert is the only write).
