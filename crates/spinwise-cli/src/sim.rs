@@ -274,6 +274,7 @@ fn sim_config(args: &SimArgs) -> CliResult<SimConfig> {
         }),
         expedited_fraction: args.expedited_fraction,
         idle_spin_down_s: idle_spin_down_s(&args.idle_spin_down_s)?,
+        fp_queues: spinwise_sim::FpQueues::default(),
     })
 }
 

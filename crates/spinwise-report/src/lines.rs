@@ -28,8 +28,9 @@ use crate::canvas::{DrawResult, GRID, INK, text_style, write_png, write_svg};
 /// Width and height in pixels of a rendered line chart (PNG pixels, SVG user units).
 pub const LINE_CHART_SIZE_PX: (u32, u32) = (1000, 700);
 
-/// Most series one chart accepts: beyond this the legend no longer fits beside the chart.
-pub const MAX_SERIES: usize = 16;
+/// Most series one chart accepts: one per colour of the palette, so no colour appears twice in
+/// one legend (a chart with more series must be split into figures).
+pub const MAX_SERIES: usize = PALETTE.len();
 
 /// How the y axis maps values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -113,7 +114,7 @@ fn validate(chart: &LineChart) -> Result<(), ReportError> {
     }
     if chart.series.len() > MAX_SERIES {
         return bad(format!(
-            "has {} series, more than the {MAX_SERIES} a legend can show",
+            "has {} series, more than the {MAX_SERIES} distinct colours of a legend: split it",
             chart.series.len()
         ));
     }
@@ -491,6 +492,32 @@ mod tests {
         let zero = vec![LinePoint::new(1.0, 0.0)];
         assert!(validate(&chart(YScale::Log, zero.clone())).is_err());
         assert!(validate(&chart(YScale::Linear, zero)).is_ok());
+    }
+
+    #[test]
+    fn a_chart_with_more_series_than_colours_is_refused_so_no_colour_repeats() {
+        let series = |count: usize| -> Vec<Series> {
+            (0..count)
+                .map(|i| Series {
+                    name: format!("s{i}"),
+                    style: SeriesStyle::Line,
+                    points: vec![LinePoint::new(0.0, 1.0)],
+                })
+                .collect()
+        };
+        let mut full = chart(YScale::Linear, vec![LinePoint::new(0.0, 1.0)]);
+        full.series = series(PALETTE.len());
+        assert!(validate(&full).is_ok());
+        let distinct: std::collections::BTreeSet<(u8, u8, u8)> =
+            PALETTE.iter().map(|c| (c.0, c.1, c.2)).collect();
+        assert_eq!(
+            distinct.len(),
+            PALETTE.len(),
+            "every palette colour is distinct"
+        );
+        full.series = series(PALETTE.len() + 1);
+        let err = validate(&full).unwrap_err().to_string();
+        assert!(err.contains("distinct colours"), "{err}");
     }
 
     #[test]

@@ -99,6 +99,11 @@ pub struct FullyProvisioned {
     expedited: Vec<usize>,
     serving: Vec<Option<u64>>,
     max_queue_depth: u32,
+    /// Per group, the queue budget its requests count against: the group itself, or its class
+    /// when the classes' groups share one scheduler's depth ([`FullyProvisioned::per_scheduler`]).
+    budget_of: Vec<usize>,
+    /// Requests queued (not yet served) per budget; each at most `max_queue_depth`.
+    queued_in: Vec<u32>,
     /// Groups whose spin-up has not been handed out yet (all of them, at the start).
     to_spin_up: VecDeque<GroupIndex>,
     /// Groups with a queued request and nothing being served, in the order they became ready.
@@ -110,7 +115,28 @@ impl FullyProvisioned {
     /// group's queue.
     pub fn new(layout: &Layout) -> FullyProvisioned {
         let groups = layout.groups.len();
+        FullyProvisioned::with_budgets(layout, (0..groups).collect())
+    }
+
+    /// As [`FullyProvisioned::new`], but the groups of one class share the layout's
+    /// `max_queue_depth`, as the requests of one of Pelican's class schedulers do (Pelican §4.1:
+    /// "The maximum queue depth per scheduler is set to 1000 requests"); each group still has its
+    /// own FIFO. A layout without classes keeps a depth per group.
+    pub fn per_scheduler(layout: &Layout) -> FullyProvisioned {
+        let budgets = match &layout.classes {
+            Some(classes) => classes.iter().map(|&class| class as usize).collect(),
+            None => (0..layout.groups.len()).collect(),
+        };
+        FullyProvisioned::with_budgets(layout, budgets)
+    }
+
+    fn with_budgets(layout: &Layout, budget_of: Vec<usize>) -> FullyProvisioned {
+        let groups = layout.groups.len();
+        assert_eq!(budget_of.len(), groups, "a budget per group");
+        let budgets = budget_of.iter().max().map_or(0, |&last| last + 1);
         FullyProvisioned {
+            budget_of,
+            queued_in: vec![0; budgets],
             spin: vec![Spin::Resting; groups],
             queues: vec![VecDeque::new(); groups],
             expedited: vec![0; groups],
@@ -143,12 +169,14 @@ impl Policy for FullyProvisioned {
                 group: request.group,
                 groups,
             })?;
-        if queue.len() as u32 >= self.max_queue_depth {
+        let budget = self.budget_of[request.group as usize];
+        if self.queued_in[budget] >= self.max_queue_depth {
             return Err(Rejected::QueueFull {
-                class: request.group,
-                depth: queue.len() as u32,
+                class: budget as u32,
+                depth: self.queued_in[budget],
             });
         }
+        self.queued_in[budget] += 1;
         if request.kind == Kind::Expedited {
             let expedited = &mut self.expedited[request.group as usize];
             queue.insert(*expedited, request);
@@ -172,6 +200,7 @@ impl Policy for FullyProvisioned {
         if request.kind == Kind::Expedited {
             self.expedited[group as usize] -= 1;
         }
+        self.queued_in[self.budget_of[group as usize]] -= 1;
         self.serving[group as usize] = Some(request.id);
         Some(Action::Serve(request))
     }

@@ -103,6 +103,18 @@ pub enum PolicyKind {
     Random,
 }
 
+/// How the fully provisioned baseline bounds its queues (each group keeps its own FIFO).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FpQueues {
+    /// Each group's FIFO holds up to the layout's `max_queue_depth` (Spinwise's default).
+    #[default]
+    PerGroup,
+    /// The groups of one class share `max_queue_depth`, as Pelican §4.1 states it ("The maximum
+    /// queue depth per scheduler is set to 1000 requests", a scheduler per class).
+    PerScheduler,
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct SimConfig {
     /// Mean client reads per second (Poisson arrivals).
@@ -134,6 +146,8 @@ pub struct SimConfig {
     /// work for this many seconds (`None`: never; FP and the random layout never do). Default
     /// [`DEFAULT_IDLE_SPIN_DOWN_S`], the store's (spinwise-sched's `idle` module).
     pub idle_spin_down_s: Option<f64>,
+    /// How [`PolicyKind::FullyProvisioned`] bounds its queues (other policies ignore it).
+    pub fp_queues: FpQueues,
 }
 
 impl Default for SimConfig {
@@ -152,6 +166,7 @@ impl Default for SimConfig {
             deferral: None,
             expedited_fraction: 0.0,
             idle_spin_down_s: Some(DEFAULT_IDLE_SPIN_DOWN_S),
+            fp_queues: FpQueues::PerGroup,
         }
     }
 }

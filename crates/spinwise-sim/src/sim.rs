@@ -14,7 +14,7 @@
 //! and served before `simulate` returns, and a run without one draws exactly what it drew before
 //! deferrals existed.
 
-use crate::config::PolicyKind;
+use crate::config::{FpQueues, PolicyKind};
 use crate::config::{SimConfig, SimError};
 use crate::disks::Disks;
 use crate::network::{FlowPath, Network};
@@ -91,6 +91,9 @@ struct InFlight {
     request: Request,
     arrival_us: u64,
     serve_us: Option<u64>,
+    /// When the scheduler took it from its queue (Pelican §4.1's start of service): the start of
+    /// its group's spin-up for a read among the first the switch was made for, else `serve_us`.
+    dequeue_us: Option<u64>,
     first_byte_us: Option<u64>,
     /// A client read that could wait for its group's spin-up ([`crate::config::Deferral`]):
     /// deferred in the engine, in flight from its arrival.
@@ -103,6 +106,7 @@ impl InFlight {
             request,
             arrival_us,
             serve_us: None,
+            dequeue_us: None,
             first_byte_us: None,
             deferred,
         }
@@ -282,6 +286,12 @@ struct Loop<'a> {
     ttfb_by_class_us: Vec<Vec<u64>>,
     completion_us: Vec<u64>,
     service_us: Vec<u64>,
+    /// Dequeue → last byte (Pelican §4.1's service time, spin-up included).
+    service_from_dequeue_us: Vec<u64>,
+    /// Per unit, when its last spin-up started and how many reads that waited for it are still
+    /// to be served as dequeued at that start (the scheduler decided the switch for them):
+    /// `concurrent_requests` at each `SpinUp`, one less per such read served.
+    switch_dequeues: Vec<(u64, u32)>,
     spin_up_us: Vec<u64>,
     processed: u64,
     stale: u64,
@@ -369,7 +379,11 @@ pub fn simulate_recording(
         }
         PolicyKind::FullyProvisioned => {
             provisioned = rack.fully_provisioned();
-            (&provisioned, Box::new(FullyProvisioned::new(layout)))
+            let policy = match config.fp_queues {
+                FpQueues::PerGroup => FullyProvisioned::new(layout),
+                FpQueues::PerScheduler => FullyProvisioned::per_scheduler(layout),
+            };
+            (&provisioned, Box::new(policy))
         }
         PolicyKind::Flamingo => (rack, Box::new(Flamingo::new(layout)?)),
         PolicyKind::Random => (rack, random_policy(rack, layout, config, &mut model)?),
@@ -438,6 +452,8 @@ pub fn simulate_recording(
         ttfb_by_class_us: vec![Vec::new(); class_count],
         completion_us: Vec::new(),
         service_us: Vec::new(),
+        service_from_dequeue_us: Vec::new(),
+        switch_dequeues: Vec::new(),
         spin_up_us: Vec::new(),
         processed: 0,
         stale: 0,
@@ -805,6 +821,8 @@ impl Loop<'_> {
         }
         self.completion_us.push(now_us - flight.arrival_us);
         self.service_us.push(now_us - serve_us);
+        self.service_from_dequeue_us
+            .push(now_us - flight.dequeue_us.expect("served"));
         self.last_byte_us = self.last_byte_us.max(now_us);
         (self.on_record)(&RequestRecord {
             id: flight.request.id,
@@ -950,6 +968,11 @@ impl Loop<'_> {
                 let in_window = self.in_window(now_us);
                 self.spin_ups += u64::from(in_window);
                 self.spin_up_started_us[group as usize] = Some(now_us);
+                let unit = group as usize;
+                if self.switch_dequeues.len() <= unit {
+                    self.switch_dequeues.resize(unit + 1, (0, 0));
+                }
+                self.switch_dequeues[unit] = (now_us, self.model.concurrent_requests);
                 let disks = std::mem::take(&mut self.model.unit_disks[group as usize]);
                 self.disk_spin_ups += if in_window { disks.len() as u64 } else { 0 };
                 let rack = self.rack;
@@ -983,9 +1006,21 @@ impl Loop<'_> {
                 self.idle_spin_downs += u64::from(idle && self.in_window(now_us));
                 self.spin_down(now_us, group);
             }
-            Output::Serve { request, .. } => {
+            Output::Serve {
+                request,
+                spin_up_wait_us,
+                ..
+            } => {
+                let arrival_us = self
+                    .in_flight
+                    .get_mut(request.id)
+                    .expect("accepted")
+                    .arrival_us;
+                let dequeue_us =
+                    self.dequeue_us(now_us, arrival_us, request.group, spin_up_wait_us);
                 let flight = self.in_flight.get_mut(request.id).expect("accepted");
                 flight.serve_us = Some(now_us);
+                flight.dequeue_us = Some(dequeue_us);
                 self.push(
                     now_us + self.model.seek_us,
                     Event::FirstByte {
@@ -1003,6 +1038,21 @@ impl Loop<'_> {
             // audit withheld is still counted in the report (`audit_refusals`).
             Output::Activity(_) | Output::Disk(_) => {}
             Output::Withdrawn { .. } => unreachable!("the simulator never shuts the engine down"),
+        }
+    }
+
+    /// When the scheduler dequeued a read served now that waited `spin_up_wait_us` for its
+    /// group's spin-up: when that spin-up started (or the read arrived, if later) for the first
+    /// `concurrent_requests` reads that waited for it (the switch was decided for them), else
+    /// now (a read behind them in the same group is dequeued when a place frees, as in
+    /// Pelican's classes that serve one request at a time).
+    fn dequeue_us(&mut self, now_us: u64, arrival_us: u64, unit: u32, spin_up_wait_us: u64) -> u64 {
+        match self.switch_dequeues.get_mut(unit as usize) {
+            Some((started_us, left)) if *left > 0 && spin_up_wait_us > 0 => {
+                *left -= 1;
+                (*started_us).max(arrival_us).min(now_us)
+            }
+            _ => now_us,
         }
     }
 
@@ -1062,6 +1112,7 @@ impl Loop<'_> {
                 .collect(),
             completion_time_s: Summary::of_us(&mut self.completion_us),
             service_time_s: Summary::of_us(&mut self.service_us),
+            service_from_dequeue_s: Summary::of_us(&mut self.service_from_dequeue_us),
             spin_up_s: Summary::of_us(&mut self.spin_up_us),
             deferred: self.deferred,
             deferred_ttfb_s: Summary::of_us(&mut self.deferred_ttfb_us),

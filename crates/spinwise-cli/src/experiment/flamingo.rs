@@ -9,7 +9,10 @@
 //! and largest included, then planned in parallel; a configuration the planner cannot lay out is skipped and
 //! counted in the summary, never simulated with a made-up layout.
 
-use super::summary::{Comparison, agreement, header, mean_of, rate, table};
+use super::summary::{
+    Basis, Comparison, Tolerance, Verdict, header, judge, judge_claim, judge_trend, mean_of, rate,
+    table,
+};
 use super::sweep::{Job, Row, Setup, points, policy_label, policy_name, rates_in, run_sweep};
 use super::{Context, Figure, Outcome};
 use crate::error::CliResult;
@@ -175,6 +178,21 @@ fn fig5a_comparisons(rows: &[Row]) -> Vec<Comparison> {
                 })
                 .max_by(|a, b| a.1.abs().total_cmp(&b.1.abs()));
             if let Some((at, difference)) = worst {
+                let (verdict, tolerance) = judge_claim(
+                    difference.abs() <= 0.1,
+                    "±10%: \"virtually identical\" (Flamingo §5), read off Fig. 5(a)",
+                    || {
+                        let seeds = rows.iter().filter(|r| r.configuration == 0).count();
+                        format!(
+                            "{} at {} req/s: synthesized {:.2}, hand-designed {:.2}, over \
+                             {seeds} seed(s) per point",
+                            quantity,
+                            rate(at),
+                            on("synthesized", at).unwrap_or(0.0),
+                            on("pelican-manual", at).unwrap_or(0.0)
+                        )
+                    },
+                );
                 out.push(Comparison {
                     quantity: format!(
                         "{} scheduler, {quantity}: largest difference, synthesized vs \
@@ -182,15 +200,10 @@ fn fig5a_comparisons(rows: &[Row]) -> Vec<Comparison> {
                         policy_label(&name)
                     ),
                     paper: "virtually identical across all rates (Flamingo §5)".into(),
-                    ours: format!("{:+.1}% at {} req/s", difference * 100.0, rate(at)),
-                    note: if difference.abs() <= 0.1 {
-                        "agrees (within 10%)".into()
-                    } else {
-                        "both layouts have 4 classes of 12 groups, so the difference is the \
-                         workload's randomness on different groups; run more --seeds to see it \
-                         shrink"
-                            .into()
-                    },
+                    as_described: format!("{:+.1}% at {} req/s", difference * 100.0, rate(at)),
+                    with_additions: None,
+                    verdict,
+                    tolerance,
                 });
             }
         }
@@ -225,19 +238,13 @@ fn scheduler_gain(rows: &[Row], layout: &str) -> Option<Comparison> {
             rate(highest)
         ),
         paper: "Fig. 5(a) shows Pelican's scheduler only".into(),
-        ours: format!(
+        as_described: format!(
             "{pelican:.1} vs {flamingo:.1} Gbps (most disks active: {pelican_disks} vs \
              {flamingo_disks})"
         ),
-        note: if flamingo_disks > pelican_disks {
-            "Flamingo's scheduler spins more groups at once where the budgets allow".into()
-        } else {
-            "as many disks active at once (the rack's budgets admit one group per class); the \
-             difference is which group each scheduler brings up next (Flamingo: queue depth and \
-             head-of-queue delay over all groups; Pelican: per-class fair queuing and the \
-             reordering bound)"
-                .into()
-        },
+        with_additions: None,
+        verdict: Verdict::NotJudged("not in the paper (its Fig. 5(a) shows Pelican's scheduler)"),
+        tolerance: "none".into(),
     })
 }
 
@@ -514,6 +521,22 @@ fn provisioning_trend(
     }
     let change = (last.y - first.y) / first.y;
     let decreasing_steps = pts.windows(2).filter(|w| w[1].y < w[0].y).count();
+    let steps: Vec<(String, f64)> = pts
+        .iter()
+        .map(|p| (format!("M/N = {:.3}", p.x), p.y))
+        .collect();
+    let (verdict, tolerance) = judge_trend(&steps, false, |label| {
+        let rejected = mean_of(
+            rows,
+            |r| r.preset == preset && r.rate_per_s == rate_per_s && r.policy == policy,
+            |r| r.reject_rate,
+        );
+        format!(
+            "time to first byte rises at {label}; {:.0}% of the reads are rejected on average \
+             over these configurations",
+            rejected.unwrap_or(0.0) * 100.0
+        )
+    });
     Some(Comparison {
         quantity: format!(
             "{}, {preset}, {} req/s: mean time to first byte from M/N = {:.3} to {:.3}",
@@ -523,7 +546,7 @@ fn provisioning_trend(
             last.x
         ),
         paper: paper.into(),
-        ours: format!(
+        as_described: format!(
             "{} → {} ({}), falling in {decreasing_steps} of {} steps",
             seconds(first.y),
             seconds(last.y),
@@ -534,17 +557,9 @@ fn provisioning_trend(
             },
             pts.len() - 1
         ),
-        note: if change < 0.0 {
-            "agrees in direction".into()
-        } else if policy == "pelican" {
-            "Pelican's class scheduler keeps one group spinning per class whatever the budget \
-             allows, so extra provisioning only helps through the planner's classes"
-                .into()
-        } else {
-            "more provisioning lets more groups spin, but at this rate the queues are full \
-             either way, so time to first byte is set by the queue depth"
-                .into()
-        },
+        with_additions: None,
+        verdict,
+        tolerance,
     })
 }
 
@@ -717,49 +732,66 @@ fn largest_gain(rows: &[Row], high: bool) -> Option<(f64, f64, f64)> {
 fn scheduler_gain_comparison(rows: &[Row], high: bool, paper: &str) -> Option<Comparison> {
     let (at_rate, conservative, flamingo) = largest_gain(rows, high)?;
     let ratio = flamingo / conservative;
+    // A gain above 10% counts as outperforming.
+    let (verdict, tolerance) = judge_claim(
+        (ratio > 1.1) == high,
+        "a gain above 10% counts as outperforming: the paper gives no number",
+        || {
+            let most = |policy: &str| {
+                rows.iter()
+                    .filter(|r| r.policy == policy && r.rate_per_s == at_rate)
+                    .map(groups_spinning)
+                    .reduce(f64::max)
+                    .unwrap_or(0.0)
+            };
+            format!(
+                "most groups spinning at {} req/s: conservative {:.1}, Flamingo {:.1}",
+                rate(at_rate),
+                most("pelican"),
+                most("flamingo")
+            )
+        },
+    );
     Some(Comparison {
         quantity: format!(
             "throughput, Flamingo ÷ conservative, largest over rates {} 2 req/s",
             if high { "≥" } else { "<" }
         ),
         paper: format!("{paper} (Flamingo §5, Fig. 6(c))"),
-        ours: format!(
+        as_described: format!(
             "× {ratio:.2} at {} req/s ({conservative:.2} → {flamingo:.2} Gbps)",
             rate(at_rate)
         ),
-        // A gain above 10% counts as outperforming.
-        note: match (high, ratio > 1.1) {
-            (true, true) | (false, false) => "agrees".into(),
-            (true, false) => "no gain: both schedulers are held to the same groups".into(),
-            (false, true) => {
-                "Flamingo's scheduler already gains here: more groups spinning serve the \
-                 queue's head sooner even when few requests share a group"
-                    .into()
-            }
-        },
+        with_additions: None,
+        verdict,
+        tolerance,
     })
 }
 
 /// The most groups one scheduler had spinning at once over all rates, against the paper's two
 /// (conservative) and three (Flamingo).
 fn groups_spinning_comparison(rows: &[Row], policy: &str) -> Option<Comparison> {
-    let most = rows
+    let most_row = rows
         .iter()
         .filter(|r| r.policy == policy)
-        .map(groups_spinning)
-        .reduce(f64::max)?;
+        .max_by(|a, b| groups_spinning(a).total_cmp(&groups_spinning(b)))?;
+    let most = groups_spinning(most_row);
     let paper = if policy == "pelican" { 2.0 } else { 3.0 };
+    let tolerance = Tolerance::relative(0.01, "a count of groups (Flamingo §5)");
+    let (verdict, tolerance) = judge(most, paper, Basis::Test(tolerance), |_| {
+        format!(
+            "at most {} disks were active at once, under the preset's assumed power budget per \
+             tray (presets/ocp-cold-storage.toml)",
+            most_row.max_active_disks
+        )
+    });
     Some(Comparison {
         quantity: format!("most groups spinning at once, {}", scheduler_label(policy)),
         paper: format!("{paper:.0} (Flamingo §5)"),
-        ours: format!("{most:.1}"),
-        note: agreement(
-            most,
-            paper,
-            0.01,
-            "the preset's power budget per tray is an assumption (presets/ocp-cold-storage.toml): \
-             it fits one drive spinning up beside one active, i.e. two busy drives per tray",
-        ),
+        as_described: format!("{most:.1}"),
+        with_additions: None,
+        verdict,
+        tolerance,
     })
 }
 
@@ -783,8 +815,10 @@ fn highest_rate_ttfb_comparisons(rows: &[Row]) -> Vec<Comparison> {
                     rate(highest)
                 ),
                 paper: "not shown (Fig. 6(c) plots throughput)".into(),
-                ours: format!("{} vs {}", seconds(conservative), seconds(flamingo)),
-                note: "full queues at this rate: waiting time is queue depth ÷ service rate".into(),
+                as_described: format!("{} vs {}", seconds(conservative), seconds(flamingo)),
+                with_additions: None,
+                verdict: Verdict::NotJudged("not in the paper (Fig. 6(c) plots throughput)"),
+                tolerance: "none".into(),
             });
         }
     }

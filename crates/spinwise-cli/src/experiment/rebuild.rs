@@ -11,7 +11,9 @@
 //! (`rebuild_class`): the paper's × 2.2 is that class's failed ÷ healthy time to first byte, its
 //! × 1 the other classes' (their reads pooled, each class weighted by its reads).
 
-use super::summary::{Comparison, agreement, header, mean_of, rate, table};
+use super::summary::{
+    Basis, Comparison, Tolerance, Verdict, header, judge, judge_trend, mean_of, rate, table,
+};
 use super::sweep::{Job, Row, Setup, points, run_sweep};
 use super::{Context, Figure, Outcome};
 use crate::error::CliResult;
@@ -234,6 +236,29 @@ fn class_comparisons(rows: &[Row]) -> Vec<Comparison> {
     };
     let (failed, healthy) = highest.failed_class;
     let (other_failed, other_healthy) = highest.other_classes;
+    let rejects = || {
+        let failed = at(rows, true, highest.rate_per_s, |r| r.reject_rate).unwrap_or(0.0);
+        let healthy = at(rows, false, highest.rate_per_s, |r| r.reject_rate).unwrap_or(0.0);
+        format!(
+            "at {} req/s {:.1}% of the reads are rejected on the failed rack and {:.1}% on the \
+             healthy one",
+            rate(highest.rate_per_s),
+            failed * 100.0,
+            healthy * 100.0
+        )
+    };
+    let failed_class = judge(
+        failed / healthy,
+        2.2,
+        Basis::Test(Tolerance::relative(0.2, "read off Fig. 7(b) (§4.3)")),
+        |_| rejects(),
+    );
+    let other_classes = judge(
+        other_failed / other_healthy,
+        1.0,
+        Basis::Test(Tolerance::relative(0.1, "\"unaffected\" (§4.3)")),
+        |_| rejects(),
+    );
     vec![
         Comparison {
             quantity: format!(
@@ -242,15 +267,10 @@ fn class_comparisons(rows: &[Row]) -> Vec<Comparison> {
                 rate(highest.rate_per_s)
             ),
             paper: "× 2.2 at high rates (Pelican §4.3, Fig. 7(b))".into(),
-            ours: format!("× {:.2} ({healthy:.0} s → {failed:.0} s)", failed / healthy),
-            note: agreement(
-                failed / healthy,
-                2.2,
-                0.2,
-                "the class's queue is full on both racks at this rate, so its time to first byte \
-                 is bounded by the queue depth more than by the rebuild's share; the rejects \
-                 absorb the rest (reject rate row)",
-            ),
+            as_described: format!("× {:.2} ({healthy:.0} s → {failed:.0} s)", failed / healthy),
+            with_additions: None,
+            verdict: failed_class.0,
+            tolerance: failed_class.1,
         },
         Comparison {
             quantity: format!(
@@ -258,29 +278,29 @@ fn class_comparisons(rows: &[Row]) -> Vec<Comparison> {
                 rate(highest.rate_per_s)
             ),
             paper: "× 1: unaffected (Pelican §4.3)".into(),
-            ours: format!(
+            as_described: format!(
                 "× {:.2} ({other_healthy:.0} s → {other_failed:.0} s)",
                 other_failed / other_healthy
             ),
-            note: agreement(
-                other_failed / other_healthy,
-                1.0,
-                0.1,
-                "classes share trays' power and servers' NICs, so the failed class's spin-ups \
-                 and reads can still delay them",
-            ),
+            with_additions: None,
+            verdict: other_classes.0,
+            tolerance: other_classes.1,
         },
         Comparison {
             quantity: "failed group's class, failed ÷ healthy, by rate".into(),
             paper: "× 2.2 at high rates".into(),
-            ours: by_rate(|p| p.failed_class),
-            note: "per rate, same class and seed index on both racks".into(),
+            as_described: by_rate(|p| p.failed_class),
+            with_additions: None,
+            verdict: Verdict::NotJudged("the per-rate detail of the rows above"),
+            tolerance: "per rate, same class and seed index on both racks".into(),
         },
         Comparison {
             quantity: "other classes, failed ÷ healthy, by rate".into(),
             paper: "× 1".into(),
-            ours: by_rate(|p| p.other_classes),
-            note: "per rate, the other classes' reads pooled".into(),
+            as_described: by_rate(|p| p.other_classes),
+            with_additions: None,
+            verdict: Verdict::NotJudged("the per-rate detail of the rows above"),
+            tolerance: "per rate, the other classes' reads pooled".into(),
         },
     ]
 }
@@ -312,37 +332,55 @@ fn comparisons(rows: &[Row]) -> Vec<Comparison> {
         .iter()
         .filter_map(|&r| Some((r, at(rows, true, r, rebuild_hours)?)))
         .collect();
-    if let (Some(&(_, low)), Some(&(_, high))) = (by_rate.first(), by_rate.last()) {
+    if by_rate.len() >= 2 {
+        let steps: Vec<(String, f64)> = by_rate
+            .iter()
+            .map(|&(r, hours)| (format!("{} req/s", rate(r)), hours))
+            .collect();
+        let (verdict, tolerance) = judge_trend(&steps, true, |label| {
+            format!(
+                "the rebuild does not grow at {label}; it takes {:.0}% of its class's time at \
+                 the lowest rate ({transfer_hours:.1} h of transfer in {:.1} h)",
+                transfer_hours / by_rate[0].1 * 100.0,
+                by_rate[0].1
+            )
+        });
         out.push(Comparison {
             quantity: format!("rebuild time at {} → {} req/s", rate(lowest), rate(highest)),
             paper: "low when clients leave resources idle, grows with load (Pelican §4.3)".into(),
-            ours: format!("{low:.1} h → {high:.1} h"),
-            note: if high > low {
-                "agrees in direction".into()
-            } else {
-                "no growth: the rebuild already takes most of its class's time at the lowest rate"
-                    .into()
-            },
+            as_described: steps
+                .iter()
+                .map(|(label, h)| format!("{h:.1} h at {label}"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            with_additions: None,
+            verdict,
+            tolerance,
         });
     }
     if let Some(&(at_rate, longest)) = by_rate.iter().max_by(|a, b| a.1.total_cmp(&b.1)) {
+        let tolerance = Tolerance::relative(
+            0.15,
+            "the paper's own estimate x / t × 1 / w (§2.3), \"approximate\"",
+        );
+        let (verdict, tolerance) = judge(longest, plateau_hours, Basis::Test(tolerance), |_| {
+            format!(
+                "the rebuild got {:.0}% of its class's time at {} req/s ({transfer_hours:.1} h of \
+                 transfer in {longest:.1} h), not the 50% share",
+                transfer_hours / longest * 100.0,
+                rate(at_rate)
+            )
+        });
         out.push(Comparison {
             quantity: "longest rebuild over the rates".into(),
             paper: format!(
                 "plateau below 24 h: x / t / w = 4.28 TB / 105 MB/s / 0.5 = {plateau_hours:.1} h \
                  (Pelican §4.3, §2.3)"
             ),
-            ours: format!("{longest:.1} h at {} req/s", rate(at_rate)),
-            note: agreement(
-                longest,
-                plateau_hours,
-                0.15,
-                &format!(
-                    "below the 50% plateau, above the {transfer_hours:.1} h of pure transfer: the \
-                     rebuild gets more than its 50% of the failed group's class (see \
-                     docs/simulator.md, \"Disk failure and rebuild\")"
-                ),
-            ),
+            as_described: format!("{longest:.1} h at {} req/s", rate(at_rate)),
+            with_additions: None,
+            verdict,
+            tolerance,
         });
     }
     out.extend(class_comparisons(rows));
@@ -354,9 +392,10 @@ fn comparisons(rows: &[Row]) -> Vec<Comparison> {
         out.push(Comparison {
             quantity: format!("reject rate at {} req/s, failed vs healthy", rate(highest)),
             paper: "not reported".into(),
-            ours: format!("{:.1}% vs {:.1}%", failed * 100.0, healthy * 100.0),
-            note: "the rebuild takes half of one class's time, so fewer client requests are served"
-                .into(),
+            as_described: format!("{:.1}% vs {:.1}%", failed * 100.0, healthy * 100.0),
+            with_additions: None,
+            verdict: Verdict::NotJudged("not reported in the paper"),
+            tolerance: "none".into(),
         });
     }
     out
@@ -376,6 +415,21 @@ fn ttfb_comparisons(rows: &[Row], rates: &[f64]) -> Vec<Comparison> {
         "× 2.2 in the failed group's class at high rates, × 1 elsewhere (Pelican §4.3), so ≈ × \
          {diluted:.1} over all four classes"
     );
+    let tolerance = Tolerance::relative(
+        0.2,
+        "derived from Fig. 7(b)'s × 2.2, itself read off the figure: (3 + 2.2) / 4",
+    );
+    let rejects = |rate_per_s: f64| {
+        let failed = at(rows, true, rate_per_s, |r| r.reject_rate).unwrap_or(0.0);
+        let healthy = at(rows, false, rate_per_s, |r| r.reject_rate).unwrap_or(0.0);
+        format!(
+            "at {} req/s {:.1}% of the reads are rejected on the failed rack, {:.1}% on the \
+             healthy one",
+            rate(rate_per_s),
+            failed * 100.0,
+            healthy * 100.0
+        )
+    };
     let mut out = Vec::new();
     let mean_ratios: Vec<(f64, f64, f64)> = rates
         .iter()
@@ -386,43 +440,39 @@ fn ttfb_comparisons(rows: &[Row], rates: &[f64]) -> Vec<Comparison> {
         .max_by(|a, b| (a.1 / a.2).total_cmp(&(b.1 / b.2)))
     {
         let p99 = ratio(at_rate, |row| row.ttfb_p99_s);
+        let (verdict, tolerance) = judge(failed / healthy, diluted, Basis::Test(tolerance), |_| {
+            rejects(at_rate)
+        });
         out.push(Comparison {
             quantity: "mean time to first byte, failed ÷ healthy rack (all classes), largest \
                        over the rates"
                 .into(),
             paper: paper.clone(),
-            ours: format!(
+            as_described: format!(
                 "× {:.1} at {} req/s ({healthy:.0} s → {failed:.0} s; p99 {})",
                 failed / healthy,
                 rate(at_rate),
                 p99.map_or("n/a".into(), |(_, f, h)| format!("{h:.0} s → {f:.0} s"))
             ),
-            note: agreement(
-                failed / healthy,
-                diluted,
-                0.2,
-                "clients of the failed group's class queue behind the rebuild: the scheduler serves \
-                 the always-backlogged rebuild queue of the spinning group out of turn for up to \
-                 u / k of disk time (~5 min at u = 500 GB) before switching groups, and at low \
-                 rates each switch serves only a request or two (docs/experiments.md, Fig. 7)",
-            ),
+            with_additions: None,
+            verdict,
+            tolerance,
         });
     }
     if let Some(&(at_rate, failed, healthy)) = mean_ratios.last() {
+        let (verdict, tolerance) = judge(failed / healthy, diluted, Basis::Test(tolerance), |_| {
+            rejects(at_rate)
+        });
         out.push(Comparison {
             quantity: format!(
                 "mean time to first byte at {} req/s, failed ÷ healthy rack (all classes)",
                 rate(at_rate)
             ),
             paper,
-            ours: format!("× {:.2} ({healthy:.0} s → {failed:.0} s)", failed / healthy),
-            note: agreement(
-                failed / healthy,
-                diluted,
-                0.2,
-                "queues are full at this rate on both racks, so time to first byte is set by the \
-                 queue depth more than by the rebuild's share",
-            ),
+            as_described: format!("× {:.2} ({healthy:.0} s → {failed:.0} s)", failed / healthy),
+            with_additions: None,
+            verdict,
+            tolerance,
         });
     }
     out

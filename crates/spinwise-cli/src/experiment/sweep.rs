@@ -17,7 +17,9 @@ use rayon::prelude::*;
 use serde::Serialize;
 use spinwise_model::{Layout, Rack};
 use spinwise_report::LinePoint;
-use spinwise_sim::{BlobSizes, Deferral, DiskFailure, PolicyKind, Report, SimConfig, simulate};
+use spinwise_sim::{
+    BlobSizes, Deferral, DiskFailure, FpQueues, PolicyKind, Report, SimConfig, simulate,
+};
 use std::collections::BTreeMap;
 
 /// A rack and the layout runs use on it.
@@ -78,10 +80,38 @@ fn plan(
     })
 }
 
+/// Which configuration a run is on: the scheduler as the papers describe it, or the preset as
+/// Spinwise ships it. Verdicts against a paper are reached on [`Setting::AsDescribed`] runs only;
+/// the others get their own column.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Setting {
+    /// Classes switch independently (no staggered switches: Spinwise's), one read per class at
+    /// a time (Pelican §4.2: "in FP 48 requests are serviced concurrently versus only 4 in
+    /// Pelican", one per class), and FP's queue depth per scheduler (Pelican §4.1: "The maximum
+    /// queue depth per scheduler is set to 1000 requests"). A job's explicit override wins.
+    #[default]
+    AsDescribed,
+    /// The preset's scheduler settings as shipped: staggered switches, several reads per class,
+    /// and FP's depth per group.
+    WithAdditions,
+}
+
+impl Setting {
+    /// The name in results.csv.
+    pub fn name(self) -> &'static str {
+        match self {
+            Setting::AsDescribed => "as_described",
+            Setting::WithAdditions => "with_additions",
+        }
+    }
+}
+
 /// One simulated configuration of a sweep. `Job { setup, policy, rate_per_s, ..Job::default() }`
-/// leaves the optional overrides off.
+/// leaves the optional overrides off and runs the configuration the papers describe.
 #[derive(Clone, Debug, Default)]
 pub struct Job {
+    /// The paper's configuration or Spinwise's (the overrides below apply on top of either).
+    pub setting: Setting,
     /// Index into the sweep's setups.
     pub setup: usize,
     pub policy: PolicyKind,
@@ -114,7 +144,9 @@ pub struct Job {
 }
 
 /// One run: every input and every metric, flat for CSV. Durations in seconds, power in W.
+/// (`Default` only for tests that build rows by hand: [`row`] names every field.)
 #[derive(Clone, Debug, Serialize)]
+#[cfg_attr(test, derive(Default))]
 pub struct Row {
     pub experiment: &'static str,
     pub configuration: usize,
@@ -129,6 +161,10 @@ pub struct Row {
     pub groups: usize,
     pub max_active_groups: u32,
     pub policy: String,
+    /// [`Setting::name`]: `as_described` (the papers' scheduler) or `with_additions`.
+    pub setting: &'static str,
+    /// How FP bounds its queues: `per_scheduler` (Pelican §4.1) or `per_group`.
+    pub fp_queues: &'static str,
     pub network_gbps: String,
     pub rate_per_s: f64,
     pub hours: f64,
@@ -182,6 +218,10 @@ pub struct Row {
     pub service_p50_s: f64,
     pub service_p99_s: f64,
     pub service_max_s: f64,
+    /// Pelican §4.1's service time: dequeue → last byte, the spin-up included for the reads a
+    /// group switch was made for (the columns above start at the `Serve` action, after it).
+    pub service_from_dequeue_mean_s: f64,
+    pub service_from_dequeue_p99_s: f64,
     pub spin_up_mean_s: f64,
     pub spin_up_max_s: f64,
     pub spin_ups: u64,
@@ -314,18 +354,21 @@ fn run_one(
     let mut layout_override = None;
     let mut rack_override = None;
     let changes_rack = !job.switch_latency.is_as_described();
+    let as_described = job.setting == Setting::AsDescribed;
+    let concurrent_requests = job.concurrent_requests.or(as_described.then_some(1));
+    let stagger_switches = job.stagger_switches.or(as_described.then_some(None));
     let changes_layout = job.reordering_bound_gb.is_some()
-        || job.concurrent_requests.is_some()
-        || job.stagger_switches.is_some();
+        || concurrent_requests.is_some()
+        || stagger_switches.is_some();
     if changes_layout || changes_rack {
         let mut layout = setup.layout.clone();
         if let Some(bound) = job.reordering_bound_gb {
             layout.scheduler.reordering_bound_gb = bound;
         }
-        if let Some(concurrent) = job.concurrent_requests {
+        if let Some(concurrent) = concurrent_requests {
             layout.scheduler.concurrent_requests_per_class = concurrent;
         }
-        if let Some(stagger) = job.stagger_switches {
+        if let Some(stagger) = stagger_switches {
             layout.scheduler.stagger_switches_min_queue = stagger;
         }
         if changes_rack {
@@ -351,6 +394,11 @@ fn run_one(
         failure: job.failure,
         deferral: job.deferral,
         expedited_fraction: job.expedited_fraction,
+        fp_queues: if as_described {
+            FpQueues::PerScheduler
+        } else {
+            FpQueues::PerGroup
+        },
         ..SimConfig::default()
     };
     let report = simulate(rack, layout, &config).map_err(|source| CliError::Sim {
@@ -397,6 +445,11 @@ fn row(
         groups: layout.groups.len(),
         max_active_groups: layout.max_active_groups,
         policy: policy_name(job.policy),
+        setting: job.setting.name(),
+        fp_queues: match config.fp_queues {
+            FpQueues::PerGroup => "per_group",
+            FpQueues::PerScheduler => "per_scheduler",
+        },
         network_gbps: network_label(job.network_gbps),
         rate_per_s: job.rate_per_s,
         hours: config.hours,
@@ -440,6 +493,8 @@ fn row(
         service_p50_s: s.p50,
         service_p99_s: s.p99,
         service_max_s: s.max,
+        service_from_dequeue_mean_s: report.service_from_dequeue_s.mean,
+        service_from_dequeue_p99_s: report.service_from_dequeue_s.p99,
         spin_up_mean_s: report.spin_up_s.mean,
         spin_up_max_s: report.spin_up_s.max,
         spin_ups: report.spin_ups,

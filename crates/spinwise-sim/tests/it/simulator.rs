@@ -1034,3 +1034,39 @@ fn staggered_switches_lift_pelicans_saturated_throughput_within_every_budget() {
     let reference = simulate(rack, layout, &unbounded).unwrap();
     assert_eq!(without_nics.trace_hash, reference.trace_hash);
 }
+
+#[test]
+fn pelicans_service_time_from_dequeue_holds_the_spin_up_at_low_load_and_fps_does_not() {
+    let (rack, layout) = pelican();
+    // One read per class at a time, as Pelican §4.2 describes its scheduler.
+    let mut one_per_class = layout.clone();
+    one_per_class.scheduler.concurrent_requests_per_class = 1;
+    let config = SimConfig {
+        network_gbps: Some(40.0),
+        ..SimConfig::new(0.0625, 6.0, 0.5, 3)
+    };
+    let pelican = simulate(rack, &one_per_class, &config).unwrap();
+    let context = format!("{pelican:?}");
+    // Nearly every read at this rate finds its group down: its service time from dequeue holds
+    // the spin-up and mount (~14 s), ours from `Serve` only the ~0.65 s transfer.
+    assert!(pelican.service_time_s.mean < 2.0, "{context}");
+    assert!(
+        pelican.service_from_dequeue_s.mean > pelican.service_time_s.mean + 8.0,
+        "{context}"
+    );
+    assert_eq!(
+        pelican.service_from_dequeue_s.count,
+        pelican.service_time_s.count
+    );
+    let fp = simulate(
+        rack,
+        layout,
+        &SimConfig {
+            policy: PolicyKind::FullyProvisioned,
+            ..config
+        },
+    )
+    .unwrap();
+    // FP's groups spin up once, before the window: nothing is dequeued before a spin-up.
+    assert_eq!(fp.service_from_dequeue_s, fp.service_time_s, "{fp:?}");
+}
