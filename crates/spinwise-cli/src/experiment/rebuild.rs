@@ -419,12 +419,25 @@ fn ttfb_comparisons(rows: &[Row], rates: &[f64]) -> Vec<Comparison> {
         0.2,
         "derived from Fig. 7(b)'s × 2.2, itself read off the figure: (3 + 2.2) / 4",
     );
+    // Which classes the slowdown is in, at that rate, from the per-class rows.
+    let pairs = class_pairs(rows);
     let rejects = |rate_per_s: f64| {
         let failed = at(rows, true, rate_per_s, |r| r.reject_rate).unwrap_or(0.0);
         let healthy = at(rows, false, rate_per_s, |r| r.reject_rate).unwrap_or(0.0);
+        let split = pairs
+            .iter()
+            .find(|p| p.rate_per_s == rate_per_s)
+            .map(|p| {
+                format!(
+                    "the failed group's class slows × {:.2} and the others × {:.2}; ",
+                    p.failed_class.0 / p.failed_class.1,
+                    p.other_classes.0 / p.other_classes.1
+                )
+            })
+            .unwrap_or_default();
         format!(
-            "at {} req/s {:.1}% of the reads are rejected on the failed rack, {:.1}% on the \
-             healthy one",
+            "at {} req/s {split}{:.1}% of the reads are rejected on the failed rack, {:.1}% on \
+             the healthy one",
             rate(rate_per_s),
             failed * 100.0,
             healthy * 100.0

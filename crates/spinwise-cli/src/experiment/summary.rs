@@ -40,7 +40,7 @@ pub enum Basis {
     /// The preset was tuned so this quantity matches the paper (the text says how): the row
     /// says "calibrated" and never "agrees", whatever the numbers.
     Calibrated(&'static str),
-    /// Arithmetic on the rack file, not a simulation result.
+    /// Arithmetic (on the rack file, or on the paper's own numbers), not a simulation result.
     Arithmetic,
 }
 
@@ -87,7 +87,13 @@ impl Tolerance {
 
     pub fn text(&self) -> String {
         if self.absolute {
-            format!("±{:.0} points: {}", self.width * 100.0, self.why)
+            let points = self.width * 100.0;
+            let unit = if points.round() == 1.0 {
+                "point"
+            } else {
+                "points"
+            };
+            format!("±{points:.0} {unit}: {}", self.why)
         } else {
             format!("±{:.0}%: {}", self.width * 100.0, self.why)
         }
@@ -102,7 +108,7 @@ pub enum Verdict {
     Differs(String),
     /// The quantity was calibrated to the paper's value: not evidence either way.
     Calibrated(&'static str),
-    /// Arithmetic on the rack file, not a test of the simulator.
+    /// Arithmetic (on the rack file, or on the paper's own numbers), not a test of the simulator.
     Arithmetic,
     /// A direction-only claim held at every step checked (the count says how many).
     TrendHolds {
@@ -120,7 +126,7 @@ impl Verdict {
             Verdict::Agrees => "agrees".into(),
             Verdict::Differs(diagnostic) => format!("differs: {diagnostic}"),
             Verdict::Calibrated(how) => format!("calibrated ({how}), not a test"),
-            Verdict::Arithmetic => "arithmetic on the rack file, not a test".into(),
+            Verdict::Arithmetic => "arithmetic, not a test".into(),
             Verdict::TrendHolds { steps } => {
                 format!("agrees in direction at every step ({steps} checked; trend only)")
             }
@@ -355,7 +361,7 @@ mod tests {
     }
 
     #[test]
-    fn arithmetic_on_the_rack_file_says_so_whatever_the_numbers() {
+    fn arithmetic_says_so_whatever_the_numbers() {
         let (verdict, _) = judge(10.0, 10.9, Basis::Arithmetic, |_| unreachable!());
         assert_eq!(verdict, Verdict::Arithmetic);
         assert!(verdict.text().contains("not a test"));
