@@ -493,3 +493,46 @@ fn pelican_at_40_gbps(run: &[&str], extra: &[&str]) -> Vec<String> {
         .map(|arg| arg.to_string())
         .collect()
 }
+
+#[test]
+fn fp_queue_per_scheduler_shares_the_depth_over_a_class_and_only_fp_takes_it() {
+    let run = |extra: &[&str]| {
+        let mut args: Vec<String> = [
+            "sim",
+            "--preset",
+            "pelican",
+            "--rate",
+            "8",
+            "--hours",
+            "1.5",
+            "--warmup-hours",
+            "0.5",
+            "--policy",
+            "fp",
+            "--json",
+        ]
+        .map(String::from)
+        .to_vec();
+        args.extend(extra.iter().map(|a| a.to_string()));
+        spinwise(args).success().json()
+    };
+    let per_group = run(&[]);
+    let per_scheduler = run(&["--fp-queue-per-scheduler"]);
+    assert_eq!(per_group["fp_queues"], "per_group");
+    assert_eq!(per_scheduler["fp_queues"], "per_scheduler");
+    // At 8 req/s through 40 Gbps the queues fill: a class's 12 groups sharing 1,000 places
+    // refuse reads that 12 queues of 1,000 would hold.
+    let rejected = |v: &serde_json::Value| v["rejected"].as_u64().expect("rejected");
+    assert!(
+        rejected(&per_scheduler) > rejected(&per_group),
+        "{} vs {}",
+        rejected(&per_scheduler),
+        rejected(&per_group)
+    );
+    assert!(per_group["service_from_dequeue_s"]["mean"].is_number());
+    let mut args: Vec<String> = SMALL_RUN.iter().map(|a| a.to_string()).collect();
+    args.push("--fp-queue-per-scheduler".into());
+    spinwise(args)
+        .refused()
+        .stderr_mentions(&["--fp-queue-per-scheduler", "--policy fp"]);
+}
