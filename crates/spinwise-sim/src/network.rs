@@ -864,9 +864,7 @@ impl Network {
         for &(_, slot) in &order {
             self.frozen[slot] = false;
         }
-        let mut links = std::mem::take(&mut self.component_links);
-        // Ascending, for the tie rule of `tightest_link`.
-        links.sort_unstable();
+        let links = std::mem::take(&mut self.component_links);
         for &link in &links {
             let link_state = &self.links[link as usize];
             let weight = link_state.users.iter().map(|&(_, c)| c).sum();
@@ -918,8 +916,8 @@ impl Network {
         self.component_links = links;
     }
 
-    /// The link of `links` (shared, ascending) with unfrozen flows that saturates first as they
-    /// rise together (lowest link index among ties), and the level it saturates at.
+    /// The link of `links` (shared, in any order) with unfrozen flows that saturates first as
+    /// they rise together (lowest link index among ties), and the level it saturates at.
     fn tightest_link(&self, links: &[LinkIndex]) -> (f64, Option<LinkIndex>) {
         let mut best = (f64::INFINITY, None);
         for &link in links {
@@ -928,7 +926,8 @@ impl Network {
                 continue;
             }
             let level = (residual.bytes_per_us / residual.weight).max(0.0);
-            if level < best.0 {
+            let lower_tie = level == best.0 && best.1.is_some_and(|tight| link < tight);
+            if level < best.0 || lower_tie {
                 best = (level, Some(link));
             }
         }
@@ -1088,7 +1087,7 @@ mod tests {
             .values()
             .map(|&s| network.slots[s].as_ref().unwrap())
             .collect();
-        let uses: Vec<Vec<(u32, f64)>> = flows.iter().map(|f| f.uses.clone()).collect();
+        let uses: Vec<Vec<(u32, f64)>> = flows.iter().map(|f| f.uses.to_vec()).collect();
         let expected = reference_rates(&capacities, &uses);
         for (flow, e) in flows.iter().zip(&expected) {
             let got = flow.rate_bytes_per_us;
