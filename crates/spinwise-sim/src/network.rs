@@ -78,7 +78,9 @@
 //!   ending while every link it shared had spare capacity held nobody back. "Spare" means at
 //!   least `FIT_MARGIN` (relative) below capacity, so the links concerned are never the ones
 //!   water-filling would find tight and the rates are exactly those it would compute (the
-//!   unique max-min allocation: every other flow keeps its bottleneck);
+//!   unique max-min allocation: every other flow keeps its bottleneck). Summing a link's load
+//!   takes every flow on it, so a link the last water-filling of its part found tight is taken
+//!   as not spare without summing (a hint: a stale one only sends the change to water-filling);
 //! - the network has **one** pending completion for all its flows — the earliest
 //!   `now + ceil(remaining / rate)`, ties by flow id, found by scanning a short array of
 //!   (completion, id) per slot — tagged with a generation. The event loop keeps it beside its
@@ -268,6 +270,10 @@ pub struct Network {
     /// that last visited it; the flows (in `by_cap` order) and shared links (ascending) found.
     visited_slot: Vec<u64>,
     visited_link: Vec<u64>,
+    /// Per link: whether the last water-filling of its part found it tight (saturated). Only a
+    /// hint that lets a change skip the spare-capacity test (its loads are summed over every
+    /// flow on the link) when it would fail; stale hints cost time, never exactness.
+    tight: Vec<bool>,
     visit: u64,
     component_flows: Vec<(u64, usize)>,
     component_links: Vec<LinkIndex>,
@@ -349,6 +355,7 @@ impl Network {
             done_of_slot: Vec::new(),
             visited_slot: Vec::new(),
             visited_link: Vec::new(),
+            tight: Vec::new(),
             visit: 0,
             component_flows: Vec::new(),
             component_links: Vec::new(),
@@ -597,6 +604,7 @@ impl Network {
         let flow = self.slots[slot].as_ref().expect("just started");
         let cap = flow.private_cap_bytes_per_us;
         let fits = cap.is_finite()
+            && (flow.shared_uses.iter()).all(|&(link, _)| !self.was_tight(link))
             && (flow.shared_uses.iter()).all(|&(link, coefficient)| {
                 // The new flow is listed at rate 0 until set.
                 self.below_capacity(link, self.load_bytes_per_us(link) + coefficient * cap)
@@ -612,6 +620,11 @@ impl Network {
         }
         self.changed(now_us);
         slot
+    }
+
+    /// Whether the last water-filling that included `link` found it tight (a hint only).
+    fn was_tight(&self, link: LinkIndex) -> bool {
+        self.tight.get(link as usize).copied().unwrap_or(false)
     }
 
     /// The load `link` carries at the current rates, bytes per µs.
@@ -657,8 +670,9 @@ impl Network {
         // was held back by it, and no rate moves when it ends ("Speed").
         let spare = {
             let flow = self.slots[slot].as_ref().expect("running");
-            (flow.shared_uses.iter())
-                .all(|&(link, _)| self.below_capacity(link, self.load_bytes_per_us(link)))
+            (flow.shared_uses.iter()).all(|&(link, _)| !self.was_tight(link))
+                && (flow.shared_uses.iter())
+                    .all(|&(link, _)| self.below_capacity(link, self.load_bytes_per_us(link)))
         };
         let mut flow = self.slots[slot].take().expect("running");
         let (moved, moved_in_window) = advance(&mut flow, now_us, self.window_us);
@@ -716,6 +730,7 @@ impl Network {
         self.visit += 1;
         if self.visited_link.len() < self.links.len() {
             self.visited_link.resize(self.links.len(), 0);
+            self.tight.resize(self.links.len(), false);
         }
         self.component_links.clear();
         self.pending_slots.clear();
@@ -866,6 +881,7 @@ impl Network {
         }
         let links = std::mem::take(&mut self.component_links);
         for &link in &links {
+            self.tight[link as usize] = false;
             let link_state = &self.links[link as usize];
             let weight = link_state.users.iter().map(|&(_, c)| c).sum();
             self.residual[link as usize] = Residual {
@@ -892,6 +908,7 @@ impl Network {
                 unfrozen -= 1;
             } else {
                 let link = tight.expect("an unfrozen flow is bounded by a cap or a shared link");
+                self.tight[link as usize] = true;
                 let users = std::mem::take(&mut self.links[link as usize].users);
                 for &(slot, _) in &users {
                     if !self.frozen[slot] {

@@ -187,7 +187,10 @@ pub struct Report {
     pub audit_refusals: u64,
     /// Events processed over the whole run (warm-up and drain included), stale completions not.
     pub events: u64,
-    /// Completion events dropped because a rate change had superseded them.
+    /// Completion wake-ups a rate change superseded before their time, and timeouts the policy
+    /// no longer wanted. Since issue 32 a superseded completion is dropped when it is replaced
+    /// instead of popping from the event heap as a stale event, and counted then: the count is
+    /// the same.
     pub stale_events: u64,
     /// FNV-1a 64 over every processed (time, event), in order.
     pub trace_hash: u64,
