@@ -64,9 +64,9 @@
 //! group's last run (it would be the group's last run, or come before it).
 //!
 //! [`ReorderQueue::push`] is therefore O(runs behind the group's last run), not O(queue length):
-//! on the pelican rack at 8 req/s a class queues ~1,000 requests in a few dozen runs (the linear
-//! scan and the mid-queue insert it replaced were 22% of a simulated day). [`ReorderQueue::pop_front`]
-//! is O(1). A maximum queue depth is the scheduler's business (Pelican: 1,000 requests per class),
+//! on the pelican rack at 8 req/s a class queues up to 1,000 requests of 12 groups, and the
+//! linear scan and mid-queue insert this replaced were 11–22% of a simulated day in profiles
+//! (issue 32; 2.7% after). [`ReorderQueue::pop_front`] is O(1). A maximum queue depth is the scheduler's business (Pelican: 1,000 requests per class),
 //! not this queue's. [`ReorderQueue::remove_where`] is O(queue length × removed requests): it lays
 //! the queue out flat, corrects the counters there and rebuilds the runs. Reading requests
 //! ([`ReorderQueue::iter`], [`ReorderQueue::front`]) yields copies with their counters brought up

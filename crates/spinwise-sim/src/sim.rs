@@ -1,5 +1,6 @@
 //! The event loop: a virtual clock in integer microseconds, a heap of `(time_us, sequence,
-//! Event)`, the real scheduling policy (`ClassScheduler`, `Flamingo`, `FullyProvisioned` or
+//! Event)` and beside it the network's one pending flow completion (with the sequence number it
+//! would have had in the heap), the real scheduling policy (`ClassScheduler`, `Flamingo`, `FullyProvisioned` or
 //! `RandomPlacement`), model disks ([`crate::disks`]) and the network's links
 //! ([`crate::network`]). It owns the translation between scheduler actions and model time.
 //!
