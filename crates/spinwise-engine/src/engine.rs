@@ -305,6 +305,47 @@ struct Queued {
     purpose: Purpose,
 }
 
+/// The queued jobs of one target by id, ascending: a sorted vector rather than a `BTreeMap`,
+/// since a target queues at most a queue's depth of jobs and ids mostly arrive in increasing
+/// order (a new job is appended); a lookup is a binary search over contiguous memory (the map's
+/// search was ~5% of a simulated Pelican day, issue 32).
+#[derive(Clone, Debug, Default)]
+struct QueuedJobs {
+    jobs: Vec<(u64, Queued)>,
+}
+
+impl QueuedJobs {
+    fn contains(&self, id: u64) -> bool {
+        self.jobs.binary_search_by_key(&id, |(i, _)| *i).is_ok()
+    }
+
+    /// Books job `id` (replacing its booking if it had one, as a map would).
+    fn insert(&mut self, id: u64, queued: Queued) {
+        if self.jobs.last().is_none_or(|(last, _)| *last < id) {
+            self.jobs.push((id, queued));
+            return;
+        }
+        match self.jobs.binary_search_by_key(&id, |(i, _)| *i) {
+            Ok(position) => self.jobs[position].1 = queued,
+            Err(position) => self.jobs.insert(position, (id, queued)),
+        }
+    }
+
+    fn remove(&mut self, id: u64) -> Option<Queued> {
+        let position = self.jobs.binary_search_by_key(&id, |(i, _)| *i).ok()?;
+        Some(self.jobs.remove(position).1)
+    }
+
+    fn len(&self) -> usize {
+        self.jobs.len()
+    }
+
+    /// The queued jobs in id order.
+    fn values(&self) -> impl Iterator<Item = &Queued> {
+        self.jobs.iter().map(|(_, queued)| queued)
+    }
+}
+
 /// A job deferred ([`Engine::defer`]) and not yet handed to the policy.
 #[derive(Clone, Copy, Debug)]
 struct Deferred {
@@ -379,7 +420,7 @@ pub struct Engine {
     last_spin_up_us: Vec<Option<(u64, u64)>>,
     failed: BTreeSet<DiskIndex>,
     /// Per target, its queued jobs by id.
-    queued: Vec<BTreeMap<u64, Queued>>,
+    queued: Vec<QueuedJobs>,
     queued_jobs: usize,
     serving: BTreeMap<u64, Request>,
     /// Per disk, jobs being served on a target that reads it.
@@ -444,7 +485,7 @@ impl Engine {
         Ok(Engine {
             policy,
             audit: BudgetAudit::new(rack)?,
-            queued: vec![BTreeMap::new(); targets.len()],
+            queued: vec![QueuedJobs::default(); targets.len()],
             units,
             targets,
             targets_are_units,
@@ -491,7 +532,7 @@ impl Engine {
             });
         };
         assert!(
-            !queue.contains_key(&request.id) && !self.serving.contains_key(&request.id),
+            !queue.contains(request.id) && !self.serving.contains_key(&request.id),
             "job id {} {twice}",
             request.id
         );
@@ -1134,7 +1175,7 @@ impl Engine {
     fn serve(&mut self, request: Request) {
         let target = request.group as usize;
         let queued = self.queued[target]
-            .remove(&request.id)
+            .remove(request.id)
             .expect("the policy serves only submitted requests");
         self.queued_jobs -= 1;
         for &disk in &self.targets[target] {

@@ -40,6 +40,10 @@ pub struct Refusal {
     pub budget_micros: i64,
 }
 
+/// The numbers before the per-state costs in each membership of [`GroupBudget`]'s `moves`: the
+/// constraint's index and its budget.
+const MOVE_HEADER: usize = 2;
+
 /// One hard constraint: budget and, per state, the cost of one disk.
 #[derive(Clone, Debug)]
 struct Constraint {
@@ -71,6 +75,11 @@ pub struct GroupBudget {
     constraints: Vec<Constraint>,
     /// Per group: (constraint, weight) for every hard constraint it is a member of.
     memberships: Vec<Vec<(usize, u32)>>,
+    /// Per group, for each of its memberships in order: the constraint's index, its budget and
+    /// weight × cost of every state, [`MOVE_HEADER`] + states numbers each, in one block: a move's
+    /// check reads that block and the loads instead of each constraint's own cost vector (the
+    /// engine's per-disk audit checks ~500,000 moves a simulated Pelican day; issue 32).
+    moves: Vec<Vec<i64>>,
     state_of: Vec<StateIndex>,
     load: Vec<i64>,
 }
@@ -146,11 +155,31 @@ impl GroupBudget {
                     .sum()
             })
             .collect();
+        let moves = memberships
+            .iter()
+            .map(|of_group| {
+                of_group
+                    .iter()
+                    .flat_map(|&(index, weight)| {
+                        let constraint: &Constraint = &constraints[index];
+                        assert_eq!(
+                            constraint.cost.len(),
+                            states.len(),
+                            "a constraint costs each state"
+                        );
+                        let header = [index as i64, constraint.budget];
+                        let costs = constraint.cost.iter().map(move |c| i64::from(weight) * c);
+                        header.into_iter().chain(costs)
+                    })
+                    .collect()
+            })
+            .collect();
         let budget = GroupBudget {
             states,
             resting,
             constraints,
             memberships,
+            moves,
             state_of: vec![resting; groups],
             load,
         };
@@ -268,13 +297,11 @@ impl GroupBudget {
     pub fn fits(&self, group: GroupIndex, state: StateIndex) -> bool {
         assert!(state < self.states.len(), "state {state} out of range");
         let from = self.state_of[group as usize];
-        self.memberships[group as usize]
-            .iter()
-            .all(|&(index, weight)| {
-                let constraint = &self.constraints[index];
-                self.load[index]
-                    + i64::from(weight) * (constraint.cost[state] - constraint.cost[from])
-                    <= constraint.budget
+        self.moves[group as usize]
+            .chunks_exact(MOVE_HEADER + self.states.len())
+            .all(|m| {
+                // weight × (cost[state] − cost[from]), exactly: integers far from overflow.
+                self.load[m[0] as usize] + (m[MOVE_HEADER + state] - m[MOVE_HEADER + from]) <= m[1]
             })
     }
 
@@ -296,10 +323,9 @@ impl GroupBudget {
             return false;
         }
         let from = self.state_of[group as usize];
-        for &(index, weight) in &self.memberships[group as usize] {
-            let constraint = &self.constraints[index];
-            self.load[index] +=
-                i64::from(weight) * (constraint.cost[state] - constraint.cost[from]);
+        let stride = MOVE_HEADER + self.states.len();
+        for m in self.moves[group as usize].chunks_exact(stride) {
+            self.load[m[0] as usize] += m[MOVE_HEADER + state] - m[MOVE_HEADER + from];
         }
         self.state_of[group as usize] = state;
         self.assert_within_budgets_of(group);
@@ -360,15 +386,16 @@ impl GroupBudget {
 
     /// The invariant on the constraints `group` is a member of (the others did not change).
     fn assert_within_budgets_of(&self, group: GroupIndex) {
-        for &(index, _) in &self.memberships[group as usize] {
-            let constraint = &self.constraints[index];
-            assert!(
-                self.load[index] <= constraint.budget,
-                "hard budget of `{}` exceeded: {} > {}",
-                constraint.resource,
-                self.load[index],
-                constraint.budget
-            );
+        let stride = MOVE_HEADER + self.states.len();
+        for m in self.moves[group as usize].chunks_exact(stride) {
+            let index = m[0] as usize;
+            if self.load[index] > m[1] {
+                let constraint = &self.constraints[index];
+                panic!(
+                    "hard budget of `{}` exceeded: {} > {}",
+                    constraint.resource, self.load[index], constraint.budget
+                );
+            }
         }
     }
 

@@ -834,9 +834,10 @@ impl Class {
     /// The group of `queue`'s next request; on the client side an expedited read comes first.
     fn head_group(&self, queue: Queue) -> Option<GroupIndex> {
         match queue {
-            Queue::Rebuild => self.rebuild.front().map(|e| e.group),
-            Queue::Client => (self.expedited.front().map(|r| r.group))
-                .or_else(|| self.client.front().map(|e| e.group)),
+            Queue::Rebuild => self.rebuild.front_group(),
+            Queue::Client => {
+                (self.expedited.front().map(|r| r.group)).or_else(|| self.client.front_group())
+            }
         }
     }
 

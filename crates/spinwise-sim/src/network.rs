@@ -55,7 +55,7 @@
 //!
 //! Rates are recomputed whenever a flow starts or ends, so that must be cheap with ~50 flows:
 //! - the links of each distinct path (read disks, written disk, NIC or not) are derived once and
-//!   copied for every later flow on it: a rack has a few hundred paths and ~10^6 flows a day
+//!   shared by every later flow on it (`Arc`): a rack has a few hundred paths and ~10^6 flows a day
 //!   (a pooled group's reads share one path);
 //! - a link crossed by a single flow is folded into that flow's **private cap**
 //!   (min over such links of capacity / coefficient); only links with two or more flows take part
@@ -68,10 +68,25 @@
 //! - a flow's remaining bytes and completion time are brought up to date lazily, only when its
 //!   rate changes (and when it ends), so a start or end costs O(flows) comparisons but divisions
 //!   only for the flows it actually slows down or speeds up;
+//! - a change water-fills only the **part of the network it touches**: the flows connected to
+//!   the started or ended flow through shared links, and those links (Pelican's two servers
+//!   share none, so each start or end recomputes one server). The rates of a part depend only on
+//!   its flows and links, and water-filling it alone repeats exactly the float operations, in the
+//!   same order, that filling everything would: the other parts' rates are the bits they had;
+//! - no water-filling at all when a change moves no other flow's rate: a new flow whose private
+//!   cap fits within the spare capacity of every link it shares runs at that cap, and a flow
+//!   ending while every link it shared had spare capacity held nobody back. "Spare" means at
+//!   least `FIT_MARGIN` (relative) below capacity, so the links concerned are never the ones
+//!   water-filling would find tight and the rates are exactly those it would compute (the
+//!   unique max-min allocation: every other flow keeps its bottleneck). Summing a link's load
+//!   takes every flow on it, so a link the last water-filling of its part found tight is taken
+//!   as not spare without summing (a hint: a stale one only sends the change to water-filling);
 //! - the network has **one** pending completion for all its flows — the earliest
-//!   `now + ceil(remaining / rate)`, ties by flow id — tagged with a generation. The event loop
-//!   queues a wake-up only when that time changes ([`Network::take_wake`]) and drops wake-ups whose
-//!   generation is stale ([`Network::complete`]); each valid wake-up ends exactly one flow.
+//!   `now + ceil(remaining / rate)`, ties by flow id, found by scanning a short array of
+//!   (completion, id) per slot — tagged with a generation. The event loop keeps it beside its
+//!   event heap and replaces it whenever it moves ([`Network::take_wake`]); a wake-up whose
+//!   generation is stale is refused ([`Network::complete`]); each valid wake-up ends exactly one
+//!   flow. Issue 32 measured these changes: docs/BENCHMARKS.md, "Simulator speed".
 //!
 //! # Invariants
 //!
@@ -85,7 +100,8 @@
 //! capacity as is, and G Gbps is G × 125 bytes/µs.
 
 use spinwise_model::{DiskIndex, Rack, ResourceKind, Servers};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// Index of a link: disks first (link i is disk i), then bandwidth domains, then NICs.
 type LinkIndex = u32;
@@ -101,6 +117,11 @@ const BANDWIDTH_UNITS: [(&str, f64); 4] = [
 /// Relative tolerance for capacity checks and the bytes a finished flow may have left (float
 /// rounding of repeated `remaining -= rate × elapsed`, far below a byte for a 1 GB blob).
 const RELATIVE_TOLERANCE: f64 = 1e-9;
+
+/// How far below its capacity (relative) a shared link must stay for a change to be taken as
+/// moving no other flow's rate without water-filling ("Speed"): far above float rounding, so a
+/// link this far from saturation can never be the one water-filling finds tight.
+const FIT_MARGIN: f64 = 1e-6;
 
 /// Which disks a flow touches and whether it crosses its server's NIC.
 #[derive(Clone, Copy, Debug)]
@@ -152,11 +173,12 @@ impl<'a> FlowPath<'a> {
     }
 }
 
-/// A path's written disk and NIC use, and the links it crosses with their coefficients.
-type Route = (
-    (Option<DiskIndex>, bool, Option<u32>),
-    Vec<(LinkIndex, f64)>,
-);
+/// The links a flow crosses with their coefficients, ascending by link; shared by every flow
+/// on one path.
+type Uses = Arc<[(LinkIndex, f64)]>;
+
+/// A path (its read disks; its written disk, NIC use and streams) and the links it crosses.
+type Route = (Vec<DiskIndex>, (Option<DiskIndex>, bool, Option<u32>), Uses);
 
 /// A wake-up the event loop must queue: at `at_us`, call [`Network::complete`] with `generation`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -191,7 +213,7 @@ struct Link {
 struct Flow {
     id: u64,
     /// Links crossed, ascending, each once, with the flow's coefficient on it.
-    uses: Vec<(LinkIndex, f64)>,
+    uses: Uses,
     /// Min over the links only this flow crosses of capacity / coefficient (∞ if none).
     private_cap_bytes_per_us: f64,
     /// The other links it crosses (shared with other flows), with its coefficients.
@@ -213,8 +235,9 @@ struct Flow {
 #[derive(Clone, Debug)]
 pub struct Network {
     topology: Topology,
-    /// The links of every path started so far, by read disks, then (written disk, via NIC).
-    routes: BTreeMap<Vec<DiskIndex>, Vec<Route>>,
+    /// The links of every path started so far, by (first read disk, read disks): a cheap key
+    /// to search, the paths under it told apart in full.
+    routes: BTreeMap<(DiskIndex, usize), Vec<Route>>,
     links: Vec<Link>,
     /// Flow storage; `ids` maps each running flow's id to its slot (iteration in id order).
     slots: Vec<Option<Flow>>,
@@ -223,8 +246,6 @@ pub struct Network {
     /// (private cap bits, slot) of every running flow, ascending (positive floats order like
     /// their bits): the order water-filling meets private caps in.
     by_cap: Vec<(u64, usize)>,
-    /// Links crossed by two or more flows.
-    shared: BTreeSet<LinkIndex>,
     /// The time of the last start or end.
     updated_us: u64,
     /// The one completion the loop has been told about (or must be told about, see `wake_new`).
@@ -242,6 +263,23 @@ pub struct Network {
     frozen: Vec<bool>,
     /// Indexed by link; outside water-filling every entry has `unfrozen == 0`.
     residual: Vec<Residual>,
+    /// (completion time, id) of the flow in each slot, `(u64::MAX, u64::MAX)` for a free slot:
+    /// the earliest completion is a scan of this short array rather than of the flows.
+    done_of_slot: Vec<(u64, u64)>,
+    /// The part of the network a change touches ("Speed"): per slot and per link, the change
+    /// that last visited it; the flows (in `by_cap` order) and shared links (ascending) found.
+    visited_slot: Vec<u64>,
+    visited_link: Vec<u64>,
+    /// Per link: whether the last water-filling of its part found it tight (saturated). Only a
+    /// hint that lets a change skip the spare-capacity test (its loads are summed over every
+    /// flow on the link) when it would fail; stale hints cost time, never exactness.
+    tight: Vec<bool>,
+    visit: u64,
+    component_flows: Vec<(u64, usize)>,
+    component_links: Vec<LinkIndex>,
+    pending_slots: Vec<usize>,
+    /// The `shared_uses` storage of ended flows, for new ones.
+    spare_shared_uses: Vec<Vec<(LinkIndex, f64)>>,
 }
 
 impl Network {
@@ -304,7 +342,6 @@ impl Network {
             free_slots: Vec::new(),
             ids: BTreeMap::new(),
             by_cap: Vec::new(),
-            shared: BTreeSet::new(),
             updated_us: 0,
             pending: None,
             wake_new: false,
@@ -315,6 +352,15 @@ impl Network {
             delivered_bytes: 0.0,
             requested_bytes: 0.0,
             frozen: Vec::new(),
+            done_of_slot: Vec::new(),
+            visited_slot: Vec::new(),
+            visited_link: Vec::new(),
+            tight: Vec::new(),
+            visit: 0,
+            component_flows: Vec::new(),
+            component_links: Vec::new(),
+            pending_slots: Vec::new(),
+            spare_shared_uses: Vec::new(),
         }
     }
 
@@ -362,21 +408,24 @@ impl Network {
     }
 
     /// [`Network::uses`] of `path`, derived once per distinct path (a rack has a few hundred:
-    /// one per group or placement set, and per rebuild target) and copied after that.
-    fn route(&mut self, path: FlowPath) -> Vec<(LinkIndex, f64)> {
+    /// one per group or placement set, and per rebuild target) and shared after that.
+    fn route(&mut self, path: FlowPath) -> Uses {
         let kind = (path.disk_written, path.via_nic, path.streams);
-        let known = self
-            .routes
-            .get(path.disks_read)
-            .and_then(|routes| routes.iter().find(|(k, _)| *k == kind));
-        if let Some((_, uses)) = known {
-            return uses.clone();
+        let key = (path.disks_read[0], path.disks_read.len());
+        let known = self.routes.get(&key).and_then(|routes| {
+            routes
+                .iter()
+                .find(|(disks, k, _)| *k == kind && disks.as_slice() == path.disks_read)
+        });
+        if let Some((_, _, uses)) = known {
+            return Arc::clone(uses);
         }
-        let uses = self.uses(path);
-        self.routes
-            .entry(path.disks_read.to_vec())
-            .or_default()
-            .push((kind, uses.clone()));
+        let uses: Uses = self.uses(path).into();
+        self.routes.entry(key).or_default().push((
+            path.disks_read.to_vec(),
+            kind,
+            Arc::clone(&uses),
+        ));
         uses
     }
 
@@ -502,9 +551,10 @@ impl Network {
         now_us: u64,
         id: u64,
         bytes: u64,
-        uses: Vec<(LinkIndex, f64)>,
+        uses: impl Into<Uses>,
         rate_cap_bytes_per_us: f64,
     ) -> usize {
+        let uses: Uses = uses.into();
         assert!(bytes > 0, "a flow moves at least one byte");
         assert!(!uses.is_empty(), "a flow crosses at least one link");
         debug_assert!(
@@ -519,15 +569,17 @@ impl Network {
         self.updated_us = now_us;
         let slot = self.free_slots.pop().unwrap_or_else(|| {
             self.slots.push(None);
+            self.done_of_slot.push((u64::MAX, u64::MAX));
+            self.visited_slot.push(0);
+            self.frozen.push(false);
             self.slots.len() - 1
         });
-        for &(link, coefficient) in &uses {
+        for &(link, coefficient) in uses.iter() {
             assert!(coefficient > 0.0, "coefficients are positive");
             let users = &mut self.links[link as usize].users;
             let position = users.partition_point(|&(s, _)| s < slot);
             users.insert(position, (slot, coefficient));
             if users.len() == 2 {
-                self.shared.insert(link);
                 let (other, other_coefficient) = users[1 - position];
                 self.share_link(other, link, other_coefficient);
             }
@@ -536,7 +588,7 @@ impl Network {
             id,
             uses,
             private_cap_bytes_per_us: f64::INFINITY,
-            shared_uses: Vec::new(),
+            shared_uses: self.spare_shared_uses.pop().unwrap_or_default(),
             // Zero until water-filling sets it (and with it `done_us`).
             rate_bytes_per_us: 0.0,
             remaining_bytes: bytes as f64,
@@ -549,8 +601,48 @@ impl Network {
         self.ids.insert(id, slot);
         self.requested_bytes += bytes as f64;
         self.refresh_private_cap(slot);
+        let flow = self.slots[slot].as_ref().expect("just started");
+        let cap = flow.private_cap_bytes_per_us;
+        let fits = cap.is_finite()
+            && (flow.shared_uses.iter()).all(|&(link, _)| !self.was_tight(link))
+            && (flow.shared_uses.iter()).all(|&(link, coefficient)| {
+                // The new flow is listed at rate 0 until set.
+                self.below_capacity(link, self.load_bytes_per_us(link) + coefficient * cap)
+            });
+        if fits {
+            // Nobody else's rate moves ("Speed"): the new flow runs at its private cap.
+            self.set_rate(slot, cap, now_us);
+        } else {
+            // Only the flows connected to the new one through shared links can change rate.
+            self.begin_component();
+            self.visit_flow(slot);
+            self.water_fill(now_us);
+        }
         self.changed(now_us);
         slot
+    }
+
+    /// Whether the last water-filling that included `link` found it tight (a hint only).
+    fn was_tight(&self, link: LinkIndex) -> bool {
+        self.tight.get(link as usize).copied().unwrap_or(false)
+    }
+
+    /// The load `link` carries at the current rates, bytes per µs.
+    fn load_bytes_per_us(&self, link: LinkIndex) -> f64 {
+        (self.links[link as usize].users.iter())
+            .map(|&(slot, coefficient)| {
+                coefficient
+                    * self.slots[slot]
+                        .as_ref()
+                        .expect("running")
+                        .rate_bytes_per_us
+            })
+            .sum()
+    }
+
+    /// Whether `load_bytes_per_us` stays below `link`'s capacity by [`FIT_MARGIN`].
+    fn below_capacity(&self, link: LinkIndex, load_bytes_per_us: f64) -> bool {
+        load_bytes_per_us <= self.links[link as usize].capacity_bytes_per_us * (1.0 - FIT_MARGIN)
     }
 
     /// Handles a wake-up popped at `now_us`: `None` when `generation` is stale (the loop then
@@ -574,6 +666,14 @@ impl Network {
             done_us, now_us,
             "the pending wake-up is the earliest completion"
         );
+        // Whether every link the ending flow shares keeps spare capacity with it: then no flow
+        // was held back by it, and no rate moves when it ends ("Speed").
+        let spare = {
+            let flow = self.slots[slot].as_ref().expect("running");
+            (flow.shared_uses.iter()).all(|&(link, _)| !self.was_tight(link))
+                && (flow.shared_uses.iter())
+                    .all(|&(link, _)| self.below_capacity(link, self.load_bytes_per_us(link)))
+        };
         let mut flow = self.slots[slot].take().expect("running");
         let (moved, moved_in_window) = advance(&mut flow, now_us, self.window_us);
         self.delivered_bytes += moved;
@@ -590,24 +690,76 @@ impl Network {
             *self.in_window_counter(flow.via_nic) += flow.remaining_bytes;
         }
         self.ids.remove(&flow.id);
+        self.done_of_slot[slot] = (u64::MAX, u64::MAX);
         let key = (flow.private_cap_bytes_per_us.to_bits(), slot);
         let position = self.by_cap.binary_search(&key).expect("listed by cap");
         self.by_cap.remove(position);
-        for &(link, _) in &flow.uses {
+        for &(link, _) in flow.uses.iter() {
             let users = &mut self.links[link as usize].users;
             let position = users
                 .binary_search_by_key(&slot, |&(s, _)| s)
                 .expect("the flow crosses the link");
             users.remove(position);
             if users.len() == 1 {
-                self.shared.remove(&link);
                 let (other, other_coefficient) = users[0];
                 self.unshare_link(other, link, other_coefficient);
             }
         }
         self.free_slots.push(slot);
+        let mut shared_uses = std::mem::take(&mut flow.shared_uses);
+        shared_uses.clear();
+        self.spare_shared_uses.push(shared_uses);
+        if !spare {
+            // Only the flows that shared a link with the ended one (and those connected to
+            // them) can change rate; its links may now be private to one of them.
+            self.begin_component();
+            for &(link, _) in flow.uses.iter() {
+                for index in 0..self.links[link as usize].users.len() {
+                    let other = self.links[link as usize].users[index].0;
+                    self.visit_flow(other);
+                }
+            }
+            self.water_fill(now_us);
+        }
         self.changed(now_us);
         Some(flow.id)
+    }
+
+    /// Starts collecting the part of the network a change touches.
+    fn begin_component(&mut self) {
+        self.visit += 1;
+        if self.visited_link.len() < self.links.len() {
+            self.visited_link.resize(self.links.len(), 0);
+            self.tight.resize(self.links.len(), false);
+        }
+        self.component_links.clear();
+        self.pending_slots.clear();
+    }
+
+    /// Adds the flow in `slot` and every flow connected to it through shared links to the
+    /// part of the network being collected.
+    fn visit_flow(&mut self, slot: usize) {
+        if self.visited_slot[slot] == self.visit {
+            return;
+        }
+        self.visited_slot[slot] = self.visit;
+        self.pending_slots.push(slot);
+        while let Some(slot) = self.pending_slots.pop() {
+            let flow = self.slots[slot].as_ref().expect("running");
+            for &(link, _) in &flow.shared_uses {
+                if self.visited_link[link as usize] == self.visit {
+                    continue;
+                }
+                self.visited_link[link as usize] = self.visit;
+                self.component_links.push(link);
+                for &(other, _) in &self.links[link as usize].users {
+                    if self.visited_slot[other] != self.visit {
+                        self.visited_slot[other] = self.visit;
+                        self.pending_slots.push(other);
+                    }
+                }
+            }
+        }
     }
 
     /// The wake-up to queue after a change, if the earliest completion moved (at most one
@@ -620,9 +772,8 @@ impl Network {
         }
     }
 
-    /// After a start or end: new rates, and a new pending completion if its time moved.
+    /// After a start or end and its new rates: a new pending completion if its time moved.
     fn changed(&mut self, now_us: u64) {
-        self.water_fill(now_us);
         let next_us = self.next_completion().map(|(at_us, _)| at_us);
         if self.pending.map(|w| w.at_us) != next_us {
             self.generation += 1;
@@ -637,15 +788,15 @@ impl Network {
 
     /// The earliest (completion time, slot) over running flows, ties by flow id.
     fn next_completion(&self) -> Option<(u64, usize)> {
-        let mut best: Option<(u64, u64, usize)> = None;
-        for (slot, flow) in self.slots.iter().enumerate() {
-            let Some(flow) = flow else { continue };
-            let key = (flow.done_us, flow.id);
-            if best.is_none_or(|(best_us, best_id, _)| key < (best_us, best_id)) {
-                best = Some((flow.done_us, flow.id, slot));
+        let mut best = (u64::MAX, u64::MAX);
+        let mut best_slot = None;
+        for (slot, &key) in self.done_of_slot.iter().enumerate() {
+            if key < best {
+                best = key;
+                best_slot = Some(slot);
             }
         }
-        best.map(|(at_us, _, slot)| (at_us, slot))
+        best_slot.map(|slot| (best.0, slot))
     }
 
     /// The flow in `slot` now shares `link` (it had it alone): the link leaves its private cap,
@@ -698,7 +849,7 @@ impl Network {
         let old_bits = flow.private_cap_bytes_per_us.to_bits();
         let mut cap = flow.rate_cap_bytes_per_us;
         flow.shared_uses.clear();
-        for &(link, coefficient) in &flow.uses {
+        for &(link, coefficient) in flow.uses.iter() {
             let link_state = &self.links[link as usize];
             if link_state.users.len() == 1 {
                 cap = cap.min(link_state.capacity_bytes_per_us / coefficient);
@@ -711,17 +862,26 @@ impl Network {
     }
 
     /// Max-min rates by progressive filling over the shared links, flows' private caps standing
-    /// in for their unshared links.
+    /// in for their unshared links, for the flows and shared links of the part of the network a
+    /// change touched (`visit_flow`). Flows elsewhere keep their rates: the rates of a part
+    /// depend only on its own flows and links, and water-filling all of it repeats, in the same
+    /// order, exactly the float operations that gave them ("Speed").
     fn water_fill(&mut self, now_us: u64) {
-        if self.frozen.len() < self.slots.len() {
-            self.frozen.resize(self.slots.len(), false);
-        }
-        for &(_, slot) in &self.by_cap {
+        let visit = self.visit;
+        // Taken out so `freeze` may borrow the network; put back below.
+        let mut order = std::mem::take(&mut self.component_flows);
+        order.clear();
+        order.extend(
+            (self.by_cap.iter())
+                .filter(|&&(_, slot)| self.visited_slot[slot] == visit)
+                .copied(),
+        );
+        for &(_, slot) in &order {
             self.frozen[slot] = false;
         }
-        // Taken out so `freeze` may borrow the network; put back below.
-        let order = std::mem::take(&mut self.by_cap);
-        for &link in &self.shared {
+        let links = std::mem::take(&mut self.component_links);
+        for &link in &links {
+            self.tight[link as usize] = false;
             let link_state = &self.links[link as usize];
             let weight = link_state.users.iter().map(|&(_, c)| c).sum();
             self.residual[link as usize] = Residual {
@@ -741,13 +901,14 @@ impl Network {
             let cap_level = order
                 .get(next_cap)
                 .map_or(f64::INFINITY, |c| f64::from_bits(c.0));
-            let (link_level, tight) = self.tightest_link();
+            let (link_level, tight) = self.tightest_link(&links);
             if cap_level <= link_level {
                 let slot = order[next_cap].1;
                 self.freeze(slot, cap_level, now_us);
                 unfrozen -= 1;
             } else {
                 let link = tight.expect("an unfrozen flow is bounded by a cap or a shared link");
+                self.tight[link as usize] = true;
                 let users = std::mem::take(&mut self.links[link as usize].users);
                 for &(slot, _) in &users {
                     if !self.frozen[slot] {
@@ -758,8 +919,7 @@ impl Network {
                 self.links[link as usize].users = users;
             }
         }
-        self.by_cap = order;
-        for &link in &self.shared {
+        for &link in &links {
             let residual = &self.residual[link as usize];
             debug_assert_eq!(residual.unfrozen, 0, "every flow frozen");
             let capacity = self.links[link as usize].capacity_bytes_per_us;
@@ -769,19 +929,22 @@ impl Network {
                 -residual.bytes_per_us
             );
         }
+        self.component_flows = order;
+        self.component_links = links;
     }
 
-    /// The shared link with unfrozen flows that saturates first as they rise together (lowest
-    /// link index among ties), and the level it saturates at.
-    fn tightest_link(&self) -> (f64, Option<LinkIndex>) {
+    /// The link of `links` (shared, in any order) with unfrozen flows that saturates first as
+    /// they rise together (lowest link index among ties), and the level it saturates at.
+    fn tightest_link(&self, links: &[LinkIndex]) -> (f64, Option<LinkIndex>) {
         let mut best = (f64::INFINITY, None);
-        for &link in &self.shared {
+        for &link in links {
             let residual = &self.residual[link as usize];
             if residual.unfrozen == 0 {
                 continue;
             }
             let level = (residual.bytes_per_us / residual.weight).max(0.0);
-            if level < best.0 {
+            let lower_tie = level == best.0 && best.1.is_some_and(|tight| link < tight);
+            if level < best.0 || lower_tie {
                 best = (level, Some(link));
             }
         }
@@ -796,6 +959,21 @@ impl Network {
             "rate {rate_bytes_per_us} is not positive and finite"
         );
         self.frozen[slot] = true;
+        self.set_rate(slot, rate_bytes_per_us, now_us);
+        let flow = self.slots[slot].as_ref().expect("running");
+        for &(link, coefficient) in &flow.shared_uses {
+            let residual = &mut self.residual[link as usize];
+            residual.bytes_per_us -= coefficient * rate_bytes_per_us;
+            residual.weight -= coefficient;
+            residual.unfrozen -= 1;
+        }
+    }
+}
+
+impl Network {
+    /// Gives the flow in `slot` its rate from `now_us`; one whose rate changes is first brought
+    /// up to `now_us` and gets a new completion time.
+    fn set_rate(&mut self, slot: usize, rate_bytes_per_us: f64, now_us: u64) {
         let flow = self.slots[slot].as_mut().expect("running");
         if flow.rate_bytes_per_us.to_bits() != rate_bytes_per_us.to_bits() {
             let (moved, moved_in_window) = advance(flow, now_us, self.window_us);
@@ -807,12 +985,7 @@ impl Network {
             }
             flow.rate_bytes_per_us = rate_bytes_per_us;
             flow.done_us = now_us + wait_us(flow);
-        }
-        for &(link, coefficient) in &flow.shared_uses {
-            let residual = &mut self.residual[link as usize];
-            residual.bytes_per_us -= coefficient * rate_bytes_per_us;
-            residual.weight -= coefficient;
-            residual.unfrozen -= 1;
+            self.done_of_slot[slot] = (flow.done_us, flow.id);
         }
     }
 }
@@ -931,7 +1104,7 @@ mod tests {
             .values()
             .map(|&s| network.slots[s].as_ref().unwrap())
             .collect();
-        let uses: Vec<Vec<(u32, f64)>> = flows.iter().map(|f| f.uses.clone()).collect();
+        let uses: Vec<Vec<(u32, f64)>> = flows.iter().map(|f| f.uses.to_vec()).collect();
         let expected = reference_rates(&capacities, &uses);
         for (flow, e) in flows.iter().zip(&expected) {
             let got = flow.rate_bytes_per_us;

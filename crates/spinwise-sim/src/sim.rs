@@ -1,5 +1,6 @@
 //! The event loop: a virtual clock in integer microseconds, a heap of `(time_us, sequence,
-//! Event)`, the real scheduling policy (`ClassScheduler`, `Flamingo`, `FullyProvisioned` or
+//! Event)` and beside it the network's one pending flow completion (with the sequence number it
+//! would have had in the heap), the real scheduling policy (`ClassScheduler`, `Flamingo`, `FullyProvisioned` or
 //! `RandomPlacement`), model disks ([`crate::disks`]) and the network's links
 //! ([`crate::network`]). It owns the translation between scheduler actions and model time.
 //!
@@ -63,9 +64,29 @@ enum Event {
 }
 
 impl Event {
+    /// The trace hash's encoding: a tag and two fields, hashed as the tag's byte, then the two
+    /// fields' little-endian bytes.
+    fn hash_into(&self, trace: &mut TraceHash) {
+        let (tag, a, b) = self.fields();
+        trace.write(&[tag]);
+        trace.write_u64_le(a);
+        trace.write_u64_le(b);
+    }
+
     /// A fixed encoding for the trace hash: tag, then two little-endian u64 fields.
+    #[cfg(test)]
     fn encode(&self) -> [u8; 17] {
-        let (tag, a, b) = match *self {
+        let (tag, a, b) = self.fields();
+        let mut bytes = [0u8; 17];
+        bytes[0] = tag;
+        bytes[1..9].copy_from_slice(&a.to_le_bytes());
+        bytes[9..17].copy_from_slice(&b.to_le_bytes());
+        bytes
+    }
+
+    /// (tag, a, b): the trace's fixed encoding of the event.
+    fn fields(&self) -> (u8, u64, u64) {
+        match *self {
             Event::Arrive => (0u8, 0, 0),
             Event::DiskSpunUp { disk } => (1, u64::from(disk), 0),
             Event::GroupSpunUp { group } => (2, u64::from(group), 0),
@@ -76,12 +97,7 @@ impl Event {
             Event::Fail => (7, 0, 0),
             // Tag 8 was a deferred read's deadline, now the engine's (a `Timeout`).
             Event::DiskSpunDown { disk } => (9, u64::from(disk), 0),
-        };
-        let mut bytes = [0u8; 17];
-        bytes[0] = tag;
-        bytes[1..9].copy_from_slice(&a.to_le_bytes());
-        bytes[9..17].copy_from_slice(&b.to_le_bytes());
-        bytes
+        }
     }
 }
 
@@ -247,6 +263,14 @@ struct Loop<'a> {
     disks: Disks,
     network: Network,
     events: BinaryHeap<Reverse<(u64, u64, Event)>>,
+    /// The network's one pending completion, kept beside the heap rather than in it: (time,
+    /// sequence, generation). It takes its sequence number when the network names it, as a
+    /// heap event would, so it orders among same-time events exactly as one; a wake-up the
+    /// network replaces is dropped here at once instead of popping later as a stale event
+    /// (still counted in `stale`, so reports are unchanged).
+    flow_wake: Option<(u64, u64, u64)>,
+    /// The latest time of a replaced flow wake-up: the run's last event, had it popped.
+    replaced_wake_us: u64,
     sequence: u64,
     window_us: (u64, u64),
     next_request: u64,
@@ -425,6 +449,8 @@ pub fn simulate_recording(
         disks: Disks::new(rack, window_us),
         network: Network::new(rack, config.network_gbps, window_us),
         events: BinaryHeap::new(),
+        flow_wake: None,
+        replaced_wake_us: 0,
         sequence: 0,
         window_us,
         next_request: 0,
@@ -604,10 +630,31 @@ impl Loop<'_> {
         (group, bytes)
     }
 
-    /// Processes events until none is left; returns the time of the last one.
+    /// The next event in (time, sequence) order, from the heap or the pending flow completion.
+    fn pop_event(&mut self) -> Option<(u64, Event)> {
+        let from_heap = self
+            .events
+            .peek()
+            .map(|Reverse((at_us, sequence, _))| (*at_us, *sequence));
+        match (self.flow_wake, from_heap) {
+            (Some((at_us, sequence, generation)), heap)
+                if heap.is_none_or(|next| (at_us, sequence) < next) =>
+            {
+                self.flow_wake = None;
+                Some((at_us, Event::FlowDone { generation }))
+            }
+            _ => self
+                .events
+                .pop()
+                .map(|Reverse((at_us, _, event))| (at_us, event)),
+        }
+    }
+
+    /// Processes events until none is left; returns the time of the last one (a replaced flow
+    /// wake-up included, as when it popped as a stale event).
     fn run(&mut self) -> u64 {
         let mut now_us = 0;
-        while let Some(Reverse((at_us, _, event))) = self.events.pop() {
+        while let Some((at_us, event)) = self.pop_event() {
             debug_assert!(at_us >= now_us, "time went back");
             now_us = at_us;
             if !self.handle(now_us, event) {
@@ -622,13 +669,14 @@ impl Loop<'_> {
             if !idle_tail {
                 self.drained_us = now_us;
             }
-            self.trace.write(&now_us.to_le_bytes());
-            self.trace.write(&event.encode());
+            self.trace.write_u64_le(now_us);
+            event.hash_into(&mut self.trace);
             while let Some(output) = self.engine.next_output(now_us) {
                 self.perform(now_us, output);
             }
             self.schedule_timeout(now_us);
         }
+        let now_us = now_us.max(self.replaced_wake_us);
         assert!(self.engine.is_idle(), "the engine ended with work");
         assert!(self.in_flight.is_empty(), "accepted requests left unserved");
         assert_eq!(self.network.flows(), 0, "flows left running");
@@ -947,15 +995,18 @@ impl Loop<'_> {
         flows as f64 >= HIGH_LOAD_FLOW_FRACTION * at_once
     }
 
-    /// Queues the network's next flow completion if it moved.
+    /// Queues the network's next flow completion if it moved. The one it replaces would have
+    /// popped as a stale event: it is counted as one now.
     fn schedule_flow_wake(&mut self) {
         if let Some(wake) = self.network.take_wake() {
-            self.push(
-                wake.at_us,
-                Event::FlowDone {
-                    generation: wake.generation,
-                },
-            );
+            self.sequence += 1;
+            let replaced = self
+                .flow_wake
+                .replace((wake.at_us, self.sequence, wake.generation));
+            if let Some((replaced_us, _, _)) = replaced {
+                self.stale += 1;
+                self.replaced_wake_us = self.replaced_wake_us.max(replaced_us);
+            }
         }
     }
 
@@ -1171,6 +1222,29 @@ mod tests {
             kind: Kind::Client,
         };
         InFlight::new(request, id, false)
+    }
+
+    #[test]
+    fn an_event_hashes_as_its_seventeen_byte_encoding() {
+        let events = [
+            Event::Arrive,
+            Event::DiskSpunUp { disk: 1_151 },
+            Event::GroupSpunUp { group: 47 },
+            Event::DiskSpunDown { disk: 0 },
+            Event::GroupSpunDown { group: 3 },
+            Event::FirstByte { request: 662_639 },
+            Event::FlowDone {
+                generation: u64::MAX,
+            },
+            Event::Timeout,
+            Event::Fail,
+        ];
+        for event in events {
+            let (mut encoded, mut hashed) = (TraceHash::new(), TraceHash::new());
+            encoded.write(&event.encode());
+            event.hash_into(&mut hashed);
+            assert_eq!(hashed.finish(), encoded.finish(), "{event:?}");
+        }
     }
 
     #[test]

@@ -10,4 +10,5 @@ mod fully_provisioned;
 mod idle_spin_down;
 mod random;
 mod reorder;
+mod reorder_flat;
 mod scheduler;
