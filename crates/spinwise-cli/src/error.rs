@@ -14,8 +14,8 @@ pub enum CliError {
         rack: String,
         source: spinwise_plan::PlanError,
     },
-    #[error("unknown preset `{name}`; shipped presets: {known}")]
-    UnknownPreset { name: String, known: String },
+    #[error(transparent)]
+    Preset(#[from] spinwise_model::PresetError),
     #[error("{path}: {source}")]
     Io {
         path: String,
@@ -51,6 +51,8 @@ pub enum CliError {
         path: String,
         source: spinwise_sim::TraceError,
     },
+    #[error(transparent)]
+    Experiment(#[from] spinwise_experiment::ExperimentError),
     #[error("{0}")]
     Usage(String),
 }

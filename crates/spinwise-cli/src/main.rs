@@ -15,15 +15,11 @@ mod output;
 mod ownership;
 mod plan;
 mod quality;
-mod replay;
-mod requests_csv;
 mod serve;
 mod serve_config;
 mod sim;
 mod source;
 mod store;
-mod switch_latency;
-mod virtual_time;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;

@@ -3,12 +3,11 @@
 
 use crate::error::{CliError, CliResult, io_error};
 use crate::output::outln;
-use crate::requests_csv::{RequestRow, RowWriter};
 use crate::source::{RackSource, layout_or_plan};
-use crate::switch_latency::SwitchLatency;
 use clap::{Args, ValueEnum};
 use serde_json::json;
-use spinwise_model::Layout;
+use spinwise_experiment::requests_csv::{RequestRow, RowWriter};
+use spinwise_experiment::switch_latency::SwitchLatency;
 use spinwise_model::limits::MAX_CONCURRENT_REQUESTS_PER_CLASS;
 use spinwise_sim::DEFAULT_IDLE_SPIN_DOWN_S;
 use spinwise_sim::{
@@ -168,7 +167,7 @@ pub fn run(args: &SimArgs) -> CliResult<()> {
         layout.scheduler.concurrent_requests_per_class = concurrent;
     }
     if let Some(depth) = args.stagger_switches {
-        stagger_switches(&mut layout, depth)?;
+        spinwise_experiment::stagger_switches(&mut layout, depth)?;
     }
     if args.no_stagger_switches {
         layout.scheduler.stagger_switches_min_queue = None;
@@ -203,19 +202,6 @@ pub fn run(args: &SimArgs) -> CliResult<()> {
     } else {
         print_summary(&report, &config, switch_latency, elapsed_ms);
     }
-    Ok(())
-}
-
-/// `--stagger-switches N`: staggered switches from N queued reads (1 to the layout's queue
-/// depth) written into `layout`.
-pub fn stagger_switches(layout: &mut Layout, depth: u32) -> CliResult<()> {
-    let max_depth = layout.scheduler.max_queue_depth;
-    if !(1..=max_depth).contains(&depth) {
-        return Err(CliError::Usage(format!(
-            "--stagger-switches: {depth} is not 1 to the queue depth ({max_depth} requests)"
-        )));
-    }
-    layout.scheduler.stagger_switches_min_queue = Some(depth);
     Ok(())
 }
 

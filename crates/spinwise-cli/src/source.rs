@@ -13,7 +13,7 @@ use std::io::Read;
 use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
 
-include!(concat!(env!("OUT_DIR"), "/presets.rs"));
+pub use spinwise_model::presets::PRESETS;
 
 /// `--preset NAME` or a rack file; the default is the `pelican` preset.
 #[derive(Args, Clone, Debug)]
@@ -40,18 +40,7 @@ impl RackSource {
 }
 
 pub fn load_preset(name: &str) -> CliResult<Rack> {
-    let (_, text) = PRESETS
-        .iter()
-        .find(|(preset, _)| *preset == name)
-        .ok_or_else(|| CliError::UnknownPreset {
-            name: name.to_string(),
-            known: PRESETS
-                .iter()
-                .map(|(n, _)| *n)
-                .collect::<Vec<_>>()
-                .join(", "),
-        })?;
-    Ok(parse_rack(&format!("preset {name}"), text)?)
+    Ok(spinwise_model::presets::load(name)?)
 }
 
 /// The text of a rack file (docs/rack-format.md), at most `limits::MAX_RACK_FILE_BYTES`.

@@ -1,8 +1,8 @@
 //! spinwise-model: the types every Spinwise crate shares: the rack description (parsed and
 //! validated from TOML), fixed-point resource amounts, the layout file with its group
-//! constraints, and how a latency distribution is sampled. Pure: no IO, no clock, and no
-//! randomness of its own (sampling draws from the caller's RNG). Other crates depend on this one;
-//! it depends on none of them.
+//! constraints, how a latency distribution is sampled, and the shipped rack presets (embedded at
+//! build time). Pure: no IO, no clock, and no randomness of its own (sampling draws from the
+//! caller's RNG). Other crates depend on this one; it depends on none of them.
 
 // A RackError carries its field path and reason by value; it is built at most once per parse,
 // so its size costs nothing worth boxing it for (and matching on it stays plain).
@@ -13,6 +13,7 @@ pub mod error;
 pub mod layout;
 pub mod limits;
 pub mod parse;
+pub mod presets;
 pub mod quote;
 pub mod rack;
 pub mod sample;
@@ -24,6 +25,7 @@ pub use layout::{
     SolverReport,
 };
 pub use parse::parse_rack;
+pub use presets::PresetError;
 pub use rack::{DiskIndex, Distribution, Rack, Resource, ResourceKind, Servers, StateIndex};
 
 impl Rack {

@@ -16,7 +16,7 @@ use super::summary::{
 };
 use super::sweep::{Job, Row, Setting, Setup, points, run_sweep};
 use super::{Context, Figure, Outcome};
-use crate::error::CliResult;
+use crate::error::ExperimentResult;
 use spinwise_report::{LineChart, Series, SeriesStyle, YScale};
 use spinwise_sim::{Deferral, PolicyKind};
 
@@ -40,7 +40,7 @@ fn deferral(fraction: f64, wait_hours: f64) -> Option<Deferral> {
     })
 }
 
-pub fn bulk_restores(context: &Context) -> CliResult<Outcome> {
+pub fn bulk_restores(context: &Context) -> ExperimentResult<Outcome> {
     let setups = [Setup::synthesized("pelican")?];
     let (fractions, waits, rates) = match context.quick {
         true => (QUICK_FRACTIONS, QUICK_WAITS_HOURS, QUICK_RATES),

@@ -16,11 +16,12 @@
 use super::summary::{Comparison, Verdict, header, mean_of, rate, table as summary_table};
 use super::sweep::{Job, Row, Setting, Setup, points, policy_label, policy_name, run_sweep};
 use super::{Context, Figure, Outcome};
-use crate::error::CliResult;
-use crate::serve_config::{
-    DEFAULT_RESTORE_EXPEDITED_MAX_ONGOING, DEFAULT_RESTORE_EXPEDITED_PER_HOUR,
-};
+use crate::error::ExperimentResult;
 use spinwise_report::{LineChart, Series, SeriesStyle, YScale};
+use spinwise_s3::{
+    DEFAULT_EXPEDITED_MAX_ONGOING as DEFAULT_RESTORE_EXPEDITED_MAX_ONGOING,
+    DEFAULT_EXPEDITED_PER_HOUR as DEFAULT_RESTORE_EXPEDITED_PER_HOUR,
+};
 use spinwise_sim::PolicyKind;
 
 /// Shares of the reads submitted as Expedited.
@@ -46,7 +47,7 @@ const AWS_EXPEDITED_MAX_S: f64 = 300.0;
 /// One number of a row.
 type Metric = fn(&Row) -> f64;
 
-pub fn expedited_restores(context: &Context) -> CliResult<Outcome> {
+pub fn expedited_restores(context: &Context) -> ExperimentResult<Outcome> {
     let setups = [Setup::synthesized("pelican")?];
     let (fractions, rates) = match context.quick {
         true => (QUICK_FRACTIONS, QUICK_RATES),

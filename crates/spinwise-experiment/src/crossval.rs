@@ -47,11 +47,9 @@
 
 use super::summary::{rate, relative};
 use super::{Context, Figure, Outcome, Rows, StoreClock};
-use crate::error::{CliError, CliResult};
+use crate::error::{ExperimentError, ExperimentResult};
 use crate::replay::{Nic, ReplayRead, ReplayReport, replay};
 use crate::requests_csv::RequestRow;
-use crate::source::PRESETS;
-use crate::store::store_error;
 use crate::virtual_time::VirtualTime;
 use indicatif::{ProgressBar, ProgressStyle};
 use rand::{RngCore, SeedableRng};
@@ -70,7 +68,7 @@ use spinwise_store::clock::{Clock, SystemClock};
 use spinwise_store::config::COLUMN_BATCH_BYTES;
 use spinwise_store::durable::HostFiles;
 use spinwise_store::emulated_config;
-use spinwise_store::{Environment, RackSource, SqliteStore, Store, StoreConfig};
+use spinwise_store::{Environment, RackSource, SqliteStore, Store, StoreConfig, StoreError};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -193,11 +191,9 @@ pub struct Row {
 
 /// The rack both systems run: the preset without high-load mount latencies, as TOML (the store
 /// keeps its rack verbatim) and parsed.
-fn rack_text() -> CliResult<(String, Rack)> {
-    let (_, text) = PRESETS
-        .iter()
-        .find(|(name, _)| *name == PRESET)
-        .ok_or_else(|| CliError::Usage(format!("preset {PRESET} is not built in")))?;
+fn rack_text() -> ExperimentResult<(String, Rack)> {
+    let text = spinwise_model::presets::text(PRESET)
+        .ok_or_else(|| ExperimentError::Invalid(format!("preset {PRESET} is not built in")))?;
     let text: String = text
         .lines()
         .filter(|line| !line.trim_start().starts_with("mount_latency_high_load_s"))
@@ -226,11 +222,11 @@ fn burst_trace(requests: u64, seed: u64) -> Vec<TraceRecord> {
         .collect()
 }
 
-pub fn fig4(context: &Context) -> CliResult<Outcome> {
+pub fn fig4(context: &Context) -> ExperimentResult<Outcome> {
     let (rack_toml, rack) = rack_text()?;
-    let mut layout = crate::source::layout_or_plan(&rack, None)?;
+    let mut layout = crate::plan_layout(&rack)?;
     if let Some(depth) = context.stagger_switches {
-        crate::sim::stagger_switches(&mut layout, depth)?;
+        crate::stagger_switches(&mut layout, depth)?;
     }
     let defaults = if context.quick { QUICK_BURSTS } else { BURSTS };
     let bursts: &[u64] = context.bursts.as_deref().unwrap_or(defaults);
@@ -313,7 +309,7 @@ fn simulated_row(
     seed: u64,
     scale: Scale,
     record: bool,
-) -> CliResult<(Row, Vec<RequestRow>)> {
+) -> ExperimentResult<(Row, Vec<RequestRow>)> {
     let config = SimConfig {
         // The trace's rate (records / hours) is informational; one hour holds the 60 s burst.
         rate_per_s: trace.len() as f64 / 3600.0,
@@ -332,7 +328,7 @@ fn simulated_row(
             reads.push(RequestRow::simulated(read));
         }
     })
-    .map_err(|source| CliError::Sim {
+    .map_err(|source| ExperimentError::Sim {
         rack: rack.name.clone(),
         source,
     })?;
@@ -391,7 +387,7 @@ fn stored_row(
     trace: &[TraceRecord],
     (seed, latency_seed): (u64, u64),
     (scale, time): (Scale, StoreTime),
-) -> CliResult<(Row, Vec<RequestRow>)> {
+) -> ExperimentResult<(Row, Vec<RequestRow>)> {
     let directory = tempfile::tempdir().map_err(crate::error::io_error(&std::env::temp_dir()))?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -461,7 +457,7 @@ async fn store_replay(
     trace: &[TraceRecord],
     latency_seed: u64,
     (scale, time): (Scale, StoreTime),
-) -> CliResult<ReplayReport> {
+) -> ExperimentResult<ReplayReport> {
     let scaled_bytes = (BLOB_BYTES as f64 * scale.bytes_factor()).round() as usize;
     let mut config = StoreConfig::new(
         RackSource::Preset(format!("{PRESET} without high-load mounts")),
@@ -473,9 +469,7 @@ async fn store_replay(
     // The preload is not measured: it runs at time factor PRELOAD_TIME_FACTOR and the host's
     // speed, then the store is reopened at the replay's scale.
     config.time_factor = PRELOAD_TIME_FACTOR;
-    let store = Store::init_sqlite(data, config.clone())
-        .await
-        .map_err(store_error)?;
+    let store = Store::init_sqlite(data, config.clone()).await?;
     preload(&store, trace, scaled_bytes, layout).await?;
     store.close().await;
     config.time_factor = scale.time_factor;
@@ -485,7 +479,7 @@ async fn store_replay(
     // rack streams it through.
     let batch_bytes = COLUMN_BATCH_BYTES as f64 * scale.bytes_factor();
     config.read_batch_bytes = (batch_bytes as u64).max(1);
-    spinwise_store::config::write(data, &config).map_err(store_error)?;
+    spinwise_store::config::write(data, &config)?;
     // Reopened, so the replay starts as the simulator does: every group resting, queues empty.
     let virtual_time = match time {
         StoreTime::Real => None,
@@ -507,14 +501,14 @@ async fn replay_reopened(
     trace: &[TraceRecord],
     scale: Scale,
     virtual_time: Option<VirtualTime>,
-) -> CliResult<ReplayReport> {
+) -> ExperimentResult<ReplayReport> {
     let (store, clock): (SqliteStore, Arc<dyn Clock>) = match virtual_time {
         None => (
-            Store::open_sqlite(data).await.map_err(store_error)?,
+            Store::open_sqlite(data).await?,
             Arc::new(SystemClock::new()),
         ),
         Some(virtual_time) => {
-            let config = spinwise_store::config::read(data).map_err(store_error)?;
+            let config = spinwise_store::config::read(data)?;
             let disks = (0..rack.disk_count())
                 .map(|index| {
                     let mut disk = emulated_config(data, rack, &config, index);
@@ -522,10 +516,10 @@ async fn replay_reopened(
                     EmulatedDisk::open(disk).map(|disk| Arc::new(disk) as Arc<dyn Disk>)
                 })
                 .collect::<Result<Vec<_>, _>>()
-                .map_err(|error| store_error(error.into()))?;
+                .map_err(StoreError::from)?;
             let catalog = SqliteCatalog::open_existing(&data.join(CATALOG_FILE))
                 .await
-                .map_err(|error| store_error(error.into()))?;
+                .map_err(StoreError::from)?;
             let clock: Arc<dyn Clock> = Arc::new(virtual_time);
             let environment = Environment::Given {
                 disks,
@@ -533,9 +527,7 @@ async fn replay_reopened(
                 // Real files on the host: their fsyncs are only performed.
                 host_files: HostFiles::default(),
             };
-            let store = Store::open_in(data, catalog, environment)
-                .await
-                .map_err(store_error)?;
+            let store = Store::open_in(data, catalog, environment).await?;
             (store, clock)
         }
     };
@@ -554,7 +546,7 @@ async fn replay_reopened(
         .collect();
     let report = replay(store.clone(), &reads, nics, clock)
         .await
-        .map_err(|error| CliError::Usage(error.to_string()))?;
+        .map_err(|error| ExperimentError::Invalid(error.to_string()))?;
     if let Ok(store) = Arc::try_unwrap(store) {
         store.close().await;
     }
@@ -567,14 +559,14 @@ fn store_nics(
     rack: &Rack,
     layout: &Layout,
     scale: Scale,
-) -> CliResult<(Vec<Nic>, Option<Vec<usize>>)> {
+) -> ExperimentResult<(Vec<Nic>, Option<Vec<usize>>)> {
     let Some(gbps) = scale.network_gbps else {
         return Ok((Vec::new(), None));
     };
     let servers = rack.servers().count;
     let nic_of_group = layout
         .group_read_servers(rack)
-        .map_err(|bind| CliError::Sim {
+        .map_err(|bind| ExperimentError::Sim {
             rack: rack.name.clone(),
             source: bind.into(),
         })?;
@@ -590,7 +582,7 @@ async fn preload(
     trace: &[TraceRecord],
     bytes: usize,
     layout: &Layout,
-) -> CliResult<()> {
+) -> ExperimentResult<()> {
     // The content is never compared, only read; one stream for every run.
     let mut rng = ChaCha8Rng::seed_from_u64(0);
     let mut content = vec![0u8; bytes];
@@ -601,15 +593,11 @@ async fn preload(
     records.sort_by_key(|record| (group_of_key(&record.key, groups), record.time_us));
     for record in records {
         rng.fill_bytes(&mut content);
-        store
-            .put(&record.key, content.as_slice())
-            .await
-            .map_err(store_error)?;
+        store.put(&record.key, content.as_slice()).await?;
     }
     store
         .flush_placed(|object| Some(group_of_key(&object.key, groups)), |_| {})
-        .await
-        .map_err(store_error)?;
+        .await?;
     Ok(())
 }
 

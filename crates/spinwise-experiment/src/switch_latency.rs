@@ -7,7 +7,7 @@
 //! the described rack: the planner never reads latencies, so re-binding a layout to the changed
 //! rack's fingerprint is sound, and it is only done for a layout that matched the described rack.
 
-use crate::error::{CliError, CliResult};
+use crate::error::{ExperimentError, ExperimentResult};
 use spinwise_model::{Layout, Rack};
 
 /// The largest scale accepted: a hundred times the described latencies (a 10 s spin-up becomes
@@ -57,9 +57,9 @@ impl SwitchLatency {
     }
 
     /// A change from user input; a scale outside `(0, MAX_SCALE]` is a usage error.
-    pub fn new(scale: f64, high_load_mounts: bool) -> CliResult<SwitchLatency> {
+    pub fn new(scale: f64, high_load_mounts: bool) -> ExperimentResult<SwitchLatency> {
         if !(scale.is_finite() && scale > 0.0 && scale <= MAX_SCALE) {
-            return Err(CliError::Usage(format!(
+            return Err(ExperimentError::Invalid(format!(
                 "--switch-latency-scale: {scale} is not in (0, {MAX_SCALE}]"
             )));
         }

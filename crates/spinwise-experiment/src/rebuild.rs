@@ -16,7 +16,7 @@ use super::summary::{
 };
 use super::sweep::{Job, Row, Setup, points, run_sweep};
 use super::{Context, Figure, Outcome};
-use crate::error::CliResult;
+use crate::error::ExperimentResult;
 use spinwise_report::{LineChart, LinePoint, Series, SeriesStyle, YScale};
 use spinwise_sim::{DiskFailure, PolicyKind};
 
@@ -35,7 +35,7 @@ fn is_failed(row: &Row) -> bool {
     row.rebuild_s.is_some()
 }
 
-pub fn fig7(context: &Context) -> CliResult<Outcome> {
+pub fn fig7(context: &Context) -> ExperimentResult<Outcome> {
     let setups = [Setup::synthesized("pelican")?];
     let rates = if context.quick { QUICK_RATES } else { RATES };
     let mut jobs = Vec::new();

@@ -15,9 +15,9 @@ use super::summary::{
 };
 use super::sweep::{Job, Row, Setup, points, policy_label, policy_name, rates_in, run_sweep};
 use super::{Context, Figure, Outcome};
-use crate::error::CliResult;
-use crate::source::load_preset;
+use crate::error::ExperimentResult;
 use rayon::prelude::*;
+use spinwise_model::presets::load as load_preset;
 use spinwise_plan::explore::DEFAULT_MAX_CONFIGURATIONS;
 use spinwise_plan::{Configuration, explore, plan};
 use spinwise_report::{LineChart, Series, SeriesStyle, YScale};
@@ -49,7 +49,7 @@ const CONFIGURATIONS_PER_PRESET: usize = 6;
 const QUICK_CONFIGURATIONS_PER_PRESET: usize = 2;
 
 /// Fig. 5(a): the planned pelican layout vs Pelican's hand-designed one, both schedulers, over rate.
-pub fn fig5a(context: &Context) -> CliResult<Outcome> {
+pub fn fig5a(context: &Context) -> ExperimentResult<Outcome> {
     let setups = [Setup::synthesized("pelican")?, Setup::pelican_manual()?];
     let rates = if context.quick { QUICK_RATES } else { RATES };
     let jobs = fig5a_jobs(setups.len(), rates);
@@ -249,7 +249,7 @@ fn scheduler_gain(rows: &[Row], layout: &str) -> Option<Comparison> {
 }
 
 /// Fig. 6(a, b): time to first byte vs provisioning over explored configurations, at two rates.
-pub fn fig6ab(context: &Context) -> CliResult<Outcome> {
+pub fn fig6ab(context: &Context) -> ExperimentResult<Outcome> {
     let per_preset = if context.quick {
         QUICK_CONFIGURATIONS_PER_PRESET
     } else {
@@ -406,7 +406,7 @@ fn configuration_setups(
     context: &Context,
     preset: &str,
     count: usize,
-) -> CliResult<(Vec<Setup>, usize)> {
+) -> ExperimentResult<(Vec<Setup>, usize)> {
     let base = load_preset(preset)?;
     let exploration = explore(&base, DEFAULT_MAX_CONFIGURATIONS);
     let chosen = spread_by_m(&exploration.configurations, count);
@@ -578,7 +578,7 @@ const FIG6C_QUOTE: &str = "\"We compare the conservative and the Flamingo schedu
 
 /// Fig. 6(c): the conservative scheduler (Pelican's) vs Flamingo's on the OCP rack's planned
 /// layout: throughput and time to first byte vs rate.
-pub fn fig6c(context: &Context) -> CliResult<Outcome> {
+pub fn fig6c(context: &Context) -> ExperimentResult<Outcome> {
     let setups = [Setup::synthesized(SCHEDULER_PRESET)?];
     let rates = if context.quick {
         QUICK_SCHEDULER_RATES

@@ -1,5 +1,6 @@
-//! Embeds every `presets/*.toml` into the binary, so `--preset NAME` works from any directory and
-//! a new preset needs no code change: drop the file in presets/ and rebuild.
+//! Embeds every `presets/*.toml` into the crate ([`presets::PRESETS`](src/presets.rs)), so
+//! `--preset NAME` works from any directory and in every crate that loads a preset (the CLI, the
+//! experiments), and a new preset needs no code change: drop the file in presets/ and rebuild.
 
 use std::fmt::Write;
 use std::path::Path;
@@ -18,7 +19,7 @@ fn main() {
         .collect();
     entries.sort();
     let mut code = String::from(
-        "/// (name, TOML text) of every shipped preset, sorted by name.\npub const PRESETS: &[(&str, &str)] = &[\n",
+        "/// (name, TOML text) of every shipped preset, in the order of their file names.\npub const PRESETS: &[(&str, &str)] = &[\n",
     );
     for path in entries {
         println!("cargo:rerun-if-changed={}", path.display());

@@ -11,7 +11,7 @@
 //! name and renamed into place once complete, so a failed run never leaves a partial file under
 //! the name asked for.
 
-use crate::error::{CliError, CliResult, io_error};
+use crate::error::{ExperimentError, ExperimentResult, io_error};
 use serde::Serialize;
 use spinwise_sim::RequestRecord;
 use std::fs::File;
@@ -76,7 +76,7 @@ pub struct RowWriter {
 }
 
 impl RowWriter {
-    pub fn create(path: &Path) -> CliResult<RowWriter> {
+    pub fn create(path: &Path) -> ExperimentResult<RowWriter> {
         let mut name = path.file_name().unwrap_or_default().to_os_string();
         name.push(".partial");
         let temporary = path.with_file_name(name);
@@ -99,7 +99,7 @@ impl RowWriter {
 
     /// Flushes, syncs and renames the file into place; on any error removes the temporary
     /// file and reports the error against the name asked for.
-    pub fn finish(self) -> CliResult<()> {
+    pub fn finish(self) -> ExperimentResult<()> {
         let RowWriter {
             path,
             temporary,
@@ -119,7 +119,7 @@ impl RowWriter {
         };
         written.map_err(|source| {
             let _ = std::fs::remove_file(&temporary);
-            CliError::Io {
+            ExperimentError::Io {
                 path: path.display().to_string(),
                 source,
             }

@@ -9,12 +9,12 @@
 //! failure) are visible in its row (`hours`, the `rebuild_*` columns), never hidden in a summary.
 
 use super::Context;
-use crate::error::{CliError, CliResult};
-use crate::source::load_preset;
+use crate::error::{ExperimentError, ExperimentResult};
 pub use crate::switch_latency::SwitchLatency;
 use indicatif::{ProgressBar, ProgressStyle};
 use rayon::prelude::*;
 use serde::Serialize;
+use spinwise_model::presets::load as load_preset;
 use spinwise_model::{Layout, Rack};
 use spinwise_report::LinePoint;
 use spinwise_sim::{
@@ -38,14 +38,14 @@ pub struct Setup {
 
 impl Setup {
     /// A shipped preset with the planner's layout.
-    pub fn synthesized(preset: &str) -> CliResult<Setup> {
+    pub fn synthesized(preset: &str) -> ExperimentResult<Setup> {
         let rack = load_preset(preset)?;
         let layout = plan(&rack, spinwise_plan::plan(&rack))?;
         Ok(Setup::new(preset, "synthesized", None, rack, layout))
     }
 
     /// The pelican preset with Pelican's hand-designed layout.
-    pub fn pelican_manual() -> CliResult<Setup> {
+    pub fn pelican_manual() -> ExperimentResult<Setup> {
         let rack = load_preset("pelican")?;
         let layout = plan(&rack, spinwise_plan::pelican_layout(&rack))?;
         Ok(Setup::new("pelican", "pelican-manual", None, rack, layout))
@@ -73,11 +73,13 @@ impl Setup {
 fn plan(
     rack: &Rack,
     planned: Result<spinwise_plan::Plan, spinwise_plan::PlanError>,
-) -> CliResult<Layout> {
-    planned.map(|p| p.layout).map_err(|source| CliError::Plan {
-        rack: rack.name.clone(),
-        source,
-    })
+) -> ExperimentResult<Layout> {
+    planned
+        .map(|p| p.layout)
+        .map_err(|source| ExperimentError::Plan {
+            rack: rack.name.clone(),
+            source,
+        })
 }
 
 /// Which configuration a run is on: the scheduler as the papers describe it, or the preset as
@@ -316,7 +318,7 @@ pub fn run_sweep(
     context: &Context,
     setups: &[Setup],
     jobs: &[Job],
-) -> CliResult<Vec<Row>> {
+) -> ExperimentResult<Vec<Row>> {
     let seeds = context.seeds as usize;
     let progress = ProgressBar::new((jobs.len() * seeds) as u64);
     progress.set_style(
@@ -336,7 +338,7 @@ pub fn run_sweep(
                 progress.inc(1);
                 row
             })
-            .collect::<CliResult<Vec<Row>>>()
+            .collect::<ExperimentResult<Vec<Row>>>()
     });
     progress.finish_and_clear();
     rows
@@ -349,7 +351,7 @@ fn run_one(
     index: usize,
     job: &Job,
     seed_index: u32,
-) -> CliResult<Row> {
+) -> ExperimentResult<Row> {
     let setup = &setups[job.setup];
     let mut layout_override = None;
     let mut rack_override = None;
@@ -401,7 +403,7 @@ fn run_one(
         },
         ..SimConfig::default()
     };
-    let report = simulate(rack, layout, &config).map_err(|source| CliError::Sim {
+    let report = simulate(rack, layout, &config).map_err(|source| ExperimentError::Sim {
         rack: rack.name.clone(),
         source,
     })?;

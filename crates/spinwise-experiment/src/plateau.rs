@@ -20,7 +20,7 @@ use super::summary::{
 };
 use super::sweep::{Job, Row, Setting, Setup, SwitchLatency, points, run_sweep};
 use super::{Context, Figure, Outcome};
-use crate::error::CliResult;
+use crate::error::ExperimentResult;
 use spinwise_report::{LineChart, Series, SeriesStyle, YScale};
 use spinwise_sim::PolicyKind;
 
@@ -100,7 +100,7 @@ fn at(rows: &[Row], variant: Variant, rate_per_s: f64, metric: fn(&Row) -> f64) 
     )
 }
 
-pub fn plateau(context: &Context) -> CliResult<Outcome> {
+pub fn plateau(context: &Context) -> ExperimentResult<Outcome> {
     let setups = [Setup::synthesized("pelican")?];
     let preset_concurrency = setups[0].layout.scheduler.concurrent_requests_per_class;
     let preset_stagger = setups[0].layout.scheduler.stagger_switches_min_queue;

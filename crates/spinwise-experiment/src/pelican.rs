@@ -16,7 +16,7 @@ use super::sweep::{
     Job, Row, Setting, Setup, network_label, points, policy_label, policy_name, rates_in, run_sweep,
 };
 use super::{Context, Figure, Outcome};
-use crate::error::CliResult;
+use crate::error::ExperimentResult;
 use spinwise_model::Rack;
 use spinwise_report::{LineChart, LinePoint, Series, SeriesStyle, YScale};
 use spinwise_sim::PolicyKind;
@@ -58,7 +58,7 @@ fn rates(context: &Context) -> &'static [f64] {
 /// Every policy × network × rate on the planned pelican layout; shared by Fig. 5 and Fig. 6.
 /// Pelican and FP run twice, on the configuration the paper describes (judged) and with
 /// Spinwise's additions (their own column); the straw-man has no additions and runs once.
-fn rate_sweep(experiment: &'static str, context: &Context) -> CliResult<Vec<Row>> {
+fn rate_sweep(experiment: &'static str, context: &Context) -> ExperimentResult<Vec<Row>> {
     let setups = [Setup::synthesized("pelican")?];
     let mut jobs = Vec::new();
     for &policy in RATE_SWEEP_POLICIES {
@@ -284,7 +284,7 @@ fn stems(prefix: &'static str, name: &'static str) -> &'static str {
     }
 }
 
-pub fn fig5(context: &Context) -> CliResult<Outcome> {
+pub fn fig5(context: &Context) -> ExperimentResult<Outcome> {
     let rows = rate_sweep("pelican-fig5", context)?;
     let mut figures = fig5_panels(&rows, Setting::AsDescribed, "");
     figures.extend(fig5_panels(&rows, Setting::WithAdditions, "with_additions"));
@@ -799,7 +799,7 @@ fn random_comparison(rows: &[Row]) -> Option<Comparison> {
     })
 }
 
-pub fn fig6(context: &Context) -> CliResult<Outcome> {
+pub fn fig6(context: &Context) -> ExperimentResult<Outcome> {
     let rows = rate_sweep("pelican-fig6", context)?;
     // The paper's Fig. 6 leaves FP unbounded out ("it never rejects a request").
     let mut paper_variants = variants(&[PolicyKind::Pelican], NETWORKS);
@@ -1061,7 +1061,7 @@ fn fp_unbounded_rejects_comparison(rows: &[Row]) -> Option<Comparison> {
 }
 
 /// Fig. 8: throughput, p99 time to first byte and rejects over the reordering bound u.
-pub fn fig8(context: &Context) -> CliResult<Outcome> {
+pub fn fig8(context: &Context) -> ExperimentResult<Outcome> {
     let setups = [Setup::synthesized("pelican")?];
     let bounds = if context.quick {
         QUICK_BOUNDS_GB
@@ -1301,7 +1301,7 @@ fn rates_of_bounds(rows: &[Row]) -> Vec<f64> {
 }
 
 /// Fig. 9(a, b): spin-ups and TB per disk per year, and disk power, over rate.
-pub fn fig9(context: &Context) -> CliResult<Outcome> {
+pub fn fig9(context: &Context) -> ExperimentResult<Outcome> {
     let setups = [Setup::synthesized("pelican")?];
     let jobs = fig9_jobs(context);
     let rows = run_sweep("pelican-fig9", context, &setups, &jobs)?;
