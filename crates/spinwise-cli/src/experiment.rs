@@ -137,6 +137,17 @@ pub fn run(args: &ExperimentArgs) -> CliResult<()> {
             experiment.name
         )));
     }
+    let by_time = [
+        ("--hours", args.hours.is_some()),
+        ("--warmup-hours", args.warmup_hours.is_some()),
+    ];
+    if let Some((flag, _)) = by_time.iter().find(|(_, given)| *given)
+        && experiment.name == "sp-gc"
+    {
+        return Err(CliError::Usage(format!(
+            "{flag} does not apply to sp-gc: each run measures a number of requests (--quick for fewer)"
+        )));
+    }
     let context = Context::new(options(args)?)?;
     prepare_out(out)?;
     let started = Instant::now();

@@ -85,6 +85,9 @@ pub struct GcReport {
     pub pages_moved: u64,
     /// Times a request was served while a block's collection was under way.
     pub preemptions: u64,
+    /// Measured requests that arrived while a block was being collected (from its victim's
+    /// pick to its erase's end): the requests non-preemptive collection makes wait.
+    pub arrived_during_collection: u64,
     /// Collection units run inside a host write that found no room.
     pub forced_units: u64,
     pub simulated_s: f64,
@@ -239,6 +242,7 @@ pub fn simulate(config: &SimConfig) -> Result<GcReport, GcError> {
 struct Run {
     responses_us: Vec<f64>,
     preemptions: u64,
+    arrived_during_collection: u64,
     forced_units: u64,
     busy_us: f64,
     /// When the warm-up's last request completed (0 without a warm-up).
@@ -261,9 +265,13 @@ fn run_requests(device: &mut Device, policy: &GcPolicy, config: &SimConfig) -> R
     let mut completed = 0u64;
     let mut queue: VecDeque<(u64, Request)> = VecDeque::new();
     let mut now_us = 0.0;
+    // The collection under way began at `current_start_us`; the last one ran over `last_us`.
+    let mut current_start_us = 0.0;
+    let mut last_us = (0.0, 0.0);
     let mut run = Run {
         responses_us: Vec::with_capacity(config.requests as usize),
         preemptions: 0,
+        arrived_during_collection: 0,
         forced_units: 0,
         busy_us: 0.0,
         warm_at_us: 0.0,
@@ -273,6 +281,11 @@ fn run_requests(device: &mut Device, policy: &GcPolicy, config: &SimConfig) -> R
     };
     while completed < total {
         while arrived < total && next.arrival_us <= now_us {
+            let during = (device.collection.is_some() && next.arrival_us >= current_start_us)
+                || (last_us.0..last_us.1).contains(&next.arrival_us);
+            if during && arrived >= config.warmup_requests {
+                run.arrived_during_collection += 1;
+            }
             queue.push_back((arrived, next));
             arrived += 1;
             next = stream.next_request();
@@ -290,7 +303,18 @@ fn run_requests(device: &mut Device, policy: &GcPolicy, config: &SimConfig) -> R
                 if view.collecting && index >= config.warmup_requests {
                     run.preemptions += 1;
                 }
+                let collections_before = (device.collection.is_some(), device.blocks_collected);
                 let (service_us, forced) = device.serve(&request);
+                // A write that made room collected on its own: keep the collection's times.
+                if forced > 0 {
+                    if !collections_before.0 {
+                        current_start_us = now_us;
+                    }
+                    if device.blocks_collected > collections_before.1 {
+                        last_us = (current_start_us, now_us + service_us);
+                        current_start_us = now_us + service_us;
+                    }
+                }
                 now_us += service_us;
                 completed += 1;
                 if completed == config.warmup_requests {
@@ -305,8 +329,14 @@ fn run_requests(device: &mut Device, policy: &GcPolicy, config: &SimConfig) -> R
                 service_us
             }
             Decision::GcUnit => {
+                if device.collection.is_none() {
+                    current_start_us = now_us;
+                }
                 let unit_us = device.gc_unit();
                 now_us += unit_us;
+                if device.collection.is_none() {
+                    last_us = (current_start_us, now_us);
+                }
                 unit_us
             }
             Decision::Wait => {
@@ -349,6 +379,7 @@ fn report(config: &SimConfig, mut run: Run, device: &Device) -> GcReport {
         blocks_collected: device.blocks_collected - run.collected_before,
         pages_moved: device.pages_moved - run.moved_before,
         preemptions: run.preemptions,
+        arrived_during_collection: run.arrived_during_collection,
         forced_units: run.forced_units,
         simulated_s: span_us / 1e6,
         busy_fraction: (run.busy_us / span_us).min(1.0),

@@ -15,7 +15,7 @@ use crate::common;
 use common::{Table, TempDir, spinwise};
 use std::path::Path;
 
-const EXPERIMENTS: [&str; 12] = [
+const EXPERIMENTS: [&str; 13] = [
     "pelican-fig4",
     "pelican-fig5",
     "pelican-fig6",
@@ -28,6 +28,7 @@ const EXPERIMENTS: [&str; 12] = [
     "flamingo-fig5a",
     "flamingo-fig6ab",
     "flamingo-fig6c",
+    "sp-gc",
 ];
 
 /// Columns every results.csv must have: the inputs and the metrics of issue 3.
@@ -944,4 +945,44 @@ fn a_name_without_out_and_bad_numbers_are_usage_errors() {
     spinwise(["experiment", "pelican-fig5", "--out", &out, "--seeds", "0"])
         .refused()
         .stderr_mentions(&["--seeds"]);
+}
+
+#[test]
+fn sp_gc_quick_writes_gc_rows_both_figures_and_refuses_hours() {
+    let dir = TempDir::new("sp-gc");
+    let run = run_quick("sp-gc", dir.path(), &[]);
+    assert!(run.stdout.contains("16 runs"), "{}", run.stdout);
+    let table = Table::read(&dir.join("results.csv"));
+    assert_eq!(table.rows.len(), 16, "4 traces × 2 rates × 2 collectors");
+    let modes = table.column("mode");
+    assert!(modes.iter().step_by(2).all(|m| *m == "non-preemptive"));
+    assert!(
+        modes
+            .iter()
+            .skip(1)
+            .step_by(2)
+            .all(|m| *m == "semi-preemptive")
+    );
+    assert!(table.numbers("requests").iter().all(|n| *n == 20_000.0));
+    for figure in ["response_mean", "response_variance"] {
+        let png = std::fs::read(dir.join(&format!("{figure}.png"))).expect("PNG written");
+        assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n", "{figure}.png");
+    }
+    let summary = std::fs::read_to_string(dir.join("summary.md")).expect("summary.md");
+    for needle in ["Lee et al.", "financial: mean response time", "±10 points"] {
+        assert!(
+            summary.contains(needle),
+            "summary lacks {needle}:\n{summary}"
+        );
+    }
+    spinwise([
+        "experiment",
+        "sp-gc",
+        "--hours",
+        "1",
+        "--out",
+        &dir.path().display().to_string(),
+    ])
+    .refused()
+    .stderr_mentions(&["--hours", "sp-gc"]);
 }
