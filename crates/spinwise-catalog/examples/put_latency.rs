@@ -11,7 +11,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use spinwise_catalog::{Catalog, ObjectLocation, ObjectRecord, SqliteCatalog};
+use spinwise_catalog::{Catalog, ObjectLocation, ObjectRecord, SqliteCatalog, Tier};
 
 fn percentile(sorted: &[Duration], fraction: f64) -> Duration {
     let index = ((sorted.len() - 1) as f64 * fraction).round() as usize;
@@ -76,6 +76,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 segment: 1,
                 offset: index as u64 * 4096,
             },
+            tier: Tier::Cold,
         };
         let start = Instant::now();
         catalog.put_object(record).await?;

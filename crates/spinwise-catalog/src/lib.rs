@@ -12,7 +12,7 @@
 //!
 //! Backends:
 //! - [`SqliteCatalog`] (`sqlite.rs`): SQLite through sqlx in WAL mode with `synchronous = FULL`
-//!   (a method that returned `Ok` is durable), foreign keys on, a bounded pool, schema version 2 (version 1 migrated in place)
+//!   (a method that returned `Ok` is durable), foreign keys on, a bounded pool, schema version 3 (versions 1 and 2 migrated in place)
 //!   created from an empty database and newer versions refused; the embedded default.
 //! - [`MemoryCatalog`] (`memory.rs`): BTreeMaps behind a mutex; the reference model the SQLite
 //!   backend is tested against (tests/it/differential.rs), and a catalog for store unit tests.
@@ -29,7 +29,8 @@
 //!   the catalog does not hold: the store checks placement);
 //! - a rebuild task names a committed blob and a column whose disk is the task's failed disk,
 //!   marked failed;
-//! - the blob id counter is above every blob id.
+//! - the blob id counter is above every blob id;
+//! - every warm object is staged (schema version 3 also holds this as a CHECK constraint).
 
 use std::collections::BTreeSet;
 use std::future::Future;
@@ -56,6 +57,29 @@ pub enum ObjectLocation {
     Migrated { blob: BlobId, offset: u64 },
 }
 
+/// Which tier an object belongs in. A `Warm` object stays in the staging log on the always-on
+/// devices (S3's online classes, `STANDARD` and its kin); a `Cold` one is bundled and migrated
+/// into a group's disks by the migrator. Invariant: a `Warm` object is `Staged` (nothing moves
+/// an object into a blob while it is warm; [`Catalog::demote`] makes it cold first).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Tier {
+    /// Stays staged on the always-on devices until demoted.
+    Warm,
+    /// Migrated to the sleeping disks by the migrator (the store's behaviour before tiers).
+    #[default]
+    Cold,
+}
+
+impl Tier {
+    /// The name the SQLite catalog stores and reports show.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Tier::Warm => "warm",
+            Tier::Cold => "cold",
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ObjectRecord {
     pub key: String,
@@ -64,6 +88,8 @@ pub struct ObjectRecord {
     /// Set by the store from its clock; informational.
     pub created_unix_ms: i64,
     pub location: ObjectLocation,
+    /// Warm objects stay staged; cold ones migrate (see [`Tier`]).
+    pub tier: Tier,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -127,6 +153,10 @@ pub struct CatalogStats {
     pub bytes: u64,
     pub staged_objects: u64,
     pub staged_bytes: u64,
+    /// Staged objects in the warm tier (they stay staged; the rest of the staged ones are
+    /// waiting for migration).
+    pub warm_objects: u64,
+    pub warm_bytes: u64,
     pub blobs: u64,
     pub rebuild_pending: u64,
     /// Bytes of committed blobs no object points at any more (`size_bytes - live_bytes`,
@@ -233,11 +263,26 @@ pub trait Catalog: Send + Sync + 'static {
         after: Option<(u64, &str)>,
         limit: u32,
     ) -> impl Future<Output = Result<Vec<ObjectRecord>, CatalogError>> + Send;
-    /// Staged objects in log order (segment, offset).
+    /// Staged objects in log order (segment, offset, then key), all of them or only those of
+    /// `tier`.
     fn staged_objects(
+        &self,
+        tier: Option<Tier>,
+        limit: u32,
+    ) -> impl Future<Output = Result<Vec<ObjectRecord>, CatalogError>> + Send;
+    /// Warm objects, oldest first (`created_unix_ms`, then key): the order the store demotes
+    /// them in when the warm tier is over its capacity.
+    fn warm_objects(
         &self,
         limit: u32,
     ) -> impl Future<Output = Result<Vec<ObjectRecord>, CatalogError>> + Send;
+    /// Makes `key` cold if it is warm and still at `at` (so a demotion decided on one version
+    /// of an object never applies to a newer one); returns whether it changed. Durable.
+    fn demote(
+        &self,
+        key: &str,
+        at: &ObjectLocation,
+    ) -> impl Future<Output = Result<bool, CatalogError>> + Send;
     /// Segments some staged object still lives in (the rest may be freed).
     fn segments_in_use(
         &self,
@@ -260,7 +305,8 @@ pub trait Catalog: Send + Sync + 'static {
         record: BlobRecord,
     ) -> impl Future<Output = Result<(), CatalogError>> + Send;
     /// In one transaction: the blob becomes `Committed`, and each migration whose object is still
-    /// at `from` points into the blob; returns how many moved. `live_bytes` is set accordingly.
+    /// at `from` (and cold: a warm object never migrates) points into the blob; returns how
+    /// many moved. `live_bytes` is set accordingly.
     fn commit_blob(
         &self,
         blob: BlobId,

@@ -15,7 +15,7 @@ use crate::rules;
 use crate::{
     BlobId, BlobRecord, BlobState, Catalog, CatalogError, CatalogStats, DiskHealth, DiskIndex,
     DiskRecord, GroupIndex, IntegrityReport, Migration, ObjectLocation, ObjectRecord, RebuildTask,
-    ScrubEntry, SegmentId,
+    ScrubEntry, SegmentId, Tier,
 };
 
 /// The in-memory catalog; see the module documentation.
@@ -94,7 +94,12 @@ impl State {
                 continue;
             };
             // A key listed twice moves once: after the first move it is no longer at `from`.
-            if object.location != migration.from || !seen.insert(migration.key.clone()) {
+            // A warm object never moves into a blob: the rule is the catalog's, so no caller
+            // can break the invariant that warm objects are staged.
+            if object.location != migration.from
+                || object.tier == Tier::Warm
+                || !seen.insert(migration.key.clone())
+            {
                 continue;
             }
             rules::check_move(&blob, migration, object)?;
@@ -152,11 +157,14 @@ impl State {
                 .values()
                 .filter(|object| matches!(object.location, ObjectLocation::Staged { .. }))
         };
+        let warm = || staged().filter(|object| object.tier == Tier::Warm);
         Ok(CatalogStats {
             objects: self.objects.len() as u64,
             bytes: total(&mut self.objects.values().map(|object| object.size_bytes))?,
             staged_objects: staged().count() as u64,
             staged_bytes: total(&mut staged().map(|object| object.size_bytes))?,
+            warm_objects: warm().count() as u64,
+            warm_bytes: total(&mut warm().map(|object| object.size_bytes))?,
             blobs: self.blobs.len() as u64,
             rebuild_pending: self.rebuild.len() as u64,
             dead_bytes: total(
@@ -176,6 +184,9 @@ impl State {
             let ObjectLocation::Migrated { blob, offset } = object.location else {
                 continue;
             };
+            if object.tier == Tier::Warm {
+                problems.push(rules::problem_warm_object_migrated(&object.key, blob));
+            }
             *live.entry(blob).or_default() += u128::from(object.size_bytes);
             let Some(record) = self.blobs.get(&blob) else {
                 problems.push(rules::problem_object_in_missing_blob(&object.key, blob));
@@ -319,11 +330,16 @@ impl Catalog for MemoryCatalog {
         Ok(limited(inside.into_iter().map(|(_, o)| o.clone()), limit))
     }
 
-    async fn staged_objects(&self, limit: u32) -> Result<Vec<ObjectRecord>, CatalogError> {
+    async fn staged_objects(
+        &self,
+        tier: Option<Tier>,
+        limit: u32,
+    ) -> Result<Vec<ObjectRecord>, CatalogError> {
         let state = self.lock();
         let mut staged: Vec<(SegmentId, u64, &ObjectRecord)> = state
             .objects
             .values()
+            .filter(|object| tier.is_none_or(|tier| object.tier == tier))
             .filter_map(|object| match object.location {
                 ObjectLocation::Staged { segment, offset } => Some((segment, offset, object)),
                 ObjectLocation::Migrated { .. } => None,
@@ -335,6 +351,29 @@ impl Catalog for MemoryCatalog {
             staged.into_iter().map(|(_, _, o)| o.clone()),
             limit,
         ))
+    }
+
+    async fn warm_objects(&self, limit: u32) -> Result<Vec<ObjectRecord>, CatalogError> {
+        let state = self.lock();
+        let mut warm: Vec<&ObjectRecord> = state
+            .objects
+            .values()
+            .filter(|object| object.tier == Tier::Warm)
+            .collect();
+        warm.sort_by(|a, b| (a.created_unix_ms, &a.key).cmp(&(b.created_unix_ms, &b.key)));
+        Ok(limited(warm.into_iter().cloned(), limit))
+    }
+
+    async fn demote(&self, key: &str, at: &ObjectLocation) -> Result<bool, CatalogError> {
+        let mut state = self.lock();
+        let Some(object) = state.objects.get_mut(key) else {
+            return Ok(false);
+        };
+        if object.tier != Tier::Warm || &object.location != at {
+            return Ok(false);
+        }
+        object.tier = Tier::Cold;
+        Ok(true)
     }
 
     async fn segments_in_use(&self) -> Result<BTreeSet<SegmentId>, CatalogError> {

@@ -244,6 +244,10 @@ pub(crate) fn problem_object_outside_blob(key: &str, blob: BlobId, end: u128, si
     format!("object {key:?} ends at byte {end} of blob {blob}, which has {size} bytes")
 }
 
+pub(crate) fn problem_warm_object_migrated(key: &str, blob: BlobId) -> String {
+    format!("object {key:?} is warm but migrated into blob {blob}")
+}
+
 pub(crate) fn problem_object_in_missing_blob(key: &str, blob: BlobId) -> String {
     format!("object {key:?} points into blob {blob}, which is not in the catalog")
 }

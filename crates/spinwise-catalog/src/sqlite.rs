@@ -29,11 +29,11 @@ use crate::rules;
 use crate::{
     Absence, BlobId, BlobRecord, BlobState, Catalog, CatalogError, CatalogStats, ContentHash,
     DiskHealth, DiskIndex, DiskRecord, GroupIndex, IntegrityReport, Migration, ObjectLocation,
-    ObjectRecord, RebuildTask, ScrubEntry, SegmentId,
+    ObjectRecord, RebuildTask, ScrubEntry, SegmentId, Tier,
 };
 
 /// The schema version this build creates and understands.
-pub const SCHEMA_VERSION: i64 = 2;
+pub const SCHEMA_VERSION: i64 = 3;
 
 /// Connections in the pool: writers serialize on SQLite's write lock anyway; the rest let
 /// reads (WAL readers never block the writer) proceed concurrently.
@@ -105,8 +105,18 @@ CREATE INDEX blobs_by_scrub ON blobs (group_index, verified_unix_ms, id);
 UPDATE schema_version SET version = 2;
 "#;
 
+/// Version 2 → 3: each object's tier ('warm' stays staged, 'cold' migrates; existing objects
+/// were all headed for the cold groups, so they start cold), the rule that a warm object is
+/// staged, and the index the warm tier's demotion order (oldest first) reads.
+const SCHEMA_V3_STEP: &str = r#"
+ALTER TABLE objects ADD COLUMN tier TEXT NOT NULL DEFAULT 'cold'
+    CHECK (tier IN ('warm', 'cold') AND (tier = 'cold' OR staged_segment IS NOT NULL));
+CREATE INDEX objects_warm ON objects (created_unix_ms, key) WHERE tier = 'warm';
+UPDATE schema_version SET version = 3;
+"#;
+
 const OBJECT_COLUMNS: &str =
-    "key, size_bytes, content_hash, created_unix_ms, staged_segment, blob, byte_offset";
+    "key, size_bytes, content_hash, created_unix_ms, staged_segment, blob, byte_offset, tier";
 const BLOB_COLUMNS: &str =
     "id, group_index, k, r, fragment_bytes, size_bytes, content_hash, state, live_bytes";
 
@@ -177,12 +187,18 @@ fn decode_object(row: &SqliteRow) -> Result<ObjectRecord, CatalogError> {
         },
         _ => return Err(corrupt("decode", "object with both or no location".into())),
     };
+    let tier = match get::<String>(row, "tier")?.as_str() {
+        "warm" => Tier::Warm,
+        "cold" => Tier::Cold,
+        other => return Err(corrupt("decode", format!("object tier {other:?}"))),
+    };
     Ok(ObjectRecord {
         key: get(row, "key")?,
         size_bytes: unsigned(get::<i64>(row, "size_bytes")?, "size_bytes")?,
         content_hash: hash_of(get(row, "content_hash")?)?,
         created_unix_ms: get(row, "created_unix_ms")?,
         location,
+        tier,
     })
 }
 
@@ -486,6 +502,13 @@ impl SqliteCatalog {
                 .map_err(|error| format!("migrating schema version 1 to 2: {error}"))?;
             version = 2;
         }
+        if version == 2 {
+            sqlx::raw_sql(SCHEMA_V3_STEP)
+                .execute(&mut *transaction)
+                .await
+                .map_err(|error| format!("migrating schema version 2 to 3: {error}"))?;
+            version = 3;
+        }
         debug_assert_eq!(version, SCHEMA_VERSION);
         transaction
             .commit()
@@ -568,7 +591,8 @@ impl SqliteCatalog {
         let operation = "integrity_check";
         let fetch = |sql: &'static str| sqlx::query(sql);
         let rows = fetch(
-            "SELECT o.key, o.blob, b.state, o.byte_offset, o.size_bytes, b.size_bytes AS blob_size
+            "SELECT o.key, o.blob, o.tier, b.state, o.byte_offset, o.size_bytes,
+                    b.size_bytes AS blob_size
              FROM objects o LEFT JOIN blobs b ON b.id = o.blob WHERE o.blob IS NOT NULL",
         )
         .fetch_all(&mut *connection)
@@ -577,6 +601,9 @@ impl SqliteCatalog {
         for row in &rows {
             let key: String = get(row, "key")?;
             let blob: BlobId = unsigned(get::<i64>(row, "blob")?, "blob")?;
+            if get::<String>(row, "tier")? == Tier::Warm.as_str() {
+                problems.push(rules::problem_warm_object_migrated(&key, blob));
+            }
             let Some(state) = get::<Option<String>>(row, "state")? else {
                 problems.push(rules::problem_object_in_missing_blob(&key, blob));
                 continue;
@@ -750,7 +777,8 @@ impl SqliteCatalog {
             let Some(object) = load_object(connection, &migration.key).await? else {
                 continue;
             };
-            if object.location != migration.from {
+            // A warm object never moves into a blob (see the memory catalog's twin).
+            if object.location != migration.from || object.tier == Tier::Warm {
                 continue;
             }
             rules::check_move(blob, migration, &object)?;
@@ -792,7 +820,7 @@ impl Catalog for SqliteCatalog {
             release(&mut transaction, old).await?;
         }
         let sql = format!(
-            "INSERT OR REPLACE INTO objects ({OBJECT_COLUMNS}) VALUES (?, ?, ?, ?, ?, NULL, ?)"
+            "INSERT OR REPLACE INTO objects ({OBJECT_COLUMNS}) VALUES (?, ?, ?, ?, ?, NULL, ?, ?)"
         );
         sqlx::query(sqlx::AssertSqlSafe(sql))
             .bind(&record.key)
@@ -801,6 +829,7 @@ impl Catalog for SqliteCatalog {
             .bind(record.created_unix_ms)
             .bind(rules::stored(segment, "staging segment")?)
             .bind(rules::stored(offset, "staging offset")?)
+            .bind(record.tier.as_str())
             .execute(&mut *transaction)
             .await
             .map_err(query_error(operation))?;
@@ -891,17 +920,55 @@ impl Catalog for SqliteCatalog {
         rows.iter().map(decode_object).collect()
     }
 
-    async fn staged_objects(&self, limit: u32) -> Result<Vec<ObjectRecord>, CatalogError> {
+    async fn staged_objects(
+        &self,
+        tier: Option<Tier>,
+        limit: u32,
+    ) -> Result<Vec<ObjectRecord>, CatalogError> {
         let sql = format!(
             "SELECT {OBJECT_COLUMNS} FROM objects WHERE staged_segment IS NOT NULL
-             ORDER BY staged_segment, byte_offset, key LIMIT ?"
+                 AND (?1 IS NULL OR tier = ?1)
+             ORDER BY staged_segment, byte_offset, key LIMIT ?2"
         );
         let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(tier.map(Tier::as_str))
             .bind(i64::from(limit))
             .fetch_all(&self.pool)
             .await
             .map_err(query_error("staged_objects"))?;
         rows.iter().map(decode_object).collect()
+    }
+
+    async fn warm_objects(&self, limit: u32) -> Result<Vec<ObjectRecord>, CatalogError> {
+        let sql = format!(
+            "SELECT {OBJECT_COLUMNS} FROM objects WHERE tier = 'warm'
+             ORDER BY created_unix_ms, key LIMIT ?"
+        );
+        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(i64::from(limit))
+            .fetch_all(&self.pool)
+            .await
+            .map_err(query_error("warm_objects"))?;
+        rows.iter().map(decode_object).collect()
+    }
+
+    async fn demote(&self, key: &str, at: &ObjectLocation) -> Result<bool, CatalogError> {
+        let operation = "demote";
+        let ObjectLocation::Staged { segment, offset } = *at else {
+            // Warm objects are staged: a migrated location names no warm object.
+            return Ok(false);
+        };
+        let changed = sqlx::query(
+            "UPDATE objects SET tier = 'cold'
+             WHERE key = ? AND tier = 'warm' AND staged_segment = ? AND byte_offset = ?",
+        )
+        .bind(key)
+        .bind(rules::stored(segment, "staging segment")?)
+        .bind(rules::stored(offset, "staging offset")?)
+        .execute(&self.pool)
+        .await
+        .map_err(query_error(operation))?;
+        Ok(changed.rows_affected() == 1)
     }
 
     async fn segments_in_use(&self) -> Result<BTreeSet<SegmentId>, CatalogError> {
@@ -1239,6 +1306,9 @@ impl Catalog for SqliteCatalog {
                  (SELECT COUNT(*) FROM objects WHERE staged_segment IS NOT NULL) AS staged_objects,
                  (SELECT COALESCE(SUM(size_bytes), 0) FROM objects WHERE staged_segment IS NOT NULL)
                      AS staged_bytes,
+                 (SELECT COUNT(*) FROM objects WHERE tier = 'warm') AS warm_objects,
+                 (SELECT COALESCE(SUM(size_bytes), 0) FROM objects WHERE tier = 'warm')
+                     AS warm_bytes,
                  (SELECT COUNT(*) FROM blobs) AS blobs,
                  (SELECT COUNT(*) FROM rebuild_tasks) AS rebuild_pending,
                  (SELECT COALESCE(SUM(size_bytes - live_bytes), 0) FROM blobs
@@ -1254,6 +1324,8 @@ impl Catalog for SqliteCatalog {
             bytes: field("bytes")?,
             staged_objects: field("staged_objects")?,
             staged_bytes: field("staged_bytes")?,
+            warm_objects: field("warm_objects")?,
+            warm_bytes: field("warm_bytes")?,
             blobs: field("blobs")?,
             rebuild_pending: field("rebuild_pending")?,
             dead_bytes: field("dead_bytes")?,

@@ -106,6 +106,9 @@ pub struct StoreConfig {
     pub staging: StagingConfig,
     /// Scrub policy for the upkeep task (`[upkeep]` in store.toml; defaults when absent).
     pub upkeep: UpkeepConfig,
+    /// The warm tier's capacity and what happens when it fills (`[warm]` in store.toml;
+    /// defaults when absent).
+    pub warm: WarmConfig,
     /// Idle spin-down: a group with no work for this many seconds of the driver's (real) clock
     /// spins down (`None`: never; `idle_spin_down_s` in store.toml, 0 there for never, absent
     /// for the default, spinwise-sched's `DEFAULT_IDLE_SPIN_DOWN_S`). Not scaled by
@@ -138,9 +141,18 @@ impl StoreConfig {
             fragment_bytes: 128 << 10,
             staging: StagingConfig::default(),
             upkeep: UpkeepConfig::default(),
+            warm: WarmConfig::default(),
             idle_spin_down_s: Some(DEFAULT_IDLE_SPIN_DOWN_S),
             policy: PolicyChoice::Pelican,
         }
+    }
+
+    /// The warm tier's capacity in bytes: [`WarmConfig::capacity_bytes`], or half the staging
+    /// limit when unset (the other half stays for cold objects waiting to migrate).
+    pub fn warm_capacity_bytes(&self) -> u64 {
+        self.warm
+            .capacity_bytes
+            .unwrap_or(self.staging.limit_bytes / 2)
     }
 
     /// The idle spin-down time the driver is given, µs (`None`: never).
@@ -181,6 +193,9 @@ struct StoreFile {
     /// Absent in stores written before upkeep existed: the defaults apply.
     #[serde(default)]
     upkeep: UpkeepConfig,
+    /// Absent in stores written before the warm tier existed, and when the default.
+    #[serde(default, skip_serializing_if = "WarmConfig::is_default")]
+    warm: WarmConfig,
     /// Seconds, 0 for never; absent when the default, and in stores written before it existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     idle_spin_down_s: Option<f64>,
@@ -247,6 +262,17 @@ pub fn validate(config: &StoreConfig, path: &Path) -> StoreResult<Rack> {
         ));
     }
     validate_upkeep(&config.upkeep).map_err(|message| config_error(path, message))?;
+    if config.warm_capacity_bytes() > config.staging.limit_bytes {
+        return Err(config_error(
+            path,
+            format!(
+                "warm.capacity_bytes {} is above staging.limit_bytes {}: the warm tier lives in \
+                 the staging log",
+                config.warm_capacity_bytes(),
+                config.staging.limit_bytes
+            ),
+        ));
+    }
     if let Some(seconds) = config.idle_spin_down_s
         && !(seconds.is_finite() && seconds > 0.0)
     {
@@ -321,6 +347,7 @@ pub fn write_in(data_dir: &Path, config: &StoreConfig, host: &HostFiles) -> Stor
             limit_bytes: config.staging.limit_bytes,
         },
         upkeep: config.upkeep.clone(),
+        warm: config.warm.clone(),
         idle_spin_down_s: match config.idle_spin_down_s {
             Some(seconds) if seconds == DEFAULT_IDLE_SPIN_DOWN_S => None,
             Some(seconds) => Some(seconds),
@@ -395,6 +422,7 @@ pub fn read(data_dir: &Path) -> StoreResult<StoreConfig> {
             limit_bytes: file.staging.limit_bytes,
         },
         upkeep: file.upkeep,
+        warm: file.warm,
         idle_spin_down_s: match file.idle_spin_down_s {
             None => Some(DEFAULT_IDLE_SPIN_DOWN_S),
             Some(seconds) => (seconds != 0.0).then_some(seconds),
@@ -408,6 +436,40 @@ pub fn read(data_dir: &Path) -> StoreResult<StoreConfig> {
 /// the columns' requests, small enough that k columns' read-ahead stays a few MiB per read.
 /// The default of [`crate::StoreConfig::read_batch_bytes`].
 pub const COLUMN_BATCH_BYTES: u64 = 512 << 10;
+
+/// What a warm PUT meets when the warm tier holds its capacity (`warm.when_full`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WarmWhenFull {
+    /// The PUT is accepted; upkeep then demotes the oldest warm objects (by write time: the
+    /// store does not track reads) to cold until the tier is back under its capacity, and
+    /// the migrator moves them to the groups. The tier may run over its capacity between a
+    /// PUT and upkeep's next tick.
+    #[default]
+    DemoteOldest,
+    /// The PUT is refused ([`crate::StoreError::WarmFull`]; S3 answers 503 SlowDown) while
+    /// the tier holds its capacity or more; cold PUTs still go through. One PUT may take the
+    /// tier past its capacity (its size is known only once written).
+    Refuse,
+}
+
+/// The warm tier: objects written `Warm` stay in the staging log (docs/store.md, "Tiers").
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct WarmConfig {
+    /// Bytes of warm objects the tier keeps (`None`: half of `staging.limit_bytes`); at most
+    /// the staging limit.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub capacity_bytes: Option<u64>,
+    /// What happens when it is reached.
+    pub when_full: WarmWhenFull,
+}
+
+impl WarmConfig {
+    fn is_default(&self) -> bool {
+        *self == WarmConfig::default()
+    }
+}
 
 /// The scrub policy of the upkeep task.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

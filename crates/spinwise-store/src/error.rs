@@ -73,6 +73,14 @@ pub enum StoreError {
         "`{key}` failed its whole-object BLAKE3 check: the bytes read are not the bytes stored"
     )]
     ContentHashMismatch { key: String },
+    /// A warm PUT met a full warm tier under `warm.when_full = "refuse"`: nothing was written.
+    #[error(
+        "the warm tier holds {warm_bytes} bytes, at or above its capacity of {capacity_bytes}: warm PUTs are refused until lifecycle transitions or deletes make room (cold PUTs still go through); retry later"
+    )]
+    WarmFull {
+        warm_bytes: u64,
+        capacity_bytes: u64,
+    },
     #[error("the scheduler refused to queue `{key}`: {reason}; retry later")]
     Busy { key: String, reason: String },
     /// The caller's `before_commit` step of [`crate::Store::put_with`] failed: nothing was

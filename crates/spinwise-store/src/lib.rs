@@ -59,7 +59,7 @@ mod writeback;
 
 pub use blob_index::{INDEX_DIR, index_path, read_index};
 pub use compact::CompactReport;
-pub use config::{RackSource, ReadColumns, StoreConfig, UpkeepConfig};
+pub use config::{RackSource, ReadColumns, StoreConfig, UpkeepConfig, WarmConfig, WarmWhenFull};
 pub use duties::DutyReport;
 pub use error::{RepairFailure, StoreError, StoreResult};
 pub use get::ObjectReader;
@@ -72,6 +72,7 @@ pub use recover::{RecoverError, RecoverReport, Skipped, recover, recover_in};
 pub use repair::{RebuildProgress, RebuildReport};
 pub use scrub::{ScrubLedger, ScrubMode, ScrubReport};
 pub use space::DiskSpace;
+pub use spinwise_catalog::Tier;
 pub use staging::{ContentCheck, StagingConfig, StagingError, StagingLog};
 pub use startup::{DiskProblem, StartupReport};
 pub use store::{CATALOG_FILE, ReadPriority, SqliteStore, Store, StoreRecovery, StoreStatus};

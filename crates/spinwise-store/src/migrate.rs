@@ -1,5 +1,6 @@
-//! The bundler and the migrator (issue 4 item 5, second half): [`Store::flush`] packs staged
-//! objects, in log order, into bundles of at most `bundle_bytes` (an object at least that large
+//! The bundler and the migrator (issue 4 item 5, second half): [`Store::flush`] packs cold
+//! staged objects (warm ones stay in the staging log: see [`spinwise_catalog::Tier`]), in log
+//! order, into bundles of at most `bundle_bytes` (an object at least that large
 //! is its own blob), erasure-codes each into a group's k + r disks as one blob, commits the
 //! catalog, then frees the staging space. [`Store::flush_placed`] does the same except that the
 //! objects its caller names a group for go alone, each as its own blob, into that group.
@@ -39,7 +40,7 @@ use bytes::Bytes;
 use serde::Serialize;
 use spinwise_catalog::{
     BlobId, BlobRecord, BlobState, Catalog, ContentHash, DiskIndex, GroupIndex, Migration,
-    ObjectLocation, ObjectRecord, SegmentId,
+    ObjectLocation, ObjectRecord, SegmentId, Tier,
 };
 use spinwise_disk::Disk;
 use spinwise_sched::scheduler::Kind;
@@ -214,14 +215,17 @@ impl<C: Catalog> Store<C> {
             ..FlushReport::default()
         };
         let mut state = FlushProgress {
-            bytes_staged: self.catalog().stats().await?.staged_bytes,
+            bytes_staged: {
+                let stats = self.catalog().stats().await?;
+                stats.staged_bytes.saturating_sub(stats.warm_bytes)
+            },
             ..FlushProgress::default()
         };
         let mut groups = BTreeSet::new();
         loop {
             let staged: Vec<ObjectRecord> = self
                 .catalog()
-                .staged_objects(ROUND_OBJECTS)
+                .staged_objects(Some(Tier::Cold), ROUND_OBJECTS)
                 .await?
                 .into_iter()
                 .filter(|object| object.created_unix_ms <= started_unix_ms)

@@ -166,7 +166,7 @@ impl<C: Catalog> Store<C> {
     /// Reconciles the scanned staging log with the catalog's staged objects.
     async fn recover(&self) -> StoreResult<StoreRecovery> {
         // Read after the staging log claimed its segments (in `StagingLog::open`).
-        let staged = self.catalog.staged_objects(u32::MAX).await?;
+        let staged = self.catalog.staged_objects(None, u32::MAX).await?;
         let in_use = self.staging.segments_in_use_at_open();
         let mut wanted = Vec::new();
         let mut referenced = BTreeSet::new();

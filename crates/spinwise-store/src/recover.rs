@@ -32,7 +32,7 @@ use crate::store::CATALOG_FILE;
 use serde::Serialize;
 use spinwise_catalog::{
     BlobId, BlobRecord, BlobState, Catalog, CatalogError, DiskIndex, GroupIndex, Migration,
-    ObjectLocation, ObjectRecord, SegmentId, SqliteCatalog,
+    ObjectLocation, ObjectRecord, SegmentId, SqliteCatalog, Tier,
 };
 use spinwise_disk::{Disk, PowerState};
 use spinwise_ec::{HEADER_BYTES, StackHeader};
@@ -110,6 +110,10 @@ struct Version {
     content_hash: [u8; 32],
     /// `Staged` at its record, or `Migrated` at its blob and offset.
     location: ObjectLocation,
+    /// A staged version's tier as its record says (a demotion lived only in the lost catalog,
+    /// so a demoted object comes back warm: nothing is lost, it waits to be demoted again);
+    /// migrated versions are cold.
+    tier: Tier,
 }
 
 /// A blob whose stacks agree with each other and with its index.
@@ -525,6 +529,7 @@ fn choose_versions(
                     blob: *id,
                     offset: entry.offset,
                 },
+                tier: Tier::Cold,
             };
             offer(&entry.key, version);
         }
@@ -538,6 +543,7 @@ fn choose_versions(
                 segment: record.segment,
                 offset: record.offset,
             },
+            tier: record.tier,
         };
         offer(&record.key, version);
     }
@@ -620,6 +626,7 @@ fn object(key: String, version: &Version, created_unix_ms: i64) -> ObjectRecord 
         content_hash: version.content_hash,
         created_unix_ms,
         location: version.location.clone(),
+        tier: version.tier,
     }
 }
 

@@ -45,11 +45,15 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncSeekExt};
 
-pub use spinwise_catalog::{ContentHash, SegmentId};
+pub use spinwise_catalog::{ContentHash, SegmentId, Tier};
 
 const SEGMENT_MAGIC: &[u8; 8] = b"SWSTGSEG";
 const RECORD_MAGIC: &[u8; 8] = b"SWSTGREC";
 const FORMAT_VERSION: u32 = 1;
+/// Record flag bit 0: the object is warm (stays staged). Cold records keep flags 0, the only
+/// value binaries from before tiers accept, so a store with no warm object stays readable by
+/// them; every other bit is refused.
+const RECORD_FLAG_WARM: u16 = 1;
 /// Bytes of the segment header at offset 0.
 pub const SEGMENT_HEADER_BYTES: u64 = 32;
 /// Record header bytes before the key (magic, version, flags, chunk size, key length).
@@ -175,6 +179,8 @@ pub struct ScannedRecord {
     pub key: String,
     pub size_bytes: u64,
     pub content_hash: ContentHash,
+    /// The tier the PUT wrote (a later demotion lives only in the catalog).
+    pub tier: Tier,
 }
 
 /// What `recover` did.
@@ -351,11 +357,18 @@ fn segment_header(segment: SegmentId, chunk_bytes: u32) -> [u8; 32] {
     header
 }
 
-fn record_header(key: &str, chunk_bytes: u32) -> Vec<u8> {
+fn record_flags(tier: Tier) -> u16 {
+    match tier {
+        Tier::Warm => RECORD_FLAG_WARM,
+        Tier::Cold => 0,
+    }
+}
+
+fn record_header(key: &str, tier: Tier, chunk_bytes: u32) -> Vec<u8> {
     let mut header = Vec::with_capacity(RECORD_HEADER_FIXED_BYTES as usize + key.len() + 4);
     header.extend_from_slice(RECORD_MAGIC);
     header.extend_from_slice(&(FORMAT_VERSION as u16).to_le_bytes());
-    header.extend_from_slice(&0u16.to_le_bytes());
+    header.extend_from_slice(&record_flags(tier).to_le_bytes());
     header.extend_from_slice(&chunk_bytes.to_le_bytes());
     header.extend_from_slice(&(key.len() as u32).to_le_bytes());
     header.extend_from_slice(key.as_bytes());
@@ -391,6 +404,7 @@ fn le_u64(bytes: &[u8]) -> u64 {
 struct RecordHeader {
     chunk_bytes: u32,
     key: String,
+    tier: Tier,
     /// Header length (`24 + key length`): the payload starts at `offset + length`.
     length_bytes: u64,
 }
@@ -405,9 +419,18 @@ fn read_record_header(reader: &mut impl Read) -> std::result::Result<RecordHeade
         return Err("no record magic".into());
     }
     let version = le_u16(&fixed[8..10]);
-    if u32::from(version) != FORMAT_VERSION || le_u16(&fixed[10..12]) != 0 {
+    if u32::from(version) != FORMAT_VERSION {
         return Err(format!("record version {version} is not supported"));
     }
+    let flags = le_u16(&fixed[10..12]);
+    if flags & !RECORD_FLAG_WARM != 0 {
+        return Err(format!("record flags {flags:#06x} are not supported"));
+    }
+    let tier = if flags & RECORD_FLAG_WARM != 0 {
+        Tier::Warm
+    } else {
+        Tier::Cold
+    };
     let chunk_bytes = le_u32(&fixed[12..16]);
     let key_bytes = le_u32(&fixed[16..20]) as usize;
     if key_bytes == 0 || key_bytes > MAX_KEY_BYTES {
@@ -428,6 +451,7 @@ fn read_record_header(reader: &mut impl Read) -> std::result::Result<RecordHeade
     Ok(RecordHeader {
         chunk_bytes,
         key,
+        tier,
         length_bytes: RECORD_HEADER_FIXED_BYTES + key_bytes as u64 + 4,
     })
 }
@@ -470,7 +494,7 @@ fn scan_record(
             .map_err(|e| format!("frame at {position}: {e}"))?;
         let length_bytes = le_u32(&frame);
         if length_bytes == 0 {
-            return finish_record(file, (segment, offset), header.key, position, size_bytes);
+            return finish_record(file, (segment, offset), header, position, size_bytes);
         }
         if length_bytes > header.chunk_bytes || last_was_short {
             return Err(format!("bad chunk length {length_bytes} at {position}"));
@@ -577,15 +601,15 @@ fn check_record_at(
             return Err(format!("the last chunk's length at {last_at} does not fit"));
         }
     }
-    finish_record(file, (segment, offset), header.key, trailer_at, size_bytes)
+    finish_record(file, (segment, offset), header, trailer_at, size_bytes)
 }
 
-/// Reads the trailer at `trailer_at` of the record at `(segment, offset)` holding `key`, checks
+/// Reads the trailer at `trailer_at` of the record at `(segment, offset)` with `header`, checks
 /// it says `size_bytes`, and returns the record with its end offset.
 fn finish_record(
     file: &mut (impl Read + Seek),
     (segment, offset): (SegmentId, u64),
-    key: String,
+    header: RecordHeader,
     trailer_at: u64,
     size_bytes: u64,
 ) -> std::result::Result<(ScannedRecord, u64), String> {
@@ -602,9 +626,10 @@ fn finish_record(
     let record = ScannedRecord {
         segment,
         offset,
-        key,
+        key: header.key,
         size_bytes,
         content_hash,
+        tier: header.tier,
     };
     Ok((record, trailer_at + TRAILER_BYTES))
 }
@@ -1161,17 +1186,22 @@ impl StagingLog {
         }
     }
 
-    /// Appends one record holding everything `reader` yields, fsyncs it, and returns where it
-    /// is. Memory: one chunk. On any error (reader, IO, `Full`) the segment is cut back to where
-    /// the record began, so nothing of it remains.
-    pub async fn append(&self, key: &str, reader: impl AsyncRead + Unpin) -> Result<StagedRecord> {
+    /// Appends one record of `tier` holding everything `reader` yields, fsyncs it, and returns
+    /// where it is. Memory: one chunk. On any error (reader, IO, `Full`) the segment is cut back
+    /// to where the record began, so nothing of it remains.
+    pub async fn append(
+        &self,
+        key: &str,
+        tier: Tier,
+        reader: impl AsyncRead + Unpin,
+    ) -> Result<StagedRecord> {
         check_key(key)?;
         let mut open = self.take_segment().await?;
         let pin = SegmentPin::new(open.id, &self.pins, &open.lock);
         let offset = open.length_bytes;
         let mut reserved_bytes = 0u64;
         let result = self
-            .write_record(&mut open, key, reader, &mut reserved_bytes)
+            .write_record(&mut open, (key, tier), reader, &mut reserved_bytes)
             .await;
         match result {
             Ok((size_bytes, content_hash, end)) => {
@@ -1229,13 +1259,13 @@ impl StagingLog {
     async fn write_record(
         &self,
         open: &mut OpenSegment,
-        key: &str,
+        (key, tier): (&str, Tier),
         mut reader: impl AsyncRead + Unpin,
         reserved_bytes: &mut u64,
     ) -> Result<(u64, ContentHash, u64)> {
         let path = segment_path(&self.dir, open.id);
         let chunk_bytes = self.config.chunk_bytes as usize;
-        let header = record_header(key, self.config.chunk_bytes);
+        let header = record_header(key, tier, self.config.chunk_bytes);
         self.reserve(header.len() as u64 + TRAILER_BYTES)?;
         *reserved_bytes += header.len() as u64 + TRAILER_BYTES;
         let file = open.file.try_clone().await.map_err(io_error(&path))?;

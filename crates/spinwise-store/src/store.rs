@@ -17,13 +17,13 @@
 //! - this module depends on no operation module: the fields' types come from below it.
 
 use crate::clock::Clock;
-use crate::config::StoreConfig;
+use crate::config::{StoreConfig, WarmWhenFull};
 use crate::driver::GroupPhase;
 use crate::error::{StoreError, StoreResult};
 use crate::rack::StoreRack;
 use crate::staging::{Claim, MAX_KEY_BYTES, RecoveryReport, StagingLog};
 use serde::Serialize;
-use spinwise_catalog::{Catalog, ObjectLocation, ObjectRecord, SqliteCatalog};
+use spinwise_catalog::{Catalog, ObjectLocation, ObjectRecord, SqliteCatalog, Tier};
 use spinwise_model::{GroupIndex, Layout, Rack};
 use spinwise_sched::scheduler::Kind;
 use std::path::{Path, PathBuf};
@@ -58,6 +58,12 @@ pub struct StoreStatus {
     pub bytes: u64,
     pub staged_objects: u64,
     pub staged_bytes: u64,
+    /// Of the staged objects, those in the warm tier (they stay staged; the rest wait for
+    /// migration).
+    pub warm_objects: u64,
+    pub warm_bytes: u64,
+    /// The warm tier's capacity ([`StoreConfig::warm_capacity_bytes`]).
+    pub warm_capacity_bytes: u64,
     /// Disks spun up and active now (the driver's budget audit).
     pub disks_active: u64,
     pub disks_failed: u64,
@@ -116,19 +122,20 @@ pub(crate) fn check_key(key: &str) -> StoreResult<()> {
 }
 
 impl<C: Catalog> Store<C> {
-    /// Stores `reader`'s bytes under `key`, replacing any older object of that key. Durable
-    /// (staging fsync, then catalog commit) when it returns.
+    /// Stores `reader`'s bytes under `key` as a cold object (migrated to the groups by
+    /// upkeep), replacing any older object of that key. Durable (staging fsync, then catalog
+    /// commit) when it returns.
     pub async fn put(
         &self,
         key: &str,
         reader: impl AsyncRead + Unpin,
     ) -> StoreResult<ObjectRecord> {
-        self.put_with(key, reader, |_| std::future::ready(Ok(())))
+        self.put_with(key, Tier::Cold, reader, |_| std::future::ready(Ok(())))
             .await
     }
 
-    /// [`Store::put`] with `before_commit` run between the staging fsync and the catalog
-    /// commit, given the record about to be committed (its size and BLAKE3 are known only
+    /// [`Store::put`] into `tier` (a `Warm` object stays staged; see [`Tier`]) with
+    /// `before_commit` run between the staging fsync and the catalog commit, given the record about to be committed (its size and BLAKE3 are known only
     /// then). A layer above that keeps its own rows about objects (the S3 layer's metadata)
     /// writes them here, so a committed object always has its row and the content hash is
     /// computed once. An `Err(reason)` abandons the PUT: nothing becomes visible (the staged
@@ -137,6 +144,7 @@ impl<C: Catalog> Store<C> {
     pub async fn put_with<Fut>(
         &self,
         key: &str,
+        tier: Tier,
         reader: impl AsyncRead + Unpin,
         before_commit: impl FnOnce(&ObjectRecord) -> Fut,
     ) -> StoreResult<ObjectRecord>
@@ -144,7 +152,8 @@ impl<C: Catalog> Store<C> {
         Fut: std::future::Future<Output = Result<(), String>>,
     {
         check_key(key)?;
-        let staged = self.staging.append(key, reader).await?;
+        self.check_warm_room(tier).await?;
+        let staged = self.staging.append(key, tier, reader).await?;
         let record = ObjectRecord {
             key: key.to_string(),
             size_bytes: staged.size_bytes,
@@ -154,6 +163,7 @@ impl<C: Catalog> Store<C> {
                 segment: staged.segment,
                 offset: staged.offset,
             },
+            tier,
         };
         if let Err(reason) = before_commit(&record).await {
             return Err(StoreError::CommitRefused {
@@ -168,6 +178,43 @@ impl<C: Catalog> Store<C> {
             self.reclaim_staging().await?;
         }
         Ok(record)
+    }
+
+    /// Under `warm.when_full = "refuse"`, refuses a warm PUT while the warm tier holds its
+    /// capacity or more (before anything is written). Costs one catalog query per warm PUT in
+    /// that mode only.
+    async fn check_warm_room(&self, tier: Tier) -> StoreResult<()> {
+        if tier != Tier::Warm || self.config.warm.when_full != WarmWhenFull::Refuse {
+            return Ok(());
+        }
+        let warm_bytes = self.catalog.stats().await?.warm_bytes;
+        let capacity_bytes = self.config.warm_capacity_bytes();
+        if warm_bytes >= capacity_bytes {
+            return Err(StoreError::WarmFull {
+                warm_bytes,
+                capacity_bytes,
+            });
+        }
+        Ok(())
+    }
+
+    /// Moves `key` from the warm tier to the cold one (a lifecycle transition, or the warm
+    /// tier over its capacity): the migrator takes it from then on. Returns whether it was
+    /// warm; a cold or migrated object is left as it is. Durable when it returns.
+    pub async fn demote(&self, key: &str) -> StoreResult<bool> {
+        let record = self.stat(key).await?;
+        self.demote_listed(&record).await
+    }
+
+    /// [`Store::demote`] of exactly the version `listed` (from a listing): a newer PUT of the
+    /// key since is left in its own tier, so a decision made on the listed version's age never
+    /// applies to a younger one.
+    pub async fn demote_listed(&self, listed: &ObjectRecord) -> StoreResult<bool> {
+        if listed.tier != Tier::Warm {
+            return Ok(false);
+        }
+        check_key(&listed.key)?;
+        Ok(self.catalog.demote(&listed.key, &listed.location).await?)
     }
 
     /// The object's metadata.
@@ -233,6 +280,9 @@ impl<C: Catalog> Store<C> {
             bytes: stats.bytes,
             staged_objects: stats.staged_objects,
             staged_bytes: stats.staged_bytes,
+            warm_objects: stats.warm_objects,
+            warm_bytes: stats.warm_bytes,
+            warm_capacity_bytes: self.config.warm_capacity_bytes(),
             disks_active: u64::from(self.rack_io.driver.audit_counters().active_now),
             disks_failed: unhealthy.len() as u64,
             rebuild_pending: stats.rebuild_pending,

@@ -3,10 +3,10 @@
 
 use crate::common;
 
-use common::{staged, writing_blob};
+use common::{staged, warm, writing_blob};
 use spinwise_catalog::{
     BlobState, Catalog, CatalogError, CatalogStats, DiskHealth, DiskRecord, Migration,
-    ObjectLocation, RebuildTask,
+    ObjectLocation, ObjectRecord, RebuildTask, Tier,
 };
 
 for_both!(
@@ -33,6 +33,8 @@ for_both!(
     scrub_due_lists_committed_blobs_of_a_group_most_overdue_first,
     record_scrub_refuses_unknown_and_writing_blobs_and_non_positive_times,
     compaction_moves_live_objects_between_blobs_unless_deleted_and_dead_bytes_count_the_rest,
+    warm_objects_stay_staged_and_are_listed_oldest_first_by_tier,
+    demote_changes_only_the_version_it_was_decided_on,
 );
 
 fn is_invalid<T: std::fmt::Debug>(result: Result<T, CatalogError>) -> bool {
@@ -247,7 +249,7 @@ async fn staged_objects_come_in_log_order<C: Catalog>(catalog: &C) {
             .unwrap();
     }
     let order: Vec<String> = catalog
-        .staged_objects(100)
+        .staged_objects(None, 100)
         .await
         .unwrap()
         .into_iter()
@@ -255,7 +257,7 @@ async fn staged_objects_come_in_log_order<C: Catalog>(catalog: &C) {
         .collect();
     assert_eq!(order, ["b", "c", "e", "d", "a"]);
     let first_two: Vec<String> = catalog
-        .staged_objects(2)
+        .staged_objects(None, 2)
         .await
         .unwrap()
         .into_iter()
@@ -551,7 +553,7 @@ async fn commit_blob_moves_only_objects_still_at_from_and_sets_live_bytes<C: Cat
     let blob = catalog.blob(id).await.unwrap().unwrap();
     assert_eq!((blob.state, blob.live_bytes), (BlobState::Committed, 7));
     let staged_keys: Vec<String> = catalog
-        .staged_objects(10)
+        .staged_objects(None, 10)
         .await
         .unwrap()
         .into_iter()
@@ -974,6 +976,8 @@ async fn stats_count_objects_bytes_blobs_and_pending_rebuilds<C: Catalog>(catalo
         bytes: 18,
         staged_objects: 1,
         staged_bytes: 10,
+        warm_objects: 0,
+        warm_bytes: 0,
         blobs: 2,
         rebuild_pending: 1,
         dead_bytes: 0,
@@ -1132,4 +1136,74 @@ async fn compaction_moves_live_objects_between_blobs_unless_deleted_and_dead_byt
     catalog.remove_blob(old).await.unwrap();
     assert_eq!(catalog.stats().await.unwrap().dead_bytes, 4);
     assert!(catalog.integrity_check().await.unwrap().problems.is_empty());
+}
+
+fn keys_of(objects: Vec<ObjectRecord>) -> Vec<String> {
+    objects.into_iter().map(|object| object.key).collect()
+}
+
+async fn warm_objects_stay_staged_and_are_listed_oldest_first_by_tier<C: Catalog>(catalog: &C) {
+    // Sizes pick the creation times (see `common::staged`): "w-new" is younger than "w-old".
+    catalog.put_object(warm("w-new", 9, 1, 100)).await.unwrap();
+    catalog.put_object(warm("w-old", 2, 1, 200)).await.unwrap();
+    catalog.put_object(staged("cold", 4, 1, 300)).await.unwrap();
+    let in_tier = |tier| catalog.staged_objects(Some(tier), 10);
+    assert_eq!(
+        keys_of(in_tier(Tier::Warm).await.unwrap()),
+        ["w-new", "w-old"]
+    );
+    assert_eq!(keys_of(in_tier(Tier::Cold).await.unwrap()), ["cold"]);
+    assert_eq!(
+        keys_of(catalog.warm_objects(10).await.unwrap()),
+        ["w-old", "w-new"]
+    );
+    assert_eq!(keys_of(catalog.warm_objects(1).await.unwrap()), ["w-old"]);
+    let stats = catalog.stats().await.unwrap();
+    assert_eq!((stats.warm_objects, stats.warm_bytes), (2, 11));
+    assert_eq!((stats.staged_objects, stats.staged_bytes), (3, 15));
+    // A migration naming every staged object moves only the cold one.
+    let blob = catalog.next_blob_id().await.unwrap();
+    catalog
+        .begin_blob(writing_blob(blob, 0, [0, 1, 2], 15))
+        .await
+        .unwrap();
+    let moves = [("w-new", 100, 0), ("w-old", 200, 9), ("cold", 300, 11)]
+        .map(|(key, offset, blob_offset)| Migration {
+            key: key.into(),
+            from: ObjectLocation::Staged { segment: 1, offset },
+            blob_offset,
+        })
+        .to_vec();
+    assert_eq!(catalog.commit_blob(blob, moves).await.unwrap(), 1);
+    assert_eq!(catalog.stats().await.unwrap().warm_objects, 2);
+    assert!(matches!(
+        catalog.object("w-old").await.unwrap().unwrap().location,
+        ObjectLocation::Staged { .. }
+    ));
+}
+
+async fn demote_changes_only_the_version_it_was_decided_on<C: Catalog>(catalog: &C) {
+    catalog.put_object(warm("k", 5, 1, 100)).await.unwrap();
+    let first = ObjectLocation::Staged {
+        segment: 1,
+        offset: 100,
+    };
+    // A newer warm version replaced it: the demotion decided on the old one does nothing.
+    catalog.put_object(warm("k", 5, 2, 32)).await.unwrap();
+    assert!(!catalog.demote("k", &first).await.unwrap());
+    assert_eq!(catalog.object("k").await.unwrap().unwrap().tier, Tier::Warm);
+    let current = ObjectLocation::Staged {
+        segment: 2,
+        offset: 32,
+    };
+    assert!(catalog.demote("k", &current).await.unwrap());
+    assert_eq!(catalog.object("k").await.unwrap().unwrap().tier, Tier::Cold);
+    // Demoting twice, or a key that does not exist, changes nothing.
+    assert!(!catalog.demote("k", &current).await.unwrap());
+    assert!(!catalog.demote("absent", &current).await.unwrap());
+    assert_eq!(
+        keys_of(catalog.staged_objects(Some(Tier::Cold), 10).await.unwrap()),
+        ["k"]
+    );
+    assert_eq!(catalog.stats().await.unwrap().warm_bytes, 0);
 }

@@ -12,7 +12,7 @@ use common::{runtime, staged, writing_blob};
 use proptest::prelude::*;
 use spinwise_catalog::{
     BlobId, BlobState, Catalog, DiskHealth, MemoryCatalog, Migration, ObjectLocation, RebuildTask,
-    SqliteCatalog,
+    SqliteCatalog, Tier,
 };
 
 const KEYS: [&str; 10] = [
@@ -36,6 +36,7 @@ enum Op {
         size_bytes: u64,
         segment: u64,
         offset: u64,
+        warm: bool,
     },
     Get {
         key: usize,
@@ -48,8 +49,19 @@ enum Op {
         after: Option<usize>,
         limit: u32,
     },
+    /// Staged objects of every tier (`None`), or only warm (`Some(true)`) or cold ones.
     Staged {
+        warm: Option<bool>,
         limit: u32,
+    },
+    /// Warm objects, oldest first.
+    WarmOldest {
+        limit: u32,
+    },
+    /// Demotes a key at its current location, or at a made-up stale one.
+    Demote {
+        key: usize,
+        current: bool,
     },
     Segments,
     NextBlobId,
@@ -153,11 +165,13 @@ fn op() -> impl Strategy<Value = Op> {
         1 => [0u32..8, 0u32..8, 0u32..8],
     ];
     prop_oneof![
-        4 => (key.clone(), 0u64..6, 0u64..4, 0u64..4).prop_map(|(key, size_bytes, segment, offset)| Op::Put { key, size_bytes, segment, offset }),
+        4 => (key.clone(), 0u64..6, 0u64..4, 0u64..4, proptest::bool::weighted(0.4)).prop_map(|(key, size_bytes, segment, offset, warm)| Op::Put { key, size_bytes, segment, offset, warm }),
         1 => key.clone().prop_map(|key| Op::Get { key }),
         2 => key.clone().prop_map(|key| Op::Delete { key }),
         2 => (0..PREFIXES.len(), proptest::option::of(key.clone()), limit.clone()).prop_map(|(prefix, after, limit)| Op::List { prefix, after, limit }),
-        1 => limit.clone().prop_map(|limit| Op::Staged { limit }),
+        1 => (proptest::option::of(proptest::bool::ANY), limit.clone()).prop_map(|(warm, limit)| Op::Staged { warm, limit }),
+        1 => limit.clone().prop_map(|limit| Op::WarmOldest { limit }),
+        2 => (key.clone(), proptest::bool::weighted(0.8)).prop_map(|(key, current)| Op::Demote { key, current }),
         1 => Just(Op::Segments),
         2 => Just(Op::NextBlobId),
         2 => (back.clone(), 0u32..3, disks.clone(), 0u64..24).prop_map(|(back, group, disks, size_bytes)| Op::Begin { back, group, disks, size_bytes }),
@@ -360,13 +374,14 @@ async fn run_op<C: Catalog>(catalog: &C, op: Op) -> String {
             size_bytes,
             segment,
             offset,
+            warm,
         } => {
-            format!(
-                "{:?}",
-                catalog
-                    .put_object(staged(KEYS[key], size_bytes, segment, offset))
-                    .await
-            )
+            let record = if warm {
+                common::warm(KEYS[key], size_bytes, segment, offset)
+            } else {
+                staged(KEYS[key], size_bytes, segment, offset)
+            };
+            format!("{:?}", catalog.put_object(record).await)
         }
         Op::Get { key } => format!("{:?}", catalog.object(KEYS[key]).await),
         Op::Delete { key } => format!("{:?}", catalog.delete_object(KEYS[key]).await),
@@ -382,7 +397,21 @@ async fn run_op<C: Catalog>(catalog: &C, op: Op) -> String {
                     .await
             )
         }
-        Op::Staged { limit } => format!("{:?}", catalog.staged_objects(limit).await),
+        Op::Staged { warm, limit } => {
+            let tier = warm.map(|warm| if warm { Tier::Warm } else { Tier::Cold });
+            format!("{:?}", catalog.staged_objects(tier, limit).await)
+        }
+        Op::WarmOldest { limit } => format!("{:?}", catalog.warm_objects(limit).await),
+        Op::Demote { key, current } => {
+            let at = match catalog.object(KEYS[key]).await {
+                Ok(Some(object)) if current => object.location,
+                _ => ObjectLocation::Staged {
+                    segment: 9,
+                    offset: 9,
+                },
+            };
+            format!("{:?}", catalog.demote(KEYS[key], &at).await)
+        }
         Op::Segments => format!("{:?}", catalog.segments_in_use().await),
         Op::NextBlobId => format!("{:?}", catalog.next_blob_id().await),
         Op::InState { committed, limit } => {
@@ -468,7 +497,7 @@ proptest! {
             // Everything the model holds is durable: a reopened catalog answers the same.
             sqlite.close().await;
             let reopened = SqliteCatalog::open(&path).await.unwrap();
-            for op in [Op::List { prefix: 0, after: None, limit: 100 }, Op::Staged { limit: 100 }, Op::Stats, Op::Tasks { limit: 100 }, Op::Unhealthy, Op::InState { committed: true, limit: 100 }, Op::InState { committed: false, limit: 100 }] {
+            for op in [Op::List { prefix: 0, after: None, limit: 100 }, Op::Staged { warm: None, limit: 100 }, Op::WarmOldest { limit: 100 }, Op::Stats, Op::Tasks { limit: 100 }, Op::Unhealthy, Op::InState { committed: true, limit: 100 }, Op::InState { committed: false, limit: 100 }] {
                 assert_eq!(run_op(&reopened, op.clone()).await, run_op(&model, op).await);
             }
             reopened.close().await;

@@ -31,7 +31,7 @@ struct Snapshot {
 async fn snapshot<C: Catalog>(catalog: &C) -> Snapshot {
     Snapshot {
         objects: catalog.list_objects("", None, 10_000).await.unwrap(),
-        staged: catalog.staged_objects(10_000).await.unwrap(),
+        staged: catalog.staged_objects(None, 10_000).await.unwrap(),
         segments: catalog
             .segments_in_use()
             .await
@@ -200,7 +200,7 @@ fn open_refuses_a_schema_version_newer_than_it_knows() {
         let path = directory.path().join("catalog.db");
         SqliteCatalog::open(&path).await.unwrap().close().await;
         let mut raw = raw_connection(&path).await;
-        raw.execute("UPDATE schema_version SET version = 3")
+        raw.execute("UPDATE schema_version SET version = 4")
             .await
             .unwrap();
         raw.close().await.unwrap();
@@ -227,7 +227,9 @@ fn a_version_1_catalog_is_migrated_and_keeps_everything_with_blobs_unverified() 
         // Take the database back to version 1's shape.
         let mut raw = raw_connection(&path).await;
         raw.execute(
-            "DROP INDEX blobs_by_scrub;
+            "DROP INDEX objects_warm;
+             ALTER TABLE objects DROP COLUMN tier;
+             DROP INDEX blobs_by_scrub;
              ALTER TABLE blobs DROP COLUMN verified_unix_ms;
              UPDATE schema_version SET version = 1;",
         )
@@ -255,7 +257,47 @@ fn a_version_1_catalog_is_migrated_and_keeps_everything_with_blobs_unverified() 
             .fetch_one(&mut raw)
             .await
             .unwrap();
-        assert_eq!(version, 2);
+        assert_eq!(version, spinwise_catalog::sqlite::SCHEMA_VERSION);
+        raw.close().await.unwrap();
+    });
+}
+
+/// A version-2 catalog (before tiers) opens, is migrated in place, keeps everything, and every
+/// object in it is cold (before tiers every object was headed for the groups); warm objects
+/// can be written afterwards, and the rule that a warm object is staged holds in the schema.
+#[test]
+fn a_version_2_catalog_is_migrated_with_every_object_cold() {
+    runtime().block_on(async {
+        let directory = tempfile::tempdir().unwrap();
+        let path = directory.path().join("catalog.db");
+        let catalog = SqliteCatalog::open(&path).await.unwrap();
+        populate(&catalog).await;
+        let before = snapshot(&catalog).await;
+        catalog.close().await;
+        let mut raw = raw_connection(&path).await;
+        raw.execute(
+            "DROP INDEX objects_warm;
+             ALTER TABLE objects DROP COLUMN tier;
+             UPDATE schema_version SET version = 2;",
+        )
+        .await
+        .unwrap();
+        raw.close().await.unwrap();
+        let reopened = SqliteCatalog::open(&path).await.unwrap();
+        assert_eq!(snapshot(&reopened).await, before);
+        assert_eq!(reopened.stats().await.unwrap().warm_objects, 0);
+        reopened
+            .put_object(common::warm("late", 7, 3, 40))
+            .await
+            .unwrap();
+        assert_eq!(reopened.warm_objects(10).await.unwrap().len(), 1);
+        reopened.close().await;
+        let mut raw = raw_connection(&path).await;
+        let refused = raw
+            .execute("UPDATE objects SET staged_segment = NULL, blob = 1 WHERE key = 'late'")
+            .await;
+        let message = format!("{refused:?}");
+        assert!(message.contains("CHECK constraint failed"), "{message}");
         raw.close().await.unwrap();
     });
 }

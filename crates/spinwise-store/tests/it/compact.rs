@@ -232,9 +232,23 @@ impl Catalog for RacingCatalog {
     }
     fn staged_objects(
         &self,
+        tier: Option<spinwise_catalog::Tier>,
         limit: u32,
     ) -> impl Future<Output = Result<Vec<ObjectRecord>, CatalogError>> + Send {
-        self.inner.staged_objects(limit)
+        self.inner.staged_objects(tier, limit)
+    }
+    fn warm_objects(
+        &self,
+        limit: u32,
+    ) -> impl Future<Output = Result<Vec<ObjectRecord>, CatalogError>> + Send {
+        self.inner.warm_objects(limit)
+    }
+    fn demote(
+        &self,
+        key: &str,
+        at: &spinwise_catalog::ObjectLocation,
+    ) -> impl Future<Output = Result<bool, CatalogError>> + Send {
+        self.inner.demote(key, at)
     }
     fn segments_in_use(
         &self,

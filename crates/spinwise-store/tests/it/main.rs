@@ -24,4 +24,5 @@ mod store;
 mod support;
 mod swarm;
 mod throttle;
+mod tiers;
 mod upkeep;

@@ -118,6 +118,7 @@ fn the_bundler_packs_in_log_order_and_gives_large_objects_their_own_blob() {
             segment: 1,
             offset: 32,
         },
+        tier: spinwise_catalog::Tier::Cold,
     };
     let staged = vec![
         object("a", 400),

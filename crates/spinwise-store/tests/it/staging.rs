@@ -6,7 +6,7 @@ use crate::common;
 
 use common::pattern;
 use spinwise_store::staging::{
-    ContentCheck, MAX_KEY_BYTES, StagingConfig, StagingError, StagingLog, segment_path,
+    ContentCheck, MAX_KEY_BYTES, StagingConfig, StagingError, StagingLog, Tier, segment_path,
 };
 use std::collections::BTreeSet;
 use std::io::{Seek, SeekFrom, Write};
@@ -64,7 +64,7 @@ async fn records_round_trip_byte_exact_around_chunk_and_fragment_boundaries() {
     for (index, size) in sizes.into_iter().enumerate() {
         let data = pattern(size, index as u64);
         let key = format!("object-{index}");
-        let record = log.append(&key, &data[..]).await.unwrap();
+        let record = log.append(&key, Tier::Cold, &data[..]).await.unwrap();
         assert_eq!(record.size_bytes, size as u64);
         assert_eq!(record.content_hash, *blake3::hash(&data).as_bytes());
         let place = (record.segment, record.offset, record.size_bytes);
@@ -78,7 +78,7 @@ async fn many_small_chunks_round_trip_and_any_range_reads_exactly_those_bytes() 
     let dir = tempfile::tempdir().unwrap();
     let log = StagingLog::open(dir.path(), small_chunks()).await.unwrap();
     let data = pattern(10 * 4096 + 123, 7);
-    let record = log.append("k", &data[..]).await.unwrap();
+    let record = log.append("k", Tier::Cold, &data[..]).await.unwrap();
     let place = (record.segment, record.offset, record.size_bytes);
     let size = data.len() as u64;
     let ranges = [
@@ -104,7 +104,7 @@ async fn a_flipped_byte_in_a_chunk_is_detected_and_other_chunks_still_read() {
     let dir = tempfile::tempdir().unwrap();
     let log = StagingLog::open(dir.path(), small_chunks()).await.unwrap();
     let data = pattern(5 * 4096, 3);
-    let record = log.append("k", &data[..]).await.unwrap();
+    let record = log.append("k", Tier::Cold, &data[..]).await.unwrap();
     let place = (record.segment, record.offset, record.size_bytes);
     // Chunk 2's data starts at offset + header (24 + 1) + 2 frames + frame header.
     let flip_at = record.offset + 25 + 2 * (8 + 4096) + 8 + 100;
@@ -126,7 +126,10 @@ async fn a_flipped_byte_in_a_chunk_is_detected_and_other_chunks_still_read() {
 async fn a_read_naming_the_wrong_key_is_refused_not_misread() {
     let dir = tempfile::tempdir().unwrap();
     let log = StagingLog::open(dir.path(), small_chunks()).await.unwrap();
-    let record = log.append("right", &b"bytes"[..]).await.unwrap();
+    let record = log
+        .append("right", Tier::Cold, &b"bytes"[..])
+        .await
+        .unwrap();
     let place = (record.segment, record.offset, record.size_bytes);
     let wrong = read_all(&log, place, "wrong", 0..5).await;
     assert!(matches!(wrong, Err(StagingError::Corrupt { .. })));
@@ -155,10 +158,10 @@ async fn recovery_truncates_a_torn_tail_and_keeps_referenced_records() {
     let data = pattern(3 * 4096 + 9, 11);
     let (kept, segment, kept_end) = {
         let log = StagingLog::open(dir.path(), small_chunks()).await.unwrap();
-        let kept = log.append("kept", &data[..]).await.unwrap();
+        let kept = log.append("kept", Tier::Cold, &data[..]).await.unwrap();
         let path = segment_path(dir.path(), kept.segment);
         let kept_end = file_length(&path);
-        log.append("torn", &pattern(4 * 4096, 12)[..])
+        log.append("torn", Tier::Cold, &pattern(4 * 4096, 12)[..])
             .await
             .unwrap();
         // A crash in the middle of the second record: only part of it reached the disk.
@@ -180,7 +183,7 @@ async fn recovery_truncates_a_torn_tail_and_keeps_referenced_records() {
     assert_eq!(file_length(&segment_path(dir.path(), segment)), kept_end);
     assert_eq!(read_all(&log, kept, "kept", 0..kept.2).await.unwrap(), data);
     // Appends after a restart go to a new segment, never after a recovered tail.
-    let next = log.append("next", &b"after"[..]).await.unwrap();
+    let next = log.append("next", Tier::Cold, &b"after"[..]).await.unwrap();
     assert!(next.segment > segment);
 }
 
@@ -193,8 +196,14 @@ async fn recovery_deletes_segments_nothing_references_and_reports_missing_record
     };
     let (first, second) = {
         let log = StagingLog::open(dir.path(), config).await.unwrap();
-        let first = log.append("a", &pattern(5000, 1)[..]).await.unwrap();
-        let second = log.append("b", &pattern(5000, 2)[..]).await.unwrap();
+        let first = log
+            .append("a", Tier::Cold, &pattern(5000, 1)[..])
+            .await
+            .unwrap();
+        let second = log
+            .append("b", Tier::Cold, &pattern(5000, 2)[..])
+            .await
+            .unwrap();
         assert_ne!(first.segment, second.segment, "a full segment is sealed");
         (
             (first.segment, first.offset),
@@ -222,7 +231,10 @@ async fn a_sealed_segment_is_freed_only_once_unpinned() {
         ..small_chunks()
     };
     let log = StagingLog::open(dir.path(), config).await.unwrap();
-    let record = log.append("a", &pattern(5000, 1)[..]).await.unwrap();
+    let record = log
+        .append("a", Tier::Cold, &pattern(5000, 1)[..])
+        .await
+        .unwrap();
     let segment = record.segment;
     assert!(log.freeable_segments().is_empty(), "pinned until dropped");
     assert!(matches!(
@@ -244,17 +256,24 @@ async fn a_put_over_the_staging_limit_fails_typed_and_leaves_nothing_behind() {
         ..small_chunks()
     };
     let log = StagingLog::open(dir.path(), config).await.unwrap();
-    let small = log.append("small", &pattern(1000, 1)[..]).await.unwrap();
+    let small = log
+        .append("small", Tier::Cold, &pattern(1000, 1)[..])
+        .await
+        .unwrap();
     let path = segment_path(dir.path(), small.segment);
     let length_before = file_length(&path);
     let used_before = log.used_bytes();
-    let full = log.append("big", &pattern(100 * 1024, 2)[..]).await;
+    let full = log
+        .append("big", Tier::Cold, &pattern(100 * 1024, 2)[..])
+        .await;
     assert!(matches!(full, Err(StagingError::Full { .. })), "{full:?}");
     assert_eq!(file_length(&path), length_before);
     assert_eq!(log.used_bytes(), used_before);
     drop(small);
     // The cut-back segment keeps working, and a restart finds only the first record.
-    log.append("fits", &pattern(1000, 3)[..]).await.unwrap();
+    log.append("fits", Tier::Cold, &pattern(1000, 3)[..])
+        .await
+        .unwrap();
     drop(log);
     let reopened = StagingLog::open(dir.path(), config).await.unwrap();
     let keys: Vec<String> = reopened
@@ -270,13 +289,13 @@ async fn keys_outside_one_to_1088_bytes_are_refused_and_the_longest_reads_back_a
     let dir = tempfile::tempdir().unwrap();
     let log = StagingLog::open(dir.path(), small_chunks()).await.unwrap();
     for key in [String::new(), "x".repeat(MAX_KEY_BYTES + 1)] {
-        let refused = log.append(&key, &b"v"[..]).await;
+        let refused = log.append(&key, Tier::Cold, &b"v"[..]).await;
         assert!(matches!(refused, Err(StagingError::KeyLength { .. })));
     }
     // S3's longest key (1,024 bytes) under its longest bucket name (63) and '/'.
     let longest = format!("{}/{}", "b".repeat(63), "k".repeat(1024));
     assert_eq!(longest.len(), MAX_KEY_BYTES);
-    log.append(&longest, &b"v"[..]).await.unwrap();
+    log.append(&longest, Tier::Cold, &b"v"[..]).await.unwrap();
     drop(log);
     let reopened = StagingLog::open(dir.path(), small_chunks()).await.unwrap();
     let keys: Vec<String> = reopened
@@ -293,8 +312,14 @@ async fn two_logs_on_one_directory_never_append_to_the_same_segment() {
     // Both open an empty directory, so both would pick segment 1 first.
     let first = StagingLog::open(dir.path(), small_chunks()).await.unwrap();
     let second = StagingLog::open(dir.path(), small_chunks()).await.unwrap();
-    let a = first.append("a", &pattern(5000, 1)[..]).await.unwrap();
-    let b = second.append("b", &pattern(7000, 2)[..]).await.unwrap();
+    let a = first
+        .append("a", Tier::Cold, &pattern(5000, 1)[..])
+        .await
+        .unwrap();
+    let b = second
+        .append("b", Tier::Cold, &pattern(7000, 2)[..])
+        .await
+        .unwrap();
     assert_ne!(
         a.segment, b.segment,
         "the second log skipped the id the first took"
@@ -315,7 +340,10 @@ async fn two_logs_on_one_directory_never_append_to_the_same_segment() {
 async fn a_segment_another_log_writes_is_in_use_until_that_log_lets_go() {
     let dir = tempfile::tempdir().unwrap();
     let writer = StagingLog::open(dir.path(), small_chunks()).await.unwrap();
-    let record = writer.append("a", &pattern(5000, 1)[..]).await.unwrap();
+    let record = writer
+        .append("a", Tier::Cold, &pattern(5000, 1)[..])
+        .await
+        .unwrap();
     let segment = record.segment;
     drop(record); // committed; the segment stays open for appends, so still locked
     let other = StagingLog::open(dir.path(), small_chunks()).await.unwrap();
@@ -350,8 +378,11 @@ async fn recovery_finds_referenced_records_from_their_sizes_without_walking_thei
     let big_data = pattern(10 * 4096 + 100, 21);
     let (big, next) = {
         let log = StagingLog::open(dir.path(), small_chunks()).await.unwrap();
-        let big = log.append("big", &big_data[..]).await.unwrap();
-        let next = log.append("next", &b"after big"[..]).await.unwrap();
+        let big = log.append("big", Tier::Cold, &big_data[..]).await.unwrap();
+        let next = log
+            .append("next", Tier::Cold, &b"after big"[..])
+            .await
+            .unwrap();
         (
             (big.segment, big.offset, big.size_bytes),
             (next.segment, next.offset, next.size_bytes),
@@ -401,7 +432,10 @@ async fn a_size_the_record_does_not_have_falls_back_to_walking_the_segment() {
     let dir = tempfile::tempdir().unwrap();
     let record = {
         let log = StagingLog::open(dir.path(), small_chunks()).await.unwrap();
-        let a = log.append("a", &pattern(5000, 1)[..]).await.unwrap();
+        let a = log
+            .append("a", Tier::Cold, &pattern(5000, 1)[..])
+            .await
+            .unwrap();
         (a.segment, a.offset, a.size_bytes)
     };
     let log = StagingLog::open(dir.path(), small_chunks()).await.unwrap();

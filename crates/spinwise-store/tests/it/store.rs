@@ -138,7 +138,11 @@ async fn reopening_keeps_acknowledged_objects_and_drops_unacknowledged_appends()
         // An append whose catalog commit never happened (a crash between the two).
         let orphan = store
             .staging()
-            .append("unacknowledged", &pattern(9000, 6)[..])
+            .append(
+                "unacknowledged",
+                spinwise_catalog::Tier::Cold,
+                &pattern(9000, 6)[..],
+            )
             .await
             .unwrap();
         let segment = orphan.segment;
@@ -267,7 +271,7 @@ async fn put_with_shows_the_record_before_commit_and_a_refusal_commits_nothing()
     let new = pattern(70_000, 2);
     let seen = std::sync::Mutex::new(None);
     let record = store
-        .put_with("k", &new[..], |record| {
+        .put_with("k", spinwise_catalog::Tier::Cold, &new[..], |record| {
             *seen.lock().unwrap() = Some(record.clone());
             std::future::ready(Ok(()))
         })
@@ -279,9 +283,12 @@ async fn put_with_shows_the_record_before_commit_and_a_refusal_commits_nothing()
 
     // A refusal: the PUT fails typed and the key still holds the previous object.
     let refused = store
-        .put_with("k", &pattern(5000, 3)[..], |_| {
-            std::future::ready(Err("metadata disk full".to_string()))
-        })
+        .put_with(
+            "k",
+            spinwise_catalog::Tier::Cold,
+            &pattern(5000, 3)[..],
+            |_| std::future::ready(Err("metadata disk full".to_string())),
+        )
         .await;
     match refused {
         Err(StoreError::CommitRefused { key, reason }) => {
@@ -292,9 +299,12 @@ async fn put_with_shows_the_record_before_commit_and_a_refusal_commits_nothing()
     }
     assert!(get_all(&store, "k", None).await.unwrap() == new);
     let refused_new_key = store
-        .put_with("fresh", &pattern(10, 4)[..], |_| {
-            std::future::ready(Err("no".to_string()))
-        })
+        .put_with(
+            "fresh",
+            spinwise_catalog::Tier::Cold,
+            &pattern(10, 4)[..],
+            |_| std::future::ready(Err("no".to_string())),
+        )
         .await;
     assert!(matches!(
         refused_new_key,

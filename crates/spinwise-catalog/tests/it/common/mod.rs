@@ -4,7 +4,9 @@
 
 #![allow(dead_code)] // each test binary uses a different subset
 
-use spinwise_catalog::{BlobId, BlobRecord, BlobState, DiskIndex, ObjectLocation, ObjectRecord};
+use spinwise_catalog::{
+    BlobId, BlobRecord, BlobState, DiskIndex, ObjectLocation, ObjectRecord, Tier,
+};
 
 pub fn staged(key: &str, size_bytes: u64, segment: u64, offset: u64) -> ObjectRecord {
     ObjectRecord {
@@ -13,6 +15,15 @@ pub fn staged(key: &str, size_bytes: u64, segment: u64, offset: u64) -> ObjectRe
         content_hash: hash_of(key, size_bytes),
         created_unix_ms: 1_700_000_000_000 + (size_bytes % 1_000) as i64,
         location: ObjectLocation::Staged { segment, offset },
+        tier: Tier::Cold,
+    }
+}
+
+/// [`staged`], in the warm tier.
+pub fn warm(key: &str, size_bytes: u64, segment: u64, offset: u64) -> ObjectRecord {
+    ObjectRecord {
+        tier: Tier::Warm,
+        ..staged(key, size_bytes, segment, offset)
     }
 }
 
