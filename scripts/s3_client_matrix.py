@@ -25,6 +25,11 @@ directories since a file name is at most 255 bytes), beside a 0 B file and a 9 M
 - `check_restic`: `restic init`, a backup, a change, a second backup, `check --read-data` once
   the packs are cold, `diff` names the changed and the added file, and both snapshots restore
   byte-exact.
+- `check_restic_warm_metadata_cold_packs`: restic in an `async` bucket written STANDARD; a
+  lifecycle Transition moves `data/` to GLACIER and leaves keys, config, index and snapshots
+  STANDARD; `snapshots` and another backup work with the packs cold, a restore of cold packs is
+  refused, and after RestoreObject of every pack the snapshot restores byte-exact and
+  `check --read-data` passes.
 
 Usage:
     scripts/s3_client_matrix.py --endpoint http://127.0.0.1:9000 \
@@ -379,6 +384,90 @@ def check_restic(ctx):
         target = os.path.join(ctx.workdir, f"restic-restore-{snapshot[:8]}")
         restic("restore", snapshot, "--target", target)
         expect_same_tree(read_tree(target), contents, f"restic restore {snapshot[:8]}")
+
+
+@matrix("restic")
+def check_restic_warm_metadata_cold_packs(ctx):
+    """restic in an `async` bucket (GLACIER objects unreadable until restored) whose lifecycle
+    rule moves `data/` cold: the keys, config, index and snapshots stay STANDARD and warm, so
+    restic keeps working on the repository, while the packs go to the sleeping disks and are
+    restored (RestoreObject) before a restore reads them."""
+    bucket = f"{ctx.prefix}-restic-tiers"
+    ctx.buckets.append(bucket)
+    ctx.s3.create_bucket(Bucket=bucket)
+    ctx.s3.put_bucket_tagging(Bucket=bucket, Tagging={"TagSet": [{"Key": "spinwise-restore-mode", "Value": "async"}]})
+    environment = client_environment(ctx)
+    environment.update(
+        RESTIC_REPOSITORY=f"s3:{ctx.endpoint}/{bucket}",
+        RESTIC_PASSWORD="spinwise-client-matrix",
+        RESTIC_CACHE_DIR=os.path.join(ctx.workdir, "restic-tiers-cache"),
+    )
+
+    def restic(*arguments, cwd=None, fails=False):
+        # restic 0.14 (Debian 12) applies s3.storage-class to every file it writes, metadata
+        # included, so the repository is written STANDARD and the rule below moves the packs.
+        command = ["restic", "-o", "s3.storage-class=STANDARD", *arguments]
+        done = subprocess.run(command, env=environment, cwd=cwd, capture_output=True, text=True, timeout=600)
+        if (done.returncode != 0) != fails:
+            raise Mismatch(f"`restic {' '.join(arguments)}` exited {done.returncode}:\n{done.stdout}\n{done.stderr}")
+        return done.stdout + done.stderr
+
+    def classes():
+        return {
+            item["Key"]: item.get("StorageClass")
+            for page in ctx.s3.get_paginator("list_objects_v2").paginate(Bucket=bucket)
+            for item in page.get("Contents", [])
+        }
+
+    restic("init")
+    first = {key: data for key, data in awkward_tree().items() if not key.startswith("long/")}
+    source = os.path.join(ctx.workdir, "restic-tiers-source")
+    write_tree(source, first)
+    restic("backup", ".", cwd=source)
+    written = classes()
+    expect(all(found == "STANDARD" for found in written.values()), f"restic wrote non-STANDARD objects: {written}")
+    ctx.s3.put_bucket_lifecycle_configuration(
+        Bucket=bucket,
+        LifecycleConfiguration={
+            "Rules": [
+                {
+                    "ID": "packs-to-glacier",
+                    "Status": "Enabled",
+                    "Filter": {"Prefix": "data/"},
+                    # A past date: due at once (the rule set wakes the lifecycle sweeper).
+                    "Transitions": [{"Date": "2020-01-01T00:00:00Z", "StorageClass": "GLACIER"}],
+                }
+            ]
+        },
+    )
+    deadline = time.time() + 60
+    while True:
+        found = classes()
+        cold = all((found[key] == "GLACIER") == key.startswith("data/") for key in found)
+        if cold and len(found) == len(written):
+            break
+        expect(time.time() < deadline, f"data/ not GLACIER (and the rest STANDARD) within a minute: {found}")
+        time.sleep(0.5)
+    # The metadata is warm: restic lists snapshots and backs up more without touching a pack.
+    expect(len(json.loads(restic("snapshots", "--json"))) == 1, "restic snapshots after the transition")
+    write_tree(source, {"added/after the transition.txt": b"written while the packs were cold\n"})
+    restic("backup", ".", cwd=source)
+    # Reading a cold pack without a restore is refused, as in S3 Glacier.
+    snapshots = sorted(json.loads(restic("snapshots", "--json")), key=lambda s: s["time"])
+    refused = restic("restore", snapshots[0]["id"], "--target", os.path.join(ctx.workdir, "restic-tiers-refused"), fails=True)
+    expect("InvalidObjectState" in refused or "restore" in refused.lower(), f"restic restore of cold packs:\n{refused}")
+    cold_packs = [key for key, found in classes().items() if found == "GLACIER"]
+    for key in cold_packs:
+        ctx.s3.restore_object(Bucket=bucket, Key=key, RestoreRequest={"Days": 1})
+    deadline = time.time() + 120
+    while not all('ongoing-request="false"' in ctx.s3.head_object(Bucket=bucket, Key=key).get("Restore", "") for key in cold_packs):
+        expect(time.time() < deadline, "the packs' restores did not finish within two minutes")
+        time.sleep(0.5)
+    target = os.path.join(ctx.workdir, "restic-tiers-restore")
+    restic("restore", snapshots[0]["id"], "--target", target)
+    expect_same_tree(read_tree(target), first, "restic restore of restored GLACIER packs")
+    checked = restic("check", "--read-data")
+    expect("no errors were found" in checked, f"restic check --read-data:\n{checked}")
 
 
 def clean_up(ctx):

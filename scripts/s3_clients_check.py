@@ -260,10 +260,16 @@ def check_lifecycle(ctx):
            and shown[0]["Filter"] == {"Prefix": "tmp/"}
            and shown[0]["AbortIncompleteMultipartUpload"] == {"DaysAfterInitiation": 7},
            f"aws s3api get-bucket-lifecycle-configuration printed {shown}")
-    transition = [{"ID": "cold", "Status": "Enabled", "Filter": {"Prefix": ""},
-                   "Transitions": [{"Days": 1, "StorageClass": "GLACIER"}]}]
+    online = [{"ID": "ia", "Status": "Enabled", "Filter": {"Prefix": ""},
+               "Transitions": [{"Days": 30, "StorageClass": "STANDARD_IA"}]}]
     expect_error(lambda: ctx.s3.put_bucket_lifecycle_configuration(
-        Bucket=bucket, LifecycleConfiguration={"Rules": transition}), "NotImplemented", 501, "a transition rule")
+        Bucket=bucket, LifecycleConfiguration={"Rules": online}), "NotImplemented", 501, "a transition to an online class")
+    cold = [{"ID": "cold", "Status": "Enabled", "Filter": {"Prefix": "archive/"},
+             "Transitions": [{"Days": 1, "StorageClass": "GLACIER"}]}]
+    ctx.s3.put_bucket_lifecycle_configuration(Bucket=bucket, LifecycleConfiguration={"Rules": cold})
+    shown = json.loads(ctx.aws("s3api", "get-bucket-lifecycle-configuration", "--bucket", bucket))["Rules"]
+    expect(len(shown) == 1 and shown[0]["Transitions"] == [{"Days": 1, "StorageClass": "GLACIER"}],
+           f"aws s3api get-bucket-lifecycle-configuration printed {shown} for a transition rule")
     ctx.s3.delete_bucket_lifecycle(Bucket=bucket)
     expect_error(lambda: ctx.s3.get_bucket_lifecycle_configuration(Bucket=bucket), "NoSuchLifecycleConfiguration",
                  404, "GetBucketLifecycleConfiguration after DeleteBucketLifecycle")

@@ -41,7 +41,8 @@ pub struct ServeArgs {
     /// A TOML file with any of these settings, named as the flags with `_` for `-` (`data`,
     /// `listen`, `metrics_listen`, `domains` (a list), `preset` or `rack`, `layout`,
     /// `time_factor`, `access_key` and `secret_key`,
-    /// `max_put_bytes`, `restore_mode`, `restore_capacity_bytes`, `restore_bulk_wait_s`,
+    /// `max_put_bytes`, `default_storage_class`, `restore_mode`, `restore_capacity_bytes`,
+    /// `restore_bulk_wait_s`,
     /// `restore_max_ongoing`, `restore_expedited_max_ongoing`, `restore_expedited_per_hour`,
     /// `etag`,
     /// `abandon_uploads_after_days`, `idle_spin_down_s` (seconds, 0 for never), `tls_cert` and
@@ -106,6 +107,13 @@ pub struct ServeArgs {
     /// `spinwise-restore-mode` changes it (docs/s3.md "Restore") [default: sync]
     #[arg(long, value_name = "MODE", value_parser = parse_restore_mode)]
     pub restore_mode: Option<RestoreMode>,
+    /// The storage class of a PUT, CopyObject or multipart upload that names none. S3's is
+    /// STANDARD: such objects stay warm (staged on the always-on devices, readable in an `async`
+    /// bucket without a restore) until a lifecycle Transition or a full warm tier moves them
+    /// cold; GLACIER (or DEEP_ARCHIVE, GLACIER_IR) sends them to the sleeping disks, as every
+    /// object went before tiers (docs/s3.md "Storage classes") [default: STANDARD]
+    #[arg(long, value_name = "CLASS", value_parser = parse_storage_class)]
+    pub default_storage_class: Option<spinwise_catalog::Tier>,
     /// The most bytes restored copies may hold in DATA/s3-restored (16 GiB); a RestoreObject
     /// over it answers 503 SlowDown [default: 17179869184]
     #[arg(long, value_name = "BYTES")]
@@ -155,6 +163,10 @@ pub struct ServeArgs {
     /// The PEM private key (PKCS#8, PKCS#1 or SEC1) that goes with --tls-cert.
     #[arg(long, value_name = "KEY.pem", requires = "tls_cert")]
     pub tls_key: Option<PathBuf>,
+}
+
+fn parse_storage_class(text: &str) -> Result<spinwise_catalog::Tier, String> {
+    spinwise_s3::service::tier_of_known_class(text)
 }
 
 fn parse_restore_mode(text: &str) -> Result<RestoreMode, String> {
@@ -443,6 +455,7 @@ async fn serve(settings: &ServeSettings) -> CliResult<()> {
     let s3_settings = S3Settings {
         max_put_bytes: settings.max_put_bytes,
         default_restore_mode: settings.restore_mode,
+        default_tier: settings.default_tier,
         restore_capacity_bytes: settings.restore_capacity_bytes,
         restore_bulk_wait_s: settings.restore_bulk_wait_s,
         restore_max_ongoing: settings.restore_max_ongoing,

@@ -15,6 +15,7 @@
 use crate::error::{CliError, CliResult};
 use crate::serve::ServeArgs;
 use serde::Deserialize;
+use spinwise_catalog::Tier;
 use spinwise_s3::{BucketDomains, EtagMode, RestoreMode};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -53,6 +54,7 @@ struct ServeFile {
     access_key: Option<String>,
     secret_key: Option<String>,
     max_put_bytes: Option<u64>,
+    default_storage_class: Option<String>,
     restore_mode: Option<String>,
     restore_capacity_bytes: Option<u64>,
     restore_bulk_wait_s: Option<u64>,
@@ -91,6 +93,8 @@ pub struct ServeSettings {
     /// The key pair (None: saved in the data directory, or generated).
     pub keys: Option<(String, String)>,
     pub max_put_bytes: u64,
+    /// The tier of a write naming no storage class (`default_storage_class`; STANDARD: warm).
+    pub default_tier: Tier,
     pub restore_mode: RestoreMode,
     pub restore_capacity_bytes: u64,
     pub restore_bulk_wait_s: u64,
@@ -221,6 +225,19 @@ fn merge(args: &ServeArgs, file: ServeFile, base: &Path) -> CliResult<ServeSetti
             .max_put_bytes
             .or(file.max_put_bytes)
             .unwrap_or(DEFAULT_MAX_PUT_BYTES),
+        default_tier: match (args.default_storage_class, file.default_storage_class) {
+            (Some(tier), _) => tier,
+            (None, Some(text)) => {
+                spinwise_s3::service::tier_of_known_class(&text).map_err(|error| {
+                    let file = args.config.as_deref().unwrap_or(Path::new("?"));
+                    CliError::Usage(format!(
+                        "{}: `default_storage_class`: {error}",
+                        file.display()
+                    ))
+                })?
+            }
+            (None, None) => Tier::Warm,
+        },
         restore_mode: match (args.restore_mode, file.restore_mode) {
             (Some(mode), _) => mode,
             (None, Some(text)) => parse_in_file(args, "restore_mode", &text)?,
@@ -349,6 +366,7 @@ mod tests {
         );
         assert_eq!(defaults.max_put_bytes, 5 << 30);
         assert_eq!(defaults.restore_mode, RestoreMode::Sync);
+        assert_eq!(defaults.default_tier, Tier::Warm);
         assert_eq!(defaults.restore_capacity_bytes, 16 << 30);
         assert_eq!(defaults.restore_bulk_wait_s, 12 * 3600);
         assert_eq!(defaults.restore_max_ongoing, 10_000);
@@ -393,6 +411,7 @@ time_factor = 0.01
 access_key = "AKIAEXAMPLE0000001"
 secret_key = "secret-from-the-file-0123456789"
 max_put_bytes = 1000
+default_storage_class = "GLACIER"
 restore_mode = "async"
 restore_capacity_bytes = 2000
 restore_bulk_wait_s = 60
@@ -431,6 +450,7 @@ tls_key = "key.pem"
         );
         assert_eq!(from_file.max_put_bytes, 1000);
         assert_eq!(from_file.restore_mode, RestoreMode::Async);
+        assert_eq!(from_file.default_tier, Tier::Cold);
         assert_eq!(from_file.restore_capacity_bytes, 2000);
         assert_eq!(from_file.restore_bulk_wait_s, 60);
         assert_eq!(from_file.restore_max_ongoing, 5);
@@ -499,6 +519,10 @@ tls_key = "key.pem"
             ("access_key = \"ONLYHALF00000000001\"\n", "go together"),
             ("tls_key = \"key.pem\"\n", "go together"),
             ("restore_mode = \"later\"\n", "restore_mode"),
+            (
+                "default_storage_class = \"COLDEST\"\n",
+                "default_storage_class",
+            ),
             ("etag = \"sha1\"\n", "etag"),
             ("domains = [\"bad_domain\"]\n", "domains"),
             ("domains = \"s3.example.com\"\n", "domains"),

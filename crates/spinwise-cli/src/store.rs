@@ -10,7 +10,7 @@ use crate::output::outln;
 use crate::source::{layout_or_plan, load_preset};
 use clap::{Args, Subcommand};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use spinwise_catalog::{Catalog, ObjectLocation, ObjectRecord};
+use spinwise_catalog::{Catalog, ObjectLocation, ObjectRecord, Tier};
 use spinwise_model::parse_rack;
 use spinwise_store::{ContentCheck, RackSource, SqliteStore, Store, StoreConfig, StoreError};
 use std::io::Write;
@@ -43,8 +43,19 @@ pub struct StoreArgs {
 pub enum StoreCommand {
     /// Create a store for a rack in DIR: store.toml (rack copied in), layout.json, catalog.
     Init(InitArgs),
-    /// Store a file (or stdin with `-`) under KEY, replacing any older object of that key.
-    Put { key: String, path: PathBuf },
+    /// Store a file (or stdin with `-`) under KEY, replacing any older object of that key. It
+    /// is cold (migrated to the disk groups by upkeep) unless --warm.
+    Put {
+        key: String,
+        path: PathBuf,
+        /// Keep it in the warm tier: staged on the always-on devices, never migrated until
+        /// `demote` (or the warm tier's capacity policy) makes it cold (docs/store.md "Tiers").
+        #[arg(long)]
+        warm: bool,
+    },
+    /// Move KEY from the warm tier to the cold one: the next migration takes it to the disk
+    /// groups. Says whether it was warm; a cold or migrated object is left as it is.
+    Demote { key: String },
     /// Write KEY's bytes to a file (or stdout with `-`). Every chunk is checked against its
     /// crc32c; a damaged fragment of a migrated object is rebuilt from the others.
     Get {
@@ -240,7 +251,21 @@ pub(crate) async fn execute(store: &SqliteStore, command: &StoreCommand) -> CliR
             "the store is open, so its catalog is healthy: recover rebuilds only a lost one"
                 .to_string(),
         )),
-        StoreCommand::Put { key, path } => put(store, key, path).await,
+        StoreCommand::Put { key, path, warm } => {
+            let tier = match warm {
+                true => Tier::Warm,
+                false => Tier::Cold,
+            };
+            put(store, key, path, tier).await
+        }
+        StoreCommand::Demote { key } => {
+            let demoted = store.demote(key).await.map_err(store_error)?;
+            match demoted {
+                true => outln!("{key}: demoted to the cold tier; the next migration moves it"),
+                false => outln!("{key}: not warm; left as it is"),
+            }
+            Ok(())
+        }
         StoreCommand::Get {
             key,
             path,
@@ -395,13 +420,14 @@ impl<R: AsyncRead + Unpin> AsyncRead for Counted<R> {
     }
 }
 
-async fn put(store: &SqliteStore, key: &str, path: &Path) -> CliResult<()> {
+async fn put(store: &SqliteStore, key: &str, path: &Path, tier: Tier) -> CliResult<()> {
+    let committed = |_: &_| std::future::ready(Ok(()));
     let record = if path == Path::new("-") {
         let body = Counted {
             inner: tokio::io::stdin(),
             bar: progress_bar(None),
         };
-        store.put(key, body).await
+        store.put_with(key, tier, body, committed).await
     } else {
         let file = tokio::fs::File::open(path).await.map_err(io_error(path))?;
         let size = file.metadata().await.map_err(io_error(path))?.len();
@@ -409,7 +435,7 @@ async fn put(store: &SqliteStore, key: &str, path: &Path) -> CliResult<()> {
             inner: file,
             bar: progress_bar(Some(size)),
         };
-        store.put(key, body).await
+        store.put_with(key, tier, body, committed).await
     }
     .map_err(store_error)?;
     outln!("{} {} bytes", record.key, record.size_bytes);

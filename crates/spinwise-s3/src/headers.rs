@@ -35,6 +35,11 @@ pub struct ObjectHeaders {
     /// `Expires` as an HTTP-date (RFC 7231 IMF-fixdate), as S3 sends it back.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expires: Option<String>,
+    /// The `x-amz-storage-class` the write named (never a response header: it picks the tier
+    /// the object is written to, [`crate::service::tier_of_class`]). Kept with an open multipart
+    /// upload so its completion writes the class CreateMultipartUpload asked for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub storage_class: Option<String>,
 }
 
 impl ObjectHeaders {
@@ -52,6 +57,7 @@ impl ObjectHeaders {
             content_encoding: content_encoding.and_then(|value| without_aws_chunked(&value)),
             content_language,
             expires: expires.map(|timestamp| http_date(&timestamp)),
+            storage_class: None,
         }
     }
 
@@ -126,13 +132,19 @@ impl ResponseHeaders {
 /// CreateMultipartUpload, CopyObject): their inputs are distinct generated types.
 macro_rules! object_headers {
     ($input:expr) => {
-        $crate::headers::ObjectHeaders::from_request(
-            $input.cache_control,
-            $input.content_disposition,
-            $input.content_encoding,
-            $input.content_language,
-            $input.expires,
-        )
+        $crate::headers::ObjectHeaders {
+            storage_class: $input
+                .storage_class
+                .as_ref()
+                .map(|class| class.as_str().to_owned()),
+            ..$crate::headers::ObjectHeaders::from_request(
+                $input.cache_control,
+                $input.content_disposition,
+                $input.content_encoding,
+                $input.content_language,
+                $input.expires,
+            )
+        }
     };
 }
 

@@ -1,5 +1,6 @@
 //! Bucket lifecycle rules (PutBucketLifecycleConfiguration): objects expire by age or on a date,
-//! and multipart uploads left open are aborted, per prefix, as S3's rules do. The rules live as
+//! warm objects transition to a cold class (GLACIER, DEEP_ARCHIVE, GLACIER_IR) by age or on a
+//! date, and multipart uploads left open are aborted, per prefix, as S3's rules do. The rules live as
 //! JSON in `bucket_config.lifecycle` of the metadata database; [`LifecycleSweeper`] applies
 //! them. docs/s3.md "Lifecycle" describes what is supported.
 //!
@@ -13,8 +14,13 @@
 //!   expired by the old one's age;
 //! - expiry deletes exactly as DELETE does (object, metadata rows, restored copy) and needs no
 //!   spin-up: a migrated object's bytes become dead space that compaction reclaims later;
-//! - a rule the server cannot honour exactly (transitions, noncurrent versions, tag or size
-//!   filters) is refused with `501 NotImplemented` and the stored rules stay as they were;
+//! - a transition is due at the same kind of time as an expiry (`Days`, 0 allowed, rounded up
+//!   to the next midnight, or a `Date`); it demotes the object in the store
+//!   (`Store::demote`, conditional on the listed version), after which the migrator moves it to
+//!   the groups; it never spins a disk up itself and never touches an object already cold;
+//! - a rule the server cannot honour exactly (transitions to online classes, noncurrent
+//!   versions, tag or size filters) is refused with `501 NotImplemented` and the stored rules
+//!   stay as they were;
 //! - one sweep expires at most [`MAX_EXPIRATIONS_PER_SWEEP`] objects and aborts at most
 //!   [`crate::multipart::expiry::MAX_ABORTS_PER_SWEEP`] uploads; the rest wait for the next.
 
@@ -24,15 +30,17 @@ use crate::multipart::Multipart;
 use crate::multipart::expiry::{MAX_ABORTS_PER_SWEEP, abort_uploads};
 use crate::names::bucket_prefix;
 use crate::restore::Restorer;
+use crate::service::tier_of_class;
 use crate::service::{KeyLocks, Removed, SpinwiseS3, meta_error, remove_object};
 use crate::sweeper::{FirstPass, Sweep, sweep_until_dropped};
 use s3s::dto::{
     AbortIncompleteMultipartUpload, BucketLifecycleConfiguration, ExpirationStatus,
-    LifecycleExpiration, LifecycleRule, LifecycleRuleFilter, Timestamp,
+    LifecycleExpiration, LifecycleRule, LifecycleRuleFilter, Timestamp, Transition,
+    TransitionStorageClass,
 };
 use s3s::{S3Error, S3ErrorCode, S3Result};
 use serde::{Deserialize, Serialize};
-use spinwise_catalog::ObjectRecord;
+use spinwise_catalog::{ObjectRecord, Tier};
 use spinwise_store::clock::{Clock, Paced, pacing};
 use spinwise_store::{SqliteStore, StoreError};
 use sqlx::Row;
@@ -45,6 +53,8 @@ pub const MAX_RULES: usize = 1000;
 pub const MAX_RULE_ID_CHARS: usize = 255;
 /// The most objects one sweep expires; more wait for the next sweep.
 pub const MAX_EXPIRATIONS_PER_SWEEP: usize = 10_000;
+/// The most objects one sweep transitions; more wait for the next sweep.
+pub const MAX_TRANSITIONS_PER_SWEEP: usize = 10_000;
 /// Objects listed per catalog query while sweeping.
 const LIST_PAGE: u32 = 1000;
 const MIN_SWEEP_INTERVAL: Duration = Duration::from_millis(50);
@@ -67,6 +77,21 @@ pub struct Rule {
     pub expire_on_unix_s: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub abort_uploads_after_days: Option<u32>,
+    /// A transition to a cold class: the class, and when (`Days` after creation or a `Date`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transition: Option<TransitionRule>,
+}
+
+/// A rule's transition to a cold class (stored form).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TransitionRule {
+    /// `GLACIER`, `DEEP_ARCHIVE` or `GLACIER_IR`: every one of them goes to the sleeping disks.
+    pub storage_class: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after_days: Option<u32>,
+    /// A midnight UTC, in seconds since the epoch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_unix_s: Option<i64>,
 }
 
 /// A bucket's rules, in the order they were given.
@@ -84,8 +109,8 @@ fn unsupported(what: &str) -> S3Error {
         S3ErrorCode::NotImplemented,
         format!(
             "lifecycle rules with {what} are not supported here: rules may expire objects (Days or \
-             Date) and abort incomplete multipart uploads, filtered by prefix; objects move to the \
-             sleeping disks by the store's own upkeep"
+             Date), transition them to GLACIER, DEEP_ARCHIVE or GLACIER_IR (Days or Date; all go \
+             to the sleeping disks) and abort incomplete multipart uploads, filtered by prefix"
         ),
     )
 }
@@ -143,13 +168,29 @@ impl Lifecycle {
             })
             .min()
     }
+
+    /// When the object `key` created at `created_unix_ms` transitions to a cold class, and by
+    /// which rule: the earliest of the enabled rules with a transition whose prefix it has.
+    pub fn transition(&self, key: &str, created_unix_ms: i64, day_ms: i64) -> Option<(i64, &str)> {
+        self.rules
+            .iter()
+            .filter(|rule| rule.enabled && key.starts_with(&rule.prefix))
+            .filter_map(|rule| {
+                let transition = rule.transition.as_ref()?;
+                let due = due_unix_ms(
+                    created_unix_ms,
+                    day_ms,
+                    transition.after_days,
+                    transition.on_unix_s,
+                )?;
+                Some((due, rule.id.as_str()))
+            })
+            .min()
+    }
 }
 
 impl Rule {
     fn from_s3(rule: LifecycleRule, index: usize) -> S3Result<Rule> {
-        if rule.transitions.as_ref().is_some_and(|t| !t.is_empty()) {
-            return Err(unsupported("transitions"));
-        }
         if rule.noncurrent_version_expiration.is_some()
             || rule
                 .noncurrent_version_transitions
@@ -186,9 +227,11 @@ impl Rule {
             Some(abort) => Some(abort_days(abort, &id)?),
             None => None,
         };
+        let transition = transition_of(rule.transitions.unwrap_or_default(), &id)?;
         if expire_after_days.is_none()
             && expire_on_unix_s.is_none()
             && abort_uploads_after_days.is_none()
+            && transition.is_none()
         {
             return Err(invalid(
                 S3ErrorCode::InvalidRequest,
@@ -202,6 +245,7 @@ impl Rule {
             expire_after_days,
             expire_on_unix_s,
             abort_uploads_after_days,
+            transition,
         })
     }
 
@@ -232,24 +276,96 @@ impl Rule {
             noncurrent_version_expiration: None,
             noncurrent_version_transitions: None,
             prefix: None,
-            transitions: None,
+            transitions: self.transition.as_ref().map(|transition| {
+                vec![Transition {
+                    days: transition.after_days.map(|days| days as i32),
+                    date: transition.on_unix_s.map(timestamp_of),
+                    storage_class: Some(TransitionStorageClass::from(
+                        transition.storage_class.clone(),
+                    )),
+                }]
+            }),
         }
     }
 
     /// When an object created at `created_unix_ms` expires by this rule (unix ms), if it does.
     pub fn expiry_unix_ms(&self, created_unix_ms: i64, day_ms: i64) -> Option<i64> {
-        let by_age = self.expire_after_days.map(|days| {
-            let due = created_unix_ms.saturating_add(i64::from(days).saturating_mul(day_ms));
-            // S3 rounds up to the next midnight UTC (here: the next whole "day").
-            due.div_euclid(day_ms)
-                .saturating_add(i64::from(due.rem_euclid(day_ms) > 0))
-                * day_ms
-        });
-        let on_date = self
-            .expire_on_unix_s
-            .map(|seconds| seconds.saturating_mul(1000));
-        by_age.into_iter().chain(on_date).min()
+        due_unix_ms(
+            created_unix_ms,
+            day_ms,
+            self.expire_after_days,
+            self.expire_on_unix_s,
+        )
     }
+}
+
+/// When an action of `after_days` (rounded up to the next midnight UTC, as S3 does; here the
+/// next whole "day") or on the midnight `on_unix_s` is due for an object created at
+/// `created_unix_ms`, whichever is earlier; `None` when the rule gives neither.
+fn due_unix_ms(
+    created_unix_ms: i64,
+    day_ms: i64,
+    after_days: Option<u32>,
+    on_unix_s: Option<i64>,
+) -> Option<i64> {
+    let by_age = after_days.map(|days| {
+        let due = created_unix_ms.saturating_add(i64::from(days).saturating_mul(day_ms));
+        due.div_euclid(day_ms)
+            .saturating_add(i64::from(due.rem_euclid(day_ms) > 0))
+            * day_ms
+    });
+    let on_date = on_unix_s.map(|seconds| seconds.saturating_mul(1000));
+    by_age.into_iter().chain(on_date).min()
+}
+
+/// The rule's transition: at most one, to a cold class, with exactly one of Days (0 or more)
+/// and Date. A transition to an online class (STANDARD_IA, ONEZONE_IA, INTELLIGENT_TIERING)
+/// would leave the object where it is, so it is refused rather than silently ignored.
+fn transition_of(transitions: Vec<Transition>, id: &str) -> S3Result<Option<TransitionRule>> {
+    let mut transitions = transitions.into_iter();
+    let Some(transition) = transitions.next() else {
+        return Ok(None);
+    };
+    if transitions.next().is_some() {
+        return Err(unsupported("more than one transition per rule"));
+    }
+    let storage_class = transition
+        .storage_class
+        .map(|class| class.as_str().to_owned())
+        .ok_or_else(|| {
+            invalid(
+                S3ErrorCode::MalformedXML,
+                format!("rule {id}: a Transition needs a StorageClass"),
+            )
+        })?;
+    if tier_of_class(Some(&storage_class), Tier::Warm) != Tier::Cold {
+        return Err(unsupported(&format!(
+            "transitions to {storage_class} (an online class: objects in it stay warm)"
+        )));
+    }
+    let (after_days, on_unix_s) = match (transition.days, transition.date) {
+        (Some(days), None) => {
+            let days = u32::try_from(days).map_err(|_| {
+                invalid(
+                    S3ErrorCode::InvalidArgument,
+                    format!("rule {id}: 'Days' in a Transition must be 0 or more"),
+                )
+            })?;
+            (Some(days), None)
+        }
+        (None, Some(date)) => (None, Some(midnight_of(&date, id)?)),
+        _ => {
+            return Err(invalid(
+                S3ErrorCode::MalformedXML,
+                format!("rule {id}: a Transition has exactly one of Days and Date"),
+            ));
+        }
+    };
+    Ok(Some(TransitionRule {
+        storage_class,
+        after_days,
+        on_unix_s,
+    }))
 }
 
 /// The rule's prefix, from `Filter` (`Prefix`, or `And` with only a prefix) or the older
@@ -412,6 +528,8 @@ fn parse_lifecycle(bucket: &str, json: &str) -> Result<Lifecycle, MetaError> {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SweepReport {
     pub objects_expired: usize,
+    /// Warm objects demoted to cold by a transition (the migrator moves them afterwards).
+    pub objects_transitioned: usize,
     pub uploads_aborted: usize,
 }
 
@@ -426,6 +544,8 @@ pub struct LifecycleSweeper {
     day_ms: i64,
     /// The sweeper task's next wake ([`crate::sweeper`]).
     paced: Paced,
+    /// Wakes the task for a pass now: rules were set ([`LifecycleSweeper::nudge`]).
+    nudges: Arc<tokio::sync::Notify>,
 }
 
 impl std::fmt::Debug for LifecycleSweeper {
@@ -450,10 +570,17 @@ impl LifecycleSweeper {
             key_locks: Arc::clone(&service.key_locks),
             multipart: Arc::clone(&service.multipart),
             day_ms: i64::try_from(day_s.saturating_mul(1000)).unwrap_or(i64::MAX),
+            nudges: Arc::new(tokio::sync::Notify::new()),
         });
         let weak = Arc::downgrade(&sweeper);
         tokio::spawn(sweep_until_dropped(weak, pacing, FirstPass::AtOnce));
         sweeper
+    }
+
+    /// Asks for a pass now rather than an interval later (a pass already running is followed
+    /// by one more): what new rules make due (a transition on a past Date, say) happens at once.
+    pub fn nudge(&self) {
+        self.nudges.notify_one();
     }
 
     /// When the sweeper task next sweeps (see [`crate::sweeper`]).
@@ -467,6 +594,7 @@ impl LifecycleSweeper {
         let mut report = SweepReport::default();
         for (bucket, lifecycle) in self.meta.lifecycles().await? {
             report.objects_expired += self.expire_in(&bucket, &lifecycle, now_ms).await?;
+            report.objects_transitioned += self.transition_in(&bucket, &lifecycle, now_ms).await;
             report.uploads_aborted += self.abort_in(&bucket, &lifecycle, now_ms).await?;
         }
         Ok(report)
@@ -519,6 +647,62 @@ impl LifecycleSweeper {
             }
         }
         Ok(expired)
+    }
+
+    /// Demotes `bucket`'s warm objects whose transition is due, rule prefix by rule prefix;
+    /// returns how many. A store failure ends this bucket's pass (logged; the next sweep
+    /// retries): a transition is never urgent, nothing is lost by waiting.
+    async fn transition_in(&self, bucket: &str, lifecycle: &Lifecycle, now_ms: i64) -> usize {
+        let base = bucket_prefix(bucket);
+        let mut transitioned = 0;
+        let moving = lifecycle
+            .rules
+            .iter()
+            .filter(|rule| rule.enabled && rule.transition.is_some());
+        for rule in moving {
+            let prefix = format!("{base}{}", rule.prefix);
+            let mut after: Option<String> = None;
+            loop {
+                let records = match self.store.list(&prefix, after.as_deref(), LIST_PAGE).await {
+                    Ok(records) => records,
+                    Err(error) => {
+                        tracing::warn!(%error, bucket, "listing objects for lifecycle transitions");
+                        return transitioned;
+                    }
+                };
+                let Some(last) = records.last() else { break };
+                after = Some(last.key.clone());
+                for record in records.iter().filter(|record| record.tier == Tier::Warm) {
+                    if transitioned >= MAX_TRANSITIONS_PER_SWEEP {
+                        return transitioned;
+                    }
+                    let key = &record.key[base.len()..];
+                    let due = lifecycle.transition(key, record.created_unix_ms, self.day_ms);
+                    let Some((due_ms, rule_id)) = due.filter(|(due_ms, _)| *due_ms <= now_ms)
+                    else {
+                        continue;
+                    };
+                    match self.store.demote_listed(record).await {
+                        Ok(true) => {
+                            transitioned += 1;
+                            tracing::info!(
+                                bucket,
+                                key,
+                                rule = rule_id,
+                                due_unix_ms = due_ms,
+                                "lifecycle transitioned an object to the cold tier"
+                            );
+                        }
+                        Ok(false) | Err(StoreError::NoSuchKey { .. }) => {}
+                        Err(error) => {
+                            tracing::warn!(%error, key, "lifecycle transition; next sweep");
+                            return transitioned;
+                        }
+                    }
+                }
+            }
+        }
+        transitioned
     }
 
     /// Removes the listed object if, under its key's lock, it is still that version and due.
@@ -583,6 +767,10 @@ impl Sweep for LifecycleSweeper {
         self.sweep_interval()
     }
 
+    fn nudges(&self) -> Option<Arc<tokio::sync::Notify>> {
+        Some(Arc::clone(&self.nudges))
+    }
+
     fn clock(&self) -> Arc<dyn Clock> {
         self.store.clock().clone()
     }
@@ -615,6 +803,9 @@ impl SpinwiseS3 {
             .set_lifecycle(bucket, Some(&lifecycle))
             .await
             .map_err(meta_error)?;
+        if let Some(sweeper) = self.lifecycle() {
+            sweeper.nudge();
+        }
         Ok(())
     }
 
@@ -788,6 +979,48 @@ mod tests {
         assert_eq!(code_of(parse(Vec::new())), S3ErrorCode::MalformedXML);
     }
 
+    fn to_class(class: &'static str, days: i32) -> s3s::dto::Transition {
+        s3s::dto::Transition {
+            days: Some(days),
+            date: None,
+            storage_class: Some(TransitionStorageClass::from_static(class)),
+        }
+    }
+
+    #[test]
+    fn a_transition_to_a_cold_class_is_due_at_the_first_midnight_after_creation_plus_days() {
+        let mut archive = rule("archive", "packs/", 1);
+        archive.expiration = None;
+        archive.transitions = Some(vec![to_class("GLACIER", 0)]);
+        let lifecycle = parse(vec![archive]).unwrap();
+        let stored = &lifecycle.rules[0];
+        assert_eq!(stored.transition.as_ref().unwrap().after_days, Some(0));
+        // Days = 0: the next midnight after creation (a day here is 1,000 ms).
+        assert_eq!(
+            lifecycle.transition("packs/a", 1_500, 1000),
+            Some((2_000, "archive"))
+        );
+        assert_eq!(
+            lifecycle.transition("packs/a", 2_000, 1000),
+            Some((2_000, "archive"))
+        );
+        assert_eq!(lifecycle.transition("index/a", 1_500, 1000), None);
+        assert_eq!(lifecycle.expiry("packs/a", 1_500, 1000), None);
+        // Round trip through the stored JSON and the S3 form.
+        assert_eq!(
+            Lifecycle::from_json(&lifecycle.to_json()).unwrap(),
+            lifecycle
+        );
+        let shown = lifecycle.to_s3();
+        assert_eq!(parse(shown).unwrap(), lifecycle);
+        let mut bad_days = rule("neg", "", 1);
+        bad_days.transitions = Some(vec![to_class("GLACIER", -1)]);
+        assert_eq!(code_of(parse(vec![bad_days])), S3ErrorCode::InvalidArgument);
+        let mut no_class = rule("none", "", 1);
+        no_class.transitions = Some(vec![s3s::dto::Transition::default()]);
+        assert_eq!(code_of(parse(vec![no_class])), S3ErrorCode::MalformedXML);
+    }
+
     #[test]
     fn what_cannot_be_honoured_exactly_is_not_implemented() {
         let mut tagged = rule("t", "", 1);
@@ -808,13 +1041,15 @@ mod tests {
             ..LifecycleRuleFilter::default()
         });
         let mut transition = rule("tr", "", 1);
-        transition.transitions = Some(vec![s3s::dto::Transition::default()]);
+        transition.transitions = Some(vec![to_class("STANDARD_IA", 30)]);
+        let mut two = rule("two", "", 1);
+        two.transitions = Some(vec![to_class("GLACIER", 1), to_class("DEEP_ARCHIVE", 9)]);
         let mut marker = rule("m", "", 1);
         marker.expiration = Some(LifecycleExpiration {
             expired_object_delete_marker: Some(true),
             ..LifecycleExpiration::default()
         });
-        for refused in [tagged, sized, transition, marker] {
+        for refused in [tagged, sized, transition, two, marker] {
             assert_eq!(code_of(parse(vec![refused])), S3ErrorCode::NotImplemented);
         }
     }

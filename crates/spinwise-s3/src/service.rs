@@ -40,7 +40,7 @@ use bytes::Bytes;
 use futures::{Stream, TryStreamExt as _};
 use s3s::dto::*;
 use s3s::{S3, S3Error, S3ErrorCode, S3Request, S3Response, S3Result};
-use spinwise_catalog::{ObjectLocation, ObjectRecord};
+use spinwise_catalog::{ObjectLocation, ObjectRecord, Tier};
 use spinwise_store::staging::StagingError;
 use spinwise_store::{ContentCheck, ObjectReader, SqliteStore, StoreError};
 use std::collections::BTreeMap;
@@ -111,6 +111,10 @@ pub struct S3Settings {
     /// The length of a lifecycle rule's "day" in seconds (86400: rules count days and expire
     /// at midnight UTC, as S3's; tests use less). See [`crate::lifecycle`].
     pub lifecycle_day_s: u64,
+    /// The tier of a write that names no storage class: `Warm`, since S3's default class is
+    /// `STANDARD` (online); `Cold` makes every unclassed write go to the sleeping disks, as all
+    /// writes did before tiers (`spinwise serve --default-storage-class GLACIER`).
+    pub default_tier: Tier,
 }
 
 /// The default for [`S3Settings::restore_expedited_max_ongoing`]: 8. Each Expedited restore
@@ -187,6 +191,7 @@ impl Default for S3Settings {
             restore_expedited_per_hour: DEFAULT_EXPEDITED_PER_HOUR,
             etag_mode: EtagMode::Md5,
             lifecycle_day_s: 86_400,
+            default_tier: Tier::Warm,
         }
     }
 }
@@ -346,6 +351,36 @@ pub(crate) fn check_storage_class(class: Option<&StorageClass>) -> S3Result<()> 
     }
 }
 
+/// The classes whose objects go to the sleeping disks; every other class S3 knows is online
+/// and stays in the warm tier (docs/s3.md "Storage classes").
+const COLD_STORAGE_CLASSES: [&str; 3] = [
+    StorageClass::GLACIER,
+    StorageClass::DEEP_ARCHIVE,
+    StorageClass::GLACIER_IR,
+];
+
+/// The tier of a write naming `class`, for a server's default (`serve --default-storage-class`):
+/// an error names the classes S3 knows when `class` is none of them.
+pub fn tier_of_known_class(class: &str) -> Result<Tier, String> {
+    if KNOWN_STORAGE_CLASSES.contains(&class) {
+        Ok(tier_of_class(Some(class), Tier::Warm))
+    } else {
+        Err(format!(
+            "{class:?} is not a storage class S3 knows ({})",
+            KNOWN_STORAGE_CLASSES.join(", ")
+        ))
+    }
+}
+
+/// The tier a write naming `class` goes to (`default` when it names none).
+pub fn tier_of_class(class: Option<&str>, default: Tier) -> Tier {
+    match class {
+        None => default,
+        Some(class) if COLD_STORAGE_CLASSES.contains(&class) => Tier::Cold,
+        Some(_) => Tier::Warm,
+    }
+}
+
 /// `STANDARD` while the object is staged; once migrated to sleeping disks, the cold class of its
 /// bucket's restore mode ([`RestoreMode::cold_storage_class`]).
 pub fn storage_class(record: &ObjectRecord, mode: RestoreMode) -> &'static str {
@@ -403,7 +438,9 @@ pub fn store_error(error: StoreError, retry_after_s: u32) -> S3Error {
         StoreError::Range { .. } | StoreError::Staging(StagingError::Range { .. }) => {
             S3Error::with_message(S3ErrorCode::InvalidRange, error.to_string())
         }
-        StoreError::Busy { .. } | StoreError::Staging(StagingError::Full { .. }) => {
+        StoreError::Busy { .. }
+        | StoreError::WarmFull { .. }
+        | StoreError::Staging(StagingError::Full { .. }) => {
             slow_down(error.to_string(), retry_after_s)
         }
         other => internal(other),
@@ -689,6 +726,7 @@ impl SpinwiseS3 {
             blake3: false,
         };
         let given_etag = described.etag.clone();
+        let stored_class = described.headers.storage_class.clone();
         let (upload, outcome) = Upload::new(stream, expected, wanted, limit_bytes);
         let meta = &self.meta;
         let write_row = |record: &ObjectRecord| {
@@ -717,7 +755,12 @@ impl SpinwiseS3 {
                 })
             }
         };
-        let record = match self.store.put_with(store_key, upload, write_row).await {
+        let tier = tier_of_class(stored_class.as_deref(), self.settings.default_tier);
+        let record = match self
+            .store
+            .put_with(store_key, tier, upload, write_row)
+            .await
+        {
             Ok(record) => record,
             Err(error) => {
                 return Err(outcome.refusal().unwrap_or_else(|| self.store_error(error)));
@@ -1507,13 +1550,19 @@ impl S3 for SpinwiseS3 {
         let RestoredSource { stream, view, .. } = self
             .open_copy_source(&source_bucket, &source, None, &conditions)
             .await?;
-        let described = match replace {
+        let mut described = match replace {
             true => {
                 let headers = object_headers!(input);
                 described_from(input.content_type, input.metadata, headers)
             }
             false => view.described(),
         };
+        // As S3: the copy is in the class the request names (its default when none), never
+        // the source's.
+        described.headers.storage_class = input
+            .storage_class
+            .as_ref()
+            .map(|class| class.as_str().to_owned());
         let target = WriteTarget {
             bucket: &input.bucket,
             store_key: &target,

@@ -1,6 +1,7 @@
 //! The loop of the S3 layer's periodic sweepers (expired restored copies, abandoned multipart
 //! uploads, lifecycle rules): one pass, then a wait of the sweeper's interval on the store's
-//! clock ([`spinwise_store::clock`]), until the sweeper is dropped.
+//! clock ([`spinwise_store::clock`]) or until the sweeper is nudged (new lifecycle rules are
+//! applied at once, not an interval later), until the sweeper is dropped.
 //!
 //! Invariants: the loop holds its sweeper only weakly while it waits, so dropping the service
 //! stops it (and lets the store and the metadata database close); it publishes its next wake
@@ -11,6 +12,7 @@ use spinwise_store::clock::{Clock, Pacing};
 use std::future::Future;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
+use tokio::sync::Notify;
 
 /// What the loop needs of a sweeper.
 pub(crate) trait Sweep: Send + Sync + 'static {
@@ -20,6 +22,10 @@ pub(crate) trait Sweep: Send + Sync + 'static {
     fn clock(&self) -> Arc<dyn Clock>;
     /// One pass; it logs its own failures (the loop goes on regardless).
     fn sweep_once(&self) -> impl Future<Output = ()> + Send;
+    /// What ends a wait early (`None`: only the interval does).
+    fn nudges(&self) -> Option<Arc<Notify>> {
+        None
+    }
 }
 
 /// Whether the loop's first pass comes at once or after one interval (the caller swept
@@ -45,11 +51,19 @@ pub(crate) async fn sweep_until_dropped<S: Sweep>(
             strong.sweep_once().await;
         }
         sweep_now = true;
-        let (interval, clock) = (strong.interval(), strong.clock());
+        let (interval, clock, nudges) = (strong.interval(), strong.clock(), strong.nudges());
         drop(strong);
         let wake_us = clock.now_us().saturating_add(micros(interval));
         pacing.waiting_until(wake_us);
-        clock.sleep_until_us(wake_us).await;
+        match nudges {
+            Some(nudges) => {
+                tokio::select! {
+                    () = clock.sleep_until_us(wake_us) => {}
+                    () = nudges.notified() => {}
+                }
+            }
+            None => clock.sleep_until_us(wake_us).await,
+        }
     }
 }
 

@@ -84,3 +84,9 @@ fn restic_backs_up_checks_every_pack_diffs_and_restores_byte_exact() {
     require("restic", &["version"], APT_HINT);
     assert_cold_reads(&run_check("check_restic"));
 }
+
+#[test]
+fn restic_keeps_working_with_warm_metadata_while_a_lifecycle_transition_sends_its_packs_cold() {
+    require("restic", &["version"], APT_HINT);
+    assert_cold_reads(&run_check("check_restic_warm_metadata_cold_packs"));
+}

@@ -162,3 +162,49 @@ fn a_crash_after_the_commit_keeps_the_migration_and_frees_staging_on_restart() {
         again.stdout
     );
 }
+
+/// A lifecycle transition in the store's terms: `demote` of a warm object, then the migration
+/// that moves it, killed mid-way (`migrate:after-stacks`, an abort like `kill -9`). After the
+/// restart nothing is lost: the demoted object is still staged (cold), the warm one still warm,
+/// both byte-exact; the next flush moves the demoted one only, and the warm one never.
+#[test]
+fn a_crash_while_a_demoted_object_migrates_loses_nothing_and_leaves_the_warm_tier_alone() {
+    let dir = TempDir::new("store-migrate-demoted");
+    let data_path = dir.join("data");
+    let data = data_path.to_str().unwrap();
+    init_jbod_store(data);
+    let bodies = [pattern(70_000, 1), pattern(90_000, 2)];
+    for (key, body) in ["moving", "staying"].iter().zip(&bodies) {
+        let input = dir.join(&format!("{key}.bin"));
+        std::fs::write(&input, body).unwrap();
+        let path = input.to_str().unwrap();
+        spinwise(["store", "--data", data, "put", key, path, "--warm"]).success();
+    }
+    let flushed = spinwise(["store", "--data", data, "flush", "--json"]).success();
+    let report: serde_json::Value = serde_json::from_str(&flushed.stdout).unwrap();
+    assert_eq!(
+        report["objects_moved"], 0,
+        "a flush moved warm objects: {report}"
+    );
+    let demoted = spinwise(["store", "--data", data, "demote", "moving"]).success();
+    assert!(demoted.stdout.contains("demoted"), "{}", demoted.stdout);
+    flush_crashing_at(data, "migrate:after-stacks");
+    let status = spinwise(["store", "--data", data, "status", "--json"]).success();
+    let status: serde_json::Value = serde_json::from_str(&status.stdout).unwrap();
+    assert_eq!(status["warm_objects"], 1, "{status}");
+    assert_eq!(status["staged_objects"], 2, "{status}");
+    for (key, body) in ["moving", "staying"].iter().zip(&bodies) {
+        assert_eq!(stat_json(data, key)["state"], "staged");
+        let output = dir.join(&format!("{key}.out"));
+        let path = output.to_str().unwrap();
+        spinwise(["store", "--data", data, "get", key, path]).success();
+        assert!(std::fs::read(&output).unwrap() == *body, "`{key}` differs");
+    }
+    let flushed = spinwise(["store", "--data", data, "flush", "--json"]).success();
+    let report: serde_json::Value = serde_json::from_str(&flushed.stdout).unwrap();
+    assert_eq!(report["objects_moved"], 1, "{report}");
+    assert_eq!(stat_json(data, "moving")["state"], "migrated");
+    assert_eq!(stat_json(data, "staying")["state"], "staged");
+    let again = spinwise(["store", "--data", data, "demote", "moving"]).success();
+    assert!(again.stdout.contains("not warm"), "{}", again.stdout);
+}

@@ -27,7 +27,7 @@ async fn a_full_scheduler_queue_answers_503_slow_down_with_retry_after() {
             .await
             .unwrap();
     }
-    harness.store.flush(|_| {}).await.unwrap();
+    common::cold::migrate_everything(&harness.store).await;
 
     let requests = (0..16).map(|i| {
         let client = client.clone();

@@ -330,7 +330,7 @@ async fn a_304_or_412_for_a_cold_object_spins_no_group_up() {
     bucket(&harness, "cold").await;
     let bytes = pattern(200_000, 9);
     put(&harness.client, "cold", "c", &bytes).await;
-    harness.store.flush(|_| {}).await.unwrap();
+    common::cold::migrate_everything(&harness.store).await;
     let (etag, _) = validators(&harness, "cold", "c").await;
     let group = migrated_group(&harness.store, "cold/c").await;
     rest_group(&harness.store, group).await;

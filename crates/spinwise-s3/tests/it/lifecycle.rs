@@ -213,7 +213,7 @@ async fn objects_under_a_rules_prefix_expire_without_a_spin_up_and_the_others_st
         put(client, "archive", key, key.as_bytes()).await;
     }
     // Migrated: their expiry must not wait for, nor cause, a spin-up.
-    harness.store.flush(|_| {}).await.unwrap();
+    common::cold::migrate_everything(&harness.store).await;
     let rules = vec![
         expire_rule("logs", "logs/", 2, true),
         expire_rule("paused", "tmp/", 1, false),

@@ -19,6 +19,7 @@ mod public_read;
 mod restore;
 mod s3_api;
 mod soak;
+mod storage_classes;
 mod tls;
 mod virtual_host;
 #[path = "../../../spinwise-store/tests/it/support/wall_clock.rs"]

@@ -20,7 +20,7 @@ async fn a_cold_read_counts_its_groups_spin_up_and_the_gauges_show_the_driver() 
     bucket(&harness, "watched").await;
     let bytes = pattern(300_000, 5);
     put(&harness.client, "watched", "cold", &bytes).await;
-    harness.store.flush(|_| {}).await.unwrap();
+    common::cold::migrate_everything(&harness.store).await;
     let group = migrated_group(&harness.store, "watched/cold").await;
     rest_group(&harness.store, group).await;
     let before = metrics.scrape().await.unwrap();
@@ -82,7 +82,7 @@ async fn an_idle_group_spinning_down_is_counted_by_cause_and_the_idle_time_is_sh
     bucket(&harness, "idle").await;
     let bytes = pattern(100_000, 7);
     put(&harness.client, "idle", "cold", &bytes).await;
-    harness.store.flush(|_| {}).await.unwrap();
+    common::cold::migrate_everything(&harness.store).await;
     let group = migrated_group(&harness.store, "idle/cold").await;
     rest_group(&harness.store, group).await;
     let driver = &harness.store.rack_io().driver;

@@ -106,7 +106,7 @@ async fn put_headers_come_back_on_get_and_head_staged_migrated_and_after_a_resta
     assert_eq!(shown, sent());
     assert!(body == bytes);
 
-    harness.store.flush(|_| {}).await.unwrap();
+    common::cold::migrate_everything(&harness.store).await;
     let (shown, body) = get(&harness.client, "docs", "report.pdf.gz").await;
     assert_eq!(shown, sent(), "a migrated object");
     assert!(body == bytes);
@@ -345,7 +345,7 @@ async fn a_restored_copy_serves_the_objects_headers_and_the_overrides() {
     bucket(&harness, "vault").await;
     let bytes = pattern(1 << 20, 9);
     put_with_headers(client, "vault", "tape.gz", &bytes).await;
-    harness.store.flush(|_| {}).await.unwrap();
+    common::cold::migrate_everything(&harness.store).await;
     client
         .restore_object()
         .bucket("vault")

@@ -814,7 +814,7 @@ async fn an_anonymous_get_of_a_cold_object_in_an_async_public_bucket_is_invalid_
     create(&harness.client, "vault", Some(BucketCannedAcl::PublicRead)).await;
     let bytes = pattern(64 << 10, 11);
     put(&harness.client, "vault", "cold.bin", &bytes).await;
-    harness.store.flush(|_| {}).await.unwrap();
+    common::cold::migrate_everything(&harness.store).await;
 
     let anonymous = anonymous(addr);
     let head = anonymous

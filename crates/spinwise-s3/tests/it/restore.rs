@@ -162,7 +162,7 @@ async fn migrated_objects<'k>(
     for (key, bytes) in &objects {
         put(client, bucket, key, bytes).await;
     }
-    harness.store.flush(|_| {}).await.unwrap();
+    common::cold::migrate_everything(&harness.store).await;
     objects
 }
 
@@ -170,7 +170,7 @@ async fn cold_object(harness: &Harness, bucket: &str, key: &str, bytes: &[u8]) {
     let client = &harness.client;
     client.create_bucket().bucket(bucket).send().await.unwrap();
     put(client, bucket, key, bytes).await;
-    harness.store.flush(|_| {}).await.unwrap();
+    common::cold::migrate_everything(&harness.store).await;
     let group = migrated_group(&harness.store, &format!("{bucket}/{key}")).await;
     rest_group(&harness.store, group).await;
 }
@@ -407,7 +407,7 @@ async fn concurrent_restores_of_objects_in_one_group_share_one_spin_up() {
     let second = pattern(400_000, 22);
     put(client, "pair", "first", &first).await;
     put(client, "pair", "second", &second).await;
-    harness.store.flush(|_| {}).await.unwrap();
+    common::cold::migrate_everything(&harness.store).await;
     let group = migrated_group(&harness.store, "pair/first").await;
     assert_eq!(
         migrated_group(&harness.store, "pair/second").await,
@@ -611,7 +611,7 @@ async fn a_restore_beyond_the_ongoing_limit_is_slowed_down_and_starts_nothing() 
     client.create_bucket().bucket("few").send().await.unwrap();
     put(client, "few", "waits", &pattern(100_000, 61)).await;
     put(client, "few", "next", &pattern(100_000, 62)).await;
-    harness.store.flush(|_| {}).await.unwrap();
+    common::cold::migrate_everything(&harness.store).await;
     let group = migrated_group(&harness.store, "few/waits").await;
     rest_group(&harness.store, group).await;
 
@@ -879,7 +879,7 @@ async fn cold_object_outside(
             rest_group(&harness.store, *group).await;
         }
         put(&harness.client, bucket, key, bytes).await;
-        harness.store.flush(|_| {}).await.unwrap();
+        common::cold::migrate_everything(&harness.store).await;
         let group = migrated_group(&harness.store, &format!("{bucket}/{key}")).await;
         if !taken.contains(&group) {
             return group;

@@ -477,7 +477,7 @@ async fn storage_class_is_standard_while_staged_and_glacier_instant_retrieval_af
         .unwrap();
     assert_eq!(head.storage_class, Some(StorageClass::Standard));
 
-    let report = harness.store.flush(|_| {}).await.unwrap();
+    let report = common::cold::migrate_everything(&harness.store).await;
     assert!(report.objects_moved >= 1, "{report:?}");
     let head = client
         .head_object()

@@ -244,7 +244,13 @@ async fn start_soak_server() -> Harness {
     let mut store_config = config(None);
     // Ticks every half second, migrating whatever has been staged for two seconds.
     store_config.upkeep.migrate_after_s = 2.0;
-    start_with(store_config, S3Settings::default()).await
+    // The soak's PUTs name no storage class; they go cold (as `serve --default-storage-class
+    // GLACIER` makes them) so that upkeep migrates underneath the load.
+    let settings = S3Settings {
+        default_tier: spinwise_catalog::Tier::Cold,
+        ..S3Settings::default()
+    };
+    start_with(store_config, settings).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -9,7 +9,12 @@
 //! - no hard budget is ever exceeded: an independent watcher between the store and each disk
 //!   recomputes every hard domain's draw from the disks' power states at every spin-up and
 //!   spin-down (it reads the rack, never the engine's books);
-//! - the catalog and the disks agree: a scrub finds no stripe it cannot verify or repair.
+//! - the catalog and the disks agree: a scrub finds no stripe it cannot verify or repair;
+//! - an object written warm (one put in four, in the worlds of seeds 0, 1, 4, 5, 8, 9, …) stays warm
+//!   and staged through flushes and crashes until a flush demotes it (the warm objects of
+//!   even-numbered keys are demoted before each `flush` step, as a lifecycle transition of a
+//!   prefix would). Those worlds do not lose their catalog (the others do): see
+//!   `a_lost_catalog_with_warm_records_never_brings_back_an_overwritten_version`.
 //!
 //! Faults besides crashes: writes fail (one in five) and spin-ups are slow during a flush, one
 //! disk of an object's blob fails a read during a read of it (which must still return the
@@ -48,7 +53,7 @@ use crate::common;
 use common::{jbod_config, pattern};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use spinwise_catalog::{BlobState, Catalog, ObjectLocation, SqliteCatalog};
+use spinwise_catalog::{BlobState, Catalog, ObjectLocation, SqliteCatalog, Tier};
 use spinwise_disk::{
     CrashMode, Disk, DiskError, DiskIndex, Fault, FaultyConfig, FaultyDisk, Operation, Overwrite,
     PowerState, Space, Trigger, VirtualClock, WriteSync, crash_together,
@@ -61,7 +66,7 @@ use spinwise_store::durable::{HostCrashModel, HostFiles};
 use spinwise_store::{Environment, SqliteStore, Store, StoreConfig, StoreError, recover_in};
 use spinwise_store::{INDEX_DIR, index_path, read_index};
 use spinwise_store::{ScrubLedger, ScrubMode};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::Read;
 use std::sync::{Arc, Mutex};
 
@@ -270,6 +275,16 @@ struct World {
     acknowledged: BTreeMap<String, Vec<u8>>,
     /// Every version ever acknowledged per key (BLAKE3): what a recovery may bring back.
     versions: BTreeMap<String, Vec<[u8; 32]>>,
+    /// Keys whose acknowledged version was written warm and never demoted: they must stay
+    /// warm and staged through flushes, crashes and catalog recoveries.
+    warm: BTreeSet<String>,
+    /// Whether this world writes warm objects (one put in four) and whether it loses its
+    /// catalog (`lose_the_catalog_and_recover`; a plain crash and restart takes its place
+    /// when not). Never both, for now: a lost catalog rebuilt from a log whose segments warm
+    /// records keep can bring back an overwritten version (docs/store.md "A lost catalog",
+    /// the ignored `a_lost_catalog_with_warm_records_never_brings_back_an_overwritten_version`).
+    warm_puts: bool,
+    catalog_loss: bool,
     failed_disk: Option<DiskIndex>,
     crashes: u64,
     recoveries: u64,
@@ -317,6 +332,10 @@ impl World {
             store: None,
             acknowledged: BTreeMap::new(),
             versions: BTreeMap::new(),
+            warm: BTreeSet::new(),
+            // Independent of the policy, which alternates with the seed's parity.
+            warm_puts: (seed / 2).is_multiple_of(2),
+            catalog_loss: !(seed / 2).is_multiple_of(2),
             failed_disk: None,
             crashes: 0,
             recoveries: 0,
@@ -393,7 +412,8 @@ impl World {
             55..65 => self.delete(),
             65..80 => self.flush(),
             80..85 => self.crash_and_restart(),
-            85..86 => self.lose_the_catalog_and_recover(),
+            85..86 if self.catalog_loss => self.lose_the_catalog_and_recover(),
+            85..86 => self.crash_and_restart(),
             86..90 => self.fail_and_rebuild(),
             90..93 => self.scrub(),
             93..95 => self.flush_through_write_faults(),
@@ -425,11 +445,24 @@ impl World {
             }
             self.check_key(&key);
         }
-        let stored = self.block_on(self.store().put(&key, &bytes[..]));
+        // One put in four is warm: it must stay staged until `flush` demotes it. Decided by the
+        // body's seed too, so the stream of draws stays as it was before tiers.
+        let tier = match self.warm_puts && (body_seed >> 8).is_multiple_of(4) {
+            true => Tier::Warm,
+            false => Tier::Cold,
+        };
+        let stored = self.block_on(
+            self.store()
+                .put_with(&key, tier, &bytes[..], |_| std::future::ready(Ok(()))),
+        );
         match stored {
             Ok(_) => {
                 let hash = *blake3::hash(&bytes).as_bytes();
                 self.versions.entry(key.clone()).or_default().push(hash);
+                match tier {
+                    Tier::Warm => self.warm.insert(key.clone()),
+                    Tier::Cold => self.warm.remove(&key),
+                };
                 self.acknowledged.insert(key, bytes);
             }
             Err(error) => self.fail(&format!("put `{key}`: {error}")),
@@ -446,13 +479,31 @@ impl World {
         match self.block_on(self.store().delete(&key)) {
             Ok(_) => {
                 self.acknowledged.remove(&key);
+                self.warm.remove(&key);
             }
             Err(StoreError::NoSuchKey { .. }) if !self.acknowledged.contains_key(&key) => {}
             Err(error) => self.fail(&format!("delete `{key}`: {error}")),
         }
     }
 
+    /// Demotes the warm objects of even-numbered keys (a lifecycle transition of a prefix),
+    /// then migrates: the demoted ones may go, the other warm ones must stay.
     fn flush(&mut self) {
+        let even: Vec<String> = self
+            .warm
+            .iter()
+            .filter(|key| key.ends_with(['0', '2', '4', '6', '8']))
+            .cloned()
+            .collect();
+        for key in even {
+            match self.block_on(self.store().demote(&key)) {
+                Ok(true) => {
+                    self.warm.remove(&key);
+                }
+                Ok(false) => self.fail(&format!("demoting warm `{key}` changed nothing")),
+                Err(error) => self.fail(&format!("demote `{key}`: {error}")),
+            }
+        }
         if let Err(error) = self.block_on(self.store().flush(|_| {})) {
             self.fail(&format!("flush: {error}"));
         }
@@ -621,6 +672,8 @@ impl World {
                     bytes.len()
                 ));
             }
+            // Its tier is whatever its record says; the model claims nothing of it.
+            self.warm.remove(&key);
             self.acknowledged.insert(key, bytes);
         }
     }
@@ -699,6 +752,18 @@ impl World {
     /// `key` reads back exactly as acknowledged, or as not found if it was never stored or was
     /// deleted.
     fn check_key(&self, key: &str) {
+        if self.warm.contains(key) {
+            match self.block_on(self.store().stat(key)) {
+                Ok(record)
+                    if record.tier == Tier::Warm
+                        && matches!(record.location, ObjectLocation::Staged { .. }) => {}
+                Ok(record) => self.fail(&format!(
+                    "warm `{key}` is {:?} at {:?}: it left the warm tier undemoted",
+                    record.tier, record.location
+                )),
+                Err(error) => self.fail(&format!("warm `{key}`: {error}")),
+            }
+        }
         let read = self.block_on(common::read_to_end(self.store(), key, None));
         match (read, self.acknowledged.get(key)) {
             (Ok((bytes, _)), Some(expected)) if bytes == *expected => {}
@@ -915,6 +980,25 @@ fn the_store_keeps_every_acknowledged_object_and_every_budget_through_a_seeded_s
         "an injected fault never fired: {:?}",
         total.faults
     );
+}
+
+/// The known gap of the warm tier, pinned: seed 2 with warm objects *and* lost catalogs. A warm
+/// record keeps its staging segment, and with it the dead records beside it; a key overwritten
+/// after such a record was written, whose newer version then migrated (its own segment freed),
+/// comes back from `store recover` as the older staged version, since recovery ranks any staged
+/// record above any migrated one. Fixing it needs a write order recovery can see (segment ids
+/// that never repeat, and the origin of each migrated version in its blob index); until then
+/// this fails at step 67 and the swarm keeps warm objects and catalog loss in separate worlds.
+#[test]
+#[ignore = "known gap: catalog-loss recovery with warm records can bring back an overwritten version (docs/store.md)"]
+fn a_lost_catalog_with_warm_records_never_brings_back_an_overwritten_version() {
+    let mut world = World::new(2, Disks::Honest, PolicyChoice::Pelican);
+    world.warm_puts = true;
+    world.catalog_loss = true;
+    for _ in 0..100 {
+        world.step();
+    }
+    world.finish();
 }
 
 #[test]

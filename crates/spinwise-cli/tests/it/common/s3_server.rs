@@ -96,11 +96,17 @@ pub struct S3Server {
 impl S3Server {
     /// Starts `serve` over `data` (with metrics, keys [`ACCESS_KEY`]/[`SECRET_KEY`], stderr to
     /// `log`) and reads its stdout up to the "serving S3 on http://ADDR" line.
+    ///
+    /// Writes that name no storage class go cold (`--default-storage-class GLACIER`): the
+    /// clients these tests drive (aws CLI, rclone, restic by default) name none, and the tests
+    /// read their objects back cold, through spin-ups. A check that wants warm objects names
+    /// `STANDARD` itself.
     pub fn start(data: &Path, log: &Path) -> S3Server {
         let mut child = Command::new(env!("CARGO_BIN_EXE_spinwise"))
             .args(["serve", "--data"])
             .arg(data)
             .args(["--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0"])
+            .args(["--default-storage-class", "GLACIER"])
             .args(["--access-key", ACCESS_KEY, "--secret-key", SECRET_KEY])
             .env_remove("SPINWISE_ACCESS_KEY")
             .env_remove("SPINWISE_SECRET_KEY")

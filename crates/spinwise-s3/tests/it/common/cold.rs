@@ -38,3 +38,19 @@ pub async fn count_ups_during(store: &SqliteStore, work: impl Future<Output = ()
     }
     ups
 }
+
+/// Moves every object to the cold tier and migrates it to the groups, as a lifecycle transition
+/// of everything followed by upkeep's migration would: S3 writes without a storage class are
+/// `STANDARD` (warm) and stay staged, so tests of cold reads start from here.
+pub async fn migrate_everything(store: &SqliteStore) -> spinwise_store::FlushReport {
+    let mut after: Option<String> = None;
+    loop {
+        let page = store.list("", after.as_deref(), 1000).await.unwrap();
+        let Some(last) = page.last() else { break };
+        after = Some(last.key.clone());
+        for record in &page {
+            store.demote_listed(record).await.unwrap();
+        }
+    }
+    store.flush(|_| {}).await.unwrap()
+}
