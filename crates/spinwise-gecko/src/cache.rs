@@ -3,10 +3,8 @@
 //! LRU in RAM, over an optional second LRU on flash that takes what RAM evicts.
 //!
 //! Invariants: a page is in at most one level; neither level holds more pages than its
-//! capacity; a level of capacity zero holds nothing. Orders are by a use stamp in ordered maps,
-//! so eviction is deterministic.
-
-use std::collections::BTreeMap;
+//! capacity; a level of capacity zero holds nothing. Order is a linked list by last use, so
+//! eviction is deterministic.
 
 /// Where a read was served.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -16,35 +14,66 @@ pub enum CacheLevel {
     Miss,
 }
 
-/// A least-recently-used set of pages.
-#[derive(Clone, Debug, Default)]
+/// No page: the end of a list.
+const NIL: u64 = u64::MAX;
+
+/// A least-recently-used set of pages: a doubly linked list threaded through vectors indexed
+/// by page (grown on demand), so every operation is O(1) and the order is deterministic.
+#[derive(Clone, Debug)]
 struct Lru {
     capacity_pages: u64,
-    stamp_of: BTreeMap<u64, u64>,
-    page_of: BTreeMap<u64, u64>,
-    next_stamp: u64,
+    len: u64,
+    present: Vec<bool>,
+    /// Toward the most recent.
+    newer: Vec<u64>,
+    /// Toward the least recent.
+    older: Vec<u64>,
+    newest: u64,
+    oldest: u64,
 }
 
 impl Lru {
     fn new(capacity_pages: u64) -> Lru {
         Lru {
             capacity_pages,
-            ..Lru::default()
+            len: 0,
+            present: Vec::new(),
+            newer: Vec::new(),
+            older: Vec::new(),
+            newest: NIL,
+            oldest: NIL,
         }
     }
 
     fn contains(&self, page: u64) -> bool {
-        self.stamp_of.contains_key(&page)
+        self.present.get(page as usize).copied().unwrap_or(false)
+    }
+
+    fn grow(&mut self, page: u64) {
+        let needed = page as usize + 1;
+        if self.present.len() < needed {
+            self.present.resize(needed, false);
+            self.newer.resize(needed, NIL);
+            self.older.resize(needed, NIL);
+        }
     }
 
     fn remove(&mut self, page: u64) -> bool {
-        match self.stamp_of.remove(&page) {
-            Some(stamp) => {
-                self.page_of.remove(&stamp);
-                true
-            }
-            None => false,
+        if !self.contains(page) {
+            return false;
         }
+        let (newer, older) = (self.newer[page as usize], self.older[page as usize]);
+        match newer {
+            NIL => self.newest = older,
+            n => self.older[n as usize] = older,
+        }
+        match older {
+            NIL => self.oldest = newer,
+            o => self.newer[o as usize] = newer,
+        }
+        self.present[page as usize] = false;
+        self.len -= 1;
+        true
     }
 
     /// Makes `page` the most recent; returns the page evicted to make room, if any.
@@ -53,23 +82,29 @@ impl Lru {
             return Some(page);
         }
         self.remove(page);
-        let stamp = self.next_stamp;
-        self.next_stamp += 1;
-        self.stamp_of.insert(page, stamp);
-        self.page_of.insert(stamp, page);
-        if self.stamp_of.len() as u64 <= self.capacity_pages {
+        self.grow(page);
+        let index = page as usize;
+        self.present[index] = true;
+        self.newer[index] = NIL;
+        self.older[index] = self.newest;
+        if self.newest != NIL {
+            self.newer[self.newest as usize] = page;
+        }
+        self.newest = page;
+        if self.oldest == NIL {
+            self.oldest = page;
+        }
+        self.len += 1;
+        if self.len <= self.capacity_pages {
             return None;
         }
-        let (_, oldest) = self
-            .page_of
-            .pop_first()
-            .expect("over capacity, so not empty");
-        self.stamp_of.remove(&oldest);
+        let oldest = self.oldest;
+        self.remove(oldest);
         Some(oldest)
     }
 
     fn len(&self) -> u64 {
-        self.stamp_of.len() as u64
+        self.len
     }
 }
 
@@ -170,6 +205,25 @@ mod tests {
         two_levels.written(1);
         assert!(two_levels.ram.contains(1) && !two_levels.flash.contains(1));
         assert!(two_levels.flash.contains(2));
+    }
+
+    #[test]
+    fn the_lru_evicts_the_least_recently_used_page_whatever_the_order_of_touches() {
+        let mut lru = Lru::new(3);
+        for page in [5, 1, 9] {
+            assert_eq!(lru.touch(page), None);
+        }
+        assert_eq!(
+            lru.touch(5),
+            None,
+            "a touch of a present page evicts nothing"
+        );
+        assert_eq!(lru.touch(7), Some(1));
+        assert_eq!(lru.touch(2), Some(9));
+        assert!(lru.remove(5) && !lru.remove(5));
+        assert_eq!(lru.len(), 2);
+        assert_eq!(lru.touch(3), None);
+        assert_eq!(lru.touch(4), Some(7));
     }
 
     #[test]

@@ -88,8 +88,9 @@ pub const SEGMENT_PAGES: u64 = 1024;
 pub const STRIPE_PAGES: u64 = 32;
 
 impl LogConfig {
-    /// A layout with the default segment and stripe, cleaning below 8 free segments (and, in a
-    /// chain of two or more, while the head is on the disk after the tail's), 2 held back.
+    /// A layout with the default segment (RAID-0: [`SEGMENT_PAGES`] on each disk, so a segment
+    /// is whole stripe rows) and stripe, cleaning below 8 free segments (and, in a chain of two
+    /// or more, while the head is on the disk after the tail's), 2 held back.
     pub fn new(
         layout: Layout,
         collector: Collector,
@@ -97,17 +98,20 @@ impl LogConfig {
         pages_per_disk: u64,
         logical_pages: u64,
     ) -> LogConfig {
-        let gc_free_pages = 8 * SEGMENT_PAGES;
+        let segment_pages = match layout {
+            Layout::Raid0 => SEGMENT_PAGES * u64::from(disks),
+            Layout::Chain => SEGMENT_PAGES,
+        };
         LogConfig {
             layout,
             collector,
             disks,
             pages_per_disk,
-            segment_pages: SEGMENT_PAGES,
+            segment_pages,
             stripe_pages: STRIPE_PAGES,
             logical_pages,
-            gc_free_pages,
-            reserve_pages: 2 * SEGMENT_PAGES,
+            gc_free_pages: 8 * segment_pages,
+            reserve_pages: 2 * segment_pages,
         }
     }
 
@@ -120,15 +124,18 @@ impl LogConfig {
         require(self.segment_pages >= 1 && self.stripe_pages >= 1, || {
             "segments and stripe units need at least one page".into()
         })?;
-        require(
-            self.pages_per_disk.is_multiple_of(self.segment_pages),
-            || {
-                format!(
-                    "pages per disk ({}) must be a multiple of the segment ({})",
-                    self.pages_per_disk, self.segment_pages
-                )
-            },
-        )?;
+        // A chain's segment lies on one disk; RAID-0's spans them all.
+        let holder = match self.layout {
+            Layout::Chain => self.pages_per_disk,
+            Layout::Raid0 => self.physical_pages(),
+        };
+        require(holder.is_multiple_of(self.segment_pages), || {
+            format!(
+                "{holder} pages (a disk in a chain, the array in RAID-0) must be whole segments \
+                 of {}",
+                self.segment_pages
+            )
+        })?;
         let stripe_row = self.stripe_pages * u64::from(self.disks);
         require(
             self.layout == Layout::Chain || self.segment_pages.is_multiple_of(stripe_row),
@@ -685,7 +692,7 @@ mod tests {
         config.logical_pages = config.physical_pages();
         assert!(Log::new(config).is_err());
         config.logical_pages = 10;
-        config.pages_per_disk = SEGMENT_PAGES + 1;
+        config.segment_pages += 1;
         assert!(Log::new(config).is_err());
     }
 }
