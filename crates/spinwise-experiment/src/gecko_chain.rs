@@ -253,12 +253,19 @@ fn summary(context: &Context, rows: &[GeckoChainRow], duration_s: f64) -> String
     let losing: Vec<String> = pairs
         .iter()
         .filter(|(_, g, r)| g <= r)
-        .map(|(d, _, _)| describe(rows, Layout::Raid0, *d))
+        .map(|&(d, _, _)| {
+            let gc = mean(rows, Layout::Chain, d, |r| r.gc_mb_per_s).unwrap_or(0.0);
+            format!(
+                "Gecko {}, its collector moving {gc:.1} MB/s on the body its readers use;                  log+RAID-0 {}",
+                describe(rows, Layout::Chain, d),
+                describe(rows, Layout::Raid0, d)
+            )
+        })
         .collect();
     let (verdict, tolerance) = judge_claim(
         losing.is_empty() && !pairs.is_empty(),
         "a direction: Gecko above log+RAID-0 at every disk count from 2",
-        || format!("log+RAID-0 at least as high at {}", losing.join("; ")),
+        || format!("log+RAID-0 at least as high at: {}", losing.join("; ")),
     );
     comparisons.push(Comparison {
         quantity: "read + write throughput, Gecko vs log+RAID-0 of as many disks".into(),

@@ -28,7 +28,7 @@ const FLASH_GB: u64 = 32;
 /// Flash sizes swept at the largest amount of data (the slides' 32 GB among them).
 const FLASH_SWEEP_GB: &[u64] = &[0, 8, 16, 32, 64];
 const QUICK_FLASH_SWEEP_GB: &[u64] = &[0, 32, 64];
-const OPERATIONS: u64 = 300_000;
+const OPERATIONS: u64 = 100_000;
 const QUICK_OPERATIONS: u64 = 60_000;
 
 /// One run: a mix at one amount of data and one cache.

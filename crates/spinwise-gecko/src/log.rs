@@ -239,17 +239,27 @@ impl Log {
         self.config.physical_pages() - self.used
     }
 
-    /// Free pages a client write may take: not the reserve (the collector's), and in a chain
-    /// not past the end of the tail disk while the head is on the next one (the tail waits
-    /// for the collector to empty that disk rather than write beside its reads).
+    /// Free pages a client write may take: not the reserve (the collector's), and in a chain,
+    /// while the head is on the next disk, not the room the tail disk must keep for the live
+    /// pages the collector has still to move off that disk (the tail waits for the collector
+    /// to empty it rather than spill onto it and write beside its reads).
     pub fn client_free_pages(&self) -> u64 {
         let room = self.free_pages().saturating_sub(self.config.reserve_pages);
         if self.head_on_next_disk() && self.head_disk() != self.tail_disk() {
             let left_on_disk = self.config.pages_per_disk - self.locate(self.tail).1;
-            room.min(left_on_disk)
+            room.min(left_on_disk.saturating_sub(self.live_left_on_head_disk()))
         } else {
             room
         }
+    }
+
+    /// Live pages from the head segment to the end of the head's disk.
+    fn live_left_on_head_disk(&self) -> u64 {
+        let segment_pages = self.config.segment_pages;
+        let first = self.segment_of(self.head);
+        let per_disk = (self.config.pages_per_disk / segment_pages) as usize;
+        let end = (first / per_disk + 1) * per_disk;
+        self.live[first..end].iter().map(|&l| u64::from(l)).sum()
     }
 
     /// The k-th full segment from the head (0: the head's), if the tail has moved past it and,

@@ -3,7 +3,8 @@
 //! `tail_data_pages` pages the log appended (the tail disk holds what was written since the
 //! tail reached it; a sliding window of that size stands for a tail disk that far filled).
 //! Data written before the run (the prefilled logical space) is in the body. Reads of the body
-//! do not touch the tail cache (Gecko's body cache is not modelled).
+//! do not touch the tail cache (Gecko's body cache is not modelled). Until the window has
+//! filled only writes are applied; then `warmup_operations` warm the cache unmeasured.
 //!
 //! Invariant: a run is a function of its [`TailConfig`]; hits + misses = reads of the tail.
 
@@ -105,6 +106,9 @@ pub fn simulate_tail(config: &TailConfig) -> Result<TailReport, GeckoError> {
             cache.written(op.page);
             measured.writes += u64::from(measuring);
             continue;
+        }
+        if appended < config.tail_data_pages {
+            continue; // filling the tail disk: only writes matter yet
         }
         measured.reads += u64::from(measuring);
         let on_tail = *slot != 0 && appended - *slot < config.tail_data_pages;

@@ -118,8 +118,8 @@ pub struct Stream {
     streams: Vec<StreamKind>,
     /// Cumulative request shares of the streams.
     shares: Vec<f64>,
-    /// Per stream, cumulative Zipf probabilities of its pages by rank.
-    popularity: Vec<Vec<f64>>,
+    /// Per stream, the sampler of its pages' popularity ranks.
+    popularity: Vec<Zipf>,
     offsets: Vec<u64>,
 }
 
@@ -131,13 +131,7 @@ impl Stream {
         let popularity = workload
             .streams
             .iter()
-            .map(|s| {
-                let weights: Vec<f64> = (1..=s.region_pages)
-                    .map(|rank| (rank as f64).powf(-s.zipf_exponent))
-                    .collect();
-                let sum: f64 = weights.iter().sum();
-                cumulative(weights.into_iter().map(|w| w / sum))
-            })
+            .map(|s| Zipf::new(s.region_pages, s.zipf_exponent))
             .collect();
         let offsets = workload
             .streams
@@ -159,7 +153,7 @@ impl Stream {
 
     pub fn next_operation(&mut self) -> Operation {
         let which = pick(&self.shares, self.rng.random());
-        let rank = pick(&self.popularity[which], self.rng.random()) as u64;
+        let rank = self.popularity[which].sample(&mut self.rng) - 1;
         let read = self.rng.random::<f64>() < self.streams[which].read_fraction;
         Operation {
             read,
@@ -176,6 +170,61 @@ fn cumulative(values: impl Iterator<Item = f64>) -> Vec<f64> {
             sum
         })
         .collect()
+}
+
+/// Zipf ranks 1..=n with P(k) ∝ k^-exponent, drawn by rejection-inversion (Hörmann and
+/// Derflinger 1996, as rand_distr's `Zipf`): O(1) per draw and no table, so regions of
+/// hundreds of thousands of pages cost nothing to set up.
+#[derive(Clone, Copy, Debug)]
+struct Zipf {
+    pages: f64,
+    exponent: f64,
+    t: f64,
+    q: f64,
+}
+
+impl Zipf {
+    fn new(pages: u64, exponent: f64) -> Zipf {
+        let n = pages as f64;
+        let one = exponent == 1.0;
+        let q = if one { 0.0 } else { 1.0 / (1.0 - exponent) };
+        let t = if one {
+            1.0 + n.ln()
+        } else {
+            (n.powf(1.0 - exponent) - exponent) * q
+        };
+        Zipf {
+            pages: n,
+            exponent,
+            t,
+            q,
+        }
+    }
+
+    fn inverse_cdf(&self, p: f64) -> f64 {
+        let pt = p * self.t;
+        if pt <= 1.0 {
+            pt
+        } else if self.exponent == 1.0 {
+            (pt - 1.0).exp()
+        } else {
+            (pt * (1.0 - self.exponent) + self.exponent).powf(self.q)
+        }
+    }
+
+    fn sample(&self, rng: &mut ChaCha8Rng) -> u64 {
+        loop {
+            let inverse = self.inverse_cdf(rng.random::<f64>());
+            let rank = (inverse + 1.0).floor();
+            let mut ratio = rank.powf(-self.exponent);
+            if rank > 1.0 {
+                ratio *= inverse.powf(self.exponent);
+            }
+            if rng.random::<f64>() < ratio {
+                return rank.clamp(1.0, self.pages) as u64;
+            }
+        }
+    }
 }
 
 /// The index whose cumulative share first reaches `u` (clamped to the last: rounding).
@@ -220,6 +269,23 @@ mod tests {
             .count();
         // Ranks 1-100 of 10,000 hold H(100)/H(10000) ≈ 5.19/9.79 ≈ 53% of draws.
         assert!((9_500..11_700).contains(&hot), "{hot}");
+        for exponent in [0.0, 0.8, 1.2] {
+            let mix = Workload {
+                streams: vec![kind("one", 10_000, exponent, 0.5, 1.0)],
+            };
+            let mut stream = Stream::new(&mix, 2).unwrap();
+            let harmonic = |n: u64| (1..=n).map(|k| (k as f64).powf(-exponent)).sum::<f64>();
+            let expected = harmonic(100) / harmonic(10_000);
+            let draws = 40_000;
+            let hot = (0..draws)
+                .filter(|_| stream.next_operation().page < 100)
+                .count() as f64
+                / draws as f64;
+            assert!(
+                (hot - expected).abs() < 0.015,
+                "{exponent}: {hot} vs {expected}"
+            );
+        }
     }
 
     #[test]
