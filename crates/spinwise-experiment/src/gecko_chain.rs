@@ -57,6 +57,8 @@ pub struct GeckoChainRow {
     pub gc_mb_per_s: f64,
     pub cache_hit_share: f64,
     pub reads_on_tail_disk: u64,
+    /// Share of the disk reads (cache misses) the tail disk served.
+    pub tail_read_share: f64,
     pub segments_cleaned: u64,
     pub positionings: u64,
 }
@@ -134,6 +136,7 @@ fn row(
         gc_mb_per_s: stats(r, Interval::gc_mb_per_s).0,
         cache_hit_share: (r.ram_hits + r.flash_hits) as f64 / r.pages_read.max(1) as f64,
         reads_on_tail_disk: r.app_reads_on_tail_disk,
+        tail_read_share: r.app_reads_on_tail_disk as f64 / r.app_read_requests.max(1) as f64,
         segments_cleaned: r.segments_cleaned,
         positionings: r.positionings,
     }
@@ -256,8 +259,10 @@ fn summary(context: &Context, rows: &[GeckoChainRow], duration_s: f64) -> String
         .map(|&(d, _, _)| {
             let gc = mean(rows, Layout::Chain, d, |r| r.gc_mb_per_s).unwrap_or(0.0);
             format!(
-                "Gecko {}, its collector moving {gc:.1} MB/s on the body its readers use;                  log+RAID-0 {}",
+                "Gecko {}, {:.0}% of its disk reads on the tail disk, its collector moving \
+                 {gc:.1} MB/s; log+RAID-0 {}",
                 describe(rows, Layout::Chain, d),
+                100.0 * mean(rows, Layout::Chain, d, |r| r.tail_read_share).unwrap_or(0.0),
                 describe(rows, Layout::Raid0, d)
             )
         })
