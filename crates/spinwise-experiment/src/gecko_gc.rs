@@ -9,7 +9,8 @@
 //! "differs" row can say what the gap depends on.
 //!
 //! Invariant: every configuration of one seed index sees the same seed, so layouts and
-//! collectors are compared on the same client stream; rows are per (run, second).
+//! collectors are compared on the same client stream. results.csv has a row per run;
+//! seconds.csv a row per (run, simulated second), which the figures plot.
 
 use crate::summary::{Basis, Comparison, Tolerance, judge, judge_claim, table};
 use crate::sweep::run_seed;
@@ -113,7 +114,7 @@ const fn job(layout: Layout, collector: Collector, disks: u32, variant: Variant)
     }
 }
 
-/// One simulated second of one run, with the run's counters.
+/// One run: its inputs, its means before and during GC, and its counters.
 #[derive(Clone, Debug, Serialize)]
 pub struct GeckoGcRow {
     pub experiment: &'static str,
@@ -125,16 +126,36 @@ pub struct GeckoGcRow {
     pub variant: &'static str,
     pub request_kib: u64,
     pub logical_gib: f64,
+    pub seconds: usize,
+    /// The first second in which the collector moved bytes (empty: it never did).
+    pub first_gc_second: Option<usize>,
+    pub app_before_gc_mb_per_s: Option<f64>,
+    pub app_during_gc_mb_per_s: Option<f64>,
+    pub aggregate_during_gc_mb_per_s: Option<f64>,
+    pub gc_during_gc_mb_per_s: Option<f64>,
+    pub segments_cleaned: u64,
+    pub pages_moved: u64,
+    pub body_fallback_pages: u64,
+    pub positionings: u64,
+    pub gc_reads_on_tail_disk: u64,
+    pub tail_disk_positionings: u64,
+    pub tail_disk_changes: u64,
+}
+
+/// One simulated second of one run (`seconds.csv`): what the figures plot.
+#[derive(Clone, Debug, Serialize)]
+pub struct GeckoGcSecond {
+    pub configuration: usize,
+    pub seed: u64,
+    pub layout: &'static str,
+    pub collector: &'static str,
+    pub disks: u32,
+    pub variant: &'static str,
     pub second: usize,
     pub app_mb_per_s: f64,
     pub gc_mb_per_s: f64,
     pub aggregate_mb_per_s: f64,
     pub collecting: bool,
-    pub run_segments_cleaned: u64,
-    pub run_pages_moved: u64,
-    pub run_body_fallback_pages: u64,
-    pub run_positionings: u64,
-    pub run_gc_reads_on_tail_disk: u64,
 }
 
 fn config(job: &Job, seed: u64, duration_s: f64) -> SimConfig {
@@ -195,7 +216,8 @@ pub fn gecko_gc(context: &Context) -> ExperimentResult<Outcome> {
             })
             .collect::<ExperimentResult<_>>()
     })?;
-    let rows: Vec<GeckoGcRow> = runs.iter().flat_map(rows_of).collect();
+    let rows: Vec<GeckoGcRow> = runs.iter().map(row_of).collect();
+    let seconds: Vec<GeckoGcSecond> = runs.iter().flat_map(seconds_of).collect();
     let summary = summary(context, &runs, duration_s);
     Ok(Outcome {
         figures: vec![
@@ -203,39 +225,59 @@ pub fn gecko_gc(context: &Context) -> ExperimentResult<Outcome> {
             timeline(&runs, 1, "gc_gecko", "Gecko chain, 2 disks, move-to-tail"),
             collectors(&runs),
         ],
-        rows: Rows::GeckoGc(rows),
+        rows: Rows::GeckoGc { rows, seconds },
         summary,
     })
 }
 
-fn rows_of(run: &Run) -> Vec<GeckoGcRow> {
+fn row_of(run: &Run) -> GeckoGcRow {
     let job = &JOBS[run.configuration];
     let config = config(job, run.seed, 1.0);
     let report = &run.report;
-    report
+    GeckoGcRow {
+        experiment: NAME,
+        configuration: run.configuration,
+        seed: run.seed,
+        layout: job.layout.name(),
+        collector: job.collector.name(),
+        disks: job.disks,
+        variant: job.variant.name(),
+        request_kib: config.request_pages * 4,
+        logical_gib: (LOGICAL_PAGES * 4096) as f64 / f64::from(1u32 << 30),
+        seconds: report.intervals.len(),
+        first_gc_second: report.intervals.iter().position(Interval::collecting),
+        app_before_gc_mb_per_s: report.mean_before_collecting(app),
+        app_during_gc_mb_per_s: report.mean_while_collecting(app),
+        aggregate_during_gc_mb_per_s: report.mean_while_collecting(aggregate),
+        gc_during_gc_mb_per_s: report.mean_while_collecting(Interval::gc_mb_per_s),
+        segments_cleaned: report.segments_cleaned,
+        pages_moved: report.pages_moved,
+        body_fallback_pages: report.body_fallback_pages,
+        positionings: report.positionings,
+        gc_reads_on_tail_disk: report.gc_reads_on_tail_disk,
+        tail_disk_positionings: report.tail_disk_positionings,
+        tail_disk_changes: report.tail_disk_changes,
+    }
+}
+
+fn seconds_of(run: &Run) -> Vec<GeckoGcSecond> {
+    let job = &JOBS[run.configuration];
+    run.report
         .intervals
         .iter()
         .enumerate()
-        .map(|(second, interval)| GeckoGcRow {
-            experiment: NAME,
+        .map(|(second, interval)| GeckoGcSecond {
             configuration: run.configuration,
             seed: run.seed,
             layout: job.layout.name(),
             collector: job.collector.name(),
             disks: job.disks,
             variant: job.variant.name(),
-            request_kib: config.request_pages * 4,
-            logical_gib: (LOGICAL_PAGES * 4096) as f64 / f64::from(1u32 << 30),
             second,
             app_mb_per_s: interval.app_mb_per_s(),
             gc_mb_per_s: interval.gc_mb_per_s(),
             aggregate_mb_per_s: interval.aggregate_mb_per_s(),
             collecting: interval.collecting(),
-            run_segments_cleaned: report.segments_cleaned,
-            run_pages_moved: report.pages_moved,
-            run_body_fallback_pages: report.body_fallback_pages,
-            run_positionings: report.positionings,
-            run_gc_reads_on_tail_disk: report.gc_reads_on_tail_disk,
         })
         .collect()
 }
@@ -563,11 +605,20 @@ mod tests {
         })
         .unwrap();
         let outcome = gecko_gc(&context).unwrap();
-        let Rows::GeckoGc(rows) = &outcome.rows else {
+        let Rows::GeckoGc { rows, seconds } = &outcome.rows else {
             panic!("gecko-gc writes its own rows")
         };
-        assert_eq!(rows.len(), JOBS.len() * QUICK_DURATION_S as usize);
-        assert!(rows.iter().any(|r| r.collecting && r.layout == "log+raid0"));
+        assert_eq!(rows.len(), JOBS.len());
+        assert_eq!(seconds.len(), JOBS.len() * QUICK_DURATION_S as usize);
+        assert!(
+            seconds
+                .iter()
+                .any(|s| s.collecting && s.layout == "log+raid0")
+        );
+        assert!(
+            rows.iter().all(|r| r.first_gc_second.is_some()),
+            "GC ran in every run"
+        );
         for claim in [
             "aggregate throughput during GC",
             "falls by 10X",

@@ -109,8 +109,11 @@ pub enum Rows {
     },
     /// Garbage-collection runs on the flash model (`sp-gc`).
     Gc(Vec<sp_gc::GcRow>),
-    /// Seconds of Gecko's GC runs (`gecko-gc`).
-    GeckoGc(Vec<gecko_gc::GeckoGcRow>),
+    /// Gecko's GC runs (`gecko-gc`), and each run's seconds (`seconds.csv`).
+    GeckoGc {
+        rows: Vec<gecko_gc::GeckoGcRow>,
+        seconds: Vec<gecko_gc::GeckoGcSecond>,
+    },
     /// Chain-length runs (`gecko-chain`).
     GeckoChain(Vec<gecko_chain::GeckoChainRow>),
     /// Tail-cache runs (`gecko-tail-cache`).
@@ -129,7 +132,7 @@ impl Rows {
             Rows::Sim(rows) => rows.len(),
             Rows::CrossValidation { rows, .. } => rows.len(),
             Rows::Gc(rows) => rows.len(),
-            Rows::GeckoGc(rows) => rows.len(),
+            Rows::GeckoGc { rows, .. } => rows.len(),
             Rows::GeckoChain(rows) => rows.len(),
             Rows::GeckoTailCache(rows) => rows.len(),
         }
@@ -146,7 +149,11 @@ impl Rows {
         match self {
             Rows::Sim(rows) => write_csv(rows, &results)?,
             Rows::Gc(rows) => write_csv(rows, &results)?,
-            Rows::GeckoGc(rows) => write_csv(rows, &results)?,
+            Rows::GeckoGc { rows, seconds } => {
+                write_csv(rows, &results)?;
+                write_csv(seconds, &out.join("seconds.csv"))?;
+                files.push("seconds.csv".into());
+            }
             Rows::GeckoChain(rows) => write_csv(rows, &results)?,
             Rows::GeckoTailCache(rows) => write_csv(rows, &results)?,
             Rows::CrossValidation { rows, requests } => {
