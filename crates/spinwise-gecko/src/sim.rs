@@ -165,7 +165,7 @@ pub struct SimReport {
     /// Collector reads, and client reads, served on the disk holding the tail.
     pub gc_reads_on_tail_disk: u64,
     pub app_reads_on_tail_disk: u64,
-    /// Client read requests served by a disk (the cache's misses).
+    /// Client read requests a disk started serving (the cache's misses).
     pub app_read_requests: u64,
     /// Client page reads, and those the tail cache served (RAM, flash).
     pub pages_read: u64,
@@ -522,6 +522,9 @@ impl Sim {
         }
         let extent = request.extent;
         let (done_s, moved) = self.disks[disk].serve(now_s, extent.start_page, extent.pages);
+        if matches!(request.owner, Owner::Reader(_)) {
+            self.report.app_read_requests += 1;
+        }
         if disk as u32 == tail_disk {
             self.report.tail_disk_positionings += u64::from(moved);
             match request.owner {
@@ -543,7 +546,6 @@ impl Sim {
             }
             Owner::Reader(reader) => {
                 interval.app_read_bytes += bytes;
-                self.report.app_read_requests += 1;
                 self.readers[reader] -= 1;
             }
             Owner::GcRead(serial) => {
