@@ -160,11 +160,13 @@ pub struct SimReport {
     pub positionings: u64,
     /// Requests served on the disk holding the tail that paid a positioning.
     pub tail_disk_positionings: u64,
-    /// Times the tail moved to another disk.
+    /// Times the tail moved to another disk (in RAID-0, every stripe unit).
     pub tail_disk_changes: u64,
     /// Collector reads, and client reads, served on the disk holding the tail.
     pub gc_reads_on_tail_disk: u64,
     pub app_reads_on_tail_disk: u64,
+    /// Simulated seconds the writer had nothing outstanding (waiting for room).
+    pub writer_idle_s: f64,
     /// Client read requests a disk started serving (the cache's misses).
     pub app_read_requests: u64,
     /// Client page reads, and those the tail cache served (RAM, flash).
@@ -304,6 +306,7 @@ impl Sim {
                 gc_reads_on_tail_disk: 0,
                 app_reads_on_tail_disk: 0,
                 app_read_requests: 0,
+                writer_idle_s: 0.0,
                 pages_read: 0,
                 ram_hits: 0,
                 flash_hits: 0,
@@ -328,6 +331,10 @@ impl Sim {
             let Some((done_s, disk)) = next else {
                 return; // nothing in flight and nothing could be issued
             };
+            let until_s = done_s.min(self.config.duration_s);
+            if self.writer_outstanding == 0 {
+                self.report.writer_idle_s += until_s - now_s;
+            }
             if done_s >= self.config.duration_s {
                 return;
             }
