@@ -30,6 +30,8 @@ use std::collections::VecDeque;
 
 /// The longest run one simulation may cover, in simulated seconds.
 pub const MAX_DURATION_S: f64 = 3600.0;
+/// The most readers a mixed load may have.
+pub const MAX_READERS: u32 = 10_000;
 
 /// What the clients do.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -115,6 +117,11 @@ impl SimConfig {
                 )
             },
         )?;
+        if let ClientLoad::Mixed { readers } = self.load {
+            require(readers <= MAX_READERS, || {
+                format!("at most {MAX_READERS} readers, got {readers}")
+            })?;
+        }
         require(
             self.aging_passes.is_finite() && (0.0..=100.0).contains(&self.aging_passes),
             || format!("aging passes must be 0 to 100, got {}", self.aging_passes),
@@ -768,6 +775,11 @@ mod tests {
             "1,024 pages are not whole requests of 1,000"
         );
         config.request_pages = 32;
+        config.load = ClientLoad::Mixed {
+            readers: MAX_READERS + 1,
+        };
+        assert!(simulate(&config).is_err());
+        config.load = ClientLoad::WriteOnly;
         config.disk.bandwidth_bytes_per_s = -1.0;
         assert!(simulate(&config).is_err());
     }
