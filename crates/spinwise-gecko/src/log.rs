@@ -608,6 +608,55 @@ mod tests {
     }
 
     #[test]
+    fn seeded_sweep_of_random_logs_keeps_every_invariant_after_every_cleaning() {
+        let mut swept = 0;
+        for seed in 0..12u64 {
+            let mut rng = ChaCha8Rng::seed_from_u64(seed);
+            let disks = rng.random_range(1..=4u32);
+            let layout = if rng.random::<bool>() {
+                Layout::Chain
+            } else {
+                Layout::Raid0
+            };
+            let collector = if rng.random::<bool>() {
+                Collector::MoveToTail
+            } else {
+                Collector::CompactInBody
+            };
+            let pages_per_disk = 16 * SEGMENT_PAGES;
+            let mut config = LogConfig::new(layout, collector, disks, pages_per_disk, 1);
+            // Anything from a sliver to the most the layout accepts.
+            let most = (u64::from(disks.saturating_sub(1).max(1)) * pages_per_disk)
+                .saturating_sub(config.gc_free_pages + 2 * config.segment_pages);
+            config.logical_pages = rng.random_range(1..=most.max(1));
+            let Ok(mut log) = Log::new(config) else {
+                continue; // too small a layout for its own thresholds
+            };
+            let label = format!("seed {seed}: {layout:?} {collector:?} {disks} disks");
+            let logical = config.logical_pages;
+            log.append(&(0..logical).collect::<Vec<_>>(), false)
+                .unwrap_or_else(|| panic!("{label}: prefill"));
+            for _ in 0..3 * config.physical_pages() {
+                while log.wants_collection() {
+                    let low = log.free_pages() < config.gc_free_pages;
+                    if layout == Layout::Chain && disks >= 2 && !low {
+                        assert_ne!(log.head_disk(), log.tail_disk(), "{label}");
+                    }
+                    log.clean_head_now();
+                    log.check().unwrap_or_else(|e| panic!("{label}: {e}"));
+                }
+                let page = rng.random_range(0..logical);
+                if log.append(&[page], false).is_none() {
+                    panic!("{label}: no room after cleaning");
+                }
+            }
+            log.check().unwrap_or_else(|e| panic!("{label}: {e}"));
+            swept += 1;
+        }
+        assert!(swept >= 8, "only {swept} of 12 random layouts were valid");
+    }
+
+    #[test]
     fn the_chain_puts_consecutive_addresses_on_one_disk_and_raid0_stripes_them() {
         let chain = log(Layout::Chain, Collector::MoveToTail);
         assert_eq!(chain.locate(0), (0, 0));
