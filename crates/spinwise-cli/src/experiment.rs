@@ -29,10 +29,11 @@ pub struct ExperimentArgs {
     #[arg(long, value_name = "DIR", required_unless_present = "list")]
     pub out: Option<PathBuf>,
     /// Measured simulated hours per run, after the warm-up (default 24, the paper's; 0.5 with
-    /// --quick).
+    /// --quick). Refused by sp-gc and the gecko-* experiments, which set their own lengths.
     #[arg(long, value_name = "H")]
     pub hours: Option<f64>,
     /// Leading simulated hours excluded from every metric (default 1; 0.1 with --quick).
+    /// Refused where --hours is.
     #[arg(long, value_name = "H")]
     pub warmup_hours: Option<f64>,
     /// Runs per configuration with different seeds; figures show the mean with min–max bars.
@@ -142,10 +143,11 @@ pub fn run(args: &ExperimentArgs) -> CliResult<()> {
         ("--warmup-hours", args.warmup_hours.is_some()),
     ];
     if let Some((flag, _)) = by_time.iter().find(|(_, given)| *given)
-        && experiment.name == "sp-gc"
+        && let Some(length) = fixed_length(experiment.name)
     {
         return Err(CliError::Usage(format!(
-            "{flag} does not apply to sp-gc: each run measures a number of requests (--quick for fewer)"
+            "{flag} does not apply to {}: {length} (--quick for shorter)",
+            experiment.name
         )));
     }
     let context = Context::new(options(args)?)?;
@@ -210,6 +212,16 @@ fn find(name: &str) -> CliResult<&'static Experiment> {
 }
 
 /// The flags as the library's [`Options`]; ranges are checked by [`Context::new`].
+/// How an experiment that is not measured in simulated hours sets its length, if it is one.
+fn fixed_length(name: &str) -> Option<&'static str> {
+    match name {
+        "sp-gc" => Some("each run measures a number of requests"),
+        "gecko-gc" | "gecko-chain" => Some("each run covers a fixed number of simulated seconds"),
+        "gecko-tail-cache" => Some("each run measures a number of cache operations"),
+        _ => None,
+    }
+}
+
 fn options(args: &ExperimentArgs) -> CliResult<Options> {
     let (blob_sizes, blob_bytes) = crate::sim::blob_size(&args.blob_size)?;
     let network_gbps = args

@@ -55,9 +55,9 @@ enum Command {
     /// fully provisioned or the random layout, `--policy`): throughput, latency, spin-ups, power
     /// and budget checks.
     Sim(sim::SimArgs),
-    /// Reproduce a figure of the Pelican or Flamingo evaluation: a sweep of simulations on both
-    /// cores, written as results.csv, PNG and SVG figures and a summary.md beside the paper's
-    /// numbers (`--list` names them).
+    /// Reproduce a figure of a paper's evaluation (Pelican, Flamingo, the semi-preemptive GC
+    /// and Gecko slides): a sweep of simulations on both cores, written as results.csv, PNG and
+    /// SVG figures and a summary.md beside the paper's numbers (`--list` names them).
     Experiment(experiment::ExperimentArgs),
     /// Check a layout file against a rack with the independent verifier.
     Verify(plan::VerifyArgs),

@@ -28,6 +28,9 @@ mod bulk;
 mod crossval;
 mod expedited;
 mod flamingo;
+mod gecko_chain;
+mod gecko_gc;
+mod gecko_tail_cache;
 mod pelican;
 mod plateau;
 mod rebuild;
@@ -106,6 +109,15 @@ pub enum Rows {
     },
     /// Garbage-collection runs on the flash model (`sp-gc`).
     Gc(Vec<sp_gc::GcRow>),
+    /// Gecko's GC runs (`gecko-gc`), and each run's seconds (`seconds.csv`).
+    GeckoGc {
+        rows: Vec<gecko_gc::GeckoGcRow>,
+        seconds: Vec<gecko_gc::GeckoGcSecond>,
+    },
+    /// Chain-length runs (`gecko-chain`).
+    GeckoChain(Vec<gecko_chain::GeckoChainRow>),
+    /// Tail-cache runs (`gecko-tail-cache`).
+    GeckoTailCache(Vec<gecko_tail_cache::TailCacheRow>),
 }
 
 impl From<Vec<Row>> for Rows {
@@ -120,6 +132,9 @@ impl Rows {
             Rows::Sim(rows) => rows.len(),
             Rows::CrossValidation { rows, .. } => rows.len(),
             Rows::Gc(rows) => rows.len(),
+            Rows::GeckoGc { rows, .. } => rows.len(),
+            Rows::GeckoChain(rows) => rows.len(),
+            Rows::GeckoTailCache(rows) => rows.len(),
         }
     }
 
@@ -134,6 +149,13 @@ impl Rows {
         match self {
             Rows::Sim(rows) => write_csv(rows, &results)?,
             Rows::Gc(rows) => write_csv(rows, &results)?,
+            Rows::GeckoGc { rows, seconds } => {
+                write_csv(rows, &results)?;
+                write_csv(seconds, &out.join("seconds.csv"))?;
+                files.push("seconds.csv".into());
+            }
+            Rows::GeckoChain(rows) => write_csv(rows, &results)?,
+            Rows::GeckoTailCache(rows) => write_csv(rows, &results)?,
             Rows::CrossValidation { rows, requests } => {
                 write_csv(rows, &results)?;
                 for (burst, reads) in requests.iter().filter(|(_, reads)| !reads.is_empty()) {
@@ -231,6 +253,21 @@ pub const EXPERIMENTS: &[Experiment] = &[
         name: "sp-gc",
         description: "Semi-preemptive GC (Lee et al.): non-preemptive vs semi-preemptive garbage collection on a flash model under the slides' four trace shapes at 0.5, 1 and 2 times their rates: mean and variance of response time (each run measures 200,000 requests, 20,000 with --quick; --hours and --blob-size do not apply)",
         run: sp_gc::sp_gc,
+    },
+    Experiment {
+        name: "gecko-gc",
+        description: "Gecko (Shin et al.) slides 6, 19, 20: a write-only workload with GC running on 2 disks, log over RAID-0 vs Gecko's chain, application and aggregate throughput per second (120 simulated s, 30 with --quick), and move-to-tail vs compact-in-body on a 3-disk chain (--hours and --blob-size do not apply)",
+        run: gecko_gc::gecko_gc,
+    },
+    Experiment {
+        name: "gecko-chain",
+        description: "Gecko (Shin et al.) slide 23: read and write throughput against chain length (1 to 5 disks, 1 to 3 with --quick), Gecko's chain with its tail cache vs a log over RAID-0, skewed readers and a writer (--hours and --blob-size do not apply)",
+        run: gecko_chain::gecko_chain,
+    },
+    Experiment {
+        name: "gecko-tail-cache",
+        description: "Gecko (Shin et al.) slide 24: the tail cache's read hit rate (2 GB RAM + 32 GB flash, scaled) for 21 synthetic mixes of 4 to 8 streams against the amount of data on the tail disk and against the flash size (5 mixes with --quick; --hours and --blob-size do not apply)",
+        run: gecko_tail_cache::gecko_tail_cache,
     },
 ];
 

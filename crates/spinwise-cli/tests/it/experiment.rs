@@ -15,7 +15,7 @@ use crate::common;
 use common::{Table, TempDir, spinwise};
 use std::path::Path;
 
-const EXPERIMENTS: [&str; 13] = [
+const EXPERIMENTS: [&str; 16] = [
     "pelican-fig4",
     "pelican-fig5",
     "pelican-fig6",
@@ -29,6 +29,9 @@ const EXPERIMENTS: [&str; 13] = [
     "flamingo-fig6ab",
     "flamingo-fig6c",
     "sp-gc",
+    "gecko-gc",
+    "gecko-chain",
+    "gecko-tail-cache",
 ];
 
 /// Columns every results.csv must have: the inputs and the metrics of issue 3.
@@ -985,4 +988,111 @@ fn sp_gc_quick_writes_gc_rows_both_figures_and_refuses_hours() {
     ])
     .refused()
     .stderr_mentions(&["--hours", "sp-gc"]);
+}
+
+/// Runs a gecko experiment with --quick; checks its rows, figures and summary, and that
+/// --hours is refused naming the experiment. Returns the table.
+fn gecko_quick(name: &str, rows: usize, figures: &[&str], claims: &[&str]) -> Table {
+    let dir = TempDir::new(name);
+    let run = run_quick(name, dir.path(), &[]);
+    assert!(
+        run.stdout.contains(&format!("{rows} runs")),
+        "{}",
+        run.stdout
+    );
+    let table = Table::read(&dir.join("results.csv"));
+    assert_eq!(table.rows.len(), rows, "{name}");
+    if name == "gecko-gc" {
+        // A row per run and simulated second (30 with --quick), the figures' data.
+        let seconds = Table::read(&dir.join("seconds.csv"));
+        assert_eq!(seconds.rows.len(), rows * 30);
+        assert!(seconds.column("collecting").contains(&"true"));
+    }
+    assert!(table.column("experiment").iter().all(|e| *e == name));
+    for figure in figures {
+        let png = std::fs::read(dir.join(&format!("{figure}.png"))).expect("PNG written");
+        assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n", "{figure}.png");
+        assert!(dir.join(&format!("{figure}.svg")).exists(), "{figure}.svg");
+    }
+    let summary = std::fs::read_to_string(dir.join("summary.md")).expect("summary.md");
+    for claim in claims {
+        let line = summary
+            .lines()
+            .find(|l| l.contains(claim))
+            .unwrap_or_else(|| panic!("{name}: no row for {claim}:\n{summary}"));
+        let judged = ["agrees", "differs: ", "trend broken: ", "not judged: "];
+        assert!(judged.iter().any(|v| line.contains(v)), "{line}");
+    }
+    spinwise([
+        "experiment",
+        name,
+        "--hours",
+        "1",
+        "--out",
+        &dir.path().display().to_string(),
+    ])
+    .refused()
+    .stderr_mentions(&["--hours", name]);
+    table
+}
+
+#[test]
+fn gecko_gc_quick_writes_a_row_per_run_its_seconds_four_figures_and_judges_the_slides() {
+    // 8 runs: RAID-0, a chain of 2, two RAID-0 ablations, and a chain of 3 under each
+    // collector with half a disk and with a whole disk of data.
+    let table = gecko_quick(
+        "gecko-gc",
+        8,
+        &[
+            "gc_raid0",
+            "gc_gecko",
+            "gc_collectors",
+            "gc_collectors_dense",
+        ],
+        &[
+            "aggregate throughput during GC",
+            "falls by 10X",
+            "compact-in-body",
+        ],
+    );
+    let layouts = table.column("layout");
+    assert!(layouts.contains(&"log+raid0") && layouts.contains(&"gecko"));
+    assert!(
+        table
+            .numbers("app_during_gc_mb_per_s")
+            .iter()
+            .all(|a| *a > 0.0)
+    );
+}
+
+#[test]
+fn gecko_chain_quick_writes_a_row_per_layout_and_length() {
+    // Chains of 1 to 3 disks, RAID-0 of 2 and 3.
+    let table = gecko_quick(
+        "gecko-chain",
+        5,
+        &["chain_throughput"],
+        &[
+            "read + write throughput against chain length",
+            "Gecko vs log+RAID-0",
+        ],
+    );
+    assert!(table.numbers("write_mb_per_s").iter().all(|w| *w > 0.0));
+}
+
+#[test]
+fn gecko_tail_cache_quick_writes_a_row_per_mix_and_size_and_marks_the_mixes_ours() {
+    // 5 mixes × (3 amounts of data + 2 more flash sizes).
+    let table = gecko_quick(
+        "gecko-tail-cache",
+        25,
+        &["hit_rate_by_mix", "hit_rate_by_data", "hit_rate_by_cache"],
+        &["at least 86%", "average 80+%", "RAM handles"],
+    );
+    assert!(
+        table
+            .numbers("hit_rate")
+            .iter()
+            .all(|h| (0.0..=1.0).contains(h))
+    );
 }
