@@ -26,6 +26,8 @@
 //! - appends within one segment are sequential, and an append fsyncs before the next append to
 //!   that segment starts, so only a segment's last record can be torn;
 //! - segments that existed when the log was opened are sealed: new records go to new segments;
+//! - a warm record is alone in its segment, and taking that segment seals this process's open
+//!   cold segments, so its records' segment ids follow the order it wrote them in;
 //! - a segment is truncated or deleted only under a claim (its lock taken by the claimer); it is
 //!   deleted only when it is sealed, unpinned (no append in flight whose catalog commit is
 //!   pending) and the caller, having asked the catalog after claiming, says nothing references
@@ -1119,10 +1121,25 @@ impl StagingLog {
         self.space.lock().expect("space lock").used_bytes -= bytes;
     }
 
-    /// An idle open segment, or a new one (header written and durable, directory fsynced).
-    async fn take_segment(&self) -> Result<OpenSegment> {
-        if let Some(open) = self.idle.lock().expect("idle lock").pop() {
-            return Ok(open);
+    /// For a cold record, an idle open segment or a new one; for a warm record, always a new
+    /// one (header written and durable, directory fsynced), and every idle segment is sealed
+    /// first, so the records appended after it go to segments numbered above it: this
+    /// process's segment ids stay in the order its records were written. See
+    /// [`StagingLog::append`].
+    async fn take_segment(&self, tier: Tier) -> Result<OpenSegment> {
+        match tier {
+            Tier::Cold => {
+                if let Some(open) = self.idle.lock().expect("idle lock").pop() {
+                    return Ok(open);
+                }
+            }
+            Tier::Warm => {
+                let idle: Vec<OpenSegment> =
+                    self.idle.lock().expect("idle lock").drain(..).collect();
+                for open in idle {
+                    self.seal(open);
+                }
+            }
         }
         self.reserve(SEGMENT_HEADER_BYTES)?;
         let created = self.create_segment().await;
@@ -1177,18 +1194,34 @@ impl StagingLog {
     /// Puts a segment back after an append: sealed when full, idle otherwise.
     fn return_segment(&self, open: OpenSegment) {
         if open.length_bytes >= self.config.segment_bytes {
-            self.sealed
-                .lock()
-                .expect("sealed lock")
-                .insert(open.id, open.length_bytes);
+            self.seal(open);
         } else {
             self.idle.lock().expect("idle lock").push(open);
         }
     }
 
+    /// No more appends to `open`: it joins the sealed segments (freed whole once unreferenced).
+    fn seal(&self, open: OpenSegment) {
+        self.sealed
+            .lock()
+            .expect("sealed lock")
+            .insert(open.id, open.length_bytes);
+    }
+
     /// Appends one record of `tier` holding everything `reader` yields, fsyncs it, and returns
     /// where it is. Memory: one chunk. On any error (reader, IO, `Full`) the segment is cut back
     /// to where the record began, so nothing of it remains.
+    ///
+    /// A warm record gets a segment of its own, sealed once written: a warm object may stay for
+    /// months, and a segment is freed only whole, so a warm record sharing one would keep the
+    /// dead records beside it on disk. Those would be worse than wasted space: rebuilding a lost
+    /// catalog ranks every staged record above every migrated copy (a flush migrates what is
+    /// staged, and a segment's dead records go with it), so a dead older version kept by a warm
+    /// neighbour would come back in place of a newer, migrated one. For the same ranking, the
+    /// open cold segments are sealed when a warm record takes a new segment, so a later cold
+    /// record never lands in a segment numbered below an earlier warm one. The price is one
+    /// segment file (and a directory fsync) per warm PUT, and shorter cold segments when warm
+    /// and cold PUTs interleave.
     pub async fn append(
         &self,
         key: &str,
@@ -1196,7 +1229,7 @@ impl StagingLog {
         reader: impl AsyncRead + Unpin,
     ) -> Result<StagedRecord> {
         check_key(key)?;
-        let mut open = self.take_segment().await?;
+        let mut open = self.take_segment(tier).await?;
         let pin = SegmentPin::new(open.id, &self.pins, &open.lock);
         let offset = open.length_bytes;
         let mut reserved_bytes = 0u64;
@@ -1207,7 +1240,10 @@ impl StagingLog {
             Ok((size_bytes, content_hash, end)) => {
                 open.length_bytes = end;
                 let segment = open.id;
-                self.return_segment(open);
+                match tier {
+                    Tier::Warm => self.seal(open),
+                    Tier::Cold => self.return_segment(open),
+                }
                 Ok(StagedRecord {
                     segment,
                     offset,
