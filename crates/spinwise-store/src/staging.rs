@@ -1625,8 +1625,11 @@ impl ChunkProducer {
     }
 
     /// One reader per worker, all on one descriptor (reads are `pread`s at explicit offsets).
+    /// The descriptor is the one `read` opened and checked the record header on, never the path
+    /// opened again: an overwrite of the key may free (delete) the segment meanwhile, which a
+    /// second open would meet as a missing file in the middle of a GET already answering.
     fn frame_readers(&self, workers: usize) -> Result<Vec<FrameReader>> {
-        let file = Arc::new(std::fs::File::open(&self.path).map_err(io_error(&self.path))?);
+        let file = Arc::new(self.file.try_clone().map_err(io_error(&self.path))?);
         crate::writeback::advise_sequential(&file);
         (0..workers)
             .map(|_| {
