@@ -53,6 +53,28 @@ pub enum CliError {
     },
     #[error(transparent)]
     Experiment(#[from] spinwise_experiment::ExperimentError),
+    #[error("{path}: {source}")]
+    Histogram {
+        path: String,
+        source: spinwise_workload::HistogramError,
+    },
+    #[error("{path}: {source}")]
+    Fit {
+        path: String,
+        source: spinwise_workload::FitError,
+    },
+    #[error("{flag}: {source}")]
+    Params {
+        flag: &'static str,
+        source: spinwise_workload::ParamsError,
+    },
+    #[error("{flag}: {source}")]
+    Capacity {
+        flag: &'static str,
+        source: spinwise_workload::CapacityError,
+    },
+    #[error(transparent)]
+    Generate(#[from] spinwise_workload::GenerateError),
     #[error("{0}")]
     Usage(String),
 }

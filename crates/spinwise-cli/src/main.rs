@@ -20,6 +20,7 @@ mod serve_config;
 mod sim;
 mod source;
 mod store;
+mod workload;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -69,6 +70,11 @@ enum Command {
     /// ranges, storage classes STANDARD (staged) and GLACIER_IR or GLACIER (migrated, by the
     /// bucket's restore mode); flags or a --config file; docs/s3.md.
     Serve(serve::ServeArgs),
+    /// Archival workloads (docs/workload.md): fit file-size models (Gamma, generalised Gamma,
+    /// lognormal) to a log2-bucket histogram, and generate seeded file sets to a capacity with
+    /// sequential-write batches and random reads, written as a manifest and a trace that
+    /// `spinwise sim --trace` replays.
+    Workload(workload::WorkloadArgs),
 }
 
 fn main() -> ExitCode {
@@ -83,6 +89,7 @@ fn main() -> ExitCode {
         Command::Presets(args) => source::run_presets(&args),
         Command::Store(args) => store::run(&args),
         Command::Serve(args) => serve::run(&args),
+        Command::Workload(args) => workload::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
