@@ -102,6 +102,11 @@ pub struct FitArgs {
     /// Confidence level of the envelopes printed (0 < L < 1).
     #[arg(long, value_name = "L", default_value_t = DEFAULT_CONFIDENCE)]
     pub confidence: f64,
+    /// Widen the standard errors and envelopes as if the histogram held N independent files
+    /// (errors × √(files/N)); without it the envelopes are the fit's statistical confidence
+    /// interval, a fraction of a percent wide for millions of files (docs/workload.md).
+    #[arg(long, value_name = "N")]
+    pub effective_files: Option<u64>,
     /// Print one JSON object instead of a summary.
     #[arg(long)]
     pub json: bool,
@@ -184,6 +189,11 @@ fn run_fit(args: &FitArgs) -> CliResult<()> {
             args.confidence
         )));
     }
+    if args.effective_files == Some(0) {
+        return Err(CliError::Usage(
+            "--effective-files must be at least 1".into(),
+        ));
+    }
     let variable = args.variable.variable();
     let families: Vec<Family> = match args.model {
         Some(model) => vec![model.family()],
@@ -195,7 +205,10 @@ fn run_fit(args: &FitArgs) -> CliResult<()> {
             path: shown.clone(),
             source,
         })?;
-        fits.push(fitted);
+        fits.push(match args.effective_files {
+            Some(files) => fitted.with_effective_files(files),
+            None => fitted,
+        });
     }
     fits.sort_by(|a, b| b.log_likelihood.total_cmp(&a.log_likelihood));
     if args.json {
@@ -208,6 +221,7 @@ fn run_fit(args: &FitArgs) -> CliResult<()> {
             "last_bucket_log2": histogram.last_bucket_log2(),
             "variable": variable.name(),
             "confidence": args.confidence,
+            "effective_files": args.effective_files,
             "fits": fits,
         });
         outln!("{}", serde_json::to_string_pretty(&value).expect("JSON"));

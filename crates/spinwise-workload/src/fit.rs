@@ -76,6 +76,29 @@ pub struct Fit {
     pub at_search_boundary: bool,
 }
 
+impl Fit {
+    /// The fit with its standard errors (and so its envelopes) widened as if the histogram held
+    /// `files` independent files instead of its count: errors scale as 1/√N, so each is
+    /// multiplied by √(counted / files). For a survey of millions of files the statistical
+    /// envelope is a fraction of a percent wide; when the histogram stands for fewer independent
+    /// observations (one of a few sites or snapshots whose files are not independent draws),
+    /// this says how many. Files at or above the counted number leave the fit unchanged.
+    pub fn with_effective_files(mut self, files: u64) -> Fit {
+        assert!(files > 0, "at least one effective file");
+        if files >= self.files {
+            return self;
+        }
+        let factor = (self.files as f64 / files as f64).sqrt();
+        if let Some(errors) = &mut self.standard_errors {
+            errors.iter_mut().for_each(|e| *e *= factor);
+        }
+        if let Some(error) = &mut self.model.log_scale_error {
+            *error *= factor;
+        }
+        self
+    }
+}
+
 /// Fits `family` over `variable` to `histogram` by binned maximum likelihood.
 pub fn fit(histogram: &Histogram, family: Family, variable: Variable) -> Result<Fit, FitError> {
     if histogram.occupied_buckets() < 2 {

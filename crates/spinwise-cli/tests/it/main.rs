@@ -25,3 +25,4 @@ mod store_rebuild_faults;
 mod store_recover;
 mod store_upkeep_cli;
 mod verify_targets;
+mod workload;
