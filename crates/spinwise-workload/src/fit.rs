@@ -261,8 +261,7 @@ impl Cells {
             if *count == 0.0 {
                 continue;
             }
-            // Not (ln p > −∞): also refuses NaN.
-            if !(log_probability > f64::NEG_INFINITY) {
+            if log_probability.is_nan() || log_probability == f64::NEG_INFINITY {
                 return f64::NEG_INFINITY;
             }
             total += count * log_probability;
@@ -392,22 +391,24 @@ fn covariance(objective: &mut impl FnMut(&[f64]) -> f64, point: &[f64]) -> Optio
     };
     let center = at(&[]);
     let mut hessian = vec![vec![0.0; size]; size];
-    for i in 0..size {
-        for j in i..size {
-            let value = if i == j {
-                let plus = at(&[(i, STEP)]);
-                let minus = at(&[(i, -STEP)]);
-                (plus - 2.0 * center + minus) / (STEP * STEP)
-            } else {
-                let pp = at(&[(i, STEP), (j, STEP)]);
-                let pm = at(&[(i, STEP), (j, -STEP)]);
-                let mp = at(&[(i, -STEP), (j, STEP)]);
-                let mm = at(&[(i, -STEP), (j, -STEP)]);
-                (pp - pm - mp + mm) / (4.0 * STEP * STEP)
-            };
-            hessian[i][j] = value;
-            hessian[j][i] = value;
-        }
+    let pairs: Vec<(usize, usize)> = (0..size)
+        .flat_map(|i| (i..size).map(move |j| (i, j)))
+        .collect();
+    // The upper triangle, mirrored: the Hessian is symmetric.
+    for (i, j) in pairs {
+        let value = if i == j {
+            let plus = at(&[(i, STEP)]);
+            let minus = at(&[(i, -STEP)]);
+            (plus - 2.0 * center + minus) / (STEP * STEP)
+        } else {
+            let pp = at(&[(i, STEP), (j, STEP)]);
+            let pm = at(&[(i, STEP), (j, -STEP)]);
+            let mp = at(&[(i, -STEP), (j, STEP)]);
+            let mm = at(&[(i, -STEP), (j, -STEP)]);
+            (pp - pm - mp + mm) / (4.0 * STEP * STEP)
+        };
+        hessian[i][j] = value;
+        hessian[j][i] = value;
     }
     let inverse = invert(&hessian)?;
     let positive = (0..size).all(|i| inverse[i][i].is_finite() && inverse[i][i] > 0.0);
