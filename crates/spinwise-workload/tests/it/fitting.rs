@@ -280,3 +280,34 @@ proptest! {
         prop_assert!(errors.iter().all(|e| *e < 1e-3), "{:?} → {:?}", model.shape, fitted.model.shape);
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(32))]
+
+    /// Whatever counts a histogram holds, a fit returns a result or a typed refusal, never a
+    /// panic, and a returned fit is finite with a KS distance in [0, 1].
+    #[test]
+    fn any_histogram_fits_or_is_refused_without_panicking(
+        first in 0u32..40,
+        counts in proptest::collection::vec(prop_oneof![Just(0u64), 1u64..10, 1u64..1_000_000_000], 1..23),
+        family in 0usize..3,
+        log2 in any::<bool>(),
+    ) {
+        prop_assume!(counts.iter().any(|&c| c > 0));
+        let histogram = Histogram::from_counts(first, counts);
+        let family = Family::ALL[family];
+        let variable = if log2 { Variable::Log2 } else { Variable::Bytes };
+        match fit(&histogram, family, variable) {
+            Ok(fitted) => {
+                prop_assert!(fitted.log_likelihood.is_finite());
+                prop_assert!((0.0..=1.0).contains(&fitted.goodness.ks_distance));
+                prop_assert!(fitted.goodness.chi_square >= 0.0);
+                if let Some(error) = fitted.model.log_scale_error {
+                    prop_assert!(error.is_finite() && error > 0.0);
+                }
+            }
+            Err(FitError::OneBucket { .. }) => prop_assert_eq!(histogram.occupied_buckets(), 1),
+            Err(FitError::NoFiniteLikelihood) => {}
+        }
+    }
+}

@@ -287,3 +287,63 @@ proptest! {
         prop_assert!(lower.cdf_bytes(size_bytes) <= model.cdf_bytes(size_bytes) + tolerance);
     }
 }
+
+/// The log-space tails the fit relies on where probabilities underflow: checked against closed
+/// forms (Gamma with shape 1 and 2, whose survival functions are e^−x and (1 + x)e^−x), against
+/// the linear-space functions where both are representable, and for continuity where the
+/// lognormal switches to its asymptotic series.
+#[test]
+fn log_tails_stay_finite_and_exact_where_the_probabilities_underflow() {
+    let exponential = Shape::Gamma {
+        shape: 1.0,
+        scale: 1.0,
+    };
+    let gamma_two = Shape::Gamma {
+        shape: 2.0,
+        scale: 1.0,
+    };
+    for x in [50.0, 700.0, 800.0, 5_000.0, 1e5] {
+        assert!((exponential.ln_sf(x) + x).abs() <= 1e-12 * x, "e^-x at {x}");
+        let expected = (1.0 + x).ln() - x;
+        assert!(
+            (gamma_two.ln_sf(x) - expected).abs() <= 1e-12 * x,
+            "(1 + x)e^-x at {x}: {} vs {expected}",
+            gamma_two.ln_sf(x)
+        );
+    }
+    // Lower tail: P(1, x) = 1 − e^−x ≈ x for tiny x, far below f64 for x^k with large k.
+    for x in [1e-10, 1e-200, 1e-300] {
+        assert!((exponential.ln_cdf(x) - x.ln()).abs() < 1e-9);
+    }
+    let steep = Shape::Gamma {
+        shape: 50.0,
+        scale: 1.0,
+    };
+    assert!(steep.cdf(1e-10) == 0.0 && steep.ln_cdf(1e-10).is_finite());
+    // Where both are representable, they agree.
+    for shape in shapes() {
+        for i in 1..60 {
+            let x = i as f64 * 0.25;
+            for (linear, log) in [
+                (shape.cdf(x), shape.ln_cdf(x)),
+                (shape.sf(x), shape.ln_sf(x)),
+            ] {
+                if linear > 1e-250 {
+                    assert!(
+                        (linear.ln() - log).abs() <= 1e-9 * linear.ln().abs().max(1.0),
+                        "{shape:?} at {x}: ln {linear} vs {log}"
+                    );
+                }
+            }
+        }
+    }
+    // The lognormal's switch to its asymptotic series at 30 standard deviations is seamless.
+    let lognormal = Shape::LogNormal {
+        mu: 0.0,
+        sigma: 1.0,
+    };
+    let just_below = lognormal.ln_sf(29.999_999f64.exp());
+    let just_above = lognormal.ln_sf(30.000_001f64.exp());
+    assert!(just_below > just_above && (just_below - just_above) < 1e-4);
+    assert!(lognormal.ln_sf(60.0f64.exp()).is_finite());
+}
