@@ -8,6 +8,7 @@
 #![allow(clippy::result_large_err)]
 
 mod admin;
+mod bench;
 mod error;
 mod experiment;
 mod explore;
@@ -75,6 +76,10 @@ enum Command {
     /// sequential-write batches and random reads, written as a manifest and a trace that
     /// `spinwise sim --trace` replays.
     Workload(workload::WorkloadArgs),
+    /// Benchmark an archive the way it is used (Lee, O'Sullivan and Walker): files written in
+    /// sequential batches and read back at random at rising capacity utilisation, against any
+    /// S3 endpoint or a store directory; results.csv, figures and --json.
+    Bench(bench::BenchArgs),
 }
 
 fn main() -> ExitCode {
@@ -90,6 +95,7 @@ fn main() -> ExitCode {
         Command::Store(args) => store::run(&args),
         Command::Serve(args) => serve::run(&args),
         Command::Workload(args) => workload::run(&args),
+        Command::Bench(args) => bench::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -3,6 +3,7 @@
 //! binary per file that linking was most of CI's build time.
 
 mod bad_input;
+mod bench;
 mod common;
 mod experiment;
 mod explore;

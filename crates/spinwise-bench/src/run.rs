@@ -1,0 +1,253 @@
+//! The timed driver: for each step, write its batch (in file order, `concurrency` requests in
+//! flight), migrate where the target has such a step, then make the step's reads; at the end
+//! remove what the run wrote unless asked to keep it.
+//!
+//! Invariants:
+//! - Requests are issued in plan order: worker tasks take the next index from one counter, so
+//!   with concurrency 1 the batch is strictly sequential and with more it is a sliding window.
+//! - A step's throughput is its bytes over the wall time from its first request's issue to its
+//!   last request's completion; each request's latency is from its issue to its last byte
+//!   checked (a restore's wait included, and also reported on its own).
+//! - The first error stops the run: no number is reported for a step that did not finish.
+
+use crate::payload::Payload;
+use crate::plan::{BenchPlan, Step};
+use crate::results::{BenchReport, OperationStats, StepRow};
+use crate::target::Target;
+use crate::{BenchError, BenchResult};
+use bytes::Bytes;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+/// Where a run is, for a progress bar.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Progress {
+    pub step: u32,
+    pub steps: u32,
+    /// `write`, `migrate`, `read` or `clean up`.
+    pub phase: &'static str,
+    pub done: u64,
+    pub total: u64,
+}
+
+/// How a run treats its target beyond the plan.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunOptions {
+    /// Prepended to every file's key (a run's objects share it, and another run's do not).
+    pub prefix: String,
+    /// Leave the objects in place at the end.
+    pub keep: bool,
+    /// Migrate after each batch, where the target has such a step (a store directory).
+    pub migrate: bool,
+}
+
+type ProgressFn = Arc<dyn Fn(Progress) + Send + Sync>;
+
+/// One request of a batch: the file's index, and for a read the bytes expected.
+#[derive(Clone)]
+struct Job {
+    key: String,
+    body: Bytes,
+}
+
+/// What a batch measured.
+struct Batch {
+    latencies: Vec<Duration>,
+    restore_waits: Vec<Duration>,
+    wall: Duration,
+    bytes: u64,
+}
+
+/// Runs `plan` against `target`, reporting progress as it goes.
+pub async fn run(
+    target: Arc<Target>,
+    plan: &BenchPlan,
+    options: &RunOptions,
+    progress: ProgressFn,
+) -> BenchResult<BenchReport> {
+    plan.validate()?;
+    let payload = Payload::new(plan.largest_file_bytes(), plan.seed);
+    let steps = plan.steps();
+    let mut rows = Vec::with_capacity(steps.len());
+    for step in &steps {
+        rows.push(run_step(&target, plan, options, &payload, step, &progress).await?);
+    }
+    if !options.keep {
+        clean_up(&target, plan, options, &progress).await?;
+    }
+    Ok(BenchReport::new(target.describe(), plan, rows))
+}
+
+async fn run_step(
+    target: &Arc<Target>,
+    plan: &BenchPlan,
+    options: &RunOptions,
+    payload: &Payload,
+    step: &Step,
+    progress: &ProgressFn,
+) -> BenchResult<StepRow> {
+    let job = |index: usize| Job {
+        key: format!("{}{}", options.prefix, plan.files[index].key),
+        body: payload.file(index, plan.files[index].size_bytes),
+    };
+    let report = |phase| {
+        let progress = progress.clone();
+        let (number, steps) = (step.number, plan.steps);
+        move |done, total| {
+            progress(Progress {
+                step: number,
+                steps,
+                phase,
+                done,
+                total,
+            })
+        }
+    };
+    let writes: Vec<Job> = step.writes.clone().map(job).collect();
+    let written = run_batch(
+        target,
+        writes,
+        Operation::Write,
+        plan.concurrency,
+        report("write"),
+    )
+    .await?;
+    let migrate = if options.migrate {
+        report("migrate")(0, 1);
+        let started = Instant::now();
+        let moved = target.migrate().await?;
+        moved.map(|bytes| (bytes, started.elapsed()))
+    } else {
+        None
+    };
+    let reads: Vec<Job> = step.reads.iter().map(|&index| job(index)).collect();
+    let read = run_batch(
+        target,
+        reads,
+        Operation::Read,
+        plan.concurrency,
+        report("read"),
+    )
+    .await?;
+    Ok(StepRow::new(
+        step,
+        plan,
+        OperationStats::of(&written.latencies, written.bytes, written.wall),
+        migrate,
+        OperationStats::of(&read.latencies, read.bytes, read.wall),
+        &read.restore_waits,
+    ))
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Operation {
+    Write,
+    Read,
+    Delete,
+}
+
+/// Runs `jobs` in order with `concurrency` in flight; the first error stops the others.
+async fn run_batch(
+    target: &Arc<Target>,
+    jobs: Vec<Job>,
+    operation: Operation,
+    concurrency: u32,
+    report: impl Fn(u64, u64) + Send + Sync + 'static,
+) -> BenchResult<Batch> {
+    let total = jobs.len() as u64;
+    let bytes = jobs.iter().map(|j| j.body.len() as u64).sum();
+    let jobs = Arc::new(jobs);
+    let next = Arc::new(AtomicUsize::new(0));
+    let stop = Arc::new(AtomicBool::new(false));
+    let report = Arc::new(report);
+    report(0, total);
+    let started = Instant::now();
+    let mut workers = tokio::task::JoinSet::new();
+    for _ in 0..concurrency.min(total.max(1) as u32) {
+        let (target, jobs, next, stop, report) = (
+            target.clone(),
+            jobs.clone(),
+            next.clone(),
+            stop.clone(),
+            report.clone(),
+        );
+        workers.spawn(async move {
+            let mut measured = (Vec::new(), Vec::new());
+            while !stop.load(Ordering::Relaxed) {
+                let index = next.fetch_add(1, Ordering::Relaxed);
+                let Some(job) = jobs.get(index) else { break };
+                let issued = Instant::now();
+                let done = perform(&target, operation, job).await;
+                let restore_wait = done.inspect_err(|_| stop.store(true, Ordering::Relaxed))?;
+                measured.0.push(issued.elapsed());
+                measured.1.extend(restore_wait);
+                report(next.load(Ordering::Relaxed).min(jobs.len()) as u64, total);
+            }
+            Ok::<_, BenchError>(measured)
+        });
+    }
+    let mut batch = Batch {
+        latencies: Vec::with_capacity(total as usize),
+        restore_waits: Vec::new(),
+        wall: Duration::ZERO,
+        bytes,
+    };
+    let mut first_error = None;
+    while let Some(joined) = workers.join_next().await {
+        match joined.map_err(|e| BenchError::Target(format!("a benchmark task failed: {e}")))? {
+            Ok((latencies, waits)) => {
+                batch.latencies.extend(latencies);
+                batch.restore_waits.extend(waits);
+            }
+            Err(error) => {
+                first_error.get_or_insert(error);
+            }
+        }
+    }
+    batch.wall = started.elapsed();
+    first_error.map_or(Ok(batch), Err)
+}
+
+/// One request; a read's restore wait if it had one.
+async fn perform(
+    target: &Target,
+    operation: Operation,
+    job: &Job,
+) -> BenchResult<Option<Duration>> {
+    match operation {
+        Operation::Write => target.put(&job.key, job.body.clone()).await.map(|()| None),
+        Operation::Read => Ok(target.get(&job.key, &job.body).await?.restore_wait),
+        Operation::Delete => target.delete(&job.key).await.map(|()| None),
+    }
+}
+
+/// Deletes every file of the plan.
+async fn clean_up(
+    target: &Arc<Target>,
+    plan: &BenchPlan,
+    options: &RunOptions,
+    progress: &ProgressFn,
+) -> BenchResult<()> {
+    let jobs = plan
+        .files
+        .iter()
+        .map(|file| Job {
+            key: format!("{}{}", options.prefix, file.key),
+            body: Bytes::new(),
+        })
+        .collect();
+    let progress = progress.clone();
+    let steps = plan.steps;
+    let report = move |done, total| {
+        progress(Progress {
+            step: steps,
+            steps,
+            phase: "clean up",
+            done,
+            total,
+        })
+    };
+    run_batch(target, jobs, Operation::Delete, plan.concurrency, report).await?;
+    Ok(())
+}

@@ -1,0 +1,141 @@
+//! `spinwise bench` end to end: against a store directory and against `spinwise serve`, its
+//! files and its refusals.
+
+use crate::common::s3_server::{ACCESS_KEY, S3Server, SECRET_KEY, prepare_data_dir};
+use crate::common::{Table, TempDir, init_jbod_store, spinwise};
+use std::process::Command;
+
+#[test]
+fn bench_on_a_store_directory_writes_a_row_per_step_and_its_figures() {
+    let dir = TempDir::new("bench-store");
+    let data = dir.join("data");
+    init_jbod_store(data.to_str().unwrap());
+    let out = dir.join("out");
+    let run = spinwise([
+        "bench",
+        "--store",
+        data.to_str().unwrap(),
+        "--quick",
+        "--migrate",
+        "--read-skew",
+        "zipf:1.1",
+        "--out",
+        out.to_str().unwrap(),
+        "--json",
+    ])
+    .success();
+    let report = run.json();
+    let rows = report["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 3);
+    for row in rows {
+        assert_eq!(row["read"]["requests"], 20);
+        assert!(row["migrated_bytes"].as_u64().unwrap() > 0, "{row}");
+    }
+    let table = Table::read(&out.join("results.csv"));
+    assert_eq!(table.len(), 3);
+    let utilisation = table.numbers("utilisation_percent");
+    assert!(
+        utilisation.windows(2).all(|w| w[0] < w[1]),
+        "{utilisation:?}"
+    );
+    // The set ends at the first drawn file that would pass 90% of the capacity.
+    assert!((80.0..=90.0).contains(&utilisation[2]), "{utilisation:?}");
+    for file in [
+        "report.json",
+        "throughput.png",
+        "throughput.svg",
+        "latency.png",
+        "latency.svg",
+    ] {
+        assert!(out.join(file).is_file(), "{file} missing");
+    }
+}
+
+#[test]
+fn bench_runs_unchanged_against_spinwise_serve() {
+    let dir = TempDir::new("bench-s3");
+    let data = dir.join("data");
+    prepare_data_dir(&data, 3600.0);
+    let server = S3Server::start(&data, &dir.join("serve.log"));
+    let output = Command::new(env!("CARGO_BIN_EXE_spinwise"))
+        .args([
+            "bench",
+            "--endpoint",
+            &server.endpoint(),
+            "--bucket",
+            "archive",
+        ])
+        .args([
+            "--quick",
+            "--steps",
+            "2",
+            "--storage-class",
+            "STANDARD",
+            "--json",
+        ])
+        .env("AWS_ACCESS_KEY_ID", ACCESS_KEY)
+        .env("AWS_SECRET_ACCESS_KEY", SECRET_KEY)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert!(report["target"].as_str().unwrap().starts_with("s3 http://"));
+    let rows = report["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 2);
+    assert!(rows.iter().all(|r| r["migrated_bytes"].is_null()));
+    assert!(rows.iter().all(|r| r["read"]["requests"] == 20));
+}
+
+#[test]
+fn bench_without_credentials_says_which_variables_to_set() {
+    let output = Command::new(env!("CARGO_BIN_EXE_spinwise"))
+        .args([
+            "bench",
+            "--endpoint",
+            "http://127.0.0.1:9",
+            "--bucket",
+            "b",
+            "--quick",
+        ])
+        .env_remove("AWS_ACCESS_KEY_ID")
+        .env_remove("AWS_SECRET_ACCESS_KEY")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("AWS_ACCESS_KEY_ID"), "{stderr}");
+}
+
+#[test]
+fn bench_refuses_bad_flags_with_their_reason() {
+    let dir = TempDir::new("bench-flags");
+    spinwise(["bench", "--store", "x", "--read-skew", "zipf:-1"])
+        .usage_error()
+        .stderr_mentions(&["exponent"]);
+    spinwise(["bench", "--store", "x", "--capacity", "12 parsecs"])
+        .usage_error()
+        .stderr_mentions(&["12 parsecs"]);
+    spinwise(["bench", "--quick"]).usage_error();
+    spinwise([
+        "bench",
+        "--store",
+        dir.join("nothing-here").to_str().unwrap(),
+        "--quick",
+    ])
+    .refused()
+    .stderr_mentions(&["holds no store", "init"]);
+    let manifest = dir.write("files.csv", "key,size_bytes\na,10\nb,ten\n");
+    spinwise([
+        "bench",
+        "--store",
+        "x",
+        "--files-from",
+        manifest.to_str().unwrap(),
+    ])
+    .refused()
+    .stderr_mentions(&["files.csv:3", "whole number"]);
+}
