@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 pub struct Progress {
     pub step: u32,
     pub steps: u32,
-    /// `write`, `migrate`, `read` or `clean up`.
+    /// `write`, `migrate`, `wait`, `read` or `clean up`.
     pub phase: &'static str,
     pub done: u64,
     pub total: u64,
@@ -40,6 +40,10 @@ pub struct RunOptions {
     pub keep: bool,
     /// Migrate after each batch, where the target has such a step (a store directory).
     pub migrate: bool,
+    /// Pause between a step's writes (and migration) and its reads, so an archive that moves
+    /// objects offline on its own schedule (a lifecycle rule, a migration after N seconds) has
+    /// done so before they are read back.
+    pub read_after: Duration,
 }
 
 type ProgressFn = Arc<dyn Fn(Progress) + Send + Sync>;
@@ -121,6 +125,10 @@ async fn run_step(
     } else {
         None
     };
+    if !options.read_after.is_zero() {
+        report("wait")(0, 1);
+        tokio::time::sleep(options.read_after).await;
+    }
     let reads: Vec<Job> = step.reads.iter().map(|&index| job(index)).collect();
     let read = run_batch(
         target,

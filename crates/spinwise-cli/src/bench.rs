@@ -81,6 +81,10 @@ pub struct BenchArgs {
     /// With --store: erasure-code what each batch staged onto the disks before its reads.
     #[arg(long, requires = "store")]
     migrate: bool,
+    /// Pause this long between each step's writes and its reads (e.g. for the server to move
+    /// the batch offline on its own schedule, so the reads measure restores).
+    #[arg(long, value_name = "SECONDS", default_value_t = 0.0, value_parser = parse_read_after_s)]
+    read_after_s: f64,
     /// Longest wait for one restore of an offline object.
     #[arg(long, value_name = "SECONDS", default_value_t = 3600)]
     restore_timeout_s: u64,
@@ -134,6 +138,7 @@ async fn run_plan(args: &BenchArgs, plan: &BenchPlan) -> CliResult<BenchReport> 
             .unwrap_or_else(|| format!("spinwise-bench/seed-{}/", args.seed)),
         keep: args.keep,
         migrate: args.migrate,
+        read_after: std::time::Duration::from_secs_f64(args.read_after_s),
     };
     let bar = progress_bar(args);
     let shown = bar.clone();
@@ -380,6 +385,19 @@ fn bench_error(error: spinwise_bench::BenchError) -> CliError {
 /// A capacity such as `4GiB` or `10TB` (`spinwise_workload::parse_capacity_bytes`).
 fn parse_capacity(text: &str) -> Result<u64, String> {
     spinwise_workload::parse_capacity_bytes(text).map_err(|e| e.to_string())
+}
+
+/// The longest pause `--read-after-s` takes (a day), so a typo cannot park a run for years.
+const MAX_READ_AFTER_S: f64 = 86_400.0;
+
+/// Seconds in `0..=MAX_READ_AFTER_S`.
+fn parse_read_after_s(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(seconds) if (0.0..=MAX_READ_AFTER_S).contains(&seconds) => Ok(seconds),
+        _ => Err(format!(
+            "{text:?}: a number of seconds from 0 to {MAX_READ_AFTER_S}"
+        )),
+    }
 }
 
 /// `uniform` or `zipf:S`.

@@ -46,6 +46,7 @@ fn options(keep: bool) -> RunOptions {
         prefix: "bench/".into(),
         keep,
         migrate: true,
+        read_after: std::time::Duration::ZERO,
     }
 }
 

@@ -102,11 +102,17 @@ impl S3Server {
     /// read their objects back cold, through spin-ups. A check that wants warm objects names
     /// `STANDARD` itself.
     pub fn start(data: &Path, log: &Path) -> S3Server {
+        S3Server::start_with(data, log, &[])
+    }
+
+    /// [`S3Server::start`] with more flags for `serve` (e.g. `--restore-mode async`).
+    pub fn start_with(data: &Path, log: &Path, extra: &[&str]) -> S3Server {
         let mut child = Command::new(env!("CARGO_BIN_EXE_spinwise"))
             .args(["serve", "--data"])
             .arg(data)
             .args(["--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0"])
             .args(["--default-storage-class", "GLACIER"])
+            .args(extra)
             .args(["--access-key", ACCESS_KEY, "--secret-key", SECRET_KEY])
             .env_remove("SPINWISE_ACCESS_KEY")
             .env_remove("SPINWISE_SECRET_KEY")
