@@ -5,6 +5,8 @@
 //! - Latency percentiles are nearest-rank over every request of the step (no interpolation, no
 //!   sampling); throughput is bytes over the step's wall time (see [`crate::run`]).
 //! - MB are 10^6 bytes.
+//! - trace.csv is the simulator's trace format (header, then records in time order), so the
+//!   run a target measured can be replayed by the simulator on the same times.
 //! - Files are written under a temporary name and renamed into place, so a failed write never
 //!   leaves a partial results file under the final name.
 
@@ -123,10 +125,30 @@ pub struct BenchReport {
     /// The last step's write throughput over the first's (below 1: writes slow as the target
     /// fills, as the paper reports for the systems it measured).
     pub write_throughput_last_over_first: f64,
+    /// Every write and read as issued, in time order: trace.csv, which `spinwise sim --trace`
+    /// replays (the run's own clean-up is not in it).
+    #[serde(skip)]
+    pub trace: Vec<TraceRecord>,
+}
+
+/// One request as issued, in the simulator's trace format (docs/simulator.md, "Trace files").
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct TraceRecord {
+    /// Seconds from the run's start to the request's issue.
+    pub time_s: f64,
+    /// `write` or `read`.
+    pub operation: &'static str,
+    pub key: String,
+    pub size_bytes: u64,
 }
 
 impl BenchReport {
-    pub fn new(target: String, plan: &BenchPlan, rows: Vec<StepRow>) -> BenchReport {
+    pub fn new(
+        target: String,
+        plan: &BenchPlan,
+        rows: Vec<StepRow>,
+        trace: Vec<TraceRecord>,
+    ) -> BenchReport {
         let first = rows.first().map_or(0.0, |r| r.write.mb_per_s);
         let last = rows.last().map_or(0.0, |r| r.write.mb_per_s);
         BenchReport {
@@ -141,6 +163,7 @@ impl BenchReport {
             seed: plan.seed,
             rows,
             write_throughput_last_over_first: if first > 0.0 { last / first } else { 0.0 },
+            trace,
         }
     }
 }
@@ -230,6 +253,9 @@ pub fn write_outputs(report: &BenchReport, out: &Path) -> BenchResult<Vec<PathBu
         std::fs::write(path, text + "\n").map_err(|e| e.to_string())
     })?;
     written.push(json_path);
+    let trace_path = out.join("trace.csv");
+    atomically(&trace_path, |path| write_trace(&report.trace, path))?;
+    written.push(trace_path);
     for (stem, chart) in figures(report) {
         for (extension, render) in [
             ("png", spinwise_report::render_lines_png as fn(&_, &_) -> _),
@@ -241,6 +267,22 @@ pub fn write_outputs(report: &BenchReport, out: &Path) -> BenchResult<Vec<PathBu
         }
     }
     Ok(written)
+}
+
+/// The trace in the simulator's format; times with µs resolution (the simulator's).
+fn write_trace(trace: &[TraceRecord], path: &Path) -> Result<(), String> {
+    use std::io::Write;
+    let file = std::fs::File::create(path).map_err(|e| e.to_string())?;
+    let mut out = std::io::BufWriter::new(file);
+    let lines = std::iter::once("time_s,operation,key,size_bytes".to_string()).chain(
+        trace
+            .iter()
+            .map(|r| format!("{:.6},{},{},{}", r.time_s, r.operation, r.key, r.size_bytes)),
+    );
+    for line in lines {
+        writeln!(out, "{line}").map_err(|e| e.to_string())?;
+    }
+    out.flush().map_err(|e| e.to_string())
 }
 
 /// Writes through a temporary name beside `path` (`name.partial.ext`: the image encoders pick

@@ -12,7 +12,7 @@
 
 use crate::payload::Payload;
 use crate::plan::{BenchPlan, Step};
-use crate::results::{BenchReport, OperationStats, StepRow};
+use crate::results::{BenchReport, OperationStats, StepRow, TraceRecord};
 use crate::target::Target;
 use crate::{BenchError, BenchResult};
 use bytes::Bytes;
@@ -48,6 +48,10 @@ pub struct RunOptions {
 
 type ProgressFn = Arc<dyn Fn(Progress) + Send + Sync>;
 
+/// When the run started: request times in its trace are measured from here.
+#[derive(Clone, Copy)]
+struct RunClock(Instant);
+
 /// One request of a batch: the file's index, and for a read the bytes expected.
 #[derive(Clone)]
 struct Job {
@@ -57,6 +61,8 @@ struct Job {
 
 /// What a batch measured.
 struct Batch {
+    /// Each request's job index and when it was issued, from the run's start.
+    issued: Vec<(usize, Duration)>,
     latencies: Vec<Duration>,
     restore_waits: Vec<Duration>,
     wall: Duration,
@@ -74,13 +80,19 @@ pub async fn run(
     let payload = Payload::new(plan.largest_file_bytes(), plan.seed);
     let steps = plan.steps();
     let mut rows = Vec::with_capacity(steps.len());
+    let mut trace = Vec::new();
+    let clock = RunClock(Instant::now());
     for step in &steps {
-        rows.push(run_step(&target, plan, options, &payload, step, &progress).await?);
+        let (row, issued) =
+            run_step(&target, plan, options, &payload, step, &progress, clock).await?;
+        rows.push(row);
+        trace.extend(issued);
     }
     if !options.keep {
-        clean_up(&target, plan, options, &progress).await?;
+        clean_up(&target, plan, options, &progress, clock).await?;
     }
-    Ok(BenchReport::new(target.describe(), plan, rows))
+    trace.sort_by(|a, b| a.time_s.total_cmp(&b.time_s));
+    Ok(BenchReport::new(target.describe(), plan, rows, trace))
 }
 
 async fn run_step(
@@ -90,7 +102,8 @@ async fn run_step(
     payload: &Payload,
     step: &Step,
     progress: &ProgressFn,
-) -> BenchResult<StepRow> {
+    clock: RunClock,
+) -> BenchResult<(StepRow, Vec<TraceRecord>)> {
     let job = |index: usize| Job {
         key: format!("{}{}", options.prefix, plan.files[index].key),
         body: payload.file(index, plan.files[index].size_bytes),
@@ -109,11 +122,13 @@ async fn run_step(
         }
     };
     let writes: Vec<Job> = step.writes.clone().map(job).collect();
+    let concurrency = plan.concurrency;
     let written = run_batch(
         target,
-        writes,
+        &writes,
         Operation::Write,
-        plan.concurrency,
+        concurrency,
+        clock,
         report("write"),
     )
     .await?;
@@ -132,20 +147,33 @@ async fn run_step(
     let reads: Vec<Job> = step.reads.iter().map(|&index| job(index)).collect();
     let read = run_batch(
         target,
-        reads,
+        &reads,
         Operation::Read,
-        plan.concurrency,
+        concurrency,
+        clock,
         report("read"),
     )
     .await?;
-    Ok(StepRow::new(
+    let trace = [("write", &written, &writes), ("read", &read, &reads)]
+        .into_iter()
+        .flat_map(|(operation, batch, jobs)| {
+            batch.issued.iter().map(move |&(index, at)| TraceRecord {
+                time_s: at.as_secs_f64(),
+                operation,
+                key: jobs[index].key.clone(),
+                size_bytes: jobs[index].body.len() as u64,
+            })
+        })
+        .collect();
+    let row = StepRow::new(
         step,
         plan,
         OperationStats::of(&written.latencies, written.bytes, written.wall),
         migrate,
         OperationStats::of(&read.latencies, read.bytes, read.wall),
         &read.restore_waits,
-    ))
+    );
+    Ok((row, trace))
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -158,14 +186,15 @@ enum Operation {
 /// Runs `jobs` in order with `concurrency` in flight; the first error stops the others.
 async fn run_batch(
     target: &Arc<Target>,
-    jobs: Vec<Job>,
+    jobs: &[Job],
     operation: Operation,
     concurrency: u32,
+    clock: RunClock,
     report: impl Fn(u64, u64) + Send + Sync + 'static,
 ) -> BenchResult<Batch> {
     let total = jobs.len() as u64;
     let bytes = jobs.iter().map(|j| j.body.len() as u64).sum();
-    let jobs = Arc::new(jobs);
+    let jobs: Arc<Vec<Job>> = Arc::new(jobs.to_vec());
     let next = Arc::new(AtomicUsize::new(0));
     let stop = Arc::new(AtomicBool::new(false));
     let report = Arc::new(report);
@@ -181,7 +210,7 @@ async fn run_batch(
             report.clone(),
         );
         workers.spawn(async move {
-            let mut measured = (Vec::new(), Vec::new());
+            let mut measured = (Vec::new(), Vec::new(), Vec::new());
             while !stop.load(Ordering::Relaxed) {
                 let index = next.fetch_add(1, Ordering::Relaxed);
                 let Some(job) = jobs.get(index) else { break };
@@ -190,12 +219,14 @@ async fn run_batch(
                 let restore_wait = done.inspect_err(|_| stop.store(true, Ordering::Relaxed))?;
                 measured.0.push(issued.elapsed());
                 measured.1.extend(restore_wait);
+                measured.2.push((index, issued - clock.0));
                 report(next.load(Ordering::Relaxed).min(jobs.len()) as u64, total);
             }
             Ok::<_, BenchError>(measured)
         });
     }
     let mut batch = Batch {
+        issued: Vec::with_capacity(total as usize),
         latencies: Vec::with_capacity(total as usize),
         restore_waits: Vec::new(),
         wall: Duration::ZERO,
@@ -204,9 +235,10 @@ async fn run_batch(
     let mut first_error = None;
     while let Some(joined) = workers.join_next().await {
         match joined.map_err(|e| BenchError::Target(format!("a benchmark task failed: {e}")))? {
-            Ok((latencies, waits)) => {
+            Ok((latencies, waits, issued)) => {
                 batch.latencies.extend(latencies);
                 batch.restore_waits.extend(waits);
+                batch.issued.extend(issued);
             }
             Err(error) => {
                 first_error.get_or_insert(error);
@@ -236,8 +268,9 @@ async fn clean_up(
     plan: &BenchPlan,
     options: &RunOptions,
     progress: &ProgressFn,
+    clock: RunClock,
 ) -> BenchResult<()> {
-    let jobs = plan
+    let jobs: Vec<Job> = plan
         .files
         .iter()
         .map(|file| Job {
@@ -256,6 +289,14 @@ async fn clean_up(
             total,
         })
     };
-    run_batch(target, jobs, Operation::Delete, plan.concurrency, report).await?;
+    run_batch(
+        target,
+        &jobs,
+        Operation::Delete,
+        plan.concurrency,
+        clock,
+        report,
+    )
+    .await?;
     Ok(())
 }

@@ -124,6 +124,13 @@ pub fn run(args: &BenchArgs) -> CliResult<()> {
 }
 
 async fn run_plan(args: &BenchArgs, plan: &BenchPlan) -> CliResult<BenchReport> {
+    if args.prefix.as_deref().is_some_and(|p| p.contains(',')) {
+        // trace.csv's keys cannot be quoted (docs/simulator.md, "Trace files").
+        return Err(CliError::Usage(
+            "--prefix must not contain a comma (the run's trace.csv could not hold its keys)"
+                .into(),
+        ));
+    }
     // One process drives a data directory's disks (crate::ownership); held until the store
     // is closed below.
     let _owner = match &args.store {
