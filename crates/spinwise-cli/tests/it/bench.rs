@@ -57,32 +57,11 @@ fn bench_runs_unchanged_against_spinwise_serve() {
     let data = dir.join("data");
     prepare_data_dir(&data, 3600.0);
     let server = S3Server::start(&data, &dir.join("serve.log"));
-    let output = Command::new(env!("CARGO_BIN_EXE_spinwise"))
-        .args([
-            "bench",
-            "--endpoint",
-            &server.endpoint(),
-            "--bucket",
-            "archive",
-        ])
-        .args([
-            "--quick",
-            "--steps",
-            "2",
-            "--storage-class",
-            "STANDARD",
-            "--json",
-        ])
-        .env("AWS_ACCESS_KEY_ID", ACCESS_KEY)
-        .env("AWS_SECRET_ACCESS_KEY", SECRET_KEY)
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
+    let report = bench_json(
+        &server,
+        "archive",
+        &["--quick", "--steps", "2", "--storage-class", "STANDARD"],
     );
-    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     assert!(report["target"].as_str().unwrap().starts_with("s3 http://"));
     let rows = report["rows"].as_array().unwrap();
     assert_eq!(rows.len(), 2);
@@ -97,23 +76,45 @@ fn bench_restores_what_an_async_bucket_moved_offline_and_reads_it_back_exactly()
     // Upkeep migrates a staged cold object 0.2 s after its PUT (ticks of 0.05 s).
     prepare_data_dir(&data, 0.2);
     let server = S3Server::start_with(&data, &dir.join("serve.log"), &["--restore-mode", "async"]);
+    let report = bench_json(
+        &server,
+        "vault",
+        &[
+            "--quick",
+            "--steps",
+            "2",
+            "--reads-per-step",
+            "6",
+            "--storage-class",
+            "GLACIER",
+            "--read-after-s",
+            "3",
+            "--restore-timeout-s",
+            "60",
+        ],
+    );
+    for row in report["rows"].as_array().unwrap() {
+        // Every read found its object offline (GLACIER, migrated 3 s earlier) and restored it;
+        // a second read of an already restored key needs no restore.
+        let restores = row["restores"].as_u64().unwrap();
+        assert!(restores >= 1, "{row}");
+        assert!(row["restore_wait_max_s"].as_f64().unwrap() > 0.0, "{row}");
+        assert_eq!(row["read"]["requests"], 6);
+    }
+}
+
+/// `spinwise bench --json` against `server`'s `bucket` with the test keys; its report.
+fn bench_json(server: &S3Server, bucket: &str, args: &[&str]) -> serde_json::Value {
     let output = Command::new(env!("CARGO_BIN_EXE_spinwise"))
         .args([
             "bench",
             "--endpoint",
             &server.endpoint(),
             "--bucket",
-            "vault",
+            bucket,
         ])
-        .args(["--quick", "--steps", "2", "--reads-per-step", "6"])
-        .args([
-            "--storage-class",
-            "GLACIER",
-            "--read-after-s",
-            "3",
-            "--json",
-        ])
-        .args(["--restore-timeout-s", "60"])
+        .args(args)
+        .arg("--json")
         .env("AWS_ACCESS_KEY_ID", ACCESS_KEY)
         .env("AWS_SECRET_ACCESS_KEY", SECRET_KEY)
         .output()
@@ -123,15 +124,7 @@ fn bench_restores_what_an_async_bucket_moved_offline_and_reads_it_back_exactly()
         "{}",
         String::from_utf8_lossy(&output.stderr)
     );
-    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
-    for row in report["rows"].as_array().unwrap() {
-        // Every read found its object offline (GLACIER, migrated 3 s earlier) and restored it;
-        // a second read of an already restored key needs no restore.
-        let restores = row["restores"].as_u64().unwrap();
-        assert!(restores >= 1, "{row}");
-        assert!(row["restore_wait_max_s"].as_f64().unwrap() > 0.0, "{row}");
-        assert_eq!(row["read"]["requests"], 6);
-    }
+    serde_json::from_slice(&output.stdout).unwrap()
 }
 
 #[test]
