@@ -9,6 +9,8 @@
 //!   one day) and polled with HEAD until its `x-amz-restore` says the restore is done, then read;
 //!   the wait is reported apart from the transfer. A restore that outlasts the timeout is an
 //!   error, not a slow read.
+//! - S3 requests are never retried: a refusal stops the run with the server's code and
+//!   message instead of being timed as a slow request.
 //! - A store target's `migrate` erasure-codes every staged cold object onto the disks (the
 //!   archive's own migration); S3 targets have no such step and report none.
 
@@ -84,6 +86,9 @@ impl Target {
                 "spinwise-bench",
             ))
             .http_client(http)
+            // No retries: a retried request would be timed as one slow request and hide the
+            // refusal; a benchmark reports what the server answered.
+            .retry_config(aws_sdk_s3::config::retry::RetryConfig::disabled())
             .build();
         let client = Client::from_conf(config);
         ensure_bucket(&client, &endpoint.bucket).await?;
