@@ -30,8 +30,10 @@
 //!   [`crate::config::MAX_READ_BATCH_BYTES`]) + one fragment (the one in the thread's hand, and
 //!   the fragments its one-batch channel holds, which may come from two); for a spread read,
 //!   one run per thread and the board's window of stripes (k fragments each, 4 batches);
-//!   [`READ_QUEUE_CHUNKS`] chunks queued for the caller (each holding at most its batch), and the
-//!   decoder's one stripe (and one stripe of scratch for decoding with parity);
+//!   [`READ_QUEUE_MESSAGES`] messages queued for the caller, one being filled and one being
+//!   read (each at most [`READ_MESSAGE_BYTES`] plus one stripe of the range, each piece holding
+//!   its batch), and the decoder's one stripe (and one stripe of scratch for decoding with
+//!   parity);
 //! - each column's disk is read in increasing offset order, one IO at a time (a spread read's
 //!   thread skips forward over stripes other columns filled);
 //! - a reader dropped early ends the job at its next chunk (the channel is closed, the sink
@@ -42,7 +44,7 @@
 //! - a read counts on the disks it reads from its choice until its column threads are done
 //!   (the [`crate::columns::ReadClaim`] drops), so later reads see it.
 
-use crate::board::{Board, Fragment, Reader, Seat};
+use crate::board::{Board, Fragment, NotYet, Reader, Seat};
 use crate::buffers::BufferPool;
 use crate::clock::Clock;
 use crate::columns::{DiskReads, MIN_SPREAD_STRIPES, ReadClaim};
@@ -65,8 +67,16 @@ use std::sync::Arc;
 use std::sync::mpsc::{Receiver, SyncSender};
 use tokio::sync::mpsc;
 
-/// Chunks (each a fragment's part of the range) queued between the job and a slow caller.
-pub const READ_QUEUE_CHUNKS: usize = 8;
+/// Messages queued between the job and a slow caller. A message is the pieces (a fragment's
+/// part of the range each, not copied) of consecutive stripes.
+pub const READ_QUEUE_MESSAGES: usize = 4;
+/// The job sends its pieces once they reach this many bytes (the first stripe at once, so the
+/// first byte waits for one fragment; and whatever it holds before it would wait for the
+/// disks, so a slow read never keeps ready bytes from the caller). Why not a message per
+/// piece: at 128 KiB fragments a 1 GiB GET sent 8,192 messages, each waking the caller's task,
+/// and with the CLI's write per chunk the GET made ~55,000 context switches against the staged
+/// GET's ~4,000 (1 MiB chunks); on two cores that was a quarter of its samples.
+pub const READ_MESSAGE_BYTES: usize = 1 << 20;
 /// A spread read's board holds claims this many batches ahead of the stripe being handed on
 /// (and at least twice the lag): room for a standby to claim ahead of a lagging column, and
 /// the bound on the fragments a read holds.
@@ -95,8 +105,8 @@ pub struct ReadTiming {
     pub service_us: u64,
 }
 
-/// The job's output: verified byte chunks, or the error that stopped it.
-type Piece = Result<Bytes, StoreError>;
+/// The job's output: verified byte chunks in order, or the error that stopped it.
+type Pieces = Result<Vec<Bytes>, StoreError>;
 
 /// What a read's job hands back besides the bytes.
 struct ReadOutcome {
@@ -107,7 +117,9 @@ struct ReadOutcome {
 
 /// A GET of a migrated object in progress.
 pub struct MigratedReader {
-    chunks: mpsc::Receiver<Piece>,
+    chunks: mpsc::Receiver<Pieces>,
+    /// The rest of the last message, handed out one piece per `next_chunk`.
+    ready: std::collections::VecDeque<Bytes>,
     job: Option<JobHandle<ReadOutcome>>,
     /// The store's clock, and when on it the read was submitted.
     clock: Arc<dyn Clock>,
@@ -122,16 +134,21 @@ pub struct MigratedReader {
 impl MigratedReader {
     /// The next verified chunk, or `None` once the range is done.
     pub async fn next_chunk(&mut self) -> StoreResult<Option<Bytes>> {
-        match self.chunks.recv().await {
-            Some(Ok(chunk)) => {
-                let since_us = self.clock.now_us().saturating_sub(self.submitted_us);
-                self.first_byte_us.get_or_insert(since_us);
-                Ok(Some(chunk))
+        loop {
+            if let Some(chunk) = self.ready.pop_front() {
+                return Ok(Some(chunk));
             }
-            Some(Err(error)) => Err(error),
-            None => {
-                self.finish().await?;
-                Ok(None)
+            match self.chunks.recv().await {
+                Some(Ok(pieces)) => {
+                    let since_us = self.clock.now_us().saturating_sub(self.submitted_us);
+                    self.first_byte_us.get_or_insert(since_us);
+                    self.ready.extend(pieces);
+                }
+                Some(Err(error)) => return Err(error),
+                None => {
+                    self.finish().await?;
+                    return Ok(None);
+                }
             }
         }
     }
@@ -226,7 +243,7 @@ fn column_disks(group: &GroupDisks, context: &ReadContext) -> Vec<Arc<dyn Disk>>
 fn decode_range(
     group: &GroupDisks,
     context: &ReadContext,
-    sender: mpsc::Sender<Piece>,
+    sender: mpsc::Sender<Pieces>,
 ) -> ReadOutcome {
     if let Some(timeline) = &context.timeline {
         // Reads served at one instant choose their columns one after another, in blob order.
@@ -331,7 +348,7 @@ fn stream_range(
     context: &ReadContext,
     group: &GroupDisks,
     columns: &[Arc<dyn Disk>],
-    sender: &mpsc::Sender<Piece>,
+    sender: &mpsc::Sender<Pieces>,
     taken: &mut Vec<usize>,
 ) -> Result<RepairReport, DecodeError> {
     let range = context.range.clone();
@@ -358,6 +375,8 @@ fn stream_range(
             sender,
         )
     };
+    // The bytes handed on so far go out before the end, or before the error that ends it.
+    hand_on.flush(sender);
     context.reads.count_read(hand_on.used_parity);
     outcome.map(|()| hand_on.report)
 }
@@ -370,13 +389,13 @@ fn stream_by_column(
     plan: &ReadPlan,
     (stripes, first, last): (RangeInclusive<u64>, &StripeSpan, &StripeSpan),
     hand_on: &mut HandOn<'_>,
-    sender: &mpsc::Sender<Piece>,
+    sender: &mpsc::Sender<Pieces>,
 ) -> Result<(), DecodeError> {
     let code = context.code.as_ref();
     // Each column thread is at most one batch ahead of the stripe being handed on, plus the
     // batch it is reading.
     let ahead = context.batch_stripes as usize;
-    let buffers = BufferPool::new(plan.columns.len() * 2 + READ_QUEUE_CHUNKS + 1);
+    let buffers = BufferPool::new(pool_capacity(context, plan.columns.len()));
     std::thread::scope(|scope| {
         let receivers: Vec<Option<Receiver<Fragment>>> = (0..code.data_columns())
             .map(|column| {
@@ -405,8 +424,16 @@ fn stream_by_column(
                     let receiver = receivers[column]
                         .as_ref()
                         .expect("a column the range covers has a thread");
+                    let fragment = match receiver.try_recv() {
+                        Ok(fragment) => Ok(fragment),
+                        Err(_) => {
+                            // About to wait for the disk: hand on what is ready first.
+                            hand_on.flush(sender);
+                            receiver.recv()
+                        }
+                    };
                     // A column thread ends early only by panicking; the decoder reads around it.
-                    let fragment = receiver.recv().unwrap_or_else(|_| {
+                    let fragment = fragment.unwrap_or_else(|_| {
                         Err(FragmentFault::Unavailable("its column thread ended".into()))
                     });
                     (column, fragment)
@@ -420,6 +447,19 @@ fn stream_by_column(
     })
 }
 
+/// Buffers a read's pool keeps idle for reuse: as many as it can have in use at once (each
+/// thread's run, the board's window or the column channels, the queued messages), so a
+/// steady read reuses them instead of freeing and faulting in fresh ones. The pool allocates
+/// only when none is idle, so this never raises what the read holds at its peak.
+fn pool_capacity(context: &ReadContext, threads: usize) -> usize {
+    let k = context.code.data_columns();
+    let batch = context.batch_stripes as usize;
+    let message_stripes = READ_MESSAGE_BYTES.div_ceil(context.code.stripe_data_bytes() as usize);
+    let queued_stripes = (READ_QUEUE_MESSAGES + 2) * (message_stripes + 1);
+    let window_batches = BOARD_WINDOW_BATCHES as usize + 1;
+    threads * (window_batches + 1) + k * queued_stripes.div_ceil(batch) + k
+}
+
 /// A spread read: a thread per chosen and standby column, reading the stripes the [`Board`]
 /// lets it claim, whole stripes from the first to the last of the range.
 fn stream_on_board(
@@ -428,7 +468,7 @@ fn stream_on_board(
     plan: &ReadPlan,
     stripes: RangeInclusive<u64>,
     hand_on: &mut HandOn<'_>,
-    sender: &mpsc::Sender<Piece>,
+    sender: &mpsc::Sender<Pieces>,
 ) -> Result<(), DecodeError> {
     let code = context.code.as_ref();
     let batch = context.batch_stripes;
@@ -443,7 +483,7 @@ fn stream_on_board(
         Some(timeline) => board.on_timeline(timeline.clone()),
         None => board,
     };
-    let buffers = BufferPool::new(readers.len() + READ_QUEUE_CHUNKS + 1);
+    let buffers = BufferPool::new(pool_capacity(context, readers.len()));
     std::thread::scope(|scope| {
         for (thread, reader) in readers.iter().enumerate() {
             let (board, buffers) = (&board, buffers.clone());
@@ -463,7 +503,17 @@ fn stream_on_board(
         let _stop = StopBoard(&board);
         for stripe in stripes {
             let span = StripeSpan::new(code, &hand_on.range, stripe);
-            let Some(fragments) = board.take() else {
+            let fragments = match board.try_take() {
+                Ok(taken) => taken,
+                Err(NotYet) => {
+                    // About to wait for the disks: hand on what is ready first.
+                    if !hand_on.flush(sender) {
+                        break;
+                    }
+                    board.take()
+                }
+            };
+            let Some(fragments) = fragments else {
                 break;
             };
             if !hand_on.stripe(&span, fragments, sender)? {
@@ -645,6 +695,13 @@ struct HandOn<'a> {
     report: RepairReport,
     /// A stripe was decoded from a parity fragment (the status counts such reads).
     used_parity: bool,
+    /// Pieces not yet sent, and their bytes ([`READ_MESSAGE_BYTES`]).
+    outgoing: Vec<Bytes>,
+    outgoing_bytes: usize,
+    /// Whether a message has gone out (the first stripe goes at once).
+    sent: bool,
+    /// The caller has gone.
+    closed: bool,
 }
 
 impl<'a> HandOn<'a> {
@@ -658,16 +715,36 @@ impl<'a> HandOn<'a> {
             assembler: StripeAssembler::default(),
             report: RepairReport::default(),
             used_parity: false,
+            outgoing: Vec::new(),
+            outgoing_bytes: 0,
+            sent: false,
+            closed: false,
         }
     }
 
-    /// Sends `span`'s bytes out of its stripe's `fragments`; `Ok(false)` when the caller has
-    /// gone, an error when the stripe cannot be decoded.
+    /// Sends the pieces held, if any; `false` once the caller has gone.
+    fn flush(&mut self, sender: &mpsc::Sender<Pieces>) -> bool {
+        if self.closed {
+            return false;
+        }
+        if self.outgoing.is_empty() {
+            return true;
+        }
+        self.outgoing_bytes = 0;
+        self.sent = true;
+        let message = std::mem::take(&mut self.outgoing);
+        self.closed = sender.blocking_send(Ok(message)).is_err();
+        !self.closed
+    }
+
+    /// Queues `span`'s bytes out of its stripe's `fragments` for the caller, sending them when
+    /// enough are held ([`READ_MESSAGE_BYTES`]); `Ok(false)` when the caller has gone, an error
+    /// when the stripe cannot be decoded.
     fn stripe(
         &mut self,
         span: &StripeSpan,
         fragments: Vec<(usize, Fragment)>,
-        sender: &mpsc::Sender<Piece>,
+        sender: &mpsc::Sender<Pieces>,
     ) -> Result<bool, DecodeError> {
         let (good, bad) = split_faults(fragments);
         let k = self.code.data_columns();
@@ -696,11 +773,13 @@ impl<'a> HandOn<'a> {
             }
         };
         for piece in pieces {
-            if sender.blocking_send(Ok(piece)).is_err() {
-                return Ok(false);
-            }
+            self.outgoing_bytes += piece.len();
+            self.outgoing.push(piece);
         }
-        Ok(true)
+        if !self.sent || self.outgoing_bytes >= READ_MESSAGE_BYTES {
+            return Ok(self.flush(sender));
+        }
+        Ok(!self.closed)
     }
 }
 
@@ -911,7 +990,7 @@ impl<C: Catalog> Store<C> {
             timeline: self.clock().timeline(),
             blob,
         };
-        let (sender, chunks) = mpsc::channel(READ_QUEUE_CHUNKS);
+        let (sender, chunks) = mpsc::channel(READ_QUEUE_MESSAGES);
         let clock = self.clock().clone();
         let submitted_us = clock.now_us();
         let job = Job::new(
@@ -931,6 +1010,7 @@ impl<C: Catalog> Store<C> {
             })?;
         Ok(MigratedReader {
             chunks,
+            ready: std::collections::VecDeque::new(),
             job: Some(job),
             clock,
             submitted_us,

@@ -269,8 +269,10 @@ async fn reading_a_large_migrated_object_keeps_memory_bounded() {
     }
     assert_eq!(total, size);
     let grown_kib = peak_resident_kib().saturating_sub(before_kib);
-    // The read holds one decoder stripe (3 × 128 KiB) and at most 8 chunks of 1 MiB queued;
-    // 64 MiB leaves room for the allocator and runtime, and is a third of the object.
+    // The read holds one decoder stripe (3 × 128 KiB), the board's window and at most six
+    // messages of about 1 MiB (four queued, one being filled, one being read), each piece
+    // holding its batch; 64 MiB leaves room for the allocator and runtime, and is a third of
+    // the object.
     assert!(
         grown_kib < 64 * 1024,
         "peak resident memory grew by {grown_kib} KiB"
