@@ -29,7 +29,7 @@ pub mod target;
 pub use plan::{BenchPlan, FileSpec, ReadSkew, Step};
 pub use results::{BenchReport, OperationStats, StepRow, write_outputs};
 pub use run::{Progress, RunOptions, run};
-pub use target::{S3Endpoint, Target};
+pub use target::{Placement, S3Endpoint, Target};
 
 /// What can stop a benchmark.
 #[derive(Debug, thiserror::Error)]

@@ -13,7 +13,7 @@
 use crate::payload::Payload;
 use crate::plan::{BenchPlan, Step};
 use crate::results::{BenchReport, OperationStats, StepRow, TraceRecord};
-use crate::target::Target;
+use crate::target::{Placement, Target};
 use crate::{BenchError, BenchResult};
 use bytes::Bytes;
 use std::sync::Arc;
@@ -38,8 +38,9 @@ pub struct RunOptions {
     pub prefix: String,
     /// Leave the objects in place at the end.
     pub keep: bool,
-    /// Migrate after each batch, where the target has such a step (a store directory).
-    pub migrate: bool,
+    /// Migrate after each batch, where the target has such a step (a store directory), and
+    /// how (`None`: leave the batch staged).
+    pub migrate: Option<Placement>,
     /// Pause between a step's writes (and migration) and its reads, so an archive that moves
     /// objects offline on its own schedule (a lifecycle rule, a migration after N seconds) has
     /// done so before they are read back.
@@ -132,10 +133,10 @@ async fn run_step(
         report("write"),
     )
     .await?;
-    let migrate = if options.migrate {
+    let migrate = if let Some(placement) = options.migrate {
         report("migrate")(0, 1);
         let started = Instant::now();
-        let moved = target.migrate().await?;
+        let moved = target.migrate(placement).await?;
         moved.map(|bytes| (bytes, started.elapsed()))
     } else {
         None

@@ -21,6 +21,7 @@ use aws_sdk_s3::config::{BehaviorVersion, Region};
 use aws_sdk_s3::primitives::ByteStream;
 use aws_sdk_s3::types::{RestoreRequest, StorageClass};
 use bytes::Bytes;
+use spinwise_sim::workload::group_of_key;
 use spinwise_store::{SqliteStore, Tier};
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -55,6 +56,18 @@ pub enum Target {
         store: Box<SqliteStore>,
         tier: Tier,
     },
+}
+
+/// Where a store target's migration puts each file.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Placement {
+    /// Packed into bundles, placed as the store's migrator places them (the product's way).
+    #[default]
+    Packed,
+    /// Each file alone in the group the simulator's trace replay gives its key
+    /// (`spinwise_sim::group_of_key`: FNV-1a 64 modulo the groups), so a replay of the run's
+    /// trace.csv spins up the groups the store spun up (Pelican's cross-validation).
+    LikeTheSimulator,
 }
 
 /// What one read cost beyond its transfer.
@@ -192,18 +205,24 @@ impl Target {
     }
 
     /// Migrates what was staged onto the disks, where the target has such a step: the bytes
-    /// moved, or `None` for an S3 endpoint (its server migrates on its own schedule).
-    pub async fn migrate(&self) -> BenchResult<Option<u64>> {
-        match self {
-            Target::S3 { .. } => Ok(None),
-            Target::Store { store, .. } => {
-                let report = store
-                    .flush(|_| {})
+    /// moved, or `None` for an S3 endpoint (its server migrates on its own schedule). Packed
+    /// as the store's migrator packs them, or each file alone in the simulator's group for its
+    /// key (see [`Placement`]).
+    pub async fn migrate(&self, placement: Placement) -> BenchResult<Option<u64>> {
+        let Target::Store { store, .. } = self else {
+            return Ok(None);
+        };
+        let groups = store.layout().groups.len() as u32;
+        let flushed = match placement {
+            Placement::Packed => store.flush(|_| {}).await,
+            Placement::LikeTheSimulator => {
+                store
+                    .flush_placed(|object| Some(group_of_key(&object.key, groups)), |_| {})
                     .await
-                    .map_err(|e| BenchError::Target(format!("flush failed: {e}")))?;
-                Ok(Some(report.bytes_migrated))
             }
-        }
+        };
+        let report = flushed.map_err(|e| BenchError::Target(format!("flush failed: {e}")))?;
+        Ok(Some(report.bytes_migrated))
     }
 
     /// Closes the target (a store's catalog is closed cleanly).

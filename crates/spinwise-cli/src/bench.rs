@@ -11,7 +11,9 @@ use crate::output::{errln, outln};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use spinwise_bench::run::RunOptions;
-use spinwise_bench::{BenchPlan, BenchReport, FileSpec, Progress, ReadSkew, S3Endpoint, Target};
+use spinwise_bench::{
+    BenchPlan, BenchReport, FileSpec, Placement, Progress, ReadSkew, S3Endpoint, Target,
+};
 use spinwise_store::Tier;
 use spinwise_workload::{FileSizeModel, Shape, Variable, generate_file_set};
 use std::path::{Path, PathBuf};
@@ -78,9 +80,15 @@ pub struct BenchArgs {
     /// other online classes write warm, anything else cold).
     #[arg(long, value_name = "CLASS")]
     storage_class: Option<String>,
-    /// With --store: erasure-code what each batch staged onto the disks before its reads.
+    /// With --store: erasure-code what each batch staged onto the disks before its reads,
+    /// packed as the store's migrator packs them.
     #[arg(long, requires = "store")]
     migrate: bool,
+    /// With --store: migrate each batch file by file, each into the group `spinwise sim
+    /// --trace` gives its key, so the simulator's replay of OUT/trace.csv can be compared with
+    /// what the store measured (docs/bench.md, "Against the simulator").
+    #[arg(long, requires = "store", conflicts_with = "migrate")]
+    migrate_like_sim: bool,
     /// Pause this long between each step's writes and its reads (e.g. for the server to move
     /// the batch offline on its own schedule, so the reads measure restores).
     #[arg(long, value_name = "SECONDS", default_value_t = 0.0, value_parser = parse_read_after_s)]
@@ -144,7 +152,11 @@ async fn run_plan(args: &BenchArgs, plan: &BenchPlan) -> CliResult<BenchReport> 
             .clone()
             .unwrap_or_else(|| format!("spinwise-bench/seed-{}/", args.seed)),
         keep: args.keep,
-        migrate: args.migrate,
+        migrate: match (args.migrate, args.migrate_like_sim) {
+            (true, _) => Some(Placement::Packed),
+            (_, true) => Some(Placement::LikeTheSimulator),
+            _ => None,
+        },
         read_after: std::time::Duration::from_secs_f64(args.read_after_s),
     };
     let bar = progress_bar(args);

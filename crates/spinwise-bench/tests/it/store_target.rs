@@ -45,7 +45,7 @@ fn options(keep: bool) -> RunOptions {
     RunOptions {
         prefix: "bench/".into(),
         keep,
-        migrate: true,
+        migrate: Some(spinwise_bench::Placement::Packed),
         read_after: std::time::Duration::ZERO,
     }
 }
@@ -115,4 +115,32 @@ async fn a_read_of_other_bytes_than_were_written_is_a_mismatch() {
     target.put("bench/file-005", shorter).await.unwrap();
     let error = target.get("bench/file-005", &expected).await.unwrap_err();
     assert!(error.to_string().contains("short"), "{error}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_migration_like_the_simulator_puts_each_file_in_its_trace_group() {
+    let dir = tempfile::tempdir().unwrap();
+    new_store(dir.path()).await;
+    let target = Arc::new(Target::store(dir.path(), Tier::Cold).await.unwrap());
+    let plan = small_plan();
+    let options = RunOptions {
+        migrate: Some(spinwise_bench::Placement::LikeTheSimulator),
+        ..options(true)
+    };
+    spinwise_bench::run(target.clone(), &plan, &options, Arc::new(|_| {}))
+        .await
+        .unwrap();
+    let Target::Store { store, .. } = &*target else {
+        unreachable!()
+    };
+    let groups = store.layout().groups.len() as u32;
+    let mut used = std::collections::BTreeSet::new();
+    for file in &plan.files {
+        let key = format!("bench/{}", file.key);
+        let group = store.migrated_group(&key).await.unwrap();
+        let expected = spinwise_sim::workload::group_of_key(&key, groups);
+        assert_eq!(group, Some(expected), "{key}");
+        used.insert(expected);
+    }
+    assert!(used.len() > 1, "the keys spread over groups: {used:?}");
 }
