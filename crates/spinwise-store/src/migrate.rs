@@ -255,8 +255,11 @@ impl<C: Catalog> Store<C> {
         Ok(report)
     }
 
-    /// One round's blobs in migration order: each object `place` names a group for, alone, in
-    /// log order; then the rest packed as `flush` packs them (the placer chooses their groups).
+    /// One round's blobs in migration order: each object `place` names a group for, alone,
+    /// group by group (ascending; log order within a group), then the rest packed as `flush`
+    /// packs them (the placer chooses their groups). Grouping spins each group up once per
+    /// round: in log order, keys hashed over the groups hopped between them, a spin-up per
+    /// object (110 objects over dense-jbod-60's 10 groups took over 15 minutes in real time).
     /// Checks every group first, so a bad one refuses the round before anything is pinned.
     fn plan_round(
         &self,
@@ -280,6 +283,8 @@ impl<C: Catalog> Store<C> {
                 None => unplaced.push(object),
             }
         }
+        // Stable: log order stays within each group.
+        placed.sort_by_key(|(group, _)| *group);
         let packed = pack(unplaced, self.config().bundle_bytes);
         placed.extend(packed.into_iter().map(|bundle| (None, bundle)));
         Ok(placed)

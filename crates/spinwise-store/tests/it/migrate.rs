@@ -482,7 +482,8 @@ fn named_group(object: &ObjectRecord) -> Option<u32> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn flush_placed_puts_each_named_object_alone_in_its_group_and_still_bundles_the_rest() {
+async fn flush_placed_puts_each_named_object_alone_in_its_group_group_by_group_and_still_bundles_the_rest()
+ {
     let dir = tempfile::tempdir().unwrap();
     let store = new_store(dir.path()).await;
     // Placed and unplaced objects interleaved in log order; group 3 is named twice.
@@ -560,6 +561,14 @@ async fn flush_placed_puts_each_named_object_alone_in_its_group_and_still_bundle
     expected.push(bundle_blob);
     expected.sort_unstable();
     assert_eq!(blobs, expected);
+    // Placed objects migrate group by group, in log order within a group, so a flush spins
+    // each group up once: g3/a and g3/c go before g7/b, though g7/b was staged between them.
+    let mut in_order = Vec::new();
+    for key in ["g3/a", "g3/c", "g7/b"] {
+        in_order.push(migrated(&store.stat(key).await.unwrap()).0);
+    }
+    in_order.push(bundle_blob);
+    assert_eq!(report.blobs, in_order);
 
     assert!(catalog.integrity_check().await.unwrap().problems.is_empty());
     assert_eq!(store.status().await.unwrap().staged_objects, 0);
