@@ -125,21 +125,27 @@ pub struct BenchReport {
     /// The last step's write throughput over the first's (below 1: writes slow as the target
     /// fills, as the paper reports for the systems it measured).
     pub write_throughput_last_over_first: f64,
-    /// Every write and read as issued, in time order: trace.csv, which `spinwise sim --trace`
-    /// replays (the run's own clean-up is not in it).
+    /// Every write and read, in the order issued: requests.csv, and trace.csv (its first
+    /// columns), which `spinwise sim --trace` replays (the run's own clean-up is in neither).
     #[serde(skip)]
-    pub trace: Vec<TraceRecord>,
+    pub requests: Vec<RequestRecord>,
 }
 
-/// One request as issued, in the simulator's trace format (docs/simulator.md, "Trace files").
+/// One request: when it was issued (the simulator's trace format's first four fields,
+/// docs/simulator.md "Trace files") and what it took.
 #[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct TraceRecord {
+pub struct RequestRecord {
+    pub step: u32,
     /// Seconds from the run's start to the request's issue.
     pub time_s: f64,
     /// `write` or `read`.
     pub operation: &'static str,
     pub key: String,
     pub size_bytes: u64,
+    /// Issue to last byte checked (a restore's wait included).
+    pub latency_s: f64,
+    /// The restore's wait, for a read that found its object offline.
+    pub restore_wait_s: Option<f64>,
 }
 
 impl BenchReport {
@@ -147,7 +153,7 @@ impl BenchReport {
         target: String,
         plan: &BenchPlan,
         rows: Vec<StepRow>,
-        trace: Vec<TraceRecord>,
+        requests: Vec<RequestRecord>,
     ) -> BenchReport {
         let first = rows.first().map_or(0.0, |r| r.write.mb_per_s);
         let last = rows.last().map_or(0.0, |r| r.write.mb_per_s);
@@ -163,7 +169,7 @@ impl BenchReport {
             seed: plan.seed,
             rows,
             write_throughput_last_over_first: if first > 0.0 { last / first } else { 0.0 },
-            trace,
+            requests,
         }
     }
 }
@@ -254,8 +260,13 @@ pub fn write_outputs(report: &BenchReport, out: &Path) -> BenchResult<Vec<PathBu
     })?;
     written.push(json_path);
     let trace_path = out.join("trace.csv");
-    atomically(&trace_path, |path| write_trace(&report.trace, path))?;
+    atomically(&trace_path, |path| write_trace(&report.requests, path))?;
     written.push(trace_path);
+    let requests_path = out.join("requests.csv");
+    atomically(&requests_path, |path| {
+        spinwise_report::write_csv(&report.requests, path).map_err(|e| e.to_string())
+    })?;
+    written.push(requests_path);
     for (stem, chart) in figures(report) {
         for (extension, render) in [
             ("png", spinwise_report::render_lines_png as fn(&_, &_) -> _),
@@ -270,7 +281,7 @@ pub fn write_outputs(report: &BenchReport, out: &Path) -> BenchResult<Vec<PathBu
 }
 
 /// The trace in the simulator's format; times with µs resolution (the simulator's).
-fn write_trace(trace: &[TraceRecord], path: &Path) -> Result<(), String> {
+fn write_trace(trace: &[RequestRecord], path: &Path) -> Result<(), String> {
     use std::io::Write;
     let file = std::fs::File::create(path).map_err(|e| e.to_string())?;
     let mut out = std::io::BufWriter::new(file);

@@ -12,7 +12,7 @@
 
 use crate::payload::Payload;
 use crate::plan::{BenchPlan, Step};
-use crate::results::{BenchReport, OperationStats, StepRow, TraceRecord};
+use crate::results::{BenchReport, OperationStats, RequestRecord, StepRow};
 use crate::target::{Placement, Target};
 use crate::{BenchError, BenchResult};
 use bytes::Bytes;
@@ -60,14 +60,49 @@ struct Job {
     body: Bytes,
 }
 
+/// One request done.
+#[derive(Clone, Copy)]
+struct Done {
+    /// Its job's index in the batch.
+    index: usize,
+    /// When it was issued, from the run's start.
+    issued: Duration,
+    latency: Duration,
+    restore_wait: Option<Duration>,
+}
+
 /// What a batch measured.
 struct Batch {
-    /// Each request's job index and when it was issued, from the run's start.
-    issued: Vec<(usize, Duration)>,
-    latencies: Vec<Duration>,
-    restore_waits: Vec<Duration>,
+    done: Vec<Done>,
     wall: Duration,
     bytes: u64,
+}
+
+impl Batch {
+    fn stats(&self) -> OperationStats {
+        let latencies: Vec<Duration> = self.done.iter().map(|d| d.latency).collect();
+        OperationStats::of(&latencies, self.bytes, self.wall)
+    }
+
+    fn restore_waits(&self) -> Vec<Duration> {
+        self.done.iter().filter_map(|d| d.restore_wait).collect()
+    }
+
+    /// Its requests as records of step `step`.
+    fn records(&self, step: u32, operation: &'static str, jobs: &[Job]) -> Vec<RequestRecord> {
+        self.done
+            .iter()
+            .map(|done| RequestRecord {
+                step,
+                time_s: done.issued.as_secs_f64(),
+                operation,
+                key: jobs[done.index].key.clone(),
+                size_bytes: jobs[done.index].body.len() as u64,
+                latency_s: done.latency.as_secs_f64(),
+                restore_wait_s: done.restore_wait.map(|w| w.as_secs_f64()),
+            })
+            .collect()
+    }
 }
 
 /// Runs `plan` against `target`, reporting progress as it goes.
@@ -81,19 +116,19 @@ pub async fn run(
     let payload = Payload::new(plan.largest_file_bytes(), plan.seed);
     let steps = plan.steps();
     let mut rows = Vec::with_capacity(steps.len());
-    let mut trace = Vec::new();
+    let mut requests = Vec::new();
     let clock = RunClock(Instant::now());
     for step in &steps {
-        let (row, issued) =
+        let (row, done) =
             run_step(&target, plan, options, &payload, step, &progress, clock).await?;
         rows.push(row);
-        trace.extend(issued);
+        requests.extend(done);
     }
     if !options.keep {
         clean_up(&target, plan, options, &progress, clock).await?;
     }
-    trace.sort_by(|a, b| a.time_s.total_cmp(&b.time_s));
-    Ok(BenchReport::new(target.describe(), plan, rows, trace))
+    requests.sort_by(|a, b| a.time_s.total_cmp(&b.time_s));
+    Ok(BenchReport::new(target.describe(), plan, rows, requests))
 }
 
 async fn run_step(
@@ -104,7 +139,7 @@ async fn run_step(
     step: &Step,
     progress: &ProgressFn,
     clock: RunClock,
-) -> BenchResult<(StepRow, Vec<TraceRecord>)> {
+) -> BenchResult<(StepRow, Vec<RequestRecord>)> {
     let job = |index: usize| Job {
         key: format!("{}{}", options.prefix, plan.files[index].key),
         body: payload.file(index, plan.files[index].size_bytes),
@@ -155,26 +190,17 @@ async fn run_step(
         report("read"),
     )
     .await?;
-    let trace = [("write", &written, &writes), ("read", &read, &reads)]
-        .into_iter()
-        .flat_map(|(operation, batch, jobs)| {
-            batch.issued.iter().map(move |&(index, at)| TraceRecord {
-                time_s: at.as_secs_f64(),
-                operation,
-                key: jobs[index].key.clone(),
-                size_bytes: jobs[index].body.len() as u64,
-            })
-        })
-        .collect();
+    let mut requests = written.records(step.number, "write", &writes);
+    requests.extend(read.records(step.number, "read", &reads));
     let row = StepRow::new(
         step,
         plan,
-        OperationStats::of(&written.latencies, written.bytes, written.wall),
+        written.stats(),
         migrate,
-        OperationStats::of(&read.latencies, read.bytes, read.wall),
-        &read.restore_waits,
+        read.stats(),
+        &read.restore_waits(),
     );
-    Ok((row, trace))
+    Ok((row, requests))
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -211,36 +237,33 @@ async fn run_batch(
             report.clone(),
         );
         workers.spawn(async move {
-            let mut measured = (Vec::new(), Vec::new(), Vec::new());
+            let mut measured = Vec::new();
             while !stop.load(Ordering::Relaxed) {
                 let index = next.fetch_add(1, Ordering::Relaxed);
                 let Some(job) = jobs.get(index) else { break };
                 let issued = Instant::now();
                 let done = perform(&target, operation, job).await;
                 let restore_wait = done.inspect_err(|_| stop.store(true, Ordering::Relaxed))?;
-                measured.0.push(issued.elapsed());
-                measured.1.extend(restore_wait);
-                measured.2.push((index, issued - clock.0));
+                measured.push(Done {
+                    index,
+                    issued: issued - clock.0,
+                    latency: issued.elapsed(),
+                    restore_wait,
+                });
                 report(next.load(Ordering::Relaxed).min(jobs.len()) as u64, total);
             }
             Ok::<_, BenchError>(measured)
         });
     }
     let mut batch = Batch {
-        issued: Vec::with_capacity(total as usize),
-        latencies: Vec::with_capacity(total as usize),
-        restore_waits: Vec::new(),
+        done: Vec::with_capacity(total as usize),
         wall: Duration::ZERO,
         bytes,
     };
     let mut first_error = None;
     while let Some(joined) = workers.join_next().await {
         match joined.map_err(|e| BenchError::Target(format!("a benchmark task failed: {e}")))? {
-            Ok((latencies, waits, issued)) => {
-                batch.latencies.extend(latencies);
-                batch.restore_waits.extend(waits);
-                batch.issued.extend(issued);
-            }
+            Ok(done) => batch.done.extend(done),
             Err(error) => {
                 first_error.get_or_insert(error);
             }

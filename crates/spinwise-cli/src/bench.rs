@@ -391,7 +391,7 @@ fn print_report(report: &BenchReport, args: &BenchArgs) {
     }
     if let Some(out) = &args.out {
         errln!(
-            "wrote {}/{{results.csv, report.json, throughput.png, throughput.svg, latency.png, latency.svg}}",
+            "wrote {}/{{results.csv, report.json, requests.csv, trace.csv, throughput.png, throughput.svg, latency.png, latency.svg}}",
             out.display()
         );
     }

@@ -49,6 +49,37 @@ fn bench_on_a_store_directory_writes_a_row_per_step_and_its_figures() {
     ] {
         assert!(out.join(file).is_file(), "{file} missing");
     }
+    // requests.csv holds every write and read with what it took; trace.csv the same requests
+    // as issued, which the simulator replays.
+    let files = report["files"].as_u64().unwrap();
+    let requests = Table::read(&out.join("requests.csv"));
+    assert_eq!(requests.len() as u64, files + 3 * 20);
+    assert!(requests.numbers("latency_s").iter().all(|s| *s > 0.0));
+    let trace = std::fs::read_to_string(out.join("trace.csv")).unwrap();
+    let records: Vec<&str> = trace.lines().skip(1).collect();
+    assert_eq!(records.len() as u64, files + 3 * 20);
+    let writes = records.iter().filter(|r| r.contains(",write,")).count() as u64;
+    assert_eq!(writes, files);
+    let trace_path = out.join("trace.csv");
+    let replay = spinwise([
+        "sim",
+        "--preset",
+        "dense-jbod-60",
+        "--trace",
+        trace_path.to_str().unwrap(),
+        "--hours",
+        "1",
+        "--warmup-hours",
+        "0",
+        "--json",
+    ])
+    .success()
+    .json();
+    assert_eq!(replay["requests"].as_u64().unwrap(), files + 60, "{replay}");
+    assert_eq!(
+        replay["completion_s"]["count"].as_u64().unwrap(),
+        files + 60
+    );
 }
 
 #[test]
