@@ -203,10 +203,8 @@ fn own_store(dir: &Path) -> CliResult<spinwise_store::owner::OwnerGuard> {
 
 async fn target(args: &BenchArgs) -> CliResult<Target> {
     if let Some(dir) = &args.store {
-        let tier = match args.storage_class.as_deref() {
-            Some(class) if spinwise_s3_online_class(class) => Tier::Warm,
-            _ => Tier::Cold,
-        };
+        // The S3 layer's own mapping, with the store's default (cold) when none is named.
+        let tier = spinwise_s3::service::tier_of_class(args.storage_class.as_deref(), Tier::Cold);
         return Target::store(dir, tier).await.map_err(bench_error);
     }
     let url = args
@@ -236,11 +234,6 @@ async fn target(args: &BenchArgs) -> CliResult<Target> {
         restore_timeout_s: args.restore_timeout_s,
     };
     Target::s3(endpoint).await.map_err(bench_error)
-}
-
-/// Whether S3 keeps `class` online (the classes Spinwise's S3 layer writes warm).
-fn spinwise_s3_online_class(class: &str) -> bool {
-    !matches!(class, "GLACIER" | "DEEP_ARCHIVE" | "GLACIER_IR")
 }
 
 /// The plan the flags describe.
