@@ -9,6 +9,7 @@
 
 mod admin;
 mod bench;
+mod design;
 mod error;
 mod experiment;
 mod explore;
@@ -80,6 +81,12 @@ enum Command {
     /// sequential batches and read back at random at rising capacity utilisation, against any
     /// S3 endpoint or a store directory; results.csv, figures and --json.
     Bench(bench::BenchArgs),
+    /// The cost-optimal archive for a catalogue of disks, enclosures, servers and NICs (Lee,
+    /// O'Sullivan and Walker): every candidate rack planned and simulated under the requested
+    /// workload, then a mixed-integer program picks the least total cost of ownership; the bill
+    /// of materials, what binds, sensitivity and a cost frontier (docs/design.md; `--example`
+    /// designs a 10 PB archive).
+    Design(design::DesignArgs),
 }
 
 fn main() -> ExitCode {
@@ -96,6 +103,7 @@ fn main() -> ExitCode {
         Command::Serve(args) => serve::run(&args),
         Command::Workload(args) => workload::run(&args),
         Command::Bench(args) => bench::run(&args),
+        Command::Design(args) => design::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
