@@ -15,7 +15,7 @@ use spinwise_design::design::{
     Binding, Refusal, Solved, bindings, design_text, measure_all, plan_candidates, price_all,
     program,
 };
-use spinwise_design::performance::{NoMemo, SimMemo, SimOutcome, SimSettings};
+use spinwise_design::performance::{InMemory, NoMemo, SimMemo, SimOutcome, SimSettings};
 use spinwise_design::{DesignFile, EXAMPLE_DESIGN};
 use spinwise_report::{LineChart, LinePoint, Series, SeriesStyle, YScale};
 use std::path::{Path, PathBuf};
@@ -119,7 +119,8 @@ pub fn run(args: &DesignArgs) -> CliResult<()> {
         .iter()
         .map(|enclosure| rack_text(&enclosure.rack, &base_dir))
         .collect::<CliResult<Vec<_>>>()?;
-    let memo = memo(args)?;
+    let kept = memo(args)?;
+    let memo = InMemory::new(kept.as_ref());
     let settings = SimSettings {
         hours: args.hours,
         warmup_hours: 0.5,
@@ -140,7 +141,7 @@ pub fn run(args: &DesignArgs) -> CliResult<()> {
         &candidates,
         &file.requirements,
         &settings,
-        memo.as_ref(),
+        &memo,
         &|done, total| {
             if let Some(bar) = &bar {
                 bar.set_length(total as u64);
@@ -173,7 +174,7 @@ pub fn run(args: &DesignArgs) -> CliResult<()> {
         file: &file,
         candidates: &candidates,
         settings: &settings,
-        memo: memo.as_ref(),
+        memo: &memo,
     };
     let bindings = bindings(&file.requirements, &blocks, &design);
     let sensitivity = if args.no_sensitivity {
@@ -522,7 +523,10 @@ fn write_outputs(
     std::fs::write(&path, json).map_err(io_error(&path))?;
     let rows: Vec<BlockRow> = blocks.iter().map(BlockRow::of).collect();
     spinwise_report::write_csv(&rows, &out.join("blocks.csv"))?;
-    spinwise_report::write_csv(&report.sensitivity, &out.join("sensitivity.csv"))?;
+    // --no-sensitivity leaves no rows, and an empty CSV has no header to write.
+    if !report.sensitivity.is_empty() {
+        spinwise_report::write_csv(&report.sensitivity, &out.join("sensitivity.csv"))?;
+    }
     let frontier_rows: Vec<FrontierRow> = points.iter().map(FrontierRow::of).collect();
     spinwise_report::write_csv(&frontier_rows, &out.join("frontier.csv"))?;
     let chart = frontier_chart(points, file);
@@ -640,5 +644,64 @@ fn frontier_chart(points: &[FrontierPoint], file: &DesignFile) -> LineChart {
         y_label: format!("total cost of ownership (M{})", file.economics.currency),
         y_scale: YScale::Linear,
         series,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Outcomes come back bit for bit: serde_json's default float parser may miss the last bit,
+    /// which changed a remembered saturation by one ulp, so the load derived from it, so the key
+    /// of the next run, and a cached design simulated again (the `float_roundtrip` feature).
+    #[test]
+    fn the_directory_memo_gives_back_every_outcome_bit_for_bit() {
+        let directory =
+            std::env::temp_dir().join(format!("spinwise-design-memo-{}", std::process::id()));
+        std::fs::create_dir_all(&directory).unwrap();
+        let memo = DirectoryMemo {
+            directory: directory.clone(),
+        };
+        let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut next = || {
+            // splitmix64: values spread over many magnitudes and every mantissa bit.
+            state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            let mut z = state;
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            let z = z ^ (z >> 31);
+            f64::from_bits((z >> 12) | (0x3f0_u64 + (z & 0x3f)) << 52)
+        };
+        for index in 0..2_000 {
+            let outcome = SimOutcome {
+                throughput_mb_per_s: next(),
+                reject_rate: next(),
+                ttfb_mean_s: next(),
+                ttfb_p99_s: next(),
+                disk_power_mean_w: next(),
+                requests: index,
+            };
+            let key = format!("key {index}");
+            memo.put(&key, &outcome);
+            let back = memo.get(&key).expect("just written");
+            assert_eq!(
+                (
+                    back.throughput_mb_per_s.to_bits(),
+                    back.reject_rate.to_bits(),
+                    back.ttfb_mean_s.to_bits(),
+                    back.ttfb_p99_s.to_bits(),
+                    back.disk_power_mean_w.to_bits()
+                ),
+                (
+                    outcome.throughput_mb_per_s.to_bits(),
+                    outcome.reject_rate.to_bits(),
+                    outcome.ttfb_mean_s.to_bits(),
+                    outcome.ttfb_p99_s.to_bits(),
+                    outcome.disk_power_mean_w.to_bits()
+                ),
+                "{outcome:?} came back as {back:?}"
+            );
+        }
+        std::fs::remove_dir_all(&directory).unwrap();
     }
 }

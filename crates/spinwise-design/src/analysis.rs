@@ -11,7 +11,7 @@ use serde::Serialize;
 /// The factors every input is moved by.
 pub const SENSITIVITY_FACTORS: [f64; 2] = [0.8, 1.25];
 /// The read rates of the frontier, as multiples of the required one.
-pub const FRONTIER_FACTORS: [f64; 7] = [0.125, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0];
+pub const FRONTIER_FACTORS: [f64; 5] = [0.25, 0.5, 1.0, 2.0, 4.0];
 
 /// One input moved: the design and cost that result.
 #[derive(Clone, Debug, PartialEq, Serialize)]

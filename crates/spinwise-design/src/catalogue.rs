@@ -12,7 +12,7 @@
 //! loaded by the caller (crate::candidate), so a bad catalogue fails before any simulation runs.
 
 use serde::{Deserialize, Serialize};
-use spinwise_workload::{Family, FileSizeModel, Variable};
+use spinwise_workload::{Family, FileSizeModel, MAX_FILE_BYTES, Variable};
 use std::collections::BTreeSet;
 use thiserror::Error;
 
@@ -23,6 +23,11 @@ pub const MAX_ITEMS_PER_LIST: usize = 32;
 pub const MAX_DESIGN_FILE_BYTES: usize = 1 << 20;
 /// The largest capacity a design may ask for, TB (an exabyte).
 pub const MAX_CAPACITY_TB: f64 = 1e6;
+/// Most building blocks (enclosures × disks × servers × NICs): the program's dominance pruning
+/// compares every pair of blocks.
+pub const MAX_BLOCKS: usize = 10_000;
+/// The largest share of a file-size model's reads above spinwise-workload's largest file.
+pub const MAX_SHARE_ABOVE_LARGEST_FILE: f64 = 0.001;
 /// Most distinct block types a design may mix.
 pub const MAX_BLOCK_TYPES: u32 = 8;
 
@@ -187,6 +192,10 @@ pub enum CatalogueError {
         value: f64,
         expected: &'static str,
     },
+    #[error(
+        "the catalogue makes {blocks} building blocks (enclosures × disks × servers × NICs), more than the limit of {MAX_BLOCKS}"
+    )]
+    TooManyBlocks { blocks: usize },
     #[error("`{field}`: {message}")]
     Invalid { field: String, message: String },
 }
@@ -215,6 +224,11 @@ impl DesignFile {
         )?;
         check_list("servers", self.servers.iter().map(|s| s.name.as_str()))?;
         check_list("nics", self.nics.iter().map(|n| n.name.as_str()))?;
+        let blocks =
+            self.enclosures.len() * self.disks.len() * self.servers.len() * self.nics.len();
+        if blocks > MAX_BLOCKS {
+            return Err(CatalogueError::TooManyBlocks { blocks });
+        }
         for disk in &self.disks {
             disk.validate()?;
         }
@@ -297,9 +311,19 @@ impl Workload {
                 let family = parse_family(family).map_err(invalid)?;
                 let variable =
                     parse_variable(variable.as_deref().unwrap_or("bytes")).map_err(invalid)?;
-                FileSizeModel::parse_params(family, variable, params)
-                    .map(ReadSize::Model)
-                    .map_err(|error| invalid(error.to_string()))
+                let model = FileSizeModel::parse_params(family, variable, params)
+                    .map_err(|error| invalid(error.to_string()))?;
+                // Draws above the largest file are redrawn (spinwise-workload); a model that
+                // puts much weight there is almost always a model over the wrong variable
+                // (mu = 29 meant as log2 bytes but read as ln of bytes, say).
+                let above = model.sf_bytes(MAX_FILE_BYTES as f64);
+                if above > MAX_SHARE_ABOVE_LARGEST_FILE {
+                    return Err(invalid(format!(
+                        "the model puts {:.1}% of reads above the largest file ({MAX_FILE_BYTES} bytes); is `variable` right?",
+                        above * 100.0
+                    )));
+                }
+                Ok(ReadSize::Model(model))
             }
             _ => Err(invalid(
                 "give either blob_bytes, or family, params (and optionally variable), not both"

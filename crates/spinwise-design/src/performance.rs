@@ -21,17 +21,28 @@ use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Exp};
 use serde::{Deserialize, Serialize};
 use spinwise_sim::{Arrivals, BlobSizes, Operation, SimConfig, TraceRecord, simulate};
+use std::collections::BTreeMap;
+use std::sync::Mutex;
 
 /// Runs of the load bisection when the first-byte target or the queue bound is missed.
-pub const LATENCY_BISECTION_STEPS: u32 = 6;
+pub const LATENCY_BISECTION_STEPS: u32 = 5;
 /// Most trace records one run may replay (a model's reads are replayed as a trace).
 pub const MAX_TRACE_RECORDS: f64 = 2_000_000.0;
 /// A load whose runs reject more than this share of reads is over capacity.
 pub const MAX_REJECT_RATE: f64 = 0.001;
 /// Sizes drawn to estimate a file-size model's mean (seeded: the same every run).
 const MEAN_SAMPLES: u32 = 200_000;
+/// Reads a run at load measures at least, so its 99th percentile rests on ~20 reads above it:
+/// a lightly loaded block runs longer than [`SimSettings::hours`] (up to
+/// [`MAX_RUN_HOURS`]).
+pub const MIN_MEASURED_READS: f64 = 2_000.0;
+/// Hours of a saturation run, warm-up included: a saturated rack reaches its steady
+/// throughput within minutes, and an hour of it is thousands of reads.
+pub const SATURATION_HOURS: f64 = 1.5;
+/// The longest run at load, hours.
+pub const MAX_RUN_HOURS: f64 = 24.0 * 14.0;
 /// Bumped whenever what a run measures changes, so a memo never returns a stale outcome.
-const MEMO_VERSION: u32 = 1;
+const MEMO_VERSION: u32 = 2;
 
 /// How long and with which seed every run goes.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -114,6 +125,50 @@ impl SimMemo for NoMemo {
     fn put(&self, _key: &str, _outcome: &SimOutcome) {}
 }
 
+/// Every outcome of this process kept in memory in front of another memo (a directory, or
+/// none): the sensitivity rows and the frontier measure the same saturations again and again.
+pub struct InMemory<'a> {
+    outcomes: Mutex<BTreeMap<String, SimOutcome>>,
+    behind: &'a dyn SimMemo,
+}
+
+impl<'a> InMemory<'a> {
+    pub fn new(behind: &'a dyn SimMemo) -> InMemory<'a> {
+        InMemory {
+            outcomes: Mutex::new(BTreeMap::new()),
+            behind,
+        }
+    }
+
+    fn remember(&self, key: &str, outcome: &SimOutcome) {
+        self.outcomes
+            .lock()
+            .expect("no memo user panics holding the lock")
+            .insert(key.to_string(), *outcome);
+    }
+}
+
+impl SimMemo for InMemory<'_> {
+    fn get(&self, key: &str) -> Option<SimOutcome> {
+        let kept = self
+            .outcomes
+            .lock()
+            .expect("no memo user panics holding the lock")
+            .get(key)
+            .copied();
+        kept.or_else(|| {
+            let found = self.behind.get(key)?;
+            self.remember(key, &found);
+            Some(found)
+        })
+    }
+
+    fn put(&self, key: &str, outcome: &SimOutcome) {
+        self.remember(key, outcome);
+        self.behind.put(key, outcome);
+    }
+}
+
 /// A candidate rack measured under the workload at the design's load.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Measured {
@@ -159,12 +214,12 @@ pub fn measure(
         simulations: 0,
         remembered: 0,
     };
-    let saturation = runner.run(runner.overload_req_per_s())?;
+    let saturation = runner.saturate()?;
     let saturation_mb_per_s = saturation.throughput_mb_per_s;
     let mut load = trial
         .demand_mb_per_s
         .min(trial.max_utilisation * saturation_mb_per_s);
-    let mut at_load = runner.run(load / runner.mean_mb())?;
+    let mut at_load = runner.run_at(load / runner.mean_mb())?;
     let limited_by_latency = !runner.keeps_targets(&at_load);
     if limited_by_latency {
         (load, at_load) = runner.bisect(load)?;
@@ -221,7 +276,7 @@ impl Runner<'_> {
         let mut best = (0.0, SimOutcome::idle());
         for _ in 0..LATENCY_BISECTION_STEPS {
             let middle = (low + high) / 2.0;
-            let outcome = self.run(middle / self.mean_mb())?;
+            let outcome = self.run_at(middle / self.mean_mb())?;
             if self.keeps_targets(&outcome) {
                 (low, best) = (middle, (middle, outcome));
             } else {
@@ -231,22 +286,39 @@ impl Runner<'_> {
         Ok(best)
     }
 
-    fn run(&mut self, rate_per_s: f64) -> Result<SimOutcome, String> {
+    /// The saturation run: [`SATURATION_HOURS`], however long the settings' runs are.
+    fn saturate(&mut self) -> Result<SimOutcome, String> {
+        self.run(self.overload_req_per_s(), SATURATION_HOURS)
+    }
+
+    /// A run at a load: the settings' hours, or longer for a light load (see
+    /// [`MIN_MEASURED_READS`]).
+    fn run_at(&mut self, rate_per_s: f64) -> Result<SimOutcome, String> {
+        let settings = self.settings;
+        let needed = settings.warmup_hours + MIN_MEASURED_READS / (rate_per_s * 3600.0);
+        self.run(rate_per_s, settings.hours.max(needed.min(MAX_RUN_HOURS)))
+    }
+
+    fn run(&mut self, rate_per_s: f64, hours: f64) -> Result<SimOutcome, String> {
         if rate_per_s <= 0.0 {
             return Ok(SimOutcome::idle());
         }
-        let key = self.key(rate_per_s);
+        let settings = SimSettings {
+            hours,
+            ..*self.settings
+        };
+        let key = self.key(rate_per_s, &settings);
         self.simulations += 1;
         if let Some(outcome) = self.memo.get(&key) {
             self.remembered += 1;
             return Ok(outcome);
         }
-        let outcome = self.simulate(rate_per_s)?;
+        let outcome = self.simulate(rate_per_s, &settings)?;
         self.memo.put(&key, &outcome);
         Ok(outcome)
     }
 
-    fn key(&self, rate_per_s: f64) -> String {
+    fn key(&self, rate_per_s: f64, settings: &SimSettings) -> String {
         let candidate = self.trial.candidate;
         format!(
             "v{MEMO_VERSION}|{}|{}|net={}|rate={rate_per_s:e}|{}|h={}|w={}|seed={}",
@@ -254,14 +326,13 @@ impl Runner<'_> {
             candidate.layout.rack_fingerprint,
             self.trial.network_gbps,
             self.workload.describe(),
-            self.settings.hours,
-            self.settings.warmup_hours,
-            self.settings.seed
+            settings.hours,
+            settings.warmup_hours,
+            settings.seed
         )
     }
 
-    fn simulate(&self, rate_per_s: f64) -> Result<SimOutcome, String> {
-        let settings = self.settings;
+    fn simulate(&self, rate_per_s: f64, settings: &SimSettings) -> Result<SimOutcome, String> {
         let mut config = SimConfig {
             rate_per_s,
             hours: settings.hours,
@@ -328,7 +399,7 @@ fn poisson_trace(
     settings: &SimSettings,
     mut size: impl FnMut(&mut ChaCha8Rng) -> u64,
 ) -> Vec<TraceRecord> {
-    let mut rng = ChaCha8Rng::seed_from_u64(settings.seed ^ 0x7472_6163_65);
+    let mut rng = ChaCha8Rng::seed_from_u64(settings.seed ^ 0x0074_7261_6365);
     let gaps = Exp::new(rate_per_s).expect("a positive rate");
     let end_us = settings.hours * 3.6e9;
     let mut records = Vec::new();

@@ -5,6 +5,7 @@
 mod bad_input;
 mod bench;
 mod common;
+mod design;
 mod experiment;
 mod explore;
 mod hostile_inputs;

@@ -40,9 +40,14 @@ fn a_name_given_twice_is_refused() {
 
 #[test]
 fn a_workload_with_both_a_model_and_a_fixed_size_is_refused() {
+    let with_params = EXAMPLE_DESIGN.contains("params = \"mu=20.1,sigma=1.386\"");
+    assert!(
+        with_params,
+        "the example's params changed: update this test"
+    );
     let text = EXAMPLE_DESIGN.replace(
-        "params = \"mu=29,sigma=2\"",
-        "params = \"mu=29,sigma=2\"\nblob_bytes = 1000",
+        "params = \"mu=20.1,sigma=1.386\"",
+        "params = \"mu=20.1,sigma=1.386\"\nblob_bytes = 1000",
     );
     assert!(
         matches!(refused(&text), CatalogueError::Invalid { field, .. } if field == "requirements.workload")
@@ -92,4 +97,37 @@ fn an_empty_list_is_refused() {
 fn a_file_over_the_limit_is_refused_before_parsing() {
     let text = " ".repeat(spinwise_design::catalogue::MAX_DESIGN_FILE_BYTES + 1);
     assert!(matches!(refused(&text), CatalogueError::TooLarge { .. }));
+}
+
+#[test]
+fn a_model_over_the_wrong_variable_is_refused_not_capped() {
+    // mu = 20.1 is ln of 512 MiB; as a lognormal over log2 of the size it would be 2^(e^20).
+    let text = EXAMPLE_DESIGN.replace("variable = \"bytes\"", "variable = \"log2\"");
+    assert!(text != EXAMPLE_DESIGN);
+    let error = refused(&text).to_string();
+    assert!(error.contains("is `variable` right?"), "{error}");
+}
+
+#[test]
+fn a_catalogue_of_more_blocks_than_the_limit_is_refused() {
+    let mut file = DesignFile::parse(EXAMPLE_DESIGN).unwrap();
+    let server = file.servers[0].clone();
+    file.servers = (0..30)
+        .map(|index| spinwise_design::catalogue::Server {
+            name: format!("server-{index}"),
+            ..server.clone()
+        })
+        .collect();
+    let nic = file.nics[0].clone();
+    file.nics = (0..30)
+        .map(|index| spinwise_design::catalogue::Nic {
+            name: format!("nic-{index}"),
+            ..nic.clone()
+        })
+        .collect();
+    // 4 enclosures × 5 disks × 30 × 30 = 18,000 blocks.
+    assert_eq!(
+        file.validate(),
+        Err(CatalogueError::TooManyBlocks { blocks: 18_000 })
+    );
 }
