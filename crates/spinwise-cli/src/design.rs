@@ -619,7 +619,7 @@ fn frontier_chart(points: &[FrontierPoint], file: &DesignFile) -> LineChart {
         style,
         points: points
             .iter()
-            .filter_map(|p| tco(p).map(|t| LinePoint::new(p.read_mb_per_s.log2(), t / 1e6)))
+            .filter_map(|p| tco(p).map(|t| LinePoint::new(p.read_mb_per_s / 1000.0, t / 1e6)))
             .collect(),
     };
     let mut series = vec![series_of(
@@ -640,7 +640,7 @@ fn frontier_chart(points: &[FrontierPoint], file: &DesignFile) -> LineChart {
             "Cost frontier: {:.0} TB, least TCO against the read rate",
             file.requirements.capacity_tb
         ),
-        x_label: "required read rate, log2(MB/s)".into(),
+        x_label: "required read rate (GB/s)".into(),
         y_label: format!("total cost of ownership (M{})", file.economics.currency),
         y_scale: YScale::Linear,
         series,
