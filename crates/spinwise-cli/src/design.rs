@@ -47,7 +47,8 @@ pub struct DesignArgs {
     /// Replace the file's first-byte target, seconds at the 99th percentile.
     #[arg(long, value_name = "S")]
     pub first_byte_p99_s: Option<f64>,
-    /// Simulated hours of every run (warm-up of half an hour included).
+    /// Simulated hours of each run at load, half an hour of warm-up included (longer when a light
+    /// load needs it for 2,000 reads; saturation runs take 1.5 h whatever this says).
     #[arg(long, default_value_t = 4.0)]
     pub hours: f64,
     /// Seed of every simulated run.

@@ -8,56 +8,16 @@ use crate::common;
 use common::{TempDir, number, spinwise};
 
 /// One 60-bay enclosure, two disk models, one server, one NIC: a design in a few seconds.
-const SMALL_DESIGN: &str = r#"
-[requirements]
-capacity_tb = 2000
-read_mb_per_s = 300
-first_byte_p99_s = 600
-workload = { blob_bytes = 1000000000 }
-
-[economics]
-electricity_per_kwh = 0.15
-service_life_years = 5
-
-[[disks]]
-name = "big"
-capacity_tb = 18.0
-price = 300.0
-bandwidth_mb_per_s = 250
-watts = { standby = 0.8, spinning_up = 25.0, active = 7.0 }
-spin_up_s = 20.0
-annual_failure_rate = 0.02
-
-[[disks]]
-name = "small"
-capacity_tb = 8.0
-price = 90.0
-bandwidth_mb_per_s = 200
-watts = { standby = 0.8, spinning_up = 25.0, active = 6.0 }
-spin_up_s = 15.0
-annual_failure_rate = 0.03
-
-[[enclosures]]
-name = "jbod"
-rack = "dense-jbod-60"
-price = 6000.0
-watts = 150.0
-
-[[servers]]
-name = "server"
-price = 3000.0
-watts = 150.0
-max_gbps = 40.0
-
-[[nics]]
-name = "10g"
-gbps = 10.0
-price = 150.0
-watts = 8.0
-"#;
+fn small_design() -> String {
+    let path = format!(
+        "{}/../spinwise-design/data/small-design.toml",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    std::fs::read_to_string(&path).unwrap_or_else(|error| panic!("{path}: {error}"))
+}
 
 fn design(dir: &TempDir, extra: &[&str]) -> serde_json::Value {
-    let file = dir.write("design.toml", SMALL_DESIGN);
+    let file = dir.write("design.toml", &small_design());
     let cache = dir.join("cache");
     let (file, cache) = (file.display().to_string(), cache.display().to_string());
     let mut args = vec!["design", &file, "--json", "--cache", &cache];
@@ -150,7 +110,10 @@ fn out_writes_tables_and_the_cost_frontier_figure() {
 #[test]
 fn requirements_no_block_can_meet_are_refused_with_the_reason() {
     let dir = TempDir::new("design-infeasible");
-    let file = dir.write("design.toml", SMALL_DESIGN).display().to_string();
+    let file = dir
+        .write("design.toml", &small_design())
+        .display()
+        .to_string();
     spinwise(["design", &file, "--no-cache", "--power-cap-kw", "0.5"])
         .refused()
         .stderr_mentions(&["no design meets the requirements", "relax a requirement"]);
@@ -162,7 +125,7 @@ fn a_bad_design_file_is_refused_naming_the_field() {
     let file = dir
         .write(
             "design.toml",
-            &SMALL_DESIGN.replace("price = 300.0", "price = -3.0"),
+            &small_design().replace("price = 300.0", "price = -3.0"),
         )
         .display()
         .to_string();
@@ -172,7 +135,7 @@ fn a_bad_design_file_is_refused_naming_the_field() {
     let missing = dir
         .write(
             "missing.toml",
-            &SMALL_DESIGN.replace("rack = \"dense-jbod-60\"", "rack = \"racks/none.toml\""),
+            &small_design().replace("rack = \"dense-jbod-60\"", "rack = \"racks/none.toml\""),
         )
         .display()
         .to_string();

@@ -62,7 +62,7 @@ fn a_disk_without_watts_for_a_state_of_the_enclosure_is_refused() {
     assert_eq!(
         error,
         CandidateError::MissingState {
-            disk: "as-preset".into(),
+            disk: "big".into(),
             state: "spinning_up".into()
         }
     );
