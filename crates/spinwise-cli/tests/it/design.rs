@@ -45,7 +45,7 @@ fn the_example_designs_ten_petabytes_with_the_optimum_enumeration_finds_and_a_se
         number(design, "stored_tb") >= 10_000.0 * (1.0 - 1e-9),
         "{design}"
     );
-    assert!(number(design, "sustainable_read_mb_per_s") >= 1000.0 * (1.0 - 1e-9));
+    assert!(number(design, "verified_read_mb_per_s") >= 1000.0 * (1.0 - 1e-9));
     assert!(number(design, "ttfb_p99_s") <= 300.0, "{design}");
     assert_eq!(first["enumeration_check"]["identical_optimum"], true);
     let timing = &first["timing"];

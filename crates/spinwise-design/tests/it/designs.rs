@@ -81,7 +81,7 @@ fn the_design_is_the_optimum_exhaustive_enumeration_finds() {
     assert!((solved.tco - enumerated.tco).abs() <= 1e-6 * solved.tco);
     let design = solve(&file.requirements, &blocks).unwrap();
     assert!(design.stored_tb >= 2000.0 * (1.0 - 1e-9));
-    assert!(design.sustainable_read_mb_per_s >= 400.0 * (1.0 - 1e-9));
+    assert!(design.verified_read_mb_per_s >= 400.0 * (1.0 - 1e-9));
 }
 
 #[test]
