@@ -277,6 +277,9 @@ pub struct ClassScheduler {
     /// Idle spin-down (module documentation, "Idle spin-down"); disabled until
     /// [`ClassScheduler::set_idle_spin_down_us`].
     idle: IdleTimer,
+    /// The blockers of the last refused spin-up, kept so a class waiting for room (polled on
+    /// every event of a budget-bound rack) looks them up without allocating.
+    blockers: Vec<GroupIndex>,
 }
 
 impl ClassScheduler {
@@ -335,6 +338,7 @@ impl ClassScheduler {
                 .map(|depth| depth as usize),
             partners: vec![Vec::new(); class_count],
             idle: IdleTimer::new(None),
+            blockers: Vec::new(),
         })
     }
 
@@ -697,7 +701,9 @@ impl ClassScheduler {
     /// that stand in its way, and waits. For an expedited read, busy groups that stand in its way
     /// are made to yield too, as few as make room (module documentation, "Expedited reads").
     fn try_spin_up(&mut self, class_index: usize, group: GroupIndex) -> Option<Action> {
-        if self.budget.enter(group, self.spinning_up).is_ok() {
+        // `try_enter`, not `enter`: a refusal here is the common case on a budget-bound rack,
+        // and `enter` explains it with owned strings nobody reads.
+        if self.budget.try_enter(group, self.spinning_up) {
             self.classes[class_index].current = Some((group, Phase::SpinningUp));
             return Some(Action::SpinUp(group));
         }
@@ -706,7 +712,10 @@ impl ClassScheduler {
         // What the idle blockers and those already spinning down free, for an expedited read.
         let mut room = expedited.then(|| self.budget.room(group, self.spinning_up));
         let mut busy = Vec::new();
-        for blocker in self.budget.blockers(group, self.spinning_up) {
+        let mut blockers = std::mem::take(&mut self.blockers);
+        self.budget
+            .blockers_where(group, self.spinning_up, |_| true, &mut blockers);
+        for &blocker in &blockers {
             let other = &mut self.classes[self.class_of[blocker as usize] as usize];
             let phase = other.current.filter(|(g, _)| *g == blocker).map(|(_, p)| p);
             let idle = other.serving.is_empty() && !wanted(other, blocker);
@@ -731,6 +740,7 @@ impl ClassScheduler {
                 self.budget.release(room, blocker);
             }
         }
+        self.blockers = blockers;
         if let Some(room) = room.as_mut() {
             self.make_room_for_expedited(room, &busy);
         }
