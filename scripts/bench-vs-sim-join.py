@@ -76,9 +76,8 @@ if os.path.exists(log_path) and os.path.exists(start_path):
         state[disk] = r["state"]
         members = layout["groups"][group]
         episode = open_up.get(group)
-        # A new spin-up once the last one has been spun down: under load a poll can take half
-        # a second, so a group may go from spinning down to spinning up between two polls
-        # without a disk being seen in standby.
+        # A new spin-up once the last one has been spun down: a disk can rest for less than a
+        # poll before the group spins up again, so standby is not waited for.
         if r["state"] == "spinning-up" and (episode is None or episode[2] is not None):
             open_up[group] = episode = [t, None, None]
             spin_ups.setdefault(group, []).append(episode)

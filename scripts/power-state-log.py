@@ -2,8 +2,8 @@
 # Logs every change of a store's disk power states, read from outside the process that drives
 # them (DATA/disks/*/.power-state, as `spinwise store disks` reads them), because `spinwise bench
 # --store` counts no spin-ups of its own: bench-vs-sim.sh compares the store's spin-ups with the
-# simulator's from this log. Sleeps 0.2 s between polls (a poll of 60 disks took up to 0.6 s on a
-# loaded 2-core machine; spin-ups take 15-30 s, so none is missed) until process PID has exited.
+# simulator's from this log. Sleeps 0.2 s between polls (spin-ups take 15-30 s, so none is
+# missed; a disk can pass through a shorter state unseen) until process PID has exited.
 #
 # Usage: power-state-log.py DATA OUT.csv PID    Writes `unix_time_s,disk,state` rows.
 import os, sys, time
