@@ -3,24 +3,36 @@
 # directory over dense-jbod-60 in real time (time factor 1: 15-30 s spin-ups), each batch
 # migrated file by file into the group the simulator gives its key (--migrate-like-sim), then
 # `spinwise sim` replays the run's reads (trace.csv without its writes) on the same rack, and the
-# two mean read latencies are printed side by side.
+# two mean read latencies are printed side by side, then every read of both (bench-vs-sim-join.py).
 #
 # Usage: scripts/bench-vs-sim.sh [WORK]    Environment: STEPS (1), READS (20), CONCURRENCY (4),
-#   SEED (1), CARGO_TARGET_DIR (default target).
+#   SEED (1), CARGO_TARGET_DIR (default target), BIN (a `spinwise` already built: no cargo
+#   build, which takes minutes on a small shared machine). Writes WORK/out (the bench's
+#   results), sim-requests.csv (the replay, read by read) and power-log.csv (the store's disks).
 set -euo pipefail
-export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-target}
-cargo build --release --locked -q -p spinwise-cli
-BIN="$CARGO_TARGET_DIR/release/spinwise"
+if [[ -z "${BIN:-}" ]]; then
+  export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-target}
+  cargo build --release --locked -q -p spinwise-cli
+  BIN="$CARGO_TARGET_DIR/release/spinwise"
+fi
 WORK=${1:-$(mktemp -d)}
 rm -rf "$WORK/store" "$WORK/out"
 mkdir -p "$WORK"
 "$BIN" store --data "$WORK/store" init --preset dense-jbod-60 > /dev/null
+# The bench counts no spin-ups: its disks' power states are logged from outside while it runs,
+# on the wall clock, with the time it started to put them on the run's clock (the join below).
+date +%s.%N > "$WORK/bench-start-unix-s"
 "$BIN" bench --store "$WORK/store" --quick --steps "${STEPS:-1}" --reads-per-step "${READS:-20}" \
   --concurrency "${CONCURRENCY:-4}" --seed "${SEED:-1}" --migrate-like-sim --out "$WORK/out" --json \
-  > "$WORK/bench.json"
+  > "$WORK/bench.json" &
+bench_pid=$!
+python3 "$(dirname "$0")/power-state-log.py" "$WORK/store" "$WORK/power-log.csv" "$bench_pid" &
+wait "$bench_pid"
+wait
 grep -v ',write,' "$WORK/out/trace.csv" > "$WORK/reads.csv"
 "$BIN" sim --preset dense-jbod-60 --trace "$WORK/reads.csv" --hours 24 --warmup-hours 0 \
-  --network-gbps unbounded --seed "${SEED:-1}" --json > "$WORK/sim.json"
+  --network-gbps unbounded --seed "${SEED:-1}" --requests-out "$WORK/sim-requests.csv" --json \
+  > "$WORK/sim.json"
 python3 - "$WORK" <<'PY'
 import json, sys
 work = sys.argv[1]
@@ -35,3 +47,5 @@ print(f"mean read latency: store {mean_s:.2f} s, simulator completion {sim['comp
 print(f"store p99 {max(r['latency_p99_ms'] for r in reads) / 1e3:.2f} s, simulator completion p99 "
       f"{sim['completion_s']['p99']:.2f} s; simulator spin-ups {sim['spin_ups']}")
 PY
+# Read by read: which reads the two disagree on, and whether they waited for a spin-up.
+python3 "$(dirname "$0")/bench-vs-sim-join.py" "$WORK"
