@@ -241,24 +241,11 @@ fn load(args: &DesignArgs) -> CliResult<(DesignFile, PathBuf)> {
     let mut file =
         DesignFile::parse(&text).map_err(|error| CliError::Usage(format!("{shown}: {error}")))?;
     let requirements = &mut file.requirements;
-    let overrides = [
-        (args.capacity_tb, &mut requirements.capacity_tb),
-        (args.read_mb_per_s, &mut requirements.read_mb_per_s),
-    ];
-    for (value, slot) in overrides {
-        if let Some(value) = value {
-            *slot = value;
-        }
-    }
-    if args.power_cap_kw.is_some() {
-        requirements.power_cap_kw = args.power_cap_kw;
-    }
-    if args.budget.is_some() {
-        requirements.budget = args.budget;
-    }
-    if args.first_byte_p99_s.is_some() {
-        requirements.first_byte_p99_s = args.first_byte_p99_s;
-    }
+    requirements.capacity_tb = args.capacity_tb.unwrap_or(requirements.capacity_tb);
+    requirements.read_mb_per_s = args.read_mb_per_s.unwrap_or(requirements.read_mb_per_s);
+    requirements.power_cap_kw = args.power_cap_kw.or(requirements.power_cap_kw);
+    requirements.budget = args.budget.or(requirements.budget);
+    requirements.first_byte_p99_s = args.first_byte_p99_s.or(requirements.first_byte_p99_s);
     file.validate()
         .map_err(|error| CliError::Usage(format!("{shown} with the flags given: {error}")))?;
     Ok((file, base_dir))
@@ -367,10 +354,9 @@ struct MemoEntry {
 
 impl DirectoryMemo {
     fn path(&self, key: &str) -> PathBuf {
-        let hash = key.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| {
-            (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3)
-        });
-        self.directory.join(format!("{hash:016x}.json"))
+        // The layouts' FNV-1a fingerprint: a stable name, not a security hash.
+        let hash = spinwise_model::layout::fingerprint(key.as_bytes());
+        self.directory.join(format!("{hash}.json"))
     }
 }
 

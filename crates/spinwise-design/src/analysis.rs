@@ -55,6 +55,14 @@ pub fn sensitivity(
     base: (&str, f64),
 ) -> Vec<Sensitivity> {
     let requirements = &context.file.requirements;
+    // The power-cap and budget rows move only a constraint: the unmoved blocks, priced once.
+    let base_blocks = price_all(
+        context.file,
+        context.candidates,
+        measurements,
+        &PriceScales::default(),
+    )
+    .0;
     let mut rows = Vec::new();
     for factor in SENSITIVITY_FACTORS {
         let row = |input: &'static str, requirements: &Requirements, blocks: &[Block]| {
@@ -89,13 +97,6 @@ pub fn sensitivity(
             &moved,
             &context.blocks_for(&moved, &PriceScales::default()),
         ));
-        let base_blocks = price_all(
-            context.file,
-            context.candidates,
-            measurements,
-            &PriceScales::default(),
-        )
-        .0;
         if let Some(cap) = requirements.power_cap_kw {
             let mut moved = requirements.clone();
             moved.power_cap_kw = Some(cap * factor);
