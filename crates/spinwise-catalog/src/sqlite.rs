@@ -522,6 +522,19 @@ impl SqliteCatalog {
         self.pool.close().await;
     }
 
+    /// Copies the write-ahead log into the database and truncates it to zero bytes, then
+    /// closes: for a catalog that is about to be renamed into place. Closing alone leaves the
+    /// WAL behind when the pool's connections close at once and none of them finds itself the
+    /// last (SQLite deletes it only from the last connection that can lock the file alone),
+    /// which failed a recovery in the store's swarm once. Best effort: an error leaves the WAL,
+    /// which the caller checks for.
+    pub async fn checkpoint_and_close(&self) {
+        let _ = sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)")
+            .execute(&self.pool)
+            .await;
+        self.pool.close().await;
+    }
+
     async fn write(
         &self,
         operation: &'static str,

@@ -175,7 +175,7 @@ pub async fn recover_in(
         &mut report,
     )
     .await;
-    catalog.close().await;
+    catalog.checkpoint_and_close().await;
     built?;
     put_in_place(&recovering, &catalog_path)?;
     Ok(report)
