@@ -262,6 +262,9 @@ pub struct GroupState {
     pub active_disks: usize,
     /// Disks left out of the current spin-up (failed or withheld).
     pub missing_disks: Vec<DiskIndex>,
+    /// The queued jobs by purpose (empty when targets are not units): what a collection asks
+    /// before it takes the group for another unit (the store's semi-preemptive compaction).
+    pub waiting: WaitingWork,
 }
 
 /// A snapshot of the engine.
@@ -976,6 +979,7 @@ impl Engine {
                 .filter(|d| self.audit.power(**d) == Some(DiskPower::Active))
                 .count(),
             missing_disks: self.missing[index].iter().copied().collect(),
+            waiting: self.waiting_work(unit),
         }
     }
 

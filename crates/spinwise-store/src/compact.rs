@@ -13,6 +13,14 @@
 //! `compact:after-stacks` → `commit_blob` moving each object only if it still points at the old
 //! blob and offset → `compact:after-commit` → job 3 removes the old stacks → `remove_blob`.
 //!
+//! **Between reads** (issue 33; docs/store.md "Compaction between reads"): non-preemptive
+//! compaction copies a blob's live objects as one unit, so a read queued behind it on a class
+//! that serves one request at a time waits for the whole copy. Semi-preemptive compaction (the
+//! default) cuts them into units of at most `compact_unit_bytes` (whole objects; each unit the
+//! sequence above, with its own new blob) and, between units, asks spinwise-gc's policy, the one
+//! the simulator runs: while the group's free space is at or above the hard threshold, reads
+//! waiting on the group's class go first (`compact:between-units` is the crash point there).
+//!
 //! Invariants:
 //! - never loses or duplicates an acknowledged object: an object points at the old blob until
 //!   the commit moves it, atomically, to bytes already durable in the new blob; a delete or
@@ -29,7 +37,7 @@
 //! - the flush lock is held per blob, so a flush in this process never abandons a blob being
 //!   compacted; the caller holds the upkeep lock (no other process flushes or compacts).
 
-use crate::config::check_dead_fraction;
+use crate::config::{CompactionMode, UpkeepConfig, check_dead_fraction};
 use crate::crash;
 use crate::driver::{GroupDisks, Job, Purpose};
 use crate::error::{StoreError, StoreResult};
@@ -43,11 +51,29 @@ use spinwise_catalog::{
 };
 use spinwise_disk::Disk;
 use spinwise_ec::{Code, DecodeError, StripeDecoder};
+use spinwise_gc::{Decision, GcPolicy, GcThresholds, GcView};
 use spinwise_sched::scheduler::Kind;
 use std::io::{self, Read, Write};
 use std::ops::Range;
 use std::sync::Arc;
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+use std::time::Duration;
+
+/// How often a unit waiting for reads looks again, µs of the store's clock: short beside a
+/// read's service (tens of ms on a disk), long beside the driver's state query (µs).
+const YIELD_POLL_US: u64 = 2_000;
+
+/// The policy the store's compaction asks between units: the configured mode, the hard
+/// threshold in thousandths of the fullest disk's capacity. The soft threshold is one above
+/// it: the store starts a collection by its own rules (the dead fraction, a group up anyway;
+/// docs/store.md "Compaction"), so the policy is only asked inside one, where soft plays no
+/// part (spinwise-gc's state table).
+fn compaction_policy(upkeep: &UpkeepConfig) -> GcPolicy {
+    let hard_free_blocks = ((upkeep.compact_hard_free_fraction * 1000.0).ceil() as u64).max(1);
+    let thresholds = GcThresholds::new(hard_free_blocks + 1, hard_free_blocks)
+        .expect("soft is one above a hard threshold of at least 1");
+    GcPolicy::new(upkeep.compaction.gc_mode(), thresholds)
+}
 
 /// Bytes per chunk between the decoder and the encoder of a compaction.
 pub const COMPACT_CHUNK_BYTES: usize = 1 << 20;
@@ -69,6 +95,11 @@ pub struct CompactReport {
     pub bytes_moved: u64,
     /// Data bytes no longer stored: old blobs' sizes minus the new blobs' sizes.
     pub bytes_reclaimed: u64,
+    /// Units copied (each a new blob): one per compacted blob when non-preemptive, one per
+    /// [`crate::UpkeepConfig::compact_unit_bytes`] of live bytes when semi-preemptive.
+    pub units: u64,
+    /// Times a unit waited for reads on its group's class to start first (semi-preemptive).
+    pub yields: u64,
     /// The blobs written, in order.
     pub new_blobs: Vec<BlobId>,
     /// `Writing` blobs left by an earlier crash or failure and cleaned up first (forced runs).
@@ -84,6 +115,8 @@ impl CompactReport {
         self.objects_dead += part.objects_dead;
         self.bytes_moved += part.bytes_moved;
         self.bytes_reclaimed += part.bytes_reclaimed;
+        self.units += part.units;
+        self.yields += part.yields;
         self.new_blobs.extend(part.new_blobs);
         self.abandoned_blobs.extend(part.abandoned_blobs);
     }
@@ -140,6 +173,29 @@ impl Plan {
             ranges,
             size_bytes,
         }
+    }
+
+    /// This plan cut into units of at most `unit_bytes` live bytes, in offset order: an object
+    /// larger than a unit is a unit of its own, and an empty object joins the unit it follows
+    /// (a unit is never only empty objects unless the whole plan is).
+    fn into_units(self, unit_bytes: u64) -> Vec<Plan> {
+        let mut units: Vec<Vec<ObjectRecord>> = Vec::new();
+        let mut unit_size_bytes = 0u64;
+        for object in self.objects {
+            let size_bytes = object.size_bytes;
+            let full =
+                unit_size_bytes > 0 && size_bytes > 0 && unit_size_bytes + size_bytes > unit_bytes;
+            if full || units.is_empty() {
+                units.push(Vec::new());
+                unit_size_bytes = 0;
+            }
+            unit_size_bytes += size_bytes;
+            units
+                .last_mut()
+                .expect("a unit was just pushed")
+                .push(object);
+        }
+        units.into_iter().map(Plan::new).collect()
     }
 
     /// The new blob's object index: each object at its packed offset.
@@ -400,7 +456,10 @@ impl<C: Catalog> Store<C> {
     }
 
     /// Compacts (or removes) one blob; `false` if there was nothing to do after all (the blob
-    /// is gone or no longer due, or the group went down under `only_while_active`).
+    /// is gone or no longer due, or the group went down under `only_while_active` before any
+    /// unit). Non-preemptive: the live objects are one unit. Semi-preemptive: units of at most
+    /// `compact_unit_bytes`, and before each unit after the first the GC policy decides
+    /// whether reads waiting on the group's class go first ([`Store::wait_for_turn`]).
     async fn compact_blob(
         &self,
         id: BlobId,
@@ -421,35 +480,24 @@ impl<C: Catalog> Store<C> {
         if plan.size_bytes >= old.size_bytes {
             return Ok(false); // only empty objects died: nothing to reclaim
         }
-        let content_hash = self.hash_live_bytes(&old, &plan).await?;
-        if limits.only_while_active && !self.group_is_active(old.group).await {
-            return Ok(false);
-        }
-        let new = self
-            .begin_blob_in(plan.size_bytes, content_hash, Some(old.group))
-            .await?;
-        crash::point("compact:after-begin");
-        if let Err(error) = self.write_compacted(&old, &plan, &new).await {
-            return Err(self.fail(&new, error).await);
-        }
-        if let Err(error) = self.write_blob_index(&new, plan.index_entries()).await {
-            return Err(self.fail(&new, error).await);
-        }
-        crash::point("compact:after-stacks");
-        let moved = match self.catalog().commit_blob(new.id, plan.moves()).await {
-            Ok(moved) => moved,
-            Err(error) => return Err(self.fail(&new, error.into()).await),
+        let upkeep = &self.config().upkeep;
+        let units = match upkeep.compaction {
+            CompactionMode::NonPreemptive => vec![plan],
+            CompactionMode::SemiPreemptive => plan.into_units(upkeep.compact_unit_bytes),
         };
-        crash::point("compact:after-commit");
-        // Every fragment was just written with its crc and fsynced: the blob's scrub clock starts
-        // now, so the next start-up does not spin its group up to verify what is minutes old.
-        self.mark_verified_now(new.id).await;
+        let mut moved_bytes = 0;
+        for (index, unit) in units.iter().enumerate() {
+            if index > 0 {
+                report.yields += u64::from(self.wait_for_turn(old.group).await);
+                crash::point("compact:between-units");
+            }
+            if !self.compact_unit(&old, unit, limits, report).await? {
+                return Ok(index > 0); // the group went down: the rest waits for the next time
+            }
+            moved_bytes += unit.size_bytes;
+        }
         report.blobs_compacted += 1;
-        report.objects_moved += moved;
-        report.objects_dead += plan.objects.len() as u64 - moved;
-        report.bytes_moved += plan.size_bytes;
-        report.bytes_reclaimed += old.size_bytes - plan.size_bytes;
-        report.new_blobs.push(new.id);
+        report.bytes_reclaimed += old.size_bytes - moved_bytes;
         // Nothing points into the old blob now (objects never move into a committed blob). If
         // the group went down, its removal waits for the next compaction (it is dead bytes).
         if !limits.only_while_active || self.group_is_active(old.group).await {
@@ -457,6 +505,113 @@ impl<C: Catalog> Store<C> {
             self.remove_dead_blob(id, &mut counted_above).await?;
         }
         Ok(true)
+    }
+
+    /// Copies one unit of `old`'s live objects into a new blob in the same group and commits
+    /// their moves; `false` if the group went down first under `only_while_active`.
+    async fn compact_unit(
+        &self,
+        old: &BlobRecord,
+        unit: &Plan,
+        limits: CompactLimits,
+        report: &mut CompactReport,
+    ) -> StoreResult<bool> {
+        let content_hash = self.hash_live_bytes(old, unit).await?;
+        if limits.only_while_active && !self.group_is_active(old.group).await {
+            return Ok(false);
+        }
+        let new = self
+            .begin_blob_in(unit.size_bytes, content_hash, Some(old.group))
+            .await?;
+        crash::point("compact:after-begin");
+        if let Err(error) = self.write_compacted(old, unit, &new).await {
+            return Err(self.fail(&new, error).await);
+        }
+        if let Err(error) = self.write_blob_index(&new, unit.index_entries()).await {
+            return Err(self.fail(&new, error).await);
+        }
+        crash::point("compact:after-stacks");
+        let moved = match self.catalog().commit_blob(new.id, unit.moves()).await {
+            Ok(moved) => moved,
+            Err(error) => return Err(self.fail(&new, error.into()).await),
+        };
+        crash::point("compact:after-commit");
+        // Every fragment was just written with its crc and fsynced: the blob's scrub clock starts
+        // now, so the next start-up does not spin its group up to verify what is minutes old.
+        self.mark_verified_now(new.id).await;
+        report.units += 1;
+        report.objects_moved += moved;
+        report.objects_dead += unit.objects.len() as u64 - moved;
+        report.bytes_moved += unit.size_bytes;
+        report.new_blobs.push(new.id);
+        Ok(true)
+    }
+
+    /// The GC policy between two units of a blob's collection (spinwise-gc's, the slides'
+    /// states): while the group's free fraction is at or above the hard threshold, reads
+    /// waiting on the group's class go first and the unit waits for them to start, polling
+    /// every [`YIELD_POLL_US`] of the store's clock, at most `compact_max_yield_s`; below it,
+    /// the unit goes at once. `true` if it waited.
+    async fn wait_for_turn(&self, group: GroupIndex) -> bool {
+        let upkeep = &self.config().upkeep;
+        let policy = compaction_policy(upkeep);
+        let started_us = self.clock().now_us();
+        let max_wait_us = (upkeep.compact_max_yield_s * 1e6) as u64;
+        let mut waited = false;
+        loop {
+            let view = GcView {
+                free_blocks: self.free_per_mille(group),
+                collecting: true,
+                work_available: true,
+                foreground_waiting: self.reads_waiting(group).await,
+            };
+            match policy.decide(view) {
+                Decision::GcUnit => return waited,
+                Decision::Foreground
+                    if self.clock().now_us().saturating_sub(started_us) < max_wait_us =>
+                {
+                    waited = true;
+                    self.clock()
+                        .sleep(Duration::from_micros(YIELD_POLL_US))
+                        .await;
+                }
+                Decision::Foreground => return waited, // waited long enough: a unit goes
+                Decision::Wait => unreachable!("a collection under way always has a unit to do"),
+            }
+        }
+    }
+
+    /// Whether reads are queued on any group of `group`'s class (a class serves one group at a
+    /// time, so a read of a sibling group waits for this one too). A stopped driver has none.
+    async fn reads_waiting(&self, group: GroupIndex) -> bool {
+        let Ok(state) = self.rack_io().driver.state().await else {
+            return false;
+        };
+        let classes = self.layout().classes.as_ref();
+        let class_of = |g: GroupIndex| classes.and_then(|c| c.get(g as usize).copied());
+        state.groups.iter().any(|other| {
+            let same_class = other.group == group
+                || (class_of(group).is_some() && class_of(other.group) == class_of(group));
+            same_class && other.waiting.jobs(Purpose::Read) > 0
+        })
+    }
+
+    /// The group's free space in thousandths of a disk, on its fullest disk (the one a new
+    /// blob's stack runs out of first): the policy's "free blocks".
+    fn free_per_mille(&self, group: GroupIndex) -> u64 {
+        let space = self.migration().space();
+        let capacity_bytes = space.capacity_bytes().max(1);
+        let Some(disks) = self.layout().groups.get(group as usize) else {
+            return 0;
+        };
+        disks
+            .iter()
+            .map(|&disk| {
+                let free_bytes = capacity_bytes.saturating_sub(space.used_bytes(disk));
+                (u128::from(free_bytes) * 1000 / u128::from(capacity_bytes)) as u64
+            })
+            .min()
+            .unwrap_or(0)
     }
 
     /// Every object pointing into `blob`, in offset order.

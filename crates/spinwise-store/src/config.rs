@@ -491,6 +491,39 @@ pub struct UpkeepConfig {
     /// Live bytes compaction copies per spin-up of a group up anyway (default 4 GiB; at least
     /// one blob).
     pub compact_bytes_per_spin_up: u64,
+    /// How a blob's collection shares its group with reads (docs/store.md, "Compaction
+    /// between reads"): `semi-preemptive` (default) copies the live objects in units of at most
+    /// [`UpkeepConfig::compact_unit_bytes`] and lets reads waiting on the group's class go
+    /// between units; `non-preemptive` copies a blob in one job, as Pelican's rebuild does.
+    pub compaction: CompactionMode,
+    /// Live bytes one unit of a semi-preemptive compaction copies (default 64 MiB; at least
+    /// one object, so a larger object is a unit of its own). Each unit is a new blob.
+    pub compact_unit_bytes: u64,
+    /// Below this free fraction of its group (the fullest disk's), a compaction stops letting
+    /// reads go between units (the slides' hard threshold; default 0.05, in [0, 1)).
+    pub compact_hard_free_fraction: f64,
+    /// The longest a unit waits for reads before it runs anyway, seconds (default 10): a
+    /// steady stream of reads delays a collection, never starves it.
+    pub compact_max_yield_s: f64,
+}
+
+/// [`UpkeepConfig::compaction`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CompactionMode {
+    NonPreemptive,
+    #[default]
+    SemiPreemptive,
+}
+
+impl CompactionMode {
+    /// The GC policy's mode (spinwise-gc): the store asks the same policy the simulator does.
+    pub fn gc_mode(self) -> spinwise_gc::GcMode {
+        match self {
+            CompactionMode::NonPreemptive => spinwise_gc::GcMode::NonPreemptive,
+            CompactionMode::SemiPreemptive => spinwise_gc::GcMode::SemiPreemptive,
+        }
+    }
 }
 
 impl Default for UpkeepConfig {
@@ -502,6 +535,10 @@ impl Default for UpkeepConfig {
             migrate_after_s: 3600.0,
             compact_dead_fraction: 0.5,
             compact_bytes_per_spin_up: 4 << 30,
+            compaction: CompactionMode::SemiPreemptive,
+            compact_unit_bytes: 64 << 20,
+            compact_hard_free_fraction: 0.05,
+            compact_max_yield_s: 10.0,
         }
     }
 }
@@ -526,6 +563,18 @@ pub fn validate_upkeep(config: &UpkeepConfig) -> Result<(), String> {
     }
     check_dead_fraction(config.compact_dead_fraction)
         .map_err(|message| format!("upkeep.compact_dead_fraction: {message}"))?;
+    if config.compact_unit_bytes == 0 {
+        return Err("upkeep.compact_unit_bytes must be positive".into());
+    }
+    let fraction = config.compact_hard_free_fraction;
+    if !(fraction.is_finite() && (0.0..1.0).contains(&fraction)) {
+        return Err(format!(
+            "upkeep.compact_hard_free_fraction must be a number in [0, 1), not {fraction}"
+        ));
+    }
+    if !(config.compact_max_yield_s.is_finite() && config.compact_max_yield_s >= 0.0) {
+        return Err("upkeep.compact_max_yield_s must be a number of seconds, 0 or more".into());
+    }
     Ok(())
 }
 

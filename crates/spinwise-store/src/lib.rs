@@ -59,7 +59,9 @@ mod writeback;
 
 pub use blob_index::{INDEX_DIR, index_path, read_index};
 pub use compact::CompactReport;
-pub use config::{RackSource, ReadColumns, StoreConfig, UpkeepConfig, WarmConfig, WarmWhenFull};
+pub use config::{
+    CompactionMode, RackSource, ReadColumns, StoreConfig, UpkeepConfig, WarmConfig, WarmWhenFull,
+};
 pub use duties::DutyReport;
 pub use error::{RepairFailure, StoreError, StoreResult};
 pub use get::ObjectReader;

@@ -4,7 +4,8 @@
 //! removed). After the restart every live object reads back byte-exact, deleted ones stay
 //! absent, the catalog passes its integrity check, `status` reports what is reclaimable, and a
 //! second `compact` finishes the job: one blob of the live bytes, no stack file the catalog does
-//! not name, no dead bytes.
+//! not name, no dead bytes. A semi-preemptive compaction killed between two units
+//! (`compact:between-units`) keeps the unit it committed and the second `compact` moves the rest.
 
 use crate::common;
 
@@ -148,6 +149,44 @@ fn a_crash_after_the_stacks_loses_nothing_and_a_second_compact_finishes() {
 #[test]
 fn a_crash_after_the_commit_leaves_a_dead_blob_that_a_second_compact_removes() {
     crash_then_compact_again("compact:after-commit");
+}
+
+/// Semi-preemptive compaction in units of 64 KiB (k0 alone, then k2 with the empty k4), killed
+/// between the two units: k0 already moved into a blob of its own, k2 and k4 still in the old
+/// blob. Nothing acknowledged is lost, and a second `compact` moves the rest.
+#[test]
+fn a_crash_between_two_units_loses_nothing_and_a_second_compact_moves_the_rest() {
+    let dir = TempDir::new("store-compact-between-units");
+    let data_path = dir.join("data");
+    let data = data_path.to_str().unwrap();
+    let bodies = store_with_dead_bytes(&dir, data);
+    let toml_path = data_path.join("store.toml");
+    let toml = std::fs::read_to_string(&toml_path).unwrap();
+    let default_unit = "compact_unit_bytes = 67108864";
+    assert!(toml.contains(default_unit), "{toml}");
+    std::fs::write(
+        &toml_path,
+        toml.replace(default_unit, "compact_unit_bytes = 65536"),
+    )
+    .unwrap();
+    compact_crashing_at(data, "compact:between-units");
+
+    objects_as_acknowledged(&dir, data, &bodies);
+    assert_catalog_consistent(&data_path);
+    // k0 (1 byte) left the old blob: its bytes there are dead too now.
+    assert_eq!(integer(&status(data), "dead_bytes"), dead_bytes() + 1);
+    let report = spinwise(["store", "--data", data, "compact", "--json"])
+        .success()
+        .json();
+    assert_eq!(integer(&report, "blobs_compacted"), 1, "{report}");
+    assert_eq!(integer(&report, "units"), 1, "{report}");
+    objects_as_acknowledged(&dir, data, &bodies);
+    assert_catalog_consistent(&data_path);
+    let after = status(data);
+    assert_eq!(integer(&after, "dead_bytes"), 0, "{after}");
+    assert_eq!(integer(&after, "objects"), 3, "{after}");
+    // Two blobs (the first unit's, the second compaction's) of k + r = 5 stacks each.
+    assert_eq!(stack_files(&data_path).len(), 10);
 }
 
 #[test]

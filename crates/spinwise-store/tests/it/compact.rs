@@ -19,8 +19,8 @@ use spinwise_sched::scheduler::Kind;
 use spinwise_store::disk_directory;
 use spinwise_store::driver::{GroupActivity, GroupDisks, GroupPhase, Job};
 use spinwise_store::stacks::stack_name;
+use spinwise_store::{CompactReport, CompactionMode, SqliteStore, Store, StoreConfig};
 use spinwise_store::{ScrubLedger, ScrubMode};
-use spinwise_store::{SqliteStore, Store, StoreConfig};
 use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
 use std::path::Path;
@@ -180,13 +180,42 @@ async fn a_fully_dead_blob_is_removed_with_its_stacks() {
 
 /// A catalog that deletes `race_key` just before it forwards the next `commit_blob`: the delete
 /// lands after compaction read the object and before its commit.
+///
+/// Its `gate`, when set, stops the next `commit_blob` instead: it says so on the first channel
+/// and waits for the second before it commits (the semi-preemptive tests queue reads there).
 struct RacingCatalog {
     inner: MemoryCatalog,
     race_key: Mutex<Option<String>>,
+    gate: Mutex<Option<CommitGate>>,
+    commits: std::sync::atomic::AtomicU64,
+}
+
+/// "A commit is waiting" and "let it go".
+type CommitGate = (
+    tokio::sync::oneshot::Sender<()>,
+    tokio::sync::oneshot::Receiver<()>,
+);
+
+impl RacingCatalog {
+    fn new() -> RacingCatalog {
+        RacingCatalog {
+            inner: MemoryCatalog::new(),
+            race_key: Mutex::new(None),
+            gate: Mutex::new(None),
+            commits: std::sync::atomic::AtomicU64::new(0),
+        }
+    }
 }
 
 impl Catalog for RacingCatalog {
     async fn commit_blob(&self, blob: BlobId, moves: Vec<Migration>) -> Result<u64, CatalogError> {
+        let gate = self.gate.lock().unwrap().take();
+        if let Some((reached, go)) = gate {
+            reached.send(()).unwrap();
+            go.await.unwrap();
+        }
+        self.commits
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         let key = self.race_key.lock().unwrap().take();
         if let Some(key) = key {
             self.inner
@@ -370,10 +399,7 @@ impl Catalog for RacingCatalog {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_delete_racing_a_compaction_stays_deleted() {
     let dir = tempfile::tempdir().unwrap();
-    let catalog = RacingCatalog {
-        inner: MemoryCatalog::new(),
-        race_key: Mutex::new(None),
-    };
+    let catalog = RacingCatalog::new();
     let store = Store::init(&dir.path().join("data"), config(), catalog)
         .await
         .unwrap();
@@ -463,4 +489,157 @@ async fn the_upkeep_task_compacts_only_groups_that_come_up_for_other_work() {
     assert!(store.catalog().blob(dead1.id).await.unwrap().is_some());
     assert_eq!(store.status().await.unwrap().dead_bytes, 11_000);
     Arc::try_unwrap(store).ok().unwrap().close().await;
+}
+
+/// A config whose compaction copies `unit_bytes` of live objects per unit, on a layout whose
+/// classes serve one request at a time (Pelican as described), so a queued read really waits.
+fn unit_config(mode: CompactionMode, unit_bytes: u64) -> StoreConfig {
+    let mut config = config();
+    config.upkeep.compaction = mode;
+    config.upkeep.compact_unit_bytes = unit_bytes;
+    config.layout.scheduler.concurrent_requests_per_class = 1;
+    config
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn semi_preemptive_compaction_copies_a_blob_in_units_and_every_object_reads_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let config = unit_config(CompactionMode::SemiPreemptive, 16_384);
+    let store = Store::init_sqlite(&data, config).await.unwrap();
+    let sizes = [9_000, 0, 12_289, 4_096, 30_000, 1, 9_999, 20_000, 7_000];
+    let (mut bodies, old_id) = bundle(&store, &sizes).await;
+    let old = store.catalog().blob(old_id).await.unwrap().unwrap();
+    let mut dead_bytes = 0;
+    for key in ["object-00", "object-07"] {
+        dead_bytes += bodies.remove(key).unwrap().len() as u64;
+        store.delete(key).await.unwrap();
+    }
+    let report = store.compact(Some(0.1), |_| {}).await.unwrap();
+    // Live, in offset order: 0 | 12,289 + 4,096 | 30,000 + 1 | 9,999 | 7,000: the empty object
+    // joins the next, a 30,000-byte object is a unit of its own, 9,999 + 7,000 > 16,384.
+    assert_eq!(report.units, 5, "{report:?}");
+    assert_eq!(report.new_blobs.len(), 5);
+    assert_eq!(report.blobs_compacted, 1);
+    assert_eq!(report.objects_moved, bodies.len() as u64);
+    assert_eq!(report.bytes_reclaimed, dead_bytes);
+    assert_eq!(report.yields, 0, "no read was waiting");
+    let mut stored_bytes = 0;
+    for id in &report.new_blobs {
+        let new = store.catalog().blob(*id).await.unwrap().unwrap();
+        assert_eq!(new.group, old.group, "every unit stays in the blob's group");
+        assert_eq!(new.live_bytes, new.size_bytes);
+        stored_bytes += new.size_bytes;
+    }
+    assert_eq!(stored_bytes, old.size_bytes - dead_bytes);
+    assert_eq!(store.catalog().blob(old_id).await.unwrap(), None);
+    assert!(!has_stacks(&data, &old), "the old stacks are removed");
+    for (key, body) in &bodies {
+        assert!(get_all(&store, key).await == *body, "`{key}` differs");
+    }
+    assert_eq!(store.status().await.unwrap().dead_bytes, 0);
+    let integrity = store.catalog().integrity_check().await.unwrap();
+    assert!(integrity.problems.is_empty(), "{integrity:?}");
+    store.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn non_preemptive_compaction_copies_a_blob_as_one_unit() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let config = unit_config(CompactionMode::NonPreemptive, 16_384);
+    let store = Store::init_sqlite(&data, config).await.unwrap();
+    let (bodies, _) = bundle(&store, &[9_000, 30_000, 12_000, 20_000]).await;
+    store.delete("object-00").await.unwrap();
+    let report = store.compact(Some(0.1), |_| {}).await.unwrap();
+    assert_eq!((report.units, report.new_blobs.len()), (1, 1), "{report:?}");
+    for key in ["object-01", "object-02", "object-03"] {
+        assert!(get_all(&store, key).await == bodies[key], "`{key}` differs");
+    }
+    store.close().await;
+}
+
+/// Runs a semi-preemptive compaction of a blob of three 6,000-byte units; when the first
+/// unit's commit is reached, occupies the group's one slot with a read that blocks and queues a
+/// second read behind it, then lets the commit go. Returns the report, whether the queued read
+/// had finished when the second unit committed, and how many commits there were.
+async fn compaction_meeting_a_queued_read(hard_free_fraction: f64) -> (CompactReport, bool, u64) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = unit_config(CompactionMode::SemiPreemptive, 6_000);
+    config.upkeep.compact_hard_free_fraction = hard_free_fraction;
+    let store = Arc::new(
+        Store::init(&dir.path().join("data"), config, RacingCatalog::new())
+            .await
+            .unwrap(),
+    );
+    let (_, old_id) = bundle(&*store, &[6_000, 6_000, 6_000, 6_000]).await;
+    let group = store.catalog().blob(old_id).await.unwrap().unwrap().group;
+    store.delete("object-00").await.unwrap();
+    // Count compaction's commits only (the flush above committed one).
+    store
+        .catalog()
+        .commits
+        .store(0, std::sync::atomic::Ordering::SeqCst);
+    let (reached_tx, reached_rx) = tokio::sync::oneshot::channel();
+    let (go_tx, go_rx) = tokio::sync::oneshot::channel();
+    *store.catalog().gate.lock().unwrap() = Some((reached_tx, go_rx));
+    let compacting = tokio::spawn({
+        let store = Arc::clone(&store);
+        async move { store.compact(Some(0.1), |_| {}).await.unwrap() }
+    });
+    reached_rx.await.unwrap();
+    let driver = store.rack_io().driver.clone();
+    let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
+    let blocker = Job::new(group, 0, Kind::Client, move |_: &GroupDisks| {
+        release_rx.recv().unwrap();
+    });
+    let blocking = driver.submit(blocker).await.unwrap();
+    let read_done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let queued = Job::new(group, 0, Kind::Client, {
+        let read_done = Arc::clone(&read_done);
+        move |_: &GroupDisks| read_done.store(true, std::sync::atomic::Ordering::SeqCst)
+    });
+    let queued = driver.submit(queued).await.unwrap();
+    go_tx.send(()).unwrap();
+    // Long enough for the compaction to reach the next unit and decide.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let done_before_release = read_done.load(std::sync::atomic::Ordering::SeqCst);
+    assert!(
+        !done_before_release,
+        "the blocker holds the group's one slot"
+    );
+    let commits_while_blocked = store
+        .catalog()
+        .commits
+        .load(std::sync::atomic::Ordering::SeqCst);
+    release_tx.send(()).unwrap();
+    blocking.wait().await.unwrap();
+    queued.wait().await.unwrap();
+    let report = compacting.await.unwrap();
+    let read_first = commits_while_blocked == 1;
+    let commits = store
+        .catalog()
+        .commits
+        .load(std::sync::atomic::Ordering::SeqCst);
+    (report, read_first, commits)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_queued_between_units_goes_before_the_next_unit() {
+    let (report, read_first, commits) = compaction_meeting_a_queued_read(0.0).await;
+    assert_eq!((report.units, commits), (3, 3), "{report:?}");
+    assert!(
+        report.yields >= 1,
+        "the unit waited for the read: {report:?}"
+    );
+    assert!(read_first, "no unit committed while the read waited");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn below_the_hard_free_threshold_units_no_longer_wait_for_reads() {
+    // A hard threshold of 99.99% free: every group is below it, so collection is
+    // non-preemptible and the next unit is submitted at once, queued behind the read.
+    let (report, _, commits) = compaction_meeting_a_queued_read(0.9999).await;
+    assert_eq!((report.units, commits), (3, 3), "{report:?}");
+    assert_eq!(report.yields, 0, "{report:?}");
 }

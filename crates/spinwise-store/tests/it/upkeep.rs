@@ -277,6 +277,10 @@ async fn a_store_toml_without_an_upkeep_section_loads_with_defaults_and_bad_poli
         migrate_after_s: 120.0,
         compact_dead_fraction: 0.25,
         compact_bytes_per_spin_up: 1 << 20,
+        compaction: spinwise_store::CompactionMode::NonPreemptive,
+        compact_unit_bytes: 1 << 16,
+        compact_hard_free_fraction: 0.2,
+        compact_max_yield_s: 0.5,
     };
     let store = new_store(dir.path(), custom.clone()).await;
     store.close().await;
@@ -323,6 +327,22 @@ async fn a_store_toml_without_an_upkeep_section_loads_with_defaults_and_bad_poli
         },
         UpkeepConfig {
             compact_bytes_per_spin_up: 0,
+            ..UpkeepConfig::default()
+        },
+        UpkeepConfig {
+            compact_unit_bytes: 0,
+            ..UpkeepConfig::default()
+        },
+        UpkeepConfig {
+            compact_hard_free_fraction: 1.0,
+            ..UpkeepConfig::default()
+        },
+        UpkeepConfig {
+            compact_hard_free_fraction: -0.1,
+            ..UpkeepConfig::default()
+        },
+        UpkeepConfig {
+            compact_max_yield_s: f64::INFINITY,
             ..UpkeepConfig::default()
         },
     ] {
