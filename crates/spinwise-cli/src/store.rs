@@ -977,12 +977,14 @@ async fn compact(store: &SqliteStore, min_dead_fraction: Option<f64>, json: bool
         outln!("{value}");
     } else {
         outln!(
-            "compacted {} blob(s), removed {} dead blob(s): {} bytes reclaimed, {} objects moved ({} deleted meanwhile), {:.2} s",
+            "compacted {} blob(s), removed {} dead blob(s): {} bytes reclaimed, {} objects moved ({} deleted meanwhile) in {} unit(s), {} waited for reads, {:.2} s",
             report.blobs_compacted,
             report.blobs_removed,
             report.bytes_reclaimed,
             report.objects_moved,
             report.objects_dead,
+            report.units,
+            report.yields,
             started.elapsed().as_secs_f64()
         );
     }

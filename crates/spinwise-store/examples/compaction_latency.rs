@@ -1,0 +1,256 @@
+//! compaction_latency: what a compaction does to the reads and writes around it, non-preemptive
+//! against semi-preemptive (issue 33), measured on equal terms in one run.
+//!
+//! `cargo run --release -p spinwise-store --example compaction_latency [-- --rounds R]
+//! [--objects N] [--object-mb B] [--unit-mib U] [--scale S] [--reads-at-once C] [--json]`
+//!
+//! Each measurement creates a store in a temporary directory on the `pelican` preset with the
+//! layout's `concurrent_requests_per_class` set to C (default 1: Pelican as described, §4.2
+//! "only 4 [requests serviced concurrently] in Pelican", one per class), disks throttled to
+//! 105 MB/s × S (default 1) and latencies at a thousandth. It puts N objects of B MB (default
+//! 32 × 16 MB, one blob), migrates them and deletes every other one (half the blob dead). Then a
+//! forced compaction runs while two clients loop until it ends: one GETs 1 MiB ranges of the
+//! live objects (in turn, one at a time), one PUTs 1 MiB objects (staged, on the host's
+//! filesystem, 20 a second). Every GET's and PUT's latency is recorded (request to last byte). Modes
+//! alternate, non-preemptive then semi-preemptive, R rounds (default 2), on the same objects.
+
+use spinwise_store::{CompactionMode, RackSource, SqliteStore, Store, StoreConfig};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+const PELICAN: &str = include_str!("../../../presets/pelican.toml");
+const RANGE_BYTES: u64 = 1 << 20;
+/// The PUT client's pace: 20 PUTs of 1 MiB a second.
+const PUT_INTERVAL: std::time::Duration = std::time::Duration::from_millis(50);
+
+struct Options {
+    rounds: usize,
+    objects: usize,
+    object_bytes: usize,
+    unit_bytes: u64,
+    scale: f64,
+    reads_at_once: u32,
+    json: bool,
+}
+
+fn parse_options() -> Result<Options, String> {
+    let mut options = Options {
+        rounds: 2,
+        objects: 32,
+        object_bytes: 16_000_000,
+        unit_bytes: 64 << 20,
+        scale: 1.0,
+        reads_at_once: 1,
+        json: false,
+    };
+    let mut args = std::env::args().skip(1);
+    while let Some(flag) = args.next() {
+        if flag == "--json" {
+            options.json = true;
+            continue;
+        }
+        let value = args.next().ok_or(format!("{flag} needs a value"))?;
+        let number = value
+            .parse::<f64>()
+            .ok()
+            .filter(|v| v.is_finite() && *v > 0.0)
+            .ok_or(format!("{flag}: `{value}` is not a positive number"))?;
+        match flag.as_str() {
+            "--rounds" => options.rounds = number as usize,
+            "--objects" => options.objects = (number as usize).max(2),
+            "--object-mb" => options.object_bytes = (number * 1e6) as usize,
+            "--unit-mib" => options.unit_bytes = (number * 1_048_576.0) as u64,
+            "--scale" => options.scale = number,
+            "--reads-at-once" => options.reads_at_once = number.min(64.0) as u32,
+            _ => return Err(format!("unknown flag {flag}")),
+        }
+    }
+    Ok(options)
+}
+
+/// Deterministic incompressible bytes for object `seed` (BLAKE3's extendable output).
+fn pattern(bytes: usize, seed: u64) -> Vec<u8> {
+    let mut data = vec![0; bytes];
+    blake3::Hasher::new()
+        .update(&seed.to_le_bytes())
+        .finalize_xof()
+        .fill(&mut data);
+    data
+}
+
+fn store_config(options: &Options, mode: CompactionMode) -> StoreConfig {
+    let rack = spinwise_model::parse_rack("pelican", PELICAN).expect("the preset parses");
+    let mut layout = spinwise_plan::plan(&rack).expect("the preset plans").layout;
+    layout.scheduler.concurrent_requests_per_class = options.reads_at_once.max(1);
+    let mut config = StoreConfig::new(
+        RackSource::Preset("pelican".into()),
+        PELICAN.to_string(),
+        layout,
+    );
+    config.time_factor = 0.001;
+    config.disk_bandwidth_scale = Some(options.scale);
+    config.bundle_bytes = (options.objects * options.object_bytes) as u64;
+    config.upkeep.compaction = mode;
+    config.upkeep.compact_unit_bytes = options.unit_bytes;
+    config
+}
+
+/// Puts, migrates and deletes every other object; returns the live keys.
+async fn fill(store: &SqliteStore, options: &Options) -> Vec<String> {
+    for index in 0..options.objects {
+        let bytes = pattern(options.object_bytes, index as u64);
+        let key = format!("object-{index:03}");
+        store.put(&key, &bytes[..]).await.expect("put");
+    }
+    store.flush(|_| {}).await.expect("flush");
+    let mut live = Vec::new();
+    for index in 0..options.objects {
+        let key = format!("object-{index:03}");
+        if index % 2 == 0 {
+            store.delete(&key).await.expect("delete");
+        } else {
+            live.push(key);
+        }
+    }
+    live
+}
+
+/// GETs of 1 MiB ranges of `keys` in turn until `done`; each one's seconds.
+async fn read_loop(store: Arc<SqliteStore>, keys: Vec<String>, done: Arc<AtomicBool>) -> Vec<f64> {
+    let mut latencies = Vec::new();
+    let mut turn = 0usize;
+    while !done.load(Ordering::Relaxed) {
+        let key = &keys[turn % keys.len()];
+        let start = (turn as u64 * 7_919 * 4096) % (RANGE_BYTES * 8);
+        turn += 1;
+        let began = Instant::now();
+        let mut reader = store
+            .get(key, Some(start..start + RANGE_BYTES))
+            .await
+            .expect("get");
+        while reader.next_chunk().await.expect("chunk").is_some() {}
+        latencies.push(began.elapsed().as_secs_f64());
+    }
+    latencies
+}
+
+/// PUTs of 1 MiB objects, one every [`PUT_INTERVAL`] (or as soon as the last one ended, if
+/// later), until `done`; each one's seconds. Paced, so the writes load the host's disk as a
+/// client would rather than as much as it can take.
+async fn write_loop(store: Arc<SqliteStore>, done: Arc<AtomicBool>) -> Vec<f64> {
+    let body = pattern(RANGE_BYTES as usize, 1 << 40);
+    let mut latencies = Vec::new();
+    let mut next = tokio::time::Instant::now();
+    while !done.load(Ordering::Relaxed) {
+        tokio::time::sleep_until(next).await;
+        next += PUT_INTERVAL;
+        let key = format!("put-{:05}", latencies.len());
+        let began = Instant::now();
+        store.put(&key, &body[..]).await.expect("put");
+        latencies.push(began.elapsed().as_secs_f64());
+    }
+    latencies
+}
+
+/// The `fraction` quantile (nearest rank) of `values`, in milliseconds.
+fn quantile_ms(values: &mut [f64], fraction: f64) -> f64 {
+    if values.is_empty() {
+        return f64::NAN;
+    }
+    values.sort_by(f64::total_cmp);
+    let rank = ((fraction * values.len() as f64).ceil() as usize).clamp(1, values.len());
+    values[rank - 1] * 1e3
+}
+
+async fn measure(options: &Options, mode: CompactionMode) -> serde_json::Value {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let config = store_config(options, mode);
+    let store = Store::init_sqlite(&dir.path().join("data"), config)
+        .await
+        .expect("init");
+    let live = fill(&store, options).await;
+    let store = Arc::new(store);
+    let done = Arc::new(AtomicBool::new(false));
+    let reads = tokio::spawn(read_loop(store.clone(), live, done.clone()));
+    let writes = tokio::spawn(write_loop(store.clone(), done.clone()));
+    let began = Instant::now();
+    let report = store.compact(Some(0.4), |_| {}).await.expect("compact");
+    let compaction_s = began.elapsed().as_secs_f64();
+    done.store(true, Ordering::Relaxed);
+    let mut gets = reads.await.expect("the read loop");
+    let mut puts = writes.await.expect("the write loop");
+    if let Ok(store) = Arc::try_unwrap(store) {
+        store.close().await;
+    }
+    serde_json::json!({
+        "mode": match mode {
+            CompactionMode::NonPreemptive => "non-preemptive",
+            CompactionMode::SemiPreemptive => "semi-preemptive",
+        },
+        "compaction_s": compaction_s,
+        "units": report.units,
+        "yields": report.yields,
+        "bytes_moved": report.bytes_moved,
+        "gets": gets.len(),
+        "get_p50_ms": quantile_ms(&mut gets, 0.5),
+        "get_p99_ms": quantile_ms(&mut gets, 0.99),
+        "get_max_ms": quantile_ms(&mut gets, 1.0),
+        "puts": puts.len(),
+        "put_p50_ms": quantile_ms(&mut puts, 0.5),
+        "put_p99_ms": quantile_ms(&mut puts, 0.99),
+        "put_max_ms": quantile_ms(&mut puts, 1.0),
+    })
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
+    let options = match parse_options() {
+        Ok(options) => options,
+        Err(message) => {
+            eprintln!("compaction_latency: {message}");
+            std::process::exit(2);
+        }
+    };
+    let mut rows = Vec::new();
+    for _ in 0..options.rounds {
+        for mode in [CompactionMode::NonPreemptive, CompactionMode::SemiPreemptive] {
+            rows.push(measure(&options, mode).await);
+        }
+    }
+    if options.json {
+        println!("{}", serde_json::Value::Array(rows));
+        return;
+    }
+    println!(
+        "pelican, {} request(s) per class, disks at {:.1} MB/s, {} × {} MB (half deleted), units of {} MiB",
+        options.reads_at_once,
+        105.0 * options.scale,
+        options.objects,
+        options.object_bytes / 1_000_000,
+        options.unit_bytes >> 20
+    );
+    println!(
+        "{:<16} {:>8} {:>5} {:>6} | {:>5} {:>9} {:>9} {:>9} | {:>5} {:>9} {:>9} {:>9}",
+        "mode", "compact", "units", "yields", "GETs", "p50 ms", "p99 ms", "max ms", "PUTs",
+        "p50 ms", "p99 ms", "max ms"
+    );
+    for row in rows {
+        let number = |field: &str| row[field].as_f64().unwrap_or(f64::NAN);
+        println!(
+            "{:<16} {:>7.2}s {:>5} {:>6} | {:>5} {:>9.1} {:>9.1} {:>9.1} | {:>5} {:>9.1} {:>9.1} {:>9.1}",
+            row["mode"].as_str().unwrap_or_default(),
+            number("compaction_s"),
+            row["units"],
+            row["yields"],
+            row["gets"],
+            number("get_p50_ms"),
+            number("get_p99_ms"),
+            number("get_max_ms"),
+            row["puts"],
+            number("put_p50_ms"),
+            number("put_p99_ms"),
+            number("put_max_ms"),
+        );
+    }
+}
