@@ -381,7 +381,7 @@ impl<C: Catalog> Store<C> {
     /// (`None`: the `[upkeep] compact_dead_fraction` policy) and removes every blob nothing
     /// points into, group by group, spinning groups up as needed (the operator asked). Cleans
     /// up `Writing` blobs a crash left first. Holds the upkeep lock. `progress` hears after
-    /// every blob.
+    /// every blob, and when a unit starts waiting for reads (`yields` counts it then).
     pub async fn compact(
         &self,
         min_dead_fraction: Option<f64>,
@@ -444,7 +444,7 @@ impl<C: Catalog> Store<C> {
                     return Ok(done);
                 }
                 spent_bytes += blob.live_bytes;
-                if self.compact_blob(blob.id, limits, report).await? {
+                if self.compact_blob(blob.id, limits, report, progress).await? {
                     done += 1;
                     progress(report);
                 }
@@ -465,6 +465,7 @@ impl<C: Catalog> Store<C> {
         id: BlobId,
         limits: CompactLimits,
         report: &mut CompactReport,
+        progress: &mut impl FnMut(&CompactReport),
     ) -> StoreResult<bool> {
         let _only_flush = self.migration().flush_lock().lock().await;
         let Some(old) = self.catalog().blob(id).await? else {
@@ -488,7 +489,7 @@ impl<C: Catalog> Store<C> {
         let mut moved_bytes = 0;
         for (index, unit) in units.iter().enumerate() {
             if index > 0 {
-                report.yields += u64::from(self.wait_for_turn(old.group).await);
+                self.wait_for_turn(old.group, report, progress).await;
                 crash::point("compact:between-units");
             }
             if !self.compact_unit(&old, unit, limits, report).await? {
@@ -551,8 +552,14 @@ impl<C: Catalog> Store<C> {
     /// states): while the group's free fraction is at or above the hard threshold, reads
     /// waiting on the group's class go first and the unit waits for them to start, polling
     /// every [`YIELD_POLL_US`] of the store's clock, at most `compact_max_yield_s`; below it,
-    /// the unit goes at once. `true` if it waited.
-    async fn wait_for_turn(&self, group: GroupIndex) -> bool {
+    /// the unit goes at once. A wait counts in `report.yields` when it starts, and `progress`
+    /// hears of it then.
+    async fn wait_for_turn(
+        &self,
+        group: GroupIndex,
+        report: &mut CompactReport,
+        progress: &mut impl FnMut(&CompactReport),
+    ) {
         let upkeep = &self.config().upkeep;
         let policy = compaction_policy(upkeep);
         let started_us = self.clock().now_us();
@@ -566,16 +573,20 @@ impl<C: Catalog> Store<C> {
                 foreground_waiting: self.reads_waiting(group).await,
             };
             match policy.decide(view) {
-                Decision::GcUnit => return waited,
+                Decision::GcUnit => return,
                 Decision::Foreground
                     if self.clock().now_us().saturating_sub(started_us) < max_wait_us =>
                 {
-                    waited = true;
+                    if !waited {
+                        waited = true;
+                        report.yields += 1;
+                        progress(report);
+                    }
                     self.clock()
                         .sleep(Duration::from_micros(YIELD_POLL_US))
                         .await;
                 }
-                Decision::Foreground => return waited, // waited long enough: a unit goes
+                Decision::Foreground => return, // waited long enough: a unit goes
                 Decision::Wait => unreachable!("a collection under way always has a unit to do"),
             }
         }

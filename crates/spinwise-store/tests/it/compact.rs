@@ -17,7 +17,7 @@ use spinwise_catalog::{
 };
 use spinwise_sched::scheduler::Kind;
 use spinwise_store::disk_directory;
-use spinwise_store::driver::{GroupActivity, GroupDisks, GroupPhase, Job};
+use spinwise_store::driver::{GroupActivity, GroupDisks, GroupPhase, Job, Purpose};
 use spinwise_store::stacks::stack_name;
 use spinwise_store::{CompactReport, CompactionMode, SqliteStore, Store, StoreConfig};
 use spinwise_store::{ScrubLedger, ScrubMode};
@@ -560,10 +560,11 @@ async fn non_preemptive_compaction_copies_a_blob_as_one_unit() {
 }
 
 /// Runs a semi-preemptive compaction of a blob of three 6,000-byte units; when the first
-/// unit's commit is reached, occupies the group's one slot with a read that blocks and queues a
-/// second read behind it, then lets the commit go. Returns the report, whether the queued read
-/// had finished when the second unit committed, and how many commits there were.
-async fn compaction_meeting_a_queued_read(hard_free_fraction: f64) -> (CompactReport, bool, u64) {
+/// unit's commit is reached, occupies the group's one slot with a job that blocks and queues a
+/// read behind it, then lets the commit go, and keeps the slot until either the compaction
+/// says it waits for the read (its progress hears a yield) or the next unit's job is queued
+/// (it did not wait). Returns the report and the commits seen at that moment.
+async fn compaction_meeting_a_queued_read(hard_free_fraction: f64) -> (CompactReport, u64) {
     let dir = tempfile::tempdir().unwrap();
     let mut config = unit_config(CompactionMode::SemiPreemptive, 6_000);
     config.upkeep.compact_hard_free_fraction = hard_free_fraction;
@@ -576,6 +577,12 @@ async fn compaction_meeting_a_queued_read(hard_free_fraction: f64) -> (CompactRe
     let group = store.catalog().blob(old_id).await.unwrap().unwrap().group;
     store.delete("object-00").await.unwrap();
     // Count compaction's commits only (the flush above committed one).
+    let commits = || {
+        store
+            .catalog()
+            .commits
+            .load(std::sync::atomic::Ordering::SeqCst)
+    };
     store
         .catalog()
         .commits
@@ -583,9 +590,17 @@ async fn compaction_meeting_a_queued_read(hard_free_fraction: f64) -> (CompactRe
     let (reached_tx, reached_rx) = tokio::sync::oneshot::channel();
     let (go_tx, go_rx) = tokio::sync::oneshot::channel();
     *store.catalog().gate.lock().unwrap() = Some((reached_tx, go_rx));
+    let (yielded_tx, mut yielded_rx) = tokio::sync::mpsc::unbounded_channel();
     let compacting = tokio::spawn({
         let store = Arc::clone(&store);
-        async move { store.compact(Some(0.1), |_| {}).await.unwrap() }
+        async move {
+            let heard = move |so_far: &CompactReport| {
+                if so_far.yields > 0 {
+                    let _ = yielded_tx.send(());
+                }
+            };
+            store.compact(Some(0.1), heard).await.unwrap()
+        }
     });
     reached_rx.await.unwrap();
     let driver = store.rack_io().driver.clone();
@@ -594,52 +609,51 @@ async fn compaction_meeting_a_queued_read(hard_free_fraction: f64) -> (CompactRe
         release_rx.recv().unwrap();
     });
     let blocking = driver.submit(blocker).await.unwrap();
-    let read_done = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let queued = Job::new(group, 0, Kind::Client, {
-        let read_done = Arc::clone(&read_done);
-        move |_: &GroupDisks| read_done.store(true, std::sync::atomic::Ordering::SeqCst)
-    });
-    let queued = driver.submit(queued).await.unwrap();
+    let queued = driver
+        .submit(Job::new(group, 0, Kind::Client, |_: &GroupDisks| ()))
+        .await
+        .unwrap();
     go_tx.send(()).unwrap();
-    // Long enough for the compaction to reach the next unit and decide.
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    let done_before_release = read_done.load(std::sync::atomic::Ordering::SeqCst);
-    assert!(
-        !done_before_release,
-        "the blocker holds the group's one slot"
-    );
-    let commits_while_blocked = store
-        .catalog()
-        .commits
-        .load(std::sync::atomic::Ordering::SeqCst);
+    let next_unit_queued = async {
+        loop {
+            let state = driver.state().await.unwrap();
+            let waiting = state.groups[group as usize].waiting;
+            if waiting.jobs(Purpose::Compaction) > 0 {
+                return;
+            }
+            // The driver announces no queued job, so its state is polled every millisecond.
+            // wall-clock: a poll of the driver's state for the next unit's job, ended by an event.
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    };
+    tokio::select! {
+        _ = yielded_rx.recv() => {}
+        () = next_unit_queued => {}
+    }
+    let commits_then = commits();
     release_tx.send(()).unwrap();
     blocking.wait().await.unwrap();
     queued.wait().await.unwrap();
-    let report = compacting.await.unwrap();
-    let read_first = commits_while_blocked == 1;
-    let commits = store
-        .catalog()
-        .commits
-        .load(std::sync::atomic::Ordering::SeqCst);
-    (report, read_first, commits)
+    (compacting.await.unwrap(), commits_then)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_read_queued_between_units_goes_before_the_next_unit() {
-    let (report, read_first, commits) = compaction_meeting_a_queued_read(0.0).await;
-    assert_eq!((report.units, commits), (3, 3), "{report:?}");
-    assert!(
-        report.yields >= 1,
-        "the unit waited for the read: {report:?}"
+    let (report, commits_then) = compaction_meeting_a_queued_read(0.0).await;
+    assert_eq!(report.units, 3, "{report:?}");
+    assert_eq!(
+        report.yields, 1,
+        "the second unit waited for the read: {report:?}"
     );
-    assert!(read_first, "no unit committed while the read waited");
+    assert_eq!(commits_then, 1, "no unit committed while the read waited");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn below_the_hard_free_threshold_units_no_longer_wait_for_reads() {
     // A hard threshold of 99.99% free: every group is below it, so collection is
     // non-preemptible and the next unit is submitted at once, queued behind the read.
-    let (report, _, commits) = compaction_meeting_a_queued_read(0.9999).await;
-    assert_eq!((report.units, commits), (3, 3), "{report:?}");
+    let (report, commits_then) = compaction_meeting_a_queued_read(0.9999).await;
+    assert_eq!(report.units, 3, "{report:?}");
     assert_eq!(report.yields, 0, "{report:?}");
+    assert_eq!(commits_then, 1);
 }
