@@ -517,6 +517,11 @@ impl<C: Catalog> Store<C> {
         limits: CompactLimits,
         report: &mut CompactReport,
     ) -> StoreResult<bool> {
+        // Checked before each job: a unit that waited for reads of a sibling group may find its
+        // group spun down, and a job would spin it up for compaction alone.
+        if limits.only_while_active && !self.group_is_active(old.group).await {
+            return Ok(false);
+        }
         let content_hash = self.hash_live_bytes(old, unit).await?;
         if limits.only_while_active && !self.group_is_active(old.group).await {
             return Ok(false);
