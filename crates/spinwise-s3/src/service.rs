@@ -56,12 +56,8 @@ use tokio::sync::{Mutex, RwLock, mpsc};
 const KEY_LOCK_STRIPES: usize = 64;
 /// The most keys one list page returns (S3's own cap).
 const MAX_LIST_KEYS: i32 = 1000;
-/// Batches ([`GET_BATCH_BYTES`]) a GET reads ahead of the client: with the batch being gathered
-/// and the one the body is handing out, at most four batches (~4 MiB) per GET.
+/// Chunks a GET reads ahead of the client.
 const GET_READ_AHEAD_CHUNKS: usize = 2;
-/// Bytes of chunks a GET's reader task gathers per message to the body ([`reader_stream`]): the
-/// staging log's chunk size, so a staged GET still sends one chunk per message.
-const GET_BATCH_BYTES: usize = 1 << 20;
 /// How often a read looks again when its key's object was replaced between finding the object
 /// and reading its metadata row or opening its bytes. Each look takes a few milliseconds: only a
 /// key overwritten faster than that, without pause, runs out of them (503 SlowDown then).
@@ -526,71 +522,28 @@ pub(crate) fn trailer_names(headers: &http::HeaderMap) -> Vec<String> {
         .collect()
 }
 
-/// A store GET as a body stream: a task reads ahead, and a client that goes away stops the read
-/// (the channel closes). The task hands the chunks on in batches of at least
-/// [`GET_BATCH_BYTES`] (or the end, or an error): a migrated GET yields a fragment's part of a
-/// stripe per chunk (128 KiB), and a channel message per chunk cost a task wake-up each (8,192
-/// per GiB). The first chunk goes on its own, so the first byte is not held back.
+/// A store GET as a body stream: a task reads ahead a few chunks, so a client that goes away
+/// stops the read (the channel closes).
 pub(crate) fn reader_stream(mut reader: ObjectReader) -> BodyStream {
     let (sender, receiver) = mpsc::channel(GET_READ_AHEAD_CHUNKS);
     tokio::spawn(async move {
-        let mut first = true;
         loop {
-            let mut batch = Vec::new();
-            let mut batch_bytes = 0;
-            let mut end = false;
-            // The first chunk alone (any bytes end the first batch), then batches.
-            let limit_bytes = if first { 1 } else { GET_BATCH_BYTES };
-            while batch_bytes < limit_bytes {
-                match reader.next_chunk().await {
-                    Ok(Some(chunk)) => {
-                        batch_bytes += chunk.len();
-                        batch.push(Ok(chunk));
-                    }
-                    Ok(None) => {
-                        end = true;
-                        break;
-                    }
-                    Err(error) => {
-                        tracing::error!(%error, "reading an object for S3");
-                        batch.push(Err(io::Error::other(error.to_string())));
-                        end = true;
-                        break;
-                    }
+            let next = reader.next_chunk().await;
+            let end = !matches!(next, Ok(Some(_)));
+            let item = match next {
+                Ok(Some(chunk)) => Ok(chunk),
+                Ok(None) => break,
+                Err(error) => {
+                    tracing::error!(%error, "reading an object for S3");
+                    Err(io::Error::other(error.to_string()))
                 }
-            }
-            first = false;
-            if (!batch.is_empty() && sender.send(batch).await.is_err()) || end {
+            };
+            if sender.send(item).await.is_err() || end {
                 break;
             }
         }
     });
-    Box::pin(BatchStream {
-        receiver,
-        ready: std::collections::VecDeque::new(),
-    })
-}
-
-/// The body side of [`reader_stream`]: batches from the channel, handed out a chunk at a time.
-struct BatchStream {
-    receiver: mpsc::Receiver<Vec<Result<Bytes, io::Error>>>,
-    ready: std::collections::VecDeque<Result<Bytes, io::Error>>,
-}
-
-impl Stream for BatchStream {
-    type Item = Result<Bytes, io::Error>;
-    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        loop {
-            if let Some(item) = self.ready.pop_front() {
-                return Poll::Ready(Some(item));
-            }
-            match self.receiver.poll_recv(cx) {
-                Poll::Ready(Some(batch)) => self.ready.extend(batch),
-                Poll::Ready(None) => return Poll::Ready(None),
-                Poll::Pending => return Poll::Pending,
-            }
-        }
-    }
+    Box::pin(ChunkStream(receiver))
 }
 
 pub(crate) struct ChunkStream(pub(crate) mpsc::Receiver<Result<Bytes, io::Error>>);
