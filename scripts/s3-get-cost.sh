@@ -10,6 +10,8 @@ s3() { curl -sS --fail-with-body --aws-sigv4 "aws:amz:us-east-1:s3" --user "$ACC
 rm -rf "$WORK"; mkdir -p "$WORK"
 head -c $((1024*1024*1024)) /dev/urandom > "$WORK/src"
 "$BIN" store --data "$WORK/d" init --preset dense-jbod-60 --time-factor 0.001 > /dev/null
+pid=
+trap 'if [ -n "$pid" ]; then kill "$pid" 2> /dev/null || true; fi' EXIT
 start() { "$BIN" serve --data "$WORK/d" --listen "127.0.0.1:$PORT" --access-key "$ACCESS" --secret-key "$SECRET" 2>>"$WORK/log" & pid=$!; for _ in $(seq 100); do s3 -o /dev/null "$URL/" 2>/dev/null && return 0; sleep 0.1; done; exit 1; }
 start; s3 -X PUT "$URL/bench" >/dev/null; s3 -T "$WORK/src" "$URL/bench/big" >/dev/null; kill -TERM $pid; wait $pid || true
 "$BIN" store --data "$WORK/d" flush >/dev/null
