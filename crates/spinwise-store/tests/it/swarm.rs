@@ -1,7 +1,8 @@
 //! The store under deterministic simulation (issue 31 item 4, first cut): the real store code —
 //! staging, migration, reads, deletes, scrub, failed disks and rebuild, through the rack engine —
 //! on faulty model disks (spinwise-disk's `FaultyDisk`) and a virtual clock, driven by a seeded
-//! swarm of random operations with crashes and restarts between them.
+//! swarm of random operations with crashes and restarts between them. Forced compactions (one
+//! step in fifty) copy blobs with dead bytes in semi-preemptive units of 16 KiB.
 //!
 //! After every step the swarm checks its invariants:
 //! - every acknowledged object reads back byte-exact (a sample each step; all of them after
@@ -287,6 +288,9 @@ struct World {
     failed_disk: Option<DiskIndex>,
     crashes: u64,
     recoveries: u64,
+    /// Blobs compacted, and of them those copied in more than one unit.
+    compacted: u64,
+    compacted_in_units: u64,
 }
 
 const KEYS: u64 = 24;
@@ -298,6 +302,9 @@ impl World {
     fn new(seed: u64, mode: Disks, policy: PolicyChoice) -> World {
         let mut config = jbod_config();
         config.policy = policy;
+        // Units of 16 KiB against objects of up to 48 KiB: compaction copies most blobs in
+        // several semi-preemptive units, each its own blob and commit.
+        config.upkeep.compact_unit_bytes = 16 * 1024;
         let rack = parse_rack("dense-jbod-60", &config.rack_toml).unwrap();
         let clock = Arc::new(Virtual {
             clock: VirtualClock::new(),
@@ -338,6 +345,8 @@ impl World {
             failed_disk: None,
             crashes: 0,
             recoveries: 0,
+            compacted: 0,
+            compacted_in_units: 0,
         };
         world.start(true);
         world
@@ -409,7 +418,8 @@ impl World {
             0..40 => self.put(),
             40..55 => self.get(),
             55..65 => self.delete(),
-            65..80 => self.flush(),
+            65..78 => self.flush(),
+            78..80 => self.compact(),
             80..85 => self.crash_and_restart(),
             85..86 if self.catalog_loss => self.lose_the_catalog_and_recover(),
             85..86 => self.crash_and_restart(),
@@ -505,6 +515,20 @@ impl World {
         }
         if let Err(error) = self.block_on(self.store().flush(|_| {})) {
             self.fail(&format!("flush: {error}"));
+        }
+    }
+
+    /// A forced compaction of every blob with any dead bytes, in units: every acknowledged
+    /// object must still read back (the step's checks), and it must not fail.
+    fn compact(&mut self) {
+        match self.block_on(self.store().compact(Some(0.01), |_| {})) {
+            Ok(report) => {
+                self.compacted += report.blobs_compacted;
+                if report.units > report.blobs_compacted {
+                    self.compacted_in_units += 1;
+                }
+            }
+            Err(error) => self.fail(&format!("compact: {error}")),
         }
     }
 
@@ -810,6 +834,8 @@ impl World {
             steps: self.step,
             crashes: self.crashes,
             recoveries: self.recoveries,
+            compacted: self.compacted,
+            compacted_in_units: self.compacted_in_units,
             faults: self.faults_fired(),
             removed_site_calls: self.host.removed_site_calls(),
         };
@@ -841,6 +867,9 @@ struct Totals {
     crashes: u64,
     /// Crashes that also lost the catalog, rebuilt by `recover_in`.
     recoveries: u64,
+    /// Blobs compacted, and compactions that copied some blob in more than one unit.
+    compacted: u64,
+    compacted_in_units: u64,
     faults: [u64; 4],
     /// Calls that reached the fsync site removed for the mutation test.
     removed_site_calls: u64,
@@ -895,6 +924,8 @@ fn swarm(seeds: std::ops::Range<u64>, steps: u64, mode: Disks) -> Totals {
         total.steps += world.steps;
         total.crashes += world.crashes;
         total.recoveries += world.recoveries;
+        total.compacted += world.compacted;
+        total.compacted_in_units += world.compacted_in_units;
         for (sum, fired) in total.faults.iter_mut().zip(world.faults) {
             *sum += fired;
         }
@@ -958,8 +989,13 @@ fn the_store_keeps_every_acknowledged_object_and_every_budget_through_a_seeded_s
     eprintln!(
         "swarm: {seeds} seeds × {steps} steps = {} steps, {} crashes ({} with the catalog lost \
          and recovered); faults fired: {writes} write errors, {reads} read errors, {full} \
-         full-disk refusals, {spikes} latency spikes",
-        total.steps, total.crashes, total.recoveries
+         full-disk refusals, {spikes} latency spikes; {} blobs compacted, {} compactions in \
+         several units",
+        total.steps, total.crashes, total.recoveries, total.compacted, total.compacted_in_units
+    );
+    assert!(
+        total.compacted_in_units > 0,
+        "no compaction copied a blob in several units"
     );
     assert!(total.crashes > 0, "the swarm never crashed the store");
     assert!(
