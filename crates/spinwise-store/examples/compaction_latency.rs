@@ -214,7 +214,10 @@ async fn main() {
     };
     let mut rows = Vec::new();
     for _ in 0..options.rounds {
-        for mode in [CompactionMode::NonPreemptive, CompactionMode::SemiPreemptive] {
+        for mode in [
+            CompactionMode::NonPreemptive,
+            CompactionMode::SemiPreemptive,
+        ] {
             rows.push(measure(&options, mode).await);
         }
     }
@@ -232,8 +235,18 @@ async fn main() {
     );
     println!(
         "{:<16} {:>8} {:>5} {:>6} | {:>5} {:>9} {:>9} {:>9} | {:>5} {:>9} {:>9} {:>9}",
-        "mode", "compact", "units", "yields", "GETs", "p50 ms", "p99 ms", "max ms", "PUTs",
-        "p50 ms", "p99 ms", "max ms"
+        "mode",
+        "compact",
+        "units",
+        "yields",
+        "GETs",
+        "p50 ms",
+        "p99 ms",
+        "max ms",
+        "PUTs",
+        "p50 ms",
+        "p99 ms",
+        "max ms"
     );
     for row in rows {
         let number = |field: &str| row[field].as_f64().unwrap_or(f64::NAN);
