@@ -27,7 +27,7 @@ pub mod workload;
 pub use flash::{FlashConfig, FlashTimings, Ftl};
 pub use policy::{Decision, GcMode, GcPolicy, GcState, GcThresholds, GcView};
 pub use sim::{GcReport, SimConfig, simulate};
-pub use workload::{TRACES, Workload};
+pub use workload::{Arrivals, TRACES, Workload};
 
 use thiserror::Error;
 
