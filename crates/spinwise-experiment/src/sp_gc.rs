@@ -418,14 +418,16 @@ fn summary(context: &Context, rows: &[GcRow]) -> String {
             let sp = |metric: fn(&GcRow) -> f64| {
                 mean(rows, label, trace, GcMode::SemiPreemptive, 1.0, metric)
             };
-            let merged = sp(|r| r.merged_pages as f64 / r.requests as f64);
+            let merged = sp(|r| r.merged_pages as f64);
             let overlapped_ms = sp(|r| r.overlapped_us / 1e3);
             comparisons.push(Comparison {
-                quantity: format!("{trace}, ablation \"{label}\": mean; variance lowered by SP (%)"),
+                quantity: format!(
+                    "{trace}, ablation \"{label}\": mean; variance lowered by SP (%)"
+                ),
                 paper: format!("{paper_mean} %; {paper_variance} %"),
                 as_described: "—".into(),
                 with_additions: Some(format!(
-                    "{:.1} %; {:.1} % (NP busy {:.1}%; SP merged {:.3} pages a request, overlapped {:.0} ms)",
+                    "{:.1} %; {:.1} % (NP busy {:.1}%; SP merged {:.0} pages, overlapped {:.0} ms)",
                     improvement(rows, label, trace, 1.0, mean_metric),
                     improvement(rows, label, trace, 1.0, variance_metric),
                     np_busy * 100.0,
