@@ -251,7 +251,7 @@ pub const EXPERIMENTS: &[Experiment] = &[
     },
     Experiment {
         name: "sp-gc",
-        description: "Semi-preemptive GC (Lee et al.): non-preemptive vs semi-preemptive garbage collection on a flash model under the slides' four trace shapes at 0.5, 1 and 2 times their rates: mean and variance of response time (each run measures 200,000 requests, 20,000 with --quick; --hours and --blob-size do not apply)",
+        description: "Semi-preemptive GC (Lee et al.): non-preemptive vs semi-preemptive garbage collection on a flash model under the slides' four trace shapes at 0.5, 1 and 2 times their rates: mean and variance of response time, with ablations at each trace's rate (the slides' merge and pipeline, bursty arrivals at two burst factors) shown beside the judged rows (each run measures 200,000 requests, 20,000 with --quick; --hours and --blob-size do not apply)",
         run: sp_gc::sp_gc,
     },
     Experiment {

@@ -12,9 +12,10 @@
 //! - [`flash`]: a page-mapped flash translation layer (out-of-place writes, valid-page
 //!   counts, greedy victims, a reserved block for relocation) and the slides' timings.
 //! - [`workload`]: seeded synthetic request streams shaped like the slides' four traces
-//!   (mean request size, read share, arrival rate).
-//! - [`sim`]: the device on a simulated clock, one operation at a time, measuring each
-//!   request's response time from arrival to completion.
+//!   (mean request size, read share, arrival rate), with Poisson or on/off bursty arrivals.
+//! - [`sim`]: the device on a simulated clock, one chip behind one channel, measuring each
+//!   request's response time from arrival to completion; the slides' merge and pipeline are
+//!   options.
 //!
 //! Pure: no IO, no wall clock, and every random draw from a ChaCha stream seeded by the caller,
 //! so a run is a function of its configuration.
@@ -27,7 +28,7 @@ pub mod workload;
 pub use flash::{FlashConfig, FlashTimings, Ftl};
 pub use policy::{Decision, GcMode, GcPolicy, GcState, GcThresholds, GcView};
 pub use sim::{GcReport, SimConfig, simulate};
-pub use workload::{TRACES, Workload};
+pub use workload::{Arrivals, TRACES, Workload};
 
 use thiserror::Error;
 

@@ -951,12 +951,28 @@ fn a_name_without_out_and_bad_numbers_are_usage_errors() {
 }
 
 #[test]
-fn sp_gc_quick_writes_gc_rows_both_figures_and_refuses_hours() {
+fn sp_gc_quick_writes_gc_rows_with_ablations_every_figure_and_refuses_hours() {
     let dir = TempDir::new("sp-gc");
     let run = run_quick("sp-gc", dir.path(), &[]);
-    assert!(run.stdout.contains("16 runs"), "{}", run.stdout);
+    assert!(run.stdout.contains("72 runs"), "{}", run.stdout);
     let table = Table::read(&dir.join("results.csv"));
-    assert_eq!(table.rows.len(), 16, "4 traces × 2 rates × 2 collectors");
+    assert_eq!(
+        table.rows.len(),
+        72,
+        "4 traces × 2 collectors × (2 rates judged + 7 ablations)"
+    );
+    let variants = table.column("variant");
+    assert_eq!(
+        variants.iter().filter(|v| **v == "as described").count(),
+        16
+    );
+    for ablation in ["SP merge+pipeline", "bursty x4", "bursty x16"] {
+        assert_eq!(
+            variants.iter().filter(|v| **v == ablation).count(),
+            8,
+            "{ablation}"
+        );
+    }
     let modes = table.column("mode");
     assert!(modes.iter().step_by(2).all(|m| *m == "non-preemptive"));
     assert!(
@@ -967,12 +983,17 @@ fn sp_gc_quick_writes_gc_rows_both_figures_and_refuses_hours() {
             .all(|m| *m == "semi-preemptive")
     );
     assert!(table.numbers("requests").iter().all(|n| *n == 20_000.0));
-    for figure in ["response_mean", "response_variance"] {
+    for figure in ["response_mean", "response_variance", "ablation_mean"] {
         let png = std::fs::read(dir.join(&format!("{figure}.png"))).expect("PNG written");
         assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n", "{figure}.png");
     }
     let summary = std::fs::read_to_string(dir.join("summary.md")).expect("summary.md");
-    for needle in ["Lee et al.", "financial: mean response time", "±10 points"] {
+    for needle in [
+        "Lee et al.",
+        "financial: mean response time",
+        "±10 points",
+        "ablation \"SP merge+pipeline\"",
+    ] {
         assert!(
             summary.contains(needle),
             "summary lacks {needle}:\n{summary}"
