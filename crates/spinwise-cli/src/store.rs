@@ -85,7 +85,8 @@ pub enum StoreCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Objects, bytes, staged bytes, disks active and failed, rebuild work pending.
+    /// Objects, bytes, staged bytes, disks active and failed, rebuild work pending, and this
+    /// process's tail cache counters (`tail_cache.*`; a server's are in its metrics).
     Status {
         #[arg(long)]
         json: bool,
@@ -712,8 +713,16 @@ async fn status(store: &SqliteStore, json: bool) -> CliResult<()> {
         outln!("{value}");
         return Ok(());
     }
+    // A group of counters (the tail cache's) reads as one line each, `group.name: value`.
     for (name, field) in value.as_object().expect("an object") {
-        outln!("{name}: {field}");
+        match field.as_object() {
+            Some(group) => {
+                for (inner, field) in group {
+                    outln!("{name}.{inner}: {field}");
+                }
+            }
+            None => outln!("{name}: {field}"),
+        }
     }
     Ok(())
 }

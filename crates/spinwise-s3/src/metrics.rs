@@ -17,7 +17,10 @@
 //! - a scrape never blocks S3 requests: it takes the driver's snapshot like any status call;
 //! - with [`S3Metrics::with_restores`], restores by state and tier are counted from the
 //!   restores table at each scrape (every pair has a series, 0 when none), and the Bulk
-//!   restores waiting for a spin-up from the restorer's live count.
+//!   restores waiting for a spin-up from the restorer's live count;
+//! - the tail cache's counters (hits by level, misses, bytes served, insertions, evictions by
+//!   level, damaged flash files) are carried over from the store's totals by difference like the
+//!   driver's, and its size (bytes and entries by level) is a gauge read at each scrape.
 
 use crate::restore::Restorer;
 use crate::tier::RestoreTier;
@@ -29,8 +32,8 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
-use spinwise_store::SqliteStore;
 use spinwise_store::driver::{GroupActivity, GroupPhase, SpinDownCause};
+use spinwise_store::{SqliteStore, TailCacheStats};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use tokio::net::TcpListener;
@@ -63,6 +66,131 @@ const SPIN_DOWN_CAUSES: [SpinDownCause; 3] = [
     SpinDownCause::MakeRoom,
     SpinDownCause::Shutdown,
 ];
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct LevelLabel {
+    level: &'static str,
+}
+
+/// The tail cache's levels, each with a series from the start.
+const CACHE_LEVELS: [&str; 2] = ["ram", "flash"];
+
+/// The tail cache's metrics (see [`spinwise_store::tail_cache`]).
+#[derive(Default)]
+struct TailCacheMetrics {
+    hits: Family<LevelLabel, Counter>,
+    misses: Counter,
+    served_bytes: Counter,
+    insertions: Counter,
+    evictions: Family<LevelLabel, Counter>,
+    flash_damaged: Counter,
+    used_bytes: Family<LevelLabel, Gauge>,
+    entries: Family<LevelLabel, Gauge>,
+    /// The store's totals at the last scrape (the counters grow by the difference).
+    last: std::sync::Mutex<TailCacheStats>,
+}
+
+impl TailCacheMetrics {
+    fn register(&self, registry: &mut Registry) {
+        for level in CACHE_LEVELS {
+            self.hits.get_or_create(&LevelLabel { level }).inc_by(0);
+            self.evictions
+                .get_or_create(&LevelLabel { level })
+                .inc_by(0);
+            self.used_bytes.get_or_create(&LevelLabel { level }).set(0);
+            self.entries.get_or_create(&LevelLabel { level }).set(0);
+        }
+        registry.register(
+            "tail_cache_hits",
+            "GETs of staged objects served from the tail cache, by level (ram, flash)",
+            self.hits.clone(),
+        );
+        registry.register(
+            "tail_cache_misses",
+            "GETs of staged objects the tail cache could not serve (read from their staging segment)",
+            self.misses.clone(),
+        );
+        registry.register(
+            "tail_cache_served_bytes",
+            "Bytes GETs were served from the tail cache",
+            self.served_bytes.clone(),
+        );
+        registry.register(
+            "tail_cache_insertions",
+            "Objects put into the tail cache's RAM (by PUTs, by GETs that missed, and flash hits copied back)",
+            self.insertions.clone(),
+        );
+        registry.register(
+            "tail_cache_evictions",
+            "Entries the tail cache evicted to stay within its bound, by level (RAM's go to flash when there is a flash directory)",
+            self.evictions.clone(),
+        );
+        registry.register(
+            "tail_cache_flash_damaged",
+            "Flash entry files found missing or failing their checks (each a miss)",
+            self.flash_damaged.clone(),
+        );
+        registry.register(
+            "tail_cache_used_bytes",
+            "Bytes the tail cache holds now, by level (RAM counts a fixed overhead per entry)",
+            self.used_bytes.clone(),
+        );
+        registry.register(
+            "tail_cache_entries",
+            "Objects the tail cache holds now, by level",
+            self.entries.clone(),
+        );
+    }
+
+    /// Moves the counters on to `now` and sets the gauges.
+    fn read(&self, now: TailCacheStats) {
+        let before = std::mem::replace(
+            &mut *self.last.lock().expect("tail cache metrics lock"),
+            now,
+        );
+        let grow = |counter: &Counter, now: u64, before: u64| {
+            counter.inc_by(now.saturating_sub(before));
+        };
+        let level = |level| LevelLabel { level };
+        grow(
+            &self.hits.get_or_create(&level("ram")),
+            now.ram_hits,
+            before.ram_hits,
+        );
+        grow(
+            &self.hits.get_or_create(&level("flash")),
+            now.flash_hits,
+            before.flash_hits,
+        );
+        grow(&self.misses, now.misses, before.misses);
+        grow(&self.served_bytes, now.served_bytes, before.served_bytes);
+        grow(&self.insertions, now.insertions, before.insertions);
+        grow(
+            &self.evictions.get_or_create(&level("ram")),
+            now.ram_evictions,
+            before.ram_evictions,
+        );
+        grow(
+            &self.evictions.get_or_create(&level("flash")),
+            now.flash_evictions,
+            before.flash_evictions,
+        );
+        grow(&self.flash_damaged, now.flash_damaged, before.flash_damaged);
+        let gauge = |value: u64| i64::try_from(value).unwrap_or(i64::MAX);
+        self.used_bytes
+            .get_or_create(&level("ram"))
+            .set(gauge(now.ram_used_bytes));
+        self.used_bytes
+            .get_or_create(&level("flash"))
+            .set(gauge(now.flash_used_bytes));
+        self.entries
+            .get_or_create(&level("ram"))
+            .set(gauge(now.ram_entries));
+        self.entries
+            .get_or_create(&level("flash"))
+            .set(gauge(now.flash_entries));
+    }
+}
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct StatusLabel {
@@ -117,6 +245,7 @@ pub struct S3Metrics {
     last_refusals: AtomicU64,
     last_migrated_reads: AtomicU64,
     last_migrated_reads_parity: AtomicU64,
+    tail_cache: TailCacheMetrics,
     restores: Option<RestoreGauges>,
 }
 
@@ -146,6 +275,7 @@ impl S3Metrics {
             last_refusals: AtomicU64::new(0),
             last_migrated_reads: AtomicU64::new(0),
             last_migrated_reads_parity: AtomicU64::new(0),
+            tail_cache: TailCacheMetrics::default(),
             restores: None,
         };
         // Every group's series exist from the start (at 0), so a rate over them is defined
@@ -253,6 +383,7 @@ impl S3Metrics {
             "Reads of migrated objects that took a parity column in place of a busier or missing data disk, decoding their stripes",
             self.migrated_reads_parity.clone(),
         );
+        self.tail_cache.register(registry);
         self
     }
 
@@ -373,6 +504,7 @@ impl S3Metrics {
             &self.last_migrated_reads_parity,
             reads.reads_with_parity,
         );
+        self.tail_cache.read(self.store.tail_cache_stats());
         if let Some(restores) = &self.restores {
             restores.read().await?;
         }

@@ -6,11 +6,13 @@
 //! section (scrub policy) and the `disk_bandwidth_scale`, `read_batch_bytes`, `read_columns` and
 //! `latency_seed` keys are optional: stores written before they existed load with the upkeep
 //! defaults, unthrottled disks, the default read IO size, least-busy column choice and latency
-//! seed 0.
+//! seed 0. So is the `[tail_cache]` section ([`TailCacheConfig`]): absent, a store gets the
+//! default cache (64 MiB of RAM, no flash directory).
 
 use crate::durable::HostFiles;
 use crate::error::{StoreError, StoreResult, io_error};
 use crate::staging::StagingConfig;
+pub use crate::tail_cache::TailCacheConfig;
 use serde::{Deserialize, Serialize};
 pub use spinwise_engine::PolicyChoice;
 use spinwise_model::{Layout, Rack, parse_rack};
@@ -123,6 +125,10 @@ pub struct StoreConfig {
     /// group-based policy the simulator does. FP belongs on a rack whose budgets allow every
     /// disk up at once; elsewhere the budget audit withholds the disks that would break them.
     pub policy: PolicyChoice,
+    /// The tail cache: recently written objects served from RAM and an optional flash
+    /// directory (`[tail_cache]` in store.toml; defaults when absent; docs/store.md, "Tail
+    /// cache").
+    pub tail_cache: TailCacheConfig,
 }
 
 impl StoreConfig {
@@ -144,6 +150,7 @@ impl StoreConfig {
             warm: WarmConfig::default(),
             idle_spin_down_s: Some(DEFAULT_IDLE_SPIN_DOWN_S),
             policy: PolicyChoice::Pelican,
+            tail_cache: TailCacheConfig::default(),
         }
     }
 
@@ -202,6 +209,9 @@ struct StoreFile {
     /// `pelican`, `flamingo` or `fp`; absent for Pelican's, and in stores written before it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     policy: Option<String>,
+    /// Absent when the default, and in stores written before the cache existed.
+    #[serde(default, skip_serializing_if = "TailCacheConfig::is_default")]
+    tail_cache: TailCacheConfig,
     rack: RackSection,
 }
 
@@ -262,6 +272,10 @@ pub fn validate(config: &StoreConfig, path: &Path) -> StoreResult<Rack> {
         ));
     }
     validate_upkeep(&config.upkeep).map_err(|message| config_error(path, message))?;
+    config
+        .tail_cache
+        .check()
+        .map_err(|message| config_error(path, message))?;
     if config.warm_capacity_bytes() > config.staging.limit_bytes {
         return Err(config_error(
             path,
@@ -354,6 +368,7 @@ pub fn write_in(data_dir: &Path, config: &StoreConfig, host: &HostFiles) -> Stor
             None => Some(0.0),
         },
         policy: (config.policy != PolicyChoice::Pelican).then(|| config.policy.name().into()),
+        tail_cache: config.tail_cache.clone(),
         rack: RackSection {
             source: config.rack_source.clone(),
             toml: config.rack_toml.clone(),
@@ -428,6 +443,7 @@ pub fn read(data_dir: &Path) -> StoreResult<StoreConfig> {
             Some(seconds) => (seconds != 0.0).then_some(seconds),
         },
         policy,
+        tail_cache: file.tail_cache,
     })
 }
 

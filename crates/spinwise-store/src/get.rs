@@ -1,21 +1,27 @@
-//! GET: an object's bytes, in bounded chunks, from wherever the catalog says it is: its staging
-//! segment (read at once) or its blob (through the scheduler, crate::read). A GET whose object
-//! left that place between the lookup and the open (a migration reclaimed its segment,
-//! compaction removed its blob) looks it up again, at most [`GET_ATTEMPTS`] times.
+//! GET: an object's bytes, in bounded chunks, from wherever the catalog says it is: the tail
+//! cache (a staged object written or read recently, crate::tail_cache), its staging segment
+//! (read at once) or its blob (through the scheduler, crate::read). A GET whose object left
+//! that place between the lookup and the open (a migration reclaimed its segment, compaction
+//! removed its blob) looks it up again, at most [`GET_ATTEMPTS`] times.
 //!
-//! Invariants: GET memory is one staging chunk at a time (or the read pipeline's bounded queue);
-//! every chunk is checked against its crc32c before it is returned, and a whole-object read
-//! with [`ContentCheck::WholeObject`] against the BLAKE3 recorded at PUT before the end of the
-//! stream is reported.
+//! Invariants: GET memory is one staging chunk at a time (or the read pipeline's bounded queue),
+//! plus, for a staged object read whole that the tail cache may keep, the object itself (at
+//! most its `max_object_bytes`); every chunk read from a segment is checked against its crc32c
+//! before it is returned, and a whole-object read with [`ContentCheck::WholeObject`] against
+//! the BLAKE3 recorded at PUT before the end of the stream is reported — a tail cache hit too,
+//! whose bytes are hashed before the first is returned (a mismatch is a miss: the segment is
+//! read instead). A hit opens no segment.
 
 use crate::error::{StoreError, StoreResult};
 use crate::read::{MigratedReader, ReadTiming};
 use crate::staging::{ContentCheck, StagedReader, StagingError};
 use crate::store::{ReadPriority, Store};
+use crate::tail_cache::{FillTicket, Location, TailCache};
 use bytes::Bytes;
 use spinwise_catalog::{Catalog, ObjectLocation, ObjectRecord};
 use spinwise_ec::RepairReport;
 use std::ops::Range;
+use std::sync::Arc;
 
 /// How often GET looks an object up again when its staging segment vanished between the catalog
 /// lookup and opening the file (the object was deleted, overwritten or migrated meanwhile).
@@ -103,9 +109,44 @@ impl<C: Catalog> Store<C> {
                     range,
                     source: Source::Migrated(reader),
                     whole_hash: whole.then(blake3::Hasher::new),
+                    fill: None,
                 }));
             }
         };
+        let whole = range.start == 0 && range.end == record.size_bytes;
+        let location = (segment, offset);
+        let hit = self
+            .tail_cache
+            .lookup(
+                location,
+                record.size_bytes,
+                &record.content_hash,
+                range.end - range.start,
+                check == ContentCheck::WholeObject && whole,
+            )
+            .await;
+        if let Some(hit) = hit {
+            let bytes = hit.bytes.slice(range.start as usize..range.end as usize);
+            return Ok(Some(ObjectReader {
+                record,
+                range,
+                source: Source::Cached {
+                    rest: bytes,
+                    chunk_bytes: self.staging.config().chunk_bytes as usize,
+                },
+                whole_hash: None, // checked by the lookup when asked for
+                fill: None,
+            }));
+        }
+        // Taken before the segment is opened: a freeing of it meanwhile abandons the fill.
+        let fill =
+            (whole && self.tail_cache.fill_on_read() && self.tail_cache.fits(record.size_bytes))
+                .then(|| Fill {
+                    cache: Arc::clone(&self.tail_cache),
+                    ticket: self.tail_cache.ticket(),
+                    location,
+                    bytes: Vec::with_capacity(record.size_bytes as usize),
+                });
         let opened = self
             .staging
             .read(
@@ -123,6 +164,7 @@ impl<C: Catalog> Store<C> {
                 range,
                 source: Source::Staged(Box::new(reader)),
                 whole_hash: None, // the staging log checks its own trailer
+                fill,
             })),
             Err(StagingError::Io { source, .. })
                 if source.kind() == std::io::ErrorKind::NotFound && may_retry =>
@@ -142,9 +184,24 @@ impl<C: Catalog> Store<C> {
 
 /// Where a GET's bytes come from.
 enum Source {
+    /// The tail cache's copy of the range not returned yet, handed out in pieces of at most a
+    /// staging chunk (the size every other source's consumer is used to).
+    Cached {
+        rest: Bytes,
+        chunk_bytes: usize,
+    },
     /// Boxed: a staged reader holds its chunk buffer inline, the migrated one a channel.
     Staged(Box<StagedReader>),
     Migrated(MigratedReader),
+}
+
+/// A whole staged object being read after a tail cache miss: its checked chunks are gathered
+/// and given to the cache once the reader reports the end (every check passed).
+struct Fill {
+    cache: Arc<TailCache>,
+    ticket: FillTicket,
+    location: Location,
+    bytes: Vec<u8>,
 }
 
 /// A GET in progress: the object's record and its bytes in the requested range.
@@ -155,11 +212,17 @@ pub struct ObjectReader {
     /// BLAKE3 of what a migrated whole-object read with [`ContentCheck::WholeObject`] has
     /// returned so far, checked against the record at the end.
     whole_hash: Option<blake3::Hasher>,
+    /// The object's bytes for the tail cache (a whole staged read that missed it).
+    fill: Option<Fill>,
 }
 
 impl ObjectReader {
     pub fn record(&self) -> &ObjectRecord {
         &self.record
+    }
+    /// Whether the bytes come from the tail cache (no segment was opened).
+    pub fn from_tail_cache(&self) -> bool {
+        matches!(self.source, Source::Cached { .. })
     }
     /// The byte range being read.
     pub fn range(&self) -> Range<u64> {
@@ -169,9 +232,30 @@ impl ObjectReader {
     /// stripe of a migrated object), or `None` at the end.
     pub async fn next_chunk(&mut self) -> StoreResult<Option<Bytes>> {
         let chunk = match &mut self.source {
+            Source::Cached { rest, chunk_bytes } => {
+                (!rest.is_empty()).then(|| rest.split_to((*chunk_bytes).min(rest.len())))
+            }
             Source::Staged(reader) => reader.next_chunk().await?,
             Source::Migrated(reader) => reader.next_chunk().await?,
         };
+        match &chunk {
+            Some(bytes) => {
+                if let Some(fill) = &mut self.fill {
+                    fill.bytes.extend_from_slice(bytes);
+                }
+            }
+            None => {
+                if let Some(fill) = self.fill.take() {
+                    let bytes = Bytes::from(fill.bytes);
+                    if bytes.len() as u64 == self.record.size_bytes {
+                        let hash = self.record.content_hash;
+                        fill.cache
+                            .fill(fill.ticket, fill.location, hash, bytes)
+                            .await;
+                    }
+                }
+            }
+        }
         match (&chunk, &mut self.whole_hash) {
             (Some(bytes), Some(hasher)) => {
                 hasher.update(bytes);
@@ -195,14 +279,14 @@ impl ObjectReader {
     /// objects, which wait for nothing).
     pub fn timing(&self) -> Option<ReadTiming> {
         match &self.source {
-            Source::Staged(_) => None,
+            Source::Cached { .. } | Source::Staged(_) => None,
             Source::Migrated(reader) => reader.timing(),
         }
     }
     /// The fragments a migrated read found bad and read around (empty for staged objects).
     pub fn repairs(&self) -> RepairReport {
         match &self.source {
-            Source::Staged(_) => RepairReport::default(),
+            Source::Cached { .. } | Source::Staged(_) => RepairReport::default(),
             Source::Migrated(reader) => reader.repairs().clone(),
         }
     }
@@ -211,7 +295,7 @@ impl ObjectReader {
     /// objects.
     pub fn columns_read(&self) -> Vec<usize> {
         match &self.source {
-            Source::Staged(_) => Vec::new(),
+            Source::Cached { .. } | Source::Staged(_) => Vec::new(),
             Source::Migrated(reader) => reader.columns_read().to_vec(),
         }
     }

@@ -3,8 +3,9 @@
 //! - foundations: [`clock`] (time as an interface), [`driver`] (the shell that runs the rack
 //!   engine, spinwise-engine, against the disks), [`durable`] (host-file fsyncs and their crash
 //!   model), [`owner`] (one owning process per data directory), [`placement`] (a blob's group
-//!   and disks, Pelican §2.2), the blob object index, checksums, buffers and the ordered
-//!   parallel pipeline;
+//!   and disks, Pelican §2.2), [`tail_cache`] (recently written objects in RAM and a flash
+//!   directory, issue 33), the blob object index, checksums, buffers and the ordered parallel
+//!   pipeline;
 //! - formats and settings: [`staging`] (the staging log, docs/staging-format.md, where a PUT is
 //!   durable before it is acknowledged; many processes may append to one staging directory,
 //!   each to the segments it holds `flock`ed), [`stacks`] (stripe stacks on disks,
@@ -29,6 +30,7 @@ pub mod owner;
 pub mod placement;
 pub mod stacks;
 pub mod staging;
+pub mod tail_cache;
 
 mod blob_index;
 mod board;
@@ -78,4 +80,5 @@ pub use spinwise_catalog::Tier;
 pub use staging::{ContentCheck, StagingConfig, StagingError, StagingLog};
 pub use startup::{DiskProblem, StartupReport};
 pub use store::{CATALOG_FILE, ReadPriority, SqliteStore, Store, StoreRecovery, StoreStatus};
+pub use tail_cache::{TailCacheConfig, TailCacheStats};
 pub use upkeep::{UpkeepHandle, UpkeepReport};

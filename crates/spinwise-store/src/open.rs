@@ -18,6 +18,7 @@ use crate::error::{StoreError, StoreResult, io_error};
 use crate::rack::{Environment, create_disks, failed_disks, open_rack};
 use crate::staging::{ScannedRecord, SegmentId, StagingLog};
 use crate::store::{CATALOG_FILE, SqliteStore, Store, StoreRecovery};
+use crate::tail_cache::TailCache;
 use spinwise_catalog::{Catalog, DiskIndex, ObjectLocation, SqliteCatalog};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -123,6 +124,11 @@ impl<C: Catalog> Store<C> {
         let groups = config.layout.groups.len();
         let migration =
             crate::space::MigrationState::open(&catalog, &rack, groups, &rack_io.code).await?;
+        // Told of every segment the log frees from now on; recovery's deletions below find
+        // it empty.
+        let tail_cache = Arc::new(TailCache::open(&config.tail_cache, data_dir));
+        let dropper = Arc::clone(&tail_cache);
+        staging.on_segment_gone(move |segment| dropper.drop_segment(segment));
         let mut store = Store {
             data_dir: data_dir.to_path_buf(),
             config,
@@ -135,6 +141,7 @@ impl<C: Catalog> Store<C> {
             heal: Default::default(),
             upkeep_lock: crate::lock::UpkeepLock::new(data_dir),
             clock,
+            tail_cache,
         };
         store.recovery = store.recover().await?;
         store.recovery.problems.extend(blob_ids_raised);

@@ -33,7 +33,10 @@
 //!   pending) and the caller, having asked the catalog after claiming, says nothing references
 //!   it;
 //! - memory per append or read is one chunk (`chunk_bytes`, 1 MiB by default);
-//! - the bytes of all segments plus in-flight reservations never exceed `limit_bytes`.
+//! - the bytes of all segments plus in-flight reservations never exceed `limit_bytes`;
+//! - every segment deleted, found gone or truncated is reported, once the change is made, to
+//!   the hook given to [`StagingLog::on_segment_gone`] (the store's tail cache drops its
+//!   records), so nothing outside the log keeps serving a freed segment's bytes.
 
 use crate::buffers::BufferPool;
 use crate::durable::HostFiles;
@@ -325,7 +328,13 @@ pub struct StagingLog {
     open_claims: Mutex<BTreeMap<SegmentId, ClaimedSegment>>,
     /// Segments another process held locked at open (neither scanned nor recovered).
     in_use_at_open: Vec<SegmentId>,
+    /// Told of every segment this log forgets (deleted, or found gone) or cuts: the store's
+    /// tail cache drops what it holds of it ([`StagingLog::on_segment_gone`]).
+    segment_gone: std::sync::OnceLock<SegmentHook>,
 }
+
+/// What [`StagingLog::on_segment_gone`] calls.
+type SegmentHook = Box<dyn Fn(SegmentId) + Send + Sync>;
 
 pub fn segment_path(dir: &Path, segment: SegmentId) -> PathBuf {
     dir.join(format!("seg-{segment:016x}.log"))
@@ -829,7 +838,21 @@ impl StagingLog {
             scans: Mutex::new(found.scans),
             open_claims: Mutex::new(found.claims),
             in_use_at_open: found.in_use.keys().copied().collect(),
+            segment_gone: std::sync::OnceLock::new(),
         })
+    }
+
+    /// Has `hook` called with every segment this log deletes, finds gone or truncates from now
+    /// on (after the change on disk), so a cache of its records can drop them. One hook per
+    /// log: a second is refused (`false`).
+    pub fn on_segment_gone(&self, hook: impl Fn(SegmentId) + Send + Sync + 'static) -> bool {
+        self.segment_gone.set(Box::new(hook)).is_ok()
+    }
+
+    fn segment_changed(&self, segment: SegmentId) {
+        if let Some(hook) = self.segment_gone.get() {
+            hook(segment);
+        }
     }
 
     /// Segments another live process held locked when this log was opened: their records were
@@ -980,6 +1003,8 @@ impl StagingLog {
             Ok(())
         })
         .await?;
+        // Only records nothing references are cut, but a cache need not keep even those.
+        self.segment_changed(segment);
         let mut sealed = self.sealed.lock().expect("sealed lock");
         let old = sealed
             .insert(segment, length_bytes)
@@ -1013,6 +1038,7 @@ impl StagingLog {
         if let Some(length) = self.sealed.lock().expect("sealed lock").remove(&segment) {
             self.space.lock().expect("space lock").used_bytes -= length;
         }
+        self.segment_changed(segment);
     }
 
     /// Sealed segments (the candidates for freeing) in id order.

@@ -14,6 +14,8 @@
 //!   [`crate::staging`]) and the catalog, asked *after* the claim, references nothing in it —
 //!   so an append whose commit lands meanwhile is never freed, nor is a segment a migration
 //!   has pinned (checked just before freeing; see [`crate::migrate`]);
+//! - a PUT's bytes go into the tail cache ([`crate::tail_cache`]) after its catalog commit and
+//!   before its segment is unpinned, so the entry cannot outlive a freeing of that segment;
 //! - this module depends on no operation module: the fields' types come from below it.
 
 use crate::clock::Clock;
@@ -22,6 +24,7 @@ use crate::driver::GroupPhase;
 use crate::error::{StoreError, StoreResult};
 use crate::rack::StoreRack;
 use crate::staging::{Claim, MAX_KEY_BYTES, RecoveryReport, StagingLog};
+use crate::tail_cache::{TailCache, TailCacheStats};
 use serde::Serialize;
 use spinwise_catalog::{Catalog, ObjectLocation, ObjectRecord, SqliteCatalog, Tier};
 use spinwise_model::{GroupIndex, Layout, Rack};
@@ -82,6 +85,9 @@ pub struct StoreStatus {
     /// Bytes of committed blobs no object points at (deleted or overwritten): what compaction
     /// reclaims (see [`crate::compact`]).
     pub dead_bytes: u64,
+    /// The tail cache's hits, misses and size since this process opened the store (see
+    /// [`crate::tail_cache`]).
+    pub tail_cache: TailCacheStats,
 }
 
 /// What recovery found and did when the store was opened.
@@ -110,6 +116,9 @@ pub struct Store<C: Catalog> {
     /// The time source of everything but the driver: dates written into rows, the upkeep
     /// task's timers and the S3 layer's ([`crate::clock`]). Real unless a test set its own.
     pub(crate) clock: Arc<dyn Clock>,
+    /// Recently written objects' bytes (see [`crate::tail_cache`]); the staging log tells it
+    /// of every segment it frees.
+    pub(crate) tail_cache: Arc<TailCache>,
 }
 
 pub(crate) fn check_key(key: &str) -> StoreResult<()> {
@@ -153,7 +162,11 @@ impl<C: Catalog> Store<C> {
     {
         check_key(key)?;
         self.check_warm_room(tier).await?;
-        let staged = self.staging.append(key, tier, reader).await?;
+        // The body is copied as it streams (while it stays small enough to cache), so the
+        // object just written can be read back without a seek on the staging device.
+        let mut body = self.tail_cache.capture(reader);
+        let staged = self.staging.append(key, tier, &mut body).await?;
+        let body = body.into_bytes();
         let record = ObjectRecord {
             key: key.to_string(),
             size_bytes: staged.size_bytes,
@@ -172,6 +185,13 @@ impl<C: Catalog> Store<C> {
             });
         }
         let replaced = self.catalog.put_object(record.clone()).await?;
+        // Cached while `staged` still pins the segment: a freeing of it comes after, and drops
+        // the entry.
+        if let Some(body) = body.filter(|body| body.len() as u64 == staged.size_bytes) {
+            self.tail_cache
+                .insert((staged.segment, staged.offset), staged.content_hash, body)
+                .await;
+        }
         // The record is committed: its segment may be unpinned now.
         drop(staged);
         if replaced.is_some() {
@@ -293,6 +313,7 @@ impl<C: Catalog> Store<C> {
             migrated_reads: self.rack_io.disk_reads.totals().reads,
             migrated_reads_with_parity: self.rack_io.disk_reads.totals().reads_with_parity,
             dead_bytes: stats.dead_bytes,
+            tail_cache: self.tail_cache.stats(),
         })
     }
 
@@ -330,6 +351,17 @@ impl<C: Catalog> Store<C> {
             freed += 1;
         }
         Ok(freed)
+    }
+
+    /// The tail cache's counters now (no catalog query: cheap enough for every metrics
+    /// scrape).
+    pub fn tail_cache_stats(&self) -> TailCacheStats {
+        self.tail_cache.stats()
+    }
+
+    /// The tail cache (see [`crate::tail_cache`]).
+    pub fn tail_cache(&self) -> &TailCache {
+        &self.tail_cache
     }
 
     /// Where the store's host-file fsyncs go (crate::durable).

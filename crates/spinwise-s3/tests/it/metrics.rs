@@ -159,3 +159,36 @@ async fn the_listener_serves_get_metrics_only_and_counts_answers_of_an_observed_
     serving.abort();
     harness.server.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gets_of_objects_just_put_are_counted_as_tail_cache_hits() {
+    let harness = start().await;
+    let metrics = Arc::new(S3Metrics::new(Arc::clone(&harness.store)));
+    bucket(&harness, "tail").await;
+    let before = metrics.scrape().await.unwrap();
+    let bytes = pattern(40_000, 6);
+    put(&harness.client, "tail", "recent", &bytes).await;
+    assert!(get_bytes(&harness.client, "tail", "recent", None).await == bytes);
+    assert!(get_bytes(&harness.client, "tail", "recent", None).await == bytes);
+    let after = metrics.scrape().await.unwrap();
+    let grew = |name: &str| {
+        let value = |text: &str| sample(text, name).unwrap_or_else(|| panic!("no {name}:\n{text}"));
+        value(&after) - value(&before)
+    };
+    assert_eq!(
+        grew("spinwise_tail_cache_hits_total{level=\"ram\"}"),
+        2.0,
+        "{after}"
+    );
+    assert_eq!(grew("spinwise_tail_cache_hits_total{level=\"flash\"}"), 0.0);
+    assert_eq!(grew("spinwise_tail_cache_misses_total"), 0.0);
+    assert_eq!(grew("spinwise_tail_cache_served_bytes_total"), 80_000.0);
+    assert_eq!(grew("spinwise_tail_cache_insertions_total"), 1.0);
+    assert!(sample(&after, "spinwise_tail_cache_entries{level=\"ram\"}") >= Some(1.0));
+    assert!(sample(&after, "spinwise_tail_cache_used_bytes{level=\"ram\"}") >= Some(40_000.0));
+    assert_eq!(
+        sample(&after, "spinwise_tail_cache_used_bytes{level=\"flash\"}"),
+        Some(0.0)
+    );
+    harness.server.stop().await;
+}

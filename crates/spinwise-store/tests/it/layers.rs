@@ -28,6 +28,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "ordered",
             "owner",
             "placement",
+            "tail_cache",
             "writeback",
         ],
     ),

@@ -23,6 +23,7 @@ mod startup;
 mod store;
 mod support;
 mod swarm;
+mod tail_cache;
 mod throttle;
 mod tiers;
 mod upkeep;
