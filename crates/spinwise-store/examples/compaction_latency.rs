@@ -14,7 +14,11 @@
 //! filesystem, 20 a second). Every GET's and PUT's latency is recorded (request to last byte). Modes
 //! alternate, non-preemptive then semi-preemptive, R rounds (default 2), on the same objects.
 
-use spinwise_store::{CompactionMode, RackSource, SqliteStore, Store, StoreConfig};
+#[path = "support/common.rs"]
+mod common;
+
+use common::{pattern, preset_config};
+use spinwise_store::{CompactionMode, SqliteStore, Store, StoreConfig};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
@@ -69,26 +73,10 @@ fn parse_options() -> Result<Options, String> {
     Ok(options)
 }
 
-/// Deterministic incompressible bytes for object `seed` (BLAKE3's extendable output).
-fn pattern(bytes: usize, seed: u64) -> Vec<u8> {
-    let mut data = vec![0; bytes];
-    blake3::Hasher::new()
-        .update(&seed.to_le_bytes())
-        .finalize_xof()
-        .fill(&mut data);
-    data
-}
-
 fn store_config(options: &Options, mode: CompactionMode) -> StoreConfig {
-    let rack = spinwise_model::parse_rack("pelican", PELICAN).expect("the preset parses");
-    let mut layout = spinwise_plan::plan(&rack).expect("the preset plans").layout;
-    layout.scheduler.concurrent_requests_per_class = options.reads_at_once.max(1);
-    let mut config = StoreConfig::new(
-        RackSource::Preset("pelican".into()),
-        PELICAN.to_string(),
-        layout,
-    );
-    config.time_factor = 0.001;
+    let mut config = preset_config("pelican", PELICAN, |layout| {
+        layout.scheduler.concurrent_requests_per_class = options.reads_at_once.max(1);
+    });
     config.disk_bandwidth_scale = Some(options.scale);
     config.bundle_bytes = (options.objects * options.object_bytes) as u64;
     config.upkeep.compaction = mode;
@@ -117,16 +105,24 @@ async fn fill(store: &SqliteStore, options: &Options) -> Vec<String> {
 }
 
 /// GETs of 1 MiB ranges of `keys` in turn until `done`; each one's seconds.
-async fn read_loop(store: Arc<SqliteStore>, keys: Vec<String>, done: Arc<AtomicBool>) -> Vec<f64> {
+async fn read_loop(
+    store: Arc<SqliteStore>,
+    keys: Vec<String>,
+    object_bytes: u64,
+    done: Arc<AtomicBool>,
+) -> Vec<f64> {
+    // Ranges of 1 MiB (the whole object if smaller) starting anywhere it allows.
+    let range_bytes = RANGE_BYTES.min(object_bytes);
+    let starts = object_bytes - range_bytes + 1;
     let mut latencies = Vec::new();
     let mut turn = 0usize;
     while !done.load(Ordering::Relaxed) {
         let key = &keys[turn % keys.len()];
-        let start = (turn as u64 * 7_919 * 4096) % (RANGE_BYTES * 8);
+        let start = (turn as u64 * 7_919 * 4096) % starts;
         turn += 1;
         let began = Instant::now();
         let mut reader = store
-            .get(key, Some(start..start + RANGE_BYTES))
+            .get(key, Some(start..start + range_bytes))
             .await
             .expect("get");
         while reader.next_chunk().await.expect("chunk").is_some() {}
@@ -172,7 +168,8 @@ async fn measure(options: &Options, mode: CompactionMode) -> serde_json::Value {
     let live = fill(&store, options).await;
     let store = Arc::new(store);
     let done = Arc::new(AtomicBool::new(false));
-    let reads = tokio::spawn(read_loop(store.clone(), live, done.clone()));
+    let object_bytes = options.object_bytes as u64;
+    let reads = tokio::spawn(read_loop(store.clone(), live, object_bytes, done.clone()));
     let writes = tokio::spawn(write_loop(store.clone(), done.clone()));
     let began = Instant::now();
     let report = store.compact(Some(0.4), |_| {}).await.expect("compact");

@@ -19,7 +19,11 @@
 //! (up to r = 3) after the objects are in: reads then go around them.
 
 use spinwise_catalog::Catalog;
-use spinwise_store::{RackSource, ReadColumns, SqliteStore, Store, StoreConfig};
+#[path = "support/common.rs"]
+mod common;
+
+use common::{pattern, preset_config};
+use spinwise_store::{ReadColumns, SqliteStore, Store, StoreConfig};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
@@ -77,26 +81,10 @@ fn parse_options() -> Result<Options, String> {
     Ok(options)
 }
 
-/// Deterministic incompressible bytes for object `seed` (BLAKE3's extendable output).
-fn pattern(bytes: usize, seed: u64) -> Vec<u8> {
-    let mut data = vec![0; bytes];
-    blake3::Hasher::new()
-        .update(&seed.to_le_bytes())
-        .finalize_xof()
-        .fill(&mut data);
-    data
-}
-
 fn store_config(options: &Options, read_columns: ReadColumns) -> StoreConfig {
-    let rack = spinwise_model::parse_rack("pelican", PELICAN).expect("the preset parses");
-    let mut layout = spinwise_plan::plan(&rack).expect("the preset plans").layout;
-    layout.scheduler.concurrent_requests_per_class = options.reads_at_once.max(1);
-    let mut config = StoreConfig::new(
-        RackSource::Preset("pelican".into()),
-        PELICAN.to_string(),
-        layout,
-    );
-    config.time_factor = 0.001;
+    let mut config = preset_config("pelican", PELICAN, |layout| {
+        layout.scheduler.concurrent_requests_per_class = options.reads_at_once.max(1);
+    });
     config.disk_bandwidth_scale = Some(options.scale);
     config.bundle_bytes = options.object_bytes as u64;
     config.read_columns = read_columns;

@@ -13,7 +13,11 @@
 //! (`posix_fadvise(DONTNEED)`) after the PUTs, so a miss reads the device, not memory.
 //! `--off-first` runs the store without the cache first (the cache's run goes first otherwise).
 
-use spinwise_store::{ContentCheck, RackSource, SqliteStore, Store, StoreConfig, TailCacheConfig};
+#[path = "support/common.rs"]
+mod common;
+
+use common::{pattern, preset_config};
+use spinwise_store::{ContentCheck, SqliteStore, Store, StoreConfig, TailCacheConfig};
 use std::time::{Duration, Instant};
 
 const JBOD: &str = include_str!("../../../presets/dense-jbod-60.toml");
@@ -69,28 +73,9 @@ fn parse_options() -> Result<Options, String> {
 }
 
 fn config(tail_cache: TailCacheConfig) -> StoreConfig {
-    let rack = spinwise_model::parse_rack("dense-jbod-60", JBOD).expect("the preset parses");
-    let layout = spinwise_plan::plan(&rack).expect("the preset plans").layout;
-    let mut config = StoreConfig::new(
-        RackSource::Preset("dense-jbod-60".into()),
-        JBOD.to_string(),
-        layout,
-    );
-    config.time_factor = 0.001;
+    let mut config = preset_config("dense-jbod-60", JBOD, |_| {});
     config.tail_cache = tail_cache;
     config
-}
-
-fn object(index: usize, size_bytes: usize) -> Vec<u8> {
-    let mut state = (index as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..size_bytes)
-        .map(|_| {
-            state ^= state >> 12;
-            state ^= state << 25;
-            state ^= state >> 27;
-            (state.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 56) as u8
-        })
-        .collect()
 }
 
 fn evict_page_cache(store: &SqliteStore) {
@@ -119,7 +104,7 @@ async fn run(label: &'static str, options: &Options, tail_cache: TailCacheConfig
         .expect("the store opens");
     let started = Instant::now();
     for index in 0..options.objects {
-        let bytes = object(index, options.object_bytes);
+        let bytes = pattern(options.object_bytes, index as u64);
         store
             .put(&format!("object-{index:06}"), &bytes[..])
             .await
