@@ -8,7 +8,11 @@
 //! work, and each blob's last scrub verification (`record_scrub`, `scrub_due`). Compaction
 //! reuses `commit_blob` with moves `from` a `Migrated` location (an object moves between blobs
 //! only if it still points at the old blob and offset) and lists a blob's objects with
-//! `objects_in_blob`. Every method that changes more than one record does so in one transaction.
+//! `objects_in_blob`. The warm tier's garbage collector picks staging segments by
+//! `segment_usage`, lists a segment's staged objects with `staged_in_segment`, and after copying
+//! a record repoints it with `restage` (which, like `demote`, applies only if the object is still
+//! where the decision saw it). Every method that changes more than one record does so in one
+//! transaction.
 //!
 //! Backends:
 //! - [`SqliteCatalog`] (`sqlite.rs`): SQLite through sqlx in WAL mode with `synchronous = FULL`
@@ -164,6 +168,19 @@ pub struct CatalogStats {
     pub dead_bytes: u64,
 }
 
+/// The staged objects of one staging-log segment, from [`Catalog::segment_usage`]: what the
+/// warm tier's garbage collector weighs to pick the segments worth copying out of.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SegmentUsage {
+    pub segment: SegmentId,
+    /// Staged objects whose record is in the segment (both tiers).
+    pub objects: u64,
+    /// The sum of their `size_bytes`: the bytes a copy would have to move.
+    pub live_bytes: u64,
+    /// How many of them are warm (the rest are cold, waiting for migration).
+    pub warm_objects: u64,
+}
+
 /// A committed blob and when scrub last verified every fragment of it (`None`: never; the
 /// store records a blob it has just written as verified at its commit), from
 /// [`Catalog::scrub_due`].
@@ -283,6 +300,34 @@ pub trait Catalog: Send + Sync + 'static {
         key: &str,
         at: &ObjectLocation,
     ) -> impl Future<Output = Result<bool, CatalogError>> + Send;
+    /// Points `key` at a copy of its record, `to` (segment, offset), if it is still staged at
+    /// `from`; size, hash, tier and creation time are kept. Returns whether it moved. Durable.
+    /// A move decided on one version never applies to a newer one (the same rule as `demote`).
+    /// Both `to` numbers must be storable (≤ `i64::MAX`, else [`CatalogError::Limit`], checked
+    /// before anything changes); a `from` above `i64::MAX` names no record, so nothing moves.
+    fn restage(
+        &self,
+        key: &str,
+        from: (SegmentId, u64),
+        to: (SegmentId, u64),
+    ) -> impl Future<Output = Result<bool, CatalogError>> + Send;
+    /// Staged objects (both tiers) whose record is in `segment`, in (offset, key) order, after
+    /// the position `after` (exclusive), as `objects_in_blob` pages a blob. What the warm
+    /// tier's garbage collector copies out of a segment. A segment or offset above `i64::MAX`
+    /// holds nothing.
+    fn staged_in_segment(
+        &self,
+        segment: SegmentId,
+        after: Option<(u64, &str)>,
+        limit: u32,
+    ) -> impl Future<Output = Result<Vec<ObjectRecord>, CatalogError>> + Send;
+    /// One row per segment some staged object lives in, in segment order, at most `limit`:
+    /// how many staged objects, their bytes and how many are warm. A segment's bytes above
+    /// `i64::MAX` are [`CatalogError::Limit`] (as `stats` totals are).
+    fn segment_usage(
+        &self,
+        limit: u32,
+    ) -> impl Future<Output = Result<Vec<SegmentUsage>, CatalogError>> + Send;
     /// Segments some staged object still lives in (the rest may be freed).
     fn segments_in_use(
         &self,

@@ -15,7 +15,7 @@ use crate::rules;
 use crate::{
     BlobId, BlobRecord, BlobState, Catalog, CatalogError, CatalogStats, DiskHealth, DiskIndex,
     DiskRecord, GroupIndex, IntegrityReport, Migration, ObjectLocation, ObjectRecord, RebuildTask,
-    ScrubEntry, SegmentId, Tier,
+    ScrubEntry, SegmentId, SegmentUsage, Tier,
 };
 
 /// The in-memory catalog; see the module documentation.
@@ -374,6 +374,85 @@ impl Catalog for MemoryCatalog {
         }
         object.tier = Tier::Cold;
         Ok(true)
+    }
+
+    async fn restage(
+        &self,
+        key: &str,
+        from: (SegmentId, u64),
+        to: (SegmentId, u64),
+    ) -> Result<bool, CatalogError> {
+        // Validated before the lock, like SQLite before its statement; a `from` above i64::MAX
+        // matches no record here by itself, as it matches no row there.
+        rules::check_restage(from, to)?;
+        let mut state = self.lock();
+        let Some(object) = state.objects.get_mut(key) else {
+            return Ok(false);
+        };
+        let (segment, offset) = from;
+        if object.location != (ObjectLocation::Staged { segment, offset }) {
+            return Ok(false);
+        }
+        let (segment, offset) = to;
+        object.location = ObjectLocation::Staged { segment, offset };
+        Ok(true)
+    }
+
+    async fn staged_in_segment(
+        &self,
+        segment: SegmentId,
+        after: Option<(u64, &str)>,
+        limit: u32,
+    ) -> Result<Vec<ObjectRecord>, CatalogError> {
+        let state = self.lock();
+        let mut inside: Vec<(u64, &ObjectRecord)> = state
+            .objects
+            .values()
+            .filter_map(|object| match object.location {
+                ObjectLocation::Staged {
+                    segment: staged_segment,
+                    offset,
+                } if staged_segment == segment => Some((offset, object)),
+                _ => None,
+            })
+            .filter(|(offset, object)| {
+                after.is_none_or(|(after_offset, after_key)| {
+                    (*offset, object.key.as_str()) > (after_offset, after_key)
+                })
+            })
+            .collect();
+        inside.sort_by(|left, right| (left.0, &left.1.key).cmp(&(right.0, &right.1.key)));
+        Ok(limited(
+            inside.into_iter().map(|(_, object)| object.clone()),
+            limit,
+        ))
+    }
+
+    async fn segment_usage(&self, limit: u32) -> Result<Vec<SegmentUsage>, CatalogError> {
+        let state = self.lock();
+        // (objects, bytes, warm objects) per segment; bytes in u128 so an overflow is seen.
+        let mut usage: BTreeMap<SegmentId, (u64, u128, u64)> = BTreeMap::new();
+        for object in state.objects.values() {
+            let ObjectLocation::Staged { segment, .. } = object.location else {
+                continue;
+            };
+            let entry = usage.entry(segment).or_default();
+            entry.0 += 1;
+            entry.1 += u128::from(object.size_bytes);
+            entry.2 += u64::from(object.tier == Tier::Warm);
+        }
+        // Only the rows returned are totalled, as SQLite stops summing at its LIMIT.
+        limited(usage.into_iter(), limit)
+            .into_iter()
+            .map(|(segment, (objects, bytes, warm_objects))| {
+                Ok(SegmentUsage {
+                    segment,
+                    objects,
+                    live_bytes: rules::segment_bytes(bytes)?,
+                    warm_objects,
+                })
+            })
+            .collect()
     }
 
     async fn segments_in_use(&self) -> Result<BTreeSet<SegmentId>, CatalogError> {

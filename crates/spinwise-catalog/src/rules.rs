@@ -10,7 +10,7 @@ use std::collections::BTreeSet;
 
 use crate::{
     BlobId, BlobRecord, BlobState, CatalogError, DiskHealth, DiskIndex, Migration, ObjectLocation,
-    ObjectRecord, RebuildTask,
+    ObjectRecord, RebuildTask, SegmentId,
 };
 
 /// `value` as the signed integer it is stored as, or a `Limit` error naming `what`.
@@ -52,6 +52,44 @@ pub(crate) fn check_object(record: &ObjectRecord) -> Result<(), CatalogError> {
     stored(segment, "staging segment")?;
     stored(offset, "staging offset")?;
     Ok(())
+}
+
+/// A `restage` request as stored: (segment, offset) pairs as the signed integers in the rows.
+pub(crate) struct StoredRestage {
+    /// `None` when `from` is above `i64::MAX`: nothing is ever stored there, so nothing moves.
+    pub(crate) from: Option<(i64, i64)>,
+    pub(crate) to: (i64, i64),
+}
+
+/// `restage`: the new place must be storable, checked before anything is read or changed. A
+/// `from` above `i64::MAX` names no record, so the move does not apply and is not an error.
+pub(crate) fn check_restage(
+    from: (SegmentId, u64),
+    to: (SegmentId, u64),
+) -> Result<StoredRestage, CatalogError> {
+    let to = (
+        stored(to.0, "staging segment")?,
+        stored(to.1, "staging offset")?,
+    );
+    let from = i64::try_from(from.0).ok().zip(i64::try_from(from.1).ok());
+    Ok(StoredRestage { from, to })
+}
+
+/// `segment_usage`: one segment's bytes, which must fit the signed range every number has (a
+/// backend that sums in i64 cannot report more), as `stats` totals must.
+pub(crate) fn segment_bytes(bytes: u128) -> Result<u64, CatalogError> {
+    u64::try_from(bytes)
+        .ok()
+        .filter(|&bytes| i64::try_from(bytes).is_ok())
+        .ok_or_else(segment_bytes_overflow)
+}
+
+/// The error for a segment whose staged bytes sum above `i64::MAX`.
+pub(crate) fn segment_bytes_overflow() -> CatalogError {
+    CatalogError::Limit(format!(
+        "a staging segment's live bytes are above the catalog's maximum {}",
+        i64::MAX
+    ))
 }
 
 /// `begin_blob`: a `Writing` blob with an id handed out by `next_blob_id` (all ids below

@@ -29,7 +29,7 @@ use crate::rules;
 use crate::{
     Absence, BlobId, BlobRecord, BlobState, Catalog, CatalogError, CatalogStats, ContentHash,
     DiskHealth, DiskIndex, DiskRecord, GroupIndex, IntegrityReport, Migration, ObjectLocation,
-    ObjectRecord, RebuildTask, ScrubEntry, SegmentId, Tier,
+    ObjectRecord, RebuildTask, ScrubEntry, SegmentId, SegmentUsage, Tier,
 };
 
 /// The schema version this build creates and understands.
@@ -982,6 +982,101 @@ impl Catalog for SqliteCatalog {
         .await
         .map_err(query_error(operation))?;
         Ok(changed.rows_affected() == 1)
+    }
+
+    async fn restage(
+        &self,
+        key: &str,
+        from: (SegmentId, u64),
+        to: (SegmentId, u64),
+    ) -> Result<bool, CatalogError> {
+        let operation = "restage";
+        let stored = rules::check_restage(from, to)?;
+        let (to_segment, to_offset) = stored.to;
+        let Some((from_segment, from_offset)) = stored.from else {
+            return Ok(false);
+        };
+        // One statement: the check that the object is still at `from` and the move are atomic,
+        // and with `synchronous = FULL` it is durable when it returns.
+        let changed = sqlx::query(
+            "UPDATE objects SET staged_segment = ?, byte_offset = ?
+             WHERE key = ? AND staged_segment = ? AND byte_offset = ?",
+        )
+        .bind(to_segment)
+        .bind(to_offset)
+        .bind(key)
+        .bind(from_segment)
+        .bind(from_offset)
+        .execute(&self.pool)
+        .await
+        .map_err(query_error(operation))?;
+        Ok(changed.rows_affected() == 1)
+    }
+
+    async fn staged_in_segment(
+        &self,
+        segment: SegmentId,
+        after: Option<(u64, &str)>,
+        limit: u32,
+    ) -> Result<Vec<ObjectRecord>, CatalogError> {
+        // Segments and offsets above i64::MAX are never stored: nothing is there.
+        let Ok(segment) = i64::try_from(segment) else {
+            return Ok(Vec::new());
+        };
+        let (after_offset, after_key) = match after {
+            None => (None, ""),
+            Some((offset, key)) => match i64::try_from(offset) {
+                Ok(offset) => (Some(offset), key),
+                Err(_) => return Ok(Vec::new()),
+            },
+        };
+        let sql = format!(
+            "SELECT {OBJECT_COLUMNS} FROM objects WHERE staged_segment = ?1
+                 AND (?2 IS NULL OR byte_offset > ?2 OR (byte_offset = ?2 AND key > ?3))
+             ORDER BY byte_offset, key LIMIT ?4"
+        );
+        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(segment)
+            .bind(after_offset)
+            .bind(after_key)
+            .bind(i64::from(limit))
+            .fetch_all(&self.pool)
+            .await
+            .map_err(query_error("staged_in_segment"))?;
+        rows.iter().map(decode_object).collect()
+    }
+
+    async fn segment_usage(&self, limit: u32) -> Result<Vec<SegmentUsage>, CatalogError> {
+        let operation = "segment_usage";
+        let rows = sqlx::query(
+            "SELECT staged_segment, COUNT(*) AS objects, SUM(size_bytes) AS live_bytes,
+                    SUM(tier = 'warm') AS warm_objects
+             FROM objects WHERE staged_segment IS NOT NULL
+             GROUP BY staged_segment ORDER BY staged_segment LIMIT ?",
+        )
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(|error| match &error {
+            // SUM of integers fails rather than wrap; the memory catalog refuses the same sum.
+            sqlx::Error::Database(database) if database.message() == "integer overflow" => {
+                rules::segment_bytes_overflow()
+            }
+            _ => query_error(operation)(error),
+        })?;
+        rows.iter()
+            .map(|row| {
+                let field = |name: &str| -> Result<u64, CatalogError> {
+                    unsigned(get::<i64>(row, name)?, name)
+                };
+                Ok(SegmentUsage {
+                    segment: field("staged_segment")?,
+                    objects: field("objects")?,
+                    live_bytes: field("live_bytes")?,
+                    warm_objects: field("warm_objects")?,
+                })
+            })
+            .collect()
     }
 
     async fn segments_in_use(&self) -> Result<BTreeSet<SegmentId>, CatalogError> {

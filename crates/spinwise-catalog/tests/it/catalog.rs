@@ -6,7 +6,7 @@ use crate::common;
 use common::{staged, warm, writing_blob};
 use spinwise_catalog::{
     BlobState, Catalog, CatalogError, CatalogStats, DiskHealth, DiskRecord, Migration,
-    ObjectLocation, ObjectRecord, RebuildTask, Tier,
+    ObjectLocation, ObjectRecord, RebuildTask, SegmentUsage, Tier,
 };
 
 for_both!(
@@ -35,6 +35,11 @@ for_both!(
     compaction_moves_live_objects_between_blobs_unless_deleted_and_dead_bytes_count_the_rest,
     warm_objects_stay_staged_and_are_listed_oldest_first_by_tier,
     demote_changes_only_the_version_it_was_decided_on,
+    restage_moves_only_the_version_it_was_decided_on,
+    restage_refuses_a_place_above_i64_max_and_changes_nothing,
+    staged_in_segment_lists_one_segment_in_offset_order_after_a_position,
+    segment_usage_counts_objects_live_bytes_and_warm_objects_per_segment,
+    segment_usage_refuses_a_segment_whose_bytes_sum_above_i64_max,
 );
 
 fn is_invalid<T: std::fmt::Debug>(result: Result<T, CatalogError>) -> bool {
@@ -1206,4 +1211,243 @@ async fn demote_changes_only_the_version_it_was_decided_on<C: Catalog>(catalog: 
         ["k"]
     );
     assert_eq!(catalog.stats().await.unwrap().warm_bytes, 0);
+}
+
+async fn segments<C: Catalog>(catalog: &C) -> Vec<u64> {
+    catalog
+        .segments_in_use()
+        .await
+        .unwrap()
+        .into_iter()
+        .collect()
+}
+
+async fn restage_moves_only_the_version_it_was_decided_on<C: Catalog>(catalog: &C) {
+    catalog.put_object(warm("k", 5, 1, 100)).await.unwrap();
+    // A newer version replaced it: the move decided on the old one does nothing.
+    let newer = warm("k", 7, 2, 32);
+    catalog.put_object(newer.clone()).await.unwrap();
+    assert!(!catalog.restage("k", (1, 100), (3, 0)).await.unwrap());
+    assert_eq!(catalog.object("k").await.unwrap(), Some(newer.clone()));
+    assert_eq!(segments(catalog).await, [2]);
+
+    // The current version moves, keeping tier, size, hash and creation time.
+    assert!(catalog.restage("k", (2, 32), (3, 0)).await.unwrap());
+    let moved = ObjectRecord {
+        location: ObjectLocation::Staged {
+            segment: 3,
+            offset: 0,
+        },
+        ..newer
+    };
+    assert_eq!(catalog.object("k").await.unwrap(), Some(moved.clone()));
+    assert_eq!(segments(catalog).await, [3]);
+    // Its old place no longer names it: moving from there again does nothing.
+    assert!(!catalog.restage("k", (2, 32), (4, 0)).await.unwrap());
+    assert_eq!(catalog.object("k").await.unwrap(), Some(moved));
+
+    // A cold object moves the same way and stays cold.
+    catalog.put_object(staged("c", 4, 5, 8)).await.unwrap();
+    assert!(catalog.restage("c", (5, 8), (3, 5)).await.unwrap());
+    let cold = catalog.object("c").await.unwrap().unwrap();
+    assert_eq!(cold, staged("c", 4, 3, 5));
+    assert_eq!(segments(catalog).await, [3]);
+
+    // A migrated object is staged nowhere, and an absent key is nowhere: neither moves.
+    catalog.put_object(staged("m", 4, 1, 0)).await.unwrap();
+    migrate(catalog, &["m"], [0, 1, 2]).await;
+    let migrated = catalog.object("m").await.unwrap();
+    assert!(!catalog.restage("m", (1, 0), (6, 0)).await.unwrap());
+    assert_eq!(catalog.object("m").await.unwrap(), migrated);
+    assert!(!catalog.restage("absent", (1, 0), (6, 0)).await.unwrap());
+    assert_eq!(catalog.object("absent").await.unwrap(), None);
+    assert_eq!(segments(catalog).await, [3]);
+    let stats = catalog.stats().await.unwrap();
+    assert_eq!((stats.warm_objects, stats.warm_bytes), (1, 7));
+    assert_eq!((stats.staged_objects, stats.staged_bytes), (2, 11));
+}
+
+async fn restage_refuses_a_place_above_i64_max_and_changes_nothing<C: Catalog>(catalog: &C) {
+    let record = staged("k", 5, 1, 0);
+    catalog.put_object(record.clone()).await.unwrap();
+    let above = i64::MAX as u64 + 1;
+    // Refused before anything is looked at: for a present key, an absent one, any `from`.
+    for key in ["k", "absent"] {
+        for to in [(above, 0), (0, above), (u64::MAX, u64::MAX)] {
+            for from in [(1, 0), (above, 0)] {
+                let result = catalog.restage(key, from, to).await;
+                assert!(matches!(result, Err(CatalogError::Limit(_))), "{result:?}");
+            }
+        }
+    }
+    assert_eq!(catalog.object("k").await.unwrap(), Some(record.clone()));
+    // A `from` above i64::MAX names no record: nothing moves, and that is no error.
+    assert!(!catalog.restage("k", (above, 0), (2, 0)).await.unwrap());
+    assert!(!catalog.restage("k", (1, above), (2, 0)).await.unwrap());
+    assert_eq!(catalog.object("k").await.unwrap(), Some(record));
+    // i64::MAX itself fits.
+    let largest = i64::MAX as u64;
+    assert!(
+        catalog
+            .restage("k", (1, 0), (largest, largest))
+            .await
+            .unwrap()
+    );
+    assert_eq!(
+        catalog.object("k").await.unwrap().unwrap(),
+        staged("k", 5, largest, largest)
+    );
+}
+
+async fn staged_in_segment_lists_one_segment_in_offset_order_after_a_position<C: Catalog>(
+    catalog: &C,
+) {
+    // Segment 2 holds, in log order: e@0, w@5 (warm), a@10 and b@10 (a tie: key order).
+    catalog.put_object(staged("a", 3, 2, 10)).await.unwrap();
+    catalog.put_object(staged("b", 0, 2, 10)).await.unwrap();
+    catalog.put_object(warm("w", 5, 2, 5)).await.unwrap();
+    catalog.put_object(staged("e", 5, 2, 0)).await.unwrap();
+    catalog.put_object(staged("c", 1, 1, 3)).await.unwrap();
+    // Migrated out of segment 2: no longer in it.
+    catalog.put_object(staged("m", 4, 2, 20)).await.unwrap();
+    migrate(catalog, &["m"], [0, 1, 2]).await;
+
+    let in_segment = |segment, after, limit| catalog.staged_in_segment(segment, after, limit);
+    let all = in_segment(2, None, 100).await.unwrap();
+    assert_eq!(keys_of(all.clone()), ["e", "w", "a", "b"]);
+    assert_eq!(all[0], staged("e", 5, 2, 0));
+    assert_eq!(all[1], warm("w", 5, 2, 5));
+    assert_eq!(keys_of(in_segment(2, None, 2).await.unwrap()), ["e", "w"]);
+    assert!(in_segment(2, None, 0).await.unwrap().is_empty());
+    // Strictly after (offset, key).
+    let after = |offset, key| Some((offset, key));
+    assert_eq!(
+        keys_of(in_segment(2, after(0, "e"), 100).await.unwrap()),
+        ["w", "a", "b"]
+    );
+    assert_eq!(
+        keys_of(in_segment(2, after(5, ""), 100).await.unwrap()),
+        ["w", "a", "b"]
+    );
+    assert_eq!(
+        keys_of(in_segment(2, after(5, "w"), 1).await.unwrap()),
+        ["a"]
+    );
+    assert_eq!(
+        keys_of(in_segment(2, after(10, "a"), 100).await.unwrap()),
+        ["b"]
+    );
+    assert!(in_segment(2, after(10, "b"), 100).await.unwrap().is_empty());
+    assert!(
+        in_segment(2, after(u64::MAX, ""), 100)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    // Other segments: their own objects only; none at all above i64::MAX.
+    assert_eq!(keys_of(in_segment(1, None, 100).await.unwrap()), ["c"]);
+    assert!(in_segment(7, None, 100).await.unwrap().is_empty());
+    assert!(in_segment(u64::MAX, None, 100).await.unwrap().is_empty());
+    assert!(
+        in_segment(i64::MAX as u64 + 1, None, 100)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    // A restaged object leaves its old segment's listing for its new one.
+    assert!(catalog.restage("w", (2, 5), (1, 0)).await.unwrap());
+    assert_eq!(
+        keys_of(in_segment(2, None, 100).await.unwrap()),
+        ["e", "a", "b"]
+    );
+    assert_eq!(keys_of(in_segment(1, None, 100).await.unwrap()), ["w", "c"]);
+}
+
+async fn segment_usage_counts_objects_live_bytes_and_warm_objects_per_segment<C: Catalog>(
+    catalog: &C,
+) {
+    assert!(catalog.segment_usage(100).await.unwrap().is_empty());
+    catalog.put_object(staged("a", 4, 3, 0)).await.unwrap();
+    catalog.put_object(warm("b", 6, 3, 4)).await.unwrap();
+    catalog.put_object(warm("c", 1, 1, 0)).await.unwrap();
+    catalog.put_object(staged("d", 10, 7, 0)).await.unwrap();
+    // An empty object still counts as an object.
+    catalog.put_object(staged("z", 0, 7, 10)).await.unwrap();
+    // A migrated object is in no segment.
+    catalog.put_object(staged("m", 4, 1, 8)).await.unwrap();
+    migrate(catalog, &["m"], [0, 1, 2]).await;
+
+    let usage = |segment, objects, live_bytes, warm_objects| SegmentUsage {
+        segment,
+        objects,
+        live_bytes,
+        warm_objects,
+    };
+    assert_eq!(
+        catalog.segment_usage(100).await.unwrap(),
+        [usage(1, 1, 1, 1), usage(3, 2, 10, 1), usage(7, 2, 10, 0)]
+    );
+    assert_eq!(
+        catalog.segment_usage(2).await.unwrap(),
+        [usage(1, 1, 1, 1), usage(3, 2, 10, 1)]
+    );
+    assert!(catalog.segment_usage(0).await.unwrap().is_empty());
+
+    // The rows follow restages, demotions and deletes.
+    assert!(catalog.restage("d", (7, 0), (3, 16)).await.unwrap());
+    assert!(
+        catalog
+            .demote(
+                "b",
+                &ObjectLocation::Staged {
+                    segment: 3,
+                    offset: 4
+                }
+            )
+            .await
+            .unwrap()
+    );
+    catalog.delete_object("c").await.unwrap();
+    assert_eq!(
+        catalog.segment_usage(100).await.unwrap(),
+        [usage(3, 3, 20, 0), usage(7, 1, 0, 0)]
+    );
+    // The rows agree with segments_in_use and with stats' staged totals.
+    let rows = catalog.segment_usage(100).await.unwrap();
+    let listed: Vec<u64> = rows.iter().map(|row| row.segment).collect();
+    assert_eq!(listed, segments(catalog).await);
+    let stats = catalog.stats().await.unwrap();
+    assert_eq!(
+        rows.iter().map(|row| row.objects).sum::<u64>(),
+        stats.staged_objects
+    );
+    assert_eq!(
+        rows.iter().map(|row| row.live_bytes).sum::<u64>(),
+        stats.staged_bytes
+    );
+}
+
+async fn segment_usage_refuses_a_segment_whose_bytes_sum_above_i64_max<C: Catalog>(catalog: &C) {
+    let largest = i64::MAX as u64;
+    catalog
+        .put_object(staged("a", largest, 1, 0))
+        .await
+        .unwrap();
+    catalog.put_object(staged("b", 1, 2, 0)).await.unwrap();
+    catalog
+        .put_object(staged("c", largest, 2, 1))
+        .await
+        .unwrap();
+    let result = catalog.segment_usage(100).await;
+    assert!(matches!(result, Err(CatalogError::Limit(_))), "{result:?}");
+    // A segment of exactly i64::MAX bytes is fine.
+    assert_eq!(
+        catalog.segment_usage(1).await.unwrap(),
+        [SegmentUsage {
+            segment: 1,
+            objects: 1,
+            live_bytes: largest,
+            warm_objects: 0,
+        }]
+    );
 }

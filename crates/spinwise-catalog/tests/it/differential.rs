@@ -64,6 +64,23 @@ enum Op {
         current: bool,
     },
     Segments,
+    /// Moves a key's record from its current place (`from` = None) or from a random one (stale,
+    /// or another object's, or now and then above i64::MAX) to `to`; a `to` above i64::MAX
+    /// occurs now and then too (refused with Limit).
+    Restage {
+        key: usize,
+        from: Option<(u64, u64)>,
+        to: (u64, u64),
+    },
+    /// Staged objects of a segment, after (offset, key) when given.
+    InSegment {
+        segment: u64,
+        after: Option<(u64, usize)>,
+        limit: u32,
+    },
+    SegmentUsage {
+        limit: u32,
+    },
     NextBlobId,
     /// Blob ids are `last handed out - back` (so 0, duplicates and unknown ids occur).
     Begin {
@@ -159,6 +176,12 @@ fn op() -> impl Strategy<Value = Op> {
     let key = 0..KEYS.len();
     let back = 0u64..3;
     let limit = 0u32..6;
+    // A place in the staging log: mostly where Put puts objects, rarely one no catalog stores.
+    let above = i64::MAX as u64 + 1;
+    let position = prop_oneof![
+        9 => (0u64..4, 0u64..4),
+        1 => prop_oneof![Just((above, 0)), Just((0, above)), Just((u64::MAX, u64::MAX))],
+    ];
     // Mostly distinct disks (a valid blob), sometimes a random triple (maybe a repeat).
     let disks = prop_oneof![
         3 => (0u32..8).prop_map(|disk| [disk, (disk + 1) % 8, (disk + 3) % 8]),
@@ -173,6 +196,9 @@ fn op() -> impl Strategy<Value = Op> {
         1 => limit.clone().prop_map(|limit| Op::WarmOldest { limit }),
         2 => (key.clone(), proptest::bool::weighted(0.8)).prop_map(|(key, current)| Op::Demote { key, current }),
         1 => Just(Op::Segments),
+        3 => (key.clone(), proptest::option::weighted(0.3, position.clone()), position).prop_map(|(key, from, to)| Op::Restage { key, from, to }),
+        2 => (0u64..5, proptest::option::of((0u64..5, key.clone())), limit.clone()).prop_map(|(segment, after, limit)| Op::InSegment { segment, after, limit }),
+        1 => limit.clone().prop_map(|limit| Op::SegmentUsage { limit }),
         2 => Just(Op::NextBlobId),
         2 => (back.clone(), 0u32..3, disks.clone(), 0u64..24).prop_map(|(back, group, disks, size_bytes)| Op::Begin { back, group, disks, size_bytes }),
         2 => (0usize..3, proptest::collection::vec((key.clone(), proptest::bool::weighted(0.8), 0u64..12), 0..5)).prop_map(|(pick, moves)| Op::Commit { pick, moves }),
@@ -413,6 +439,31 @@ async fn run_op<C: Catalog>(catalog: &C, op: Op) -> String {
             format!("{:?}", catalog.demote(KEYS[key], &at).await)
         }
         Op::Segments => format!("{:?}", catalog.segments_in_use().await),
+        Op::Restage { key, from, to } => {
+            // Like Demote: the current place as this catalog sees it; a migrated object's blob
+            // and offset stand in for a place in the log, which must not match.
+            let from = match (from, catalog.object(KEYS[key]).await) {
+                (Some(from), _) => from,
+                (None, Ok(Some(object))) => match object.location {
+                    ObjectLocation::Staged { segment, offset } => (segment, offset),
+                    ObjectLocation::Migrated { blob, offset } => (blob, offset),
+                },
+                (None, _) => (1, 1),
+            };
+            format!("{:?}", catalog.restage(KEYS[key], from, to).await)
+        }
+        Op::InSegment {
+            segment,
+            after,
+            limit,
+        } => {
+            let after = after.map(|(offset, key)| (offset, KEYS[key]));
+            format!(
+                "{:?}",
+                catalog.staged_in_segment(segment, after, limit).await
+            )
+        }
+        Op::SegmentUsage { limit } => format!("{:?}", catalog.segment_usage(limit).await),
         Op::NextBlobId => format!("{:?}", catalog.next_blob_id().await),
         Op::InState { committed, limit } => {
             let state = if committed {
@@ -497,7 +548,7 @@ proptest! {
             // Everything the model holds is durable: a reopened catalog answers the same.
             sqlite.close().await;
             let reopened = SqliteCatalog::open(&path).await.unwrap();
-            for op in [Op::List { prefix: 0, after: None, limit: 100 }, Op::Staged { warm: None, limit: 100 }, Op::WarmOldest { limit: 100 }, Op::Stats, Op::Tasks { limit: 100 }, Op::Unhealthy, Op::InState { committed: true, limit: 100 }, Op::InState { committed: false, limit: 100 }] {
+            for op in [Op::List { prefix: 0, after: None, limit: 100 }, Op::Staged { warm: None, limit: 100 }, Op::WarmOldest { limit: 100 }, Op::Stats, Op::SegmentUsage { limit: 100 }, Op::Tasks { limit: 100 }, Op::Unhealthy, Op::InState { committed: true, limit: 100 }, Op::InState { committed: false, limit: 100 }] {
                 assert_eq!(run_op(&reopened, op.clone()).await, run_op(&model, op).await);
             }
             reopened.close().await;

@@ -279,6 +279,29 @@ impl Catalog for RacingCatalog {
     ) -> impl Future<Output = Result<bool, CatalogError>> + Send {
         self.inner.demote(key, at)
     }
+    fn restage(
+        &self,
+        key: &str,
+        from: (SegmentId, u64),
+        to: (SegmentId, u64),
+    ) -> impl Future<Output = Result<bool, CatalogError>> + Send {
+        self.inner.restage(key, from, to)
+    }
+    fn staged_in_segment(
+        &self,
+        segment: SegmentId,
+        after: Option<(u64, &str)>,
+        limit: u32,
+    ) -> impl Future<Output = Result<Vec<ObjectRecord>, CatalogError>> + Send {
+        self.inner.staged_in_segment(segment, after, limit)
+    }
+    fn segment_usage(
+        &self,
+        limit: u32,
+    ) -> impl Future<Output = Result<Vec<spinwise_catalog::SegmentUsage>, CatalogError>> + Send
+    {
+        self.inner.segment_usage(limit)
+    }
     fn segments_in_use(
         &self,
     ) -> impl Future<Output = Result<BTreeSet<SegmentId>, CatalogError>> + Send {
