@@ -75,6 +75,36 @@ fn compaction_policy(upkeep: &UpkeepConfig) -> GcPolicy {
     GcPolicy::new(upkeep.compaction.gc_mode(), thresholds)
 }
 
+/// Waits until `policy`, asked with what `view` sees now, lets a collector's next unit go:
+/// while it says foreground work goes first, looks again every [`YIELD_POLL_US`] of `clock`,
+/// for at most `max_wait_us` (then the unit goes anyway: a steady stream of requests delays a
+/// collection, never starves it). `on_yield` is called once, when a wait starts. Shared by
+/// compaction and the warm tier's collector (crate::warm_gc), which ask the same policy.
+pub(crate) async fn wait_between_units<Fut: std::future::Future<Output = GcView>>(
+    clock: &dyn crate::clock::Clock,
+    policy: &GcPolicy,
+    max_wait_us: u64,
+    mut view: impl FnMut() -> Fut,
+    mut on_yield: impl FnMut(),
+) {
+    let started_us = clock.now_us();
+    let mut waited = false;
+    loop {
+        match policy.decide(view().await) {
+            Decision::GcUnit => return,
+            Decision::Foreground if clock.now_us().saturating_sub(started_us) < max_wait_us => {
+                if !waited {
+                    waited = true;
+                    on_yield();
+                }
+                clock.sleep(Duration::from_micros(YIELD_POLL_US)).await;
+            }
+            Decision::Foreground => return, // waited long enough: a unit goes
+            Decision::Wait => unreachable!("a collection under way always has a unit to do"),
+        }
+    }
+}
+
 /// Bytes per chunk between the decoder and the encoder of a compaction.
 pub const COMPACT_CHUNK_BYTES: usize = 1 << 20;
 /// Blobs (or a blob's objects) read from the catalog per page.
@@ -567,34 +597,20 @@ impl<C: Catalog> Store<C> {
     ) {
         let upkeep = &self.config().upkeep;
         let policy = compaction_policy(upkeep);
-        let started_us = self.clock().now_us();
         let max_wait_us = (upkeep.compact_max_yield_s * 1e6) as u64;
-        let mut waited = false;
-        loop {
-            let view = GcView {
+        let view = || async {
+            GcView {
                 free_blocks: self.free_per_mille(group),
                 collecting: true,
                 work_available: true,
                 foreground_waiting: self.reads_waiting(group).await,
-            };
-            match policy.decide(view) {
-                Decision::GcUnit => return,
-                Decision::Foreground
-                    if self.clock().now_us().saturating_sub(started_us) < max_wait_us =>
-                {
-                    if !waited {
-                        waited = true;
-                        report.yields += 1;
-                        progress(report);
-                    }
-                    self.clock()
-                        .sleep(Duration::from_micros(YIELD_POLL_US))
-                        .await;
-                }
-                Decision::Foreground => return, // waited long enough: a unit goes
-                Decision::Wait => unreachable!("a collection under way always has a unit to do"),
             }
-        }
+        };
+        let on_yield = || {
+            report.yields += 1;
+            progress(report);
+        };
+        wait_between_units(self.clock().as_ref(), &policy, max_wait_us, view, on_yield).await;
     }
 
     /// Whether reads are queued on any group of `group`'s class (a class serves one group at a

@@ -106,6 +106,13 @@ pub struct StoreConfig {
     /// Erasure-coding fragment size (default 128 KiB).
     pub fragment_bytes: u32,
     pub staging: StagingConfig,
+    /// More staging devices after `DATA/staging`: Gecko's chained log (`[staging] chain` in
+    /// store.toml, absent when empty; relative paths are in the data directory). PUTs append
+    /// on one device (the tail), which moves on to the next once its share of
+    /// `staging.limit_bytes` is full; the warm collector empties the device after the tail
+    /// first (docs/store.md, "A chain of staging devices"). Fixed at `init`: a segment's device
+    /// is its id modulo the chain's length.
+    pub staging_chain: Vec<PathBuf>,
     /// Scrub policy for the upkeep task (`[upkeep]` in store.toml; defaults when absent).
     pub upkeep: UpkeepConfig,
     /// The warm tier's capacity and what happens when it fills (`[warm]` in store.toml;
@@ -146,12 +153,25 @@ impl StoreConfig {
             bundle_bytes: 1 << 30,
             fragment_bytes: 128 << 10,
             staging: StagingConfig::default(),
+            staging_chain: Vec::new(),
             upkeep: UpkeepConfig::default(),
             warm: WarmConfig::default(),
             idle_spin_down_s: Some(DEFAULT_IDLE_SPIN_DOWN_S),
             policy: PolicyChoice::Pelican,
             tail_cache: TailCacheConfig::default(),
         }
+    }
+
+    /// The staging log's devices: `DATA/staging`, then `staging_chain` (relative paths in
+    /// `data_dir`).
+    pub fn staging_devices(&self, data_dir: &Path) -> Vec<PathBuf> {
+        std::iter::once(data_dir.join(STAGING_DIR))
+            .chain(
+                self.staging_chain
+                    .iter()
+                    .map(|device| data_dir.join(device)),
+            )
+            .collect()
     }
 
     /// The warm tier's capacity in bytes: [`WarmConfig::capacity_bytes`], or half the staging
@@ -225,6 +245,9 @@ struct StagingSection {
     segment_bytes: u64,
     chunk_bytes: u32,
     limit_bytes: u64,
+    /// Absent when empty, and in stores written before chains existed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    chain: Vec<PathBuf>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -272,6 +295,11 @@ pub fn validate(config: &StoreConfig, path: &Path) -> StoreResult<Rack> {
         ));
     }
     validate_upkeep(&config.upkeep).map_err(|message| config_error(path, message))?;
+    config
+        .warm
+        .check()
+        .map_err(|message| config_error(path, message))?;
+    check_chain(&config.staging_chain).map_err(|message| config_error(path, message))?;
     config
         .tail_cache
         .check()
@@ -359,6 +387,7 @@ pub fn write_in(data_dir: &Path, config: &StoreConfig, host: &HostFiles) -> Stor
             segment_bytes: config.staging.segment_bytes,
             chunk_bytes: config.staging.chunk_bytes,
             limit_bytes: config.staging.limit_bytes,
+            chain: config.staging_chain.clone(),
         },
         upkeep: config.upkeep.clone(),
         warm: config.warm.clone(),
@@ -436,6 +465,7 @@ pub fn read(data_dir: &Path) -> StoreResult<StoreConfig> {
             chunk_bytes: file.staging.chunk_bytes,
             limit_bytes: file.staging.limit_bytes,
         },
+        staging_chain: file.staging.chain,
         upkeep: file.upkeep,
         warm: file.warm,
         idle_spin_down_s: match file.idle_spin_down_s {
@@ -469,8 +499,10 @@ pub enum WarmWhenFull {
     Refuse,
 }
 
-/// The warm tier: objects written `Warm` stay in the staging log (docs/store.md, "Tiers").
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// The warm tier: objects written `Warm` stay in the staging log (docs/store.md, "Tiers"),
+/// and its collector reclaims the dead records deletes and overwrites leave there
+/// (crate::warm_gc; docs/store.md, "The warm tier's collector").
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct WarmConfig {
     /// Bytes of warm objects the tier keeps (`None`: half of `staging.limit_bytes`); at most
@@ -479,12 +511,72 @@ pub struct WarmConfig {
     pub capacity_bytes: Option<u64>,
     /// What happens when it is reached.
     pub when_full: WarmWhenFull,
+    /// How the collector shares the staging devices with PUTs and GETs: `semi-preemptive`
+    /// (default) lets staging requests in flight go before each record it moves while free
+    /// space is at or above `collect_hard_free_fraction`; `non-preemptive` moves a segment's
+    /// records back to back.
+    pub collection: CompactionMode,
+    /// Where moved records go: `move-to-tail` (default) or `compact-in-body` (docs/store.md).
+    pub collector: WarmCollector,
+    /// A sealed warm segment is collected once its dead bytes reach this fraction of its
+    /// length (default 0.5; in (0, 1]).
+    pub collect_dead_fraction: f64,
+    /// Below this free fraction of the staging limit the collector stops yielding (the
+    /// slides' hard threshold; default 0.05, in [0, 1)).
+    pub collect_hard_free_fraction: f64,
+    /// The longest one record's move waits for staging requests, seconds (default 10): a
+    /// steady stream of requests delays a collection, never starves it.
+    pub collect_max_yield_s: f64,
+}
+
+impl Default for WarmConfig {
+    fn default() -> WarmConfig {
+        WarmConfig {
+            capacity_bytes: None,
+            when_full: WarmWhenFull::default(),
+            collection: CompactionMode::SemiPreemptive,
+            collector: WarmCollector::MoveToTail,
+            collect_dead_fraction: 0.5,
+            collect_hard_free_fraction: 0.05,
+            collect_max_yield_s: 10.0,
+        }
+    }
 }
 
 impl WarmConfig {
     fn is_default(&self) -> bool {
         *self == WarmConfig::default()
     }
+
+    /// Checks the collector's settings (the capacity is checked against the staging limit by
+    /// the caller).
+    pub fn check(&self) -> Result<(), String> {
+        check_dead_fraction(self.collect_dead_fraction)
+            .map_err(|message| format!("warm.collect_dead_fraction: {message}"))?;
+        let fraction = self.collect_hard_free_fraction;
+        if !(fraction.is_finite() && (0.0..1.0).contains(&fraction)) {
+            return Err(format!(
+                "warm.collect_hard_free_fraction must be a number in [0, 1), not {fraction}"
+            ));
+        }
+        if !(self.collect_max_yield_s.is_finite() && self.collect_max_yield_s >= 0.0) {
+            return Err("warm.collect_max_yield_s must be a number of seconds, 0 or more".into());
+        }
+        Ok(())
+    }
+}
+
+/// [`WarmConfig::collector`]: where the warm collector writes the records it moves (Gecko's two
+/// collectors). With one staging directory both append at the log's tail; with a chain of
+/// devices (`staging.chain`), compact-in-body writes into a body device, neither the tail's
+/// nor the head's, so the tail's sequential PUT stream never shares its device with the
+/// collector's writes (on a chain of two there is no such device and it moves to the tail).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WarmCollector {
+    #[default]
+    MoveToTail,
+    CompactInBody,
 }
 
 /// The scrub policy of the upkeep task.
@@ -593,6 +685,34 @@ pub fn validate_upkeep(config: &UpkeepConfig) -> Result<(), String> {
     }
     Ok(())
 }
+
+/// Chain devices: at most [`MAX_CHAIN_DEVICES`] more, none empty, none naming `staging`
+/// itself, no two alike (as written: two spellings of one directory are the operator's to
+/// avoid, and are refused at open when a segment turns up on a device its id does not name).
+fn check_chain(chain: &[PathBuf]) -> Result<(), String> {
+    if chain.len() > MAX_CHAIN_DEVICES {
+        return Err(format!(
+            "staging.chain names {} devices; at most {MAX_CHAIN_DEVICES}",
+            chain.len()
+        ));
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    for device in chain {
+        if device.as_os_str().is_empty() || device == Path::new(STAGING_DIR) {
+            return Err(format!(
+                "staging.chain: `{}` is not a device of its own (DATA/staging is the first)",
+                device.display()
+            ));
+        }
+        if !seen.insert(device) {
+            return Err(format!("staging.chain names `{}` twice", device.display()));
+        }
+    }
+    Ok(())
+}
+
+/// Devices a staging chain may add after `DATA/staging`.
+pub const MAX_CHAIN_DEVICES: usize = 63;
 
 /// A `min_dead_fraction` must be a number in (0, 1].
 pub fn check_dead_fraction(fraction: f64) -> Result<(), String> {

@@ -110,6 +110,7 @@ impl<C: Catalog> Store<C> {
                     source: Source::Migrated(reader),
                     whole_hash: whole.then(blake3::Hasher::new),
                     fill: None,
+                    _staging_request: None,
                 }));
             }
         };
@@ -136,6 +137,7 @@ impl<C: Catalog> Store<C> {
                 },
                 whole_hash: None, // checked by the lookup when asked for
                 fill: None,
+                _staging_request: None,
             }));
         }
         // Taken before the segment is opened: a freeing of it meanwhile abandons the fill.
@@ -147,6 +149,7 @@ impl<C: Catalog> Store<C> {
                     location,
                     bytes: Vec::with_capacity(record.size_bytes as usize),
                 });
+        let request = self.staging_requests.start();
         let opened = self
             .staging
             .read(
@@ -165,6 +168,7 @@ impl<C: Catalog> Store<C> {
                 source: Source::Staged(Box::new(reader)),
                 whole_hash: None, // the staging log checks its own trailer
                 fill,
+                _staging_request: Some(request),
             })),
             Err(StagingError::Io { source, .. })
                 if source.kind() == std::io::ErrorKind::NotFound && may_retry =>
@@ -214,6 +218,8 @@ pub struct ObjectReader {
     whole_hash: Option<blake3::Hasher>,
     /// The object's bytes for the tail cache (a whole staged read that missed it).
     fill: Option<Fill>,
+    /// Counts a staged read among the requests the warm collector yields to, while it lasts.
+    _staging_request: Option<crate::store::StagingRequest>,
 }
 
 impl ObjectReader {

@@ -57,12 +57,14 @@ mod startup;
 mod store;
 mod survey;
 mod upkeep;
+mod warm_gc;
 mod writeback;
 
 pub use blob_index::{INDEX_DIR, index_path, read_index};
 pub use compact::CompactReport;
 pub use config::{
-    CompactionMode, RackSource, ReadColumns, StoreConfig, UpkeepConfig, WarmConfig, WarmWhenFull,
+    CompactionMode, RackSource, ReadColumns, StoreConfig, UpkeepConfig, WarmCollector, WarmConfig,
+    WarmWhenFull,
 };
 pub use duties::DutyReport;
 pub use error::{RepairFailure, StoreError, StoreResult};
@@ -82,3 +84,4 @@ pub use startup::{DiskProblem, StartupReport};
 pub use store::{CATALOG_FILE, ReadPriority, SqliteStore, Store, StoreRecovery, StoreStatus};
 pub use tail_cache::{TailCacheConfig, TailCacheStats};
 pub use upkeep::{UpkeepHandle, UpkeepReport};
+pub use warm_gc::WarmCollectReport;

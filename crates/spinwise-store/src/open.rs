@@ -13,7 +13,7 @@
 //!   segments or stripe stacks is refused ([`StoreError::CatalogLost`]), and nothing changes.
 
 use crate::clock::{Clock, SystemClock};
-use crate::config::{self, STAGING_DIR, STORE_FILE, StoreConfig};
+use crate::config::{self, STORE_FILE, StoreConfig};
 use crate::error::{StoreError, StoreResult, io_error};
 use crate::rack::{Environment, create_disks, failed_disks, open_rack};
 use crate::staging::{ScannedRecord, SegmentId, StagingLog};
@@ -107,8 +107,8 @@ impl<C: Catalog> Store<C> {
         // process is writing now carries an id the counter has already passed.
         let found = crate::survey::survey(data_dir)?;
         let blob_ids_raised = reserve_blob_ids(&catalog, &found).await?;
-        let staging = StagingLog::open_in(
-            &data_dir.join(STAGING_DIR),
+        let staging = StagingLog::open_chain(
+            config.staging_devices(data_dir),
             config.staging,
             environment.host_files(),
         )
@@ -142,6 +142,7 @@ impl<C: Catalog> Store<C> {
             upkeep_lock: crate::lock::UpkeepLock::new(data_dir),
             clock,
             tail_cache,
+            staging_requests: Default::default(),
         };
         store.recovery = store.recover().await?;
         store.recovery.problems.extend(blob_ids_raised);

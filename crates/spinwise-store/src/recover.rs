@@ -22,7 +22,7 @@
 //!   do within its budgets).
 
 use crate::blob_index::{BlobIndex, IndexEntry, index_path, read_index};
-use crate::config::{self, STAGING_DIR, STORE_FILE};
+use crate::config::{self, STORE_FILE};
 use crate::driver::{GroupDisks, Job, Purpose};
 use crate::durable::HostFiles;
 use crate::error::StoreError;
@@ -101,8 +101,10 @@ pub struct RecoverReport {
 }
 
 /// One version of a key found on disk. Later versions order higher: every staged record is
-/// later than every migrated copy (a flush migrates what is staged), staged records by
-/// (segment, offset), migrated ones by (blob id, place in the blob's index).
+/// later than every migrated copy (a flush migrates what is staged), staged records by the
+/// (segment, offset) they were first written at (their own, or for a copy the warm collector
+/// made, its original's), migrated ones by (blob id, place in the blob's index). A record and
+/// its copy rank alike: the one met first (the original, in a lower segment) is kept.
 #[derive(Clone, Debug)]
 struct Version {
     rank: (bool, u64, u64),
@@ -256,9 +258,13 @@ async fn staged_records(
     host: HostFiles,
     report: &mut RecoverReport,
 ) -> Result<Vec<ScannedRecord>, RecoverError> {
-    let log = StagingLog::open_in(&data_dir.join(STAGING_DIR), store_config.staging, host)
-        .await
-        .map_err(StoreError::from)?;
+    let log = StagingLog::open_chain(
+        store_config.staging_devices(data_dir),
+        store_config.staging,
+        host,
+    )
+    .await
+    .map_err(StoreError::from)?;
     for segment in log.segments_in_use_at_open() {
         report.skipped.push(Skipped {
             what: format!("staging segment {segment}"),
@@ -536,7 +542,9 @@ fn choose_versions(
     }
     for record in records {
         let version = Version {
-            rank: (true, record.segment, record.offset),
+            // A copy the warm collector made ranks where the object was first written, so it
+            // never outranks a version written after that but before the copy (staging.rs).
+            rank: (true, record.origin.0, record.origin.1),
             size_bytes: record.size_bytes,
             content_hash: record.content_hash,
             location: ObjectLocation::Staged {

@@ -26,8 +26,11 @@
 //! - appends within one segment are sequential, and an append fsyncs before the next append to
 //!   that segment starts, so only a segment's last record can be torn;
 //! - segments that existed when the log was opened are sealed: new records go to new segments;
-//! - a warm record is alone in its segment, and taking that segment seals this process's open
-//!   cold segments, so its records' segment ids follow the order it wrote them in;
+//! - a segment holds records of one tier; creating a cold or warm segment seals this process's
+//!   open segments of the other tier, so its records' segment ids follow the order it wrote
+//!   them in (moved records, which only the warm collector writes, rank by their origin);
+//! - a segment's file is on device `id % devices` of the chain ([`ChainState`]), and new ids
+//!   only grow;
 //! - a segment is truncated or deleted only under a claim (its lock taken by the claimer); it is
 //!   deleted only when it is sealed, unpinned (no append in flight whose catalog commit is
 //!   pending) and the caller, having asked the catalog after claiming, says nothing references
@@ -59,6 +62,13 @@ const FORMAT_VERSION: u32 = 1;
 /// value binaries from before tiers accept, so a store with no warm object stays readable by
 /// them; every other bit is refused.
 const RECORD_FLAG_WARM: u16 = 1;
+/// Record flag bit 1: the record is a copy the warm tier's collector made (crate::warm_gc);
+/// its header carries the place the object was first written (`origin`), which a lost
+/// catalog's recovery ranks it by, so a copy never outranks a newer version written before the
+/// copy was made. Written since 2026-11-30; binaries from before refuse the bit.
+const RECORD_FLAG_MOVED: u16 = 2;
+/// Bytes of a moved record's origin (segment id u64, offset u64) after its key.
+const ORIGIN_BYTES: usize = 16;
 /// Bytes of the segment header at offset 0.
 pub const SEGMENT_HEADER_BYTES: u64 = 32;
 /// Record header bytes before the key (magic, version, flags, chunk size, key length).
@@ -186,6 +196,10 @@ pub struct ScannedRecord {
     pub content_hash: ContentHash,
     /// The tier the PUT wrote (a later demotion lives only in the catalog).
     pub tier: Tier,
+    /// Where the object was first written: this record's own (segment, offset), or for a copy
+    /// the warm collector made, the place of the record it copies (carried through every
+    /// move). A lost catalog's recovery ranks staged versions by it.
+    pub origin: (SegmentId, u64),
 }
 
 /// What `recover` did.
@@ -308,13 +322,58 @@ struct Space {
     used_bytes: u64,
 }
 
-/// The staging log in one directory (see the module docs).
+/// Where a new segment goes (see [`StagingLog::copy_record`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Placement {
+    /// The chain's tail device, where every PUT appends.
+    #[default]
+    Tail,
+    /// A body device, neither the tail's nor the head's (Gecko's compact-in-body); the tail
+    /// on a chain of fewer than three devices, where there is no such device.
+    Body,
+}
+
+/// Which segments a pool of open segments holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Pool {
+    Cold,
+    Warm,
+    /// Warm records the collector moved into a body device.
+    Body,
+}
+
+/// The log's devices (Gecko's chain; one directory is a chain of one). A segment's device is
+/// its id modulo the chain's length, so ids stay unique across devices with `create_new` on
+/// each, and any process finds a segment's file without asking another.
+#[derive(Clone, Debug)]
+pub struct ChainState {
+    /// How many devices.
+    pub devices: usize,
+    /// The device new segments of PUTs go to.
+    pub tail: usize,
+    /// The device after the tail, which the tail moves to next: the collector empties it first.
+    pub head: usize,
+    /// Each device's share of `limit_bytes`.
+    pub capacity_bytes: u64,
+    /// Each device's bytes in sealed and idle open segments.
+    pub used_bytes: Vec<u64>,
+}
+
+/// The staging log over one directory or a chain of them (see the module docs).
 pub struct StagingLog {
-    dir: PathBuf,
-    /// Every fsync of a segment or of `dir` goes through it (crate::durable).
+    /// The chain's devices: `devices[0]` is `DATA/staging`, the rest `staging.chain`.
+    devices: Vec<PathBuf>,
+    /// The device the next segment of a PUT goes to.
+    tail: Mutex<usize>,
+    /// Every fsync of a segment or of a device's directory goes through it (crate::durable).
     host: HostFiles,
     config: StagingConfig,
+    /// Open segments between appends, cold and warm apart (a segment holds records of one
+    /// tier: cold ones leave with migration, warm ones stay and are collected), and the body
+    /// segments the collector writes moved records into (compact-in-body).
     idle: Mutex<Vec<OpenSegment>>,
+    idle_warm: Mutex<Vec<OpenSegment>>,
+    idle_body: Mutex<Vec<OpenSegment>>,
     /// Held by whoever chooses and frees segments ([`StagingLog::reclaim_guard`]): two
     /// concurrent reclaims would otherwise both pick a segment and the second fail to delete it.
     reclaiming: tokio::sync::Mutex<()>,
@@ -368,21 +427,33 @@ fn segment_header(segment: SegmentId, chunk_bytes: u32) -> [u8; 32] {
     header
 }
 
-fn record_flags(tier: Tier) -> u16 {
-    match tier {
+fn record_flags(tier: Tier, origin: Option<(SegmentId, u64)>) -> u16 {
+    let tier_flag = match tier {
         Tier::Warm => RECORD_FLAG_WARM,
         Tier::Cold => 0,
-    }
+    };
+    tier_flag | origin.map_or(0, |_| RECORD_FLAG_MOVED)
 }
 
-fn record_header(key: &str, tier: Tier, chunk_bytes: u32) -> Vec<u8> {
-    let mut header = Vec::with_capacity(RECORD_HEADER_FIXED_BYTES as usize + key.len() + 4);
+/// A record header; `origin` only for a copy the warm collector makes (flag bit 1).
+fn record_header(
+    key: &str,
+    tier: Tier,
+    chunk_bytes: u32,
+    origin: Option<(SegmentId, u64)>,
+) -> Vec<u8> {
+    let mut header =
+        Vec::with_capacity(RECORD_HEADER_FIXED_BYTES as usize + key.len() + ORIGIN_BYTES + 4);
     header.extend_from_slice(RECORD_MAGIC);
     header.extend_from_slice(&(FORMAT_VERSION as u16).to_le_bytes());
-    header.extend_from_slice(&record_flags(tier).to_le_bytes());
+    header.extend_from_slice(&record_flags(tier, origin).to_le_bytes());
     header.extend_from_slice(&chunk_bytes.to_le_bytes());
     header.extend_from_slice(&(key.len() as u32).to_le_bytes());
     header.extend_from_slice(key.as_bytes());
+    if let Some((segment, offset)) = origin {
+        header.extend_from_slice(&segment.to_le_bytes());
+        header.extend_from_slice(&offset.to_le_bytes());
+    }
     let crc = crc32c(&header);
     header.extend_from_slice(&crc.to_le_bytes());
     header
@@ -416,7 +487,10 @@ struct RecordHeader {
     chunk_bytes: u32,
     key: String,
     tier: Tier,
-    /// Header length (`24 + key length`): the payload starts at `offset + length`.
+    /// A moved record's origin (flag bit 1), `None` for a record written by a PUT.
+    origin: Option<(SegmentId, u64)>,
+    /// Header length (`24 + key length`, 16 more for a moved record): the payload starts at
+    /// `offset + length`.
     length_bytes: u64,
 }
 
@@ -434,7 +508,7 @@ fn read_record_header(reader: &mut impl Read) -> std::result::Result<RecordHeade
         return Err(format!("record version {version} is not supported"));
     }
     let flags = le_u16(&fixed[10..12]);
-    if flags & !RECORD_FLAG_WARM != 0 {
+    if flags & !(RECORD_FLAG_WARM | RECORD_FLAG_MOVED) != 0 {
         return Err(format!("record flags {flags:#06x} are not supported"));
     }
     let tier = if flags & RECORD_FLAG_WARM != 0 {
@@ -447,14 +521,26 @@ fn read_record_header(reader: &mut impl Read) -> std::result::Result<RecordHeade
     if key_bytes == 0 || key_bytes > MAX_KEY_BYTES {
         return Err(format!("key length {key_bytes} is out of range"));
     }
-    let mut rest = vec![0u8; key_bytes + 4];
+    let origin_bytes = if flags & RECORD_FLAG_MOVED != 0 {
+        ORIGIN_BYTES
+    } else {
+        0
+    };
+    let covered = key_bytes + origin_bytes;
+    let mut rest = vec![0u8; covered + 4];
     reader
         .read_exact(&mut rest)
         .map_err(|e| format!("record key: {e}"))?;
-    let crc = crc32c_of_parts(&[&fixed, &rest[..key_bytes]]);
-    if crc != le_u32(&rest[key_bytes..]) {
+    let crc = crc32c_of_parts(&[&fixed, &rest[..covered]]);
+    if crc != le_u32(&rest[covered..]) {
         return Err("record header crc mismatch".into());
     }
+    let origin = (origin_bytes > 0).then(|| {
+        (
+            le_u64(&rest[key_bytes..key_bytes + 8]),
+            le_u64(&rest[key_bytes + 8..covered]),
+        )
+    });
     if !(MIN_CHUNK_BYTES..=MAX_CHUNK_BYTES).contains(&chunk_bytes) {
         return Err(format!("chunk size {chunk_bytes} is out of range"));
     }
@@ -463,7 +549,8 @@ fn read_record_header(reader: &mut impl Read) -> std::result::Result<RecordHeade
         chunk_bytes,
         key,
         tier,
-        length_bytes: RECORD_HEADER_FIXED_BYTES + key_bytes as u64 + 4,
+        origin,
+        length_bytes: RECORD_HEADER_FIXED_BYTES + covered as u64 + 4,
     })
 }
 
@@ -641,6 +728,7 @@ fn finish_record(
         size_bytes,
         content_hash,
         tier: header.tier,
+        origin: header.origin.unwrap_or((segment, offset)),
     };
     Ok((record, trailer_at + TRAILER_BYTES))
 }
@@ -801,6 +889,45 @@ fn claim_and_scan(dir: &Path, host: &HostFiles) -> Result<OpenScan> {
     Ok(found)
 }
 
+/// [`claim_and_scan`] on every device of a chain; a file on a device its id does not name
+/// (id modulo the chain's length) is not the chain's and is left alone, with a warning.
+fn claim_and_scan_chain(devices: &[PathBuf], host: &HostFiles) -> Result<OpenScan> {
+    let mut found = OpenScan {
+        scans: BTreeMap::new(),
+        claims: BTreeMap::new(),
+        in_use: BTreeMap::new(),
+    };
+    for (device, dir) in devices.iter().enumerate() {
+        let OpenScan {
+            mut scans,
+            claims,
+            in_use,
+        } = claim_and_scan(dir, host)?;
+        let belongs = |segment: SegmentId| {
+            let ours = (segment % devices.len() as u64) as usize == device;
+            if !ours {
+                tracing::warn!(
+                    segment,
+                    dir = %dir.display(),
+                    "a staging segment on a device of the chain its id does not name; left alone"
+                );
+            }
+            ours
+        };
+        found
+            .in_use
+            .extend(in_use.into_iter().filter(|(id, _)| belongs(*id)));
+        for (id, claim) in claims {
+            if belongs(id) {
+                let scan = scans.remove(&id).expect("every claimed segment is scanned");
+                found.scans.insert(id, scan);
+                found.claims.insert(id, claim);
+            }
+        }
+    }
+    Ok(found)
+}
+
 impl StagingLog {
     /// Opens (creating if needed) the log in `dir`, claims every segment no live process holds
     /// and reads its header (records are checked by [`StagingLog::find_records`] and
@@ -812,11 +939,26 @@ impl StagingLog {
 
     /// [`StagingLog::open`] with its fsyncs through `host` (a simulation's crash model).
     pub async fn open_in(dir: &Path, config: StagingConfig, host: HostFiles) -> Result<StagingLog> {
+        StagingLog::open_chain(vec![dir.to_path_buf()], config, host).await
+    }
+
+    /// [`StagingLog::open_in`] over a chain of devices (`devices[0]` first; at least one):
+    /// every device's segments are claimed and sealed, and the tail is the device of the
+    /// newest segment.
+    pub async fn open_chain(
+        devices: Vec<PathBuf>,
+        config: StagingConfig,
+        host: HostFiles,
+    ) -> Result<StagingLog> {
         config.check()?;
-        let dir = dir.to_path_buf();
-        let scan_dir = dir.clone();
+        if devices.is_empty() {
+            return Err(StagingError::Config(
+                "a staging chain needs a device".into(),
+            ));
+        }
+        let scan_devices = devices.clone();
         let scan_host = host.clone();
-        let found = blocking(move || claim_and_scan(&scan_dir, &scan_host)).await?;
+        let found = blocking(move || claim_and_scan_chain(&scan_devices, &scan_host)).await?;
         let mut sealed: BTreeMap<SegmentId, u64> = found
             .scans
             .iter()
@@ -825,11 +967,18 @@ impl StagingLog {
         sealed.extend(found.in_use.iter().map(|(id, length)| (*id, *length)));
         let used_bytes = sealed.values().sum();
         let next_segment = sealed.keys().next_back().map_or(1, |last| last + 1);
+        let tail = sealed
+            .keys()
+            .next_back()
+            .map_or(0, |last| (last % devices.len() as u64) as usize);
         Ok(StagingLog {
-            dir,
+            devices,
+            tail: Mutex::new(tail),
             host,
             config,
             idle: Mutex::new(Vec::new()),
+            idle_warm: Mutex::new(Vec::new()),
+            idle_body: Mutex::new(Vec::new()),
             reclaiming: tokio::sync::Mutex::new(()),
             sealed: Mutex::new(sealed),
             next_segment: Mutex::new(next_segment),
@@ -865,8 +1014,91 @@ impl StagingLog {
         self.config
     }
 
+    /// The first device's directory (`DATA/staging`).
     pub fn dir(&self) -> &Path {
-        &self.dir
+        &self.devices[0]
+    }
+
+    /// Every device's directory, in chain order.
+    pub fn devices(&self) -> &[PathBuf] {
+        &self.devices
+    }
+
+    /// The device `segment`'s file is on (its id modulo the chain's length).
+    pub fn device_of(&self, segment: SegmentId) -> usize {
+        (segment % self.devices.len() as u64) as usize
+    }
+
+    fn path_of(&self, segment: SegmentId) -> PathBuf {
+        segment_path(&self.devices[self.device_of(segment)], segment)
+    }
+
+    /// The chain's tail and head and each device's bytes now (see [`ChainState`]).
+    pub fn chain_state(&self) -> ChainState {
+        let devices = self.devices.len();
+        let tail = *self.tail.lock().expect("tail lock");
+        ChainState {
+            devices,
+            tail,
+            head: (tail + 1) % devices,
+            capacity_bytes: self.device_capacity_bytes(),
+            used_bytes: (0..devices).map(|device| self.bytes_on(device)).collect(),
+        }
+    }
+
+    /// Each device's share of the staging limit.
+    fn device_capacity_bytes(&self) -> u64 {
+        self.config.limit_bytes / self.devices.len() as u64
+    }
+
+    /// Bytes of `device`'s sealed and idle open segments (segments being appended to now are
+    /// not counted: the tail moves on a segment late at most).
+    fn bytes_on(&self, device: usize) -> u64 {
+        let on_device = |segment: &SegmentId| self.device_of(*segment) == device;
+        let sealed: u64 = {
+            let sealed = self.sealed.lock().expect("sealed lock");
+            sealed
+                .iter()
+                .filter(|(segment, _)| on_device(segment))
+                .map(|(_, length)| *length)
+                .sum()
+        };
+        let idle: u64 = [&self.idle, &self.idle_warm, &self.idle_body]
+            .iter()
+            .map(|pool| {
+                let pool = pool.lock().expect("idle lock");
+                pool.iter()
+                    .filter(|open| on_device(&open.id))
+                    .map(|open| open.length_bytes)
+                    .sum::<u64>()
+            })
+            .sum();
+        sealed + idle
+    }
+
+    /// The device a new segment of `pool` goes to. A PUT's goes to the tail, which first moves
+    /// on to the next device once its own share of the limit would not hold one more segment;
+    /// a body segment to the emptiest device that is neither the tail nor the head (the tail
+    /// on a chain of fewer than three).
+    fn device_for_new(&self, pool: Pool) -> usize {
+        let devices = self.devices.len();
+        if devices == 1 {
+            return 0;
+        }
+        let mut tail = self.tail.lock().expect("tail lock");
+        if pool != Pool::Body
+            && self.bytes_on(*tail) + self.config.segment_bytes > self.device_capacity_bytes()
+        {
+            *tail = (*tail + 1) % devices;
+        }
+        let head = (*tail + 1) % devices;
+        match pool {
+            Pool::Cold | Pool::Warm => *tail,
+            Pool::Body => (0..devices)
+                .filter(|device| *device != *tail && *device != head)
+                .min_by_key(|device| self.bytes_on(*device))
+                .unwrap_or(*tail),
+        }
     }
 
     /// Where the store's host-file fsyncs go (crate::durable).
@@ -1018,7 +1250,7 @@ impl StagingLog {
     /// recreate that name meanwhile), fsyncs the directory and releases the claim.
     async fn delete_claimed(&self, claimed: ClaimedSegment) -> Result<()> {
         let segment = claimed.segment;
-        let dir = self.dir.clone();
+        let dir = self.devices[self.device_of(segment)].clone();
         let host = self.host.clone();
         blocking(move || {
             host.remove_file(&claimed.path)
@@ -1071,11 +1303,23 @@ impl StagingLog {
             .collect()
     }
 
+    /// [`StagingLog::freeable_segments`] with each one's length: the warm collector's
+    /// candidates (it weighs a segment's live bytes against its length).
+    pub fn freeable_lengths(&self) -> BTreeMap<SegmentId, u64> {
+        let pins = self.pins.lock().expect("pin map lock");
+        let sealed = self.sealed.lock().expect("sealed lock");
+        sealed
+            .iter()
+            .filter(|(segment, _)| !pins.contains_key(segment))
+            .map(|(segment, length)| (*segment, *length))
+            .collect()
+    }
+
     /// Takes the lock of a segment so it may be cut or deleted (see the module docs): in use
     /// when a live process (this one included) holds it; gone (and forgotten here) when the
     /// file no longer exists.
     pub async fn claim_segment(&self, segment: SegmentId) -> Result<Claim> {
-        let path = segment_path(&self.dir, segment);
+        let path = self.path_of(segment);
         let claim = blocking(move || claim_file(&path, segment)).await?;
         if let Claim::Gone = claim {
             self.forget_segment(segment);
@@ -1147,54 +1391,72 @@ impl StagingLog {
         self.space.lock().expect("space lock").used_bytes -= bytes;
     }
 
-    /// For a cold record, an idle open segment or a new one; for a warm record, always a new
-    /// one (header written and durable, directory fsynced), and every idle segment is sealed
-    /// first, so the records appended after it go to segments numbered above it: this
-    /// process's segment ids stay in the order its records were written. See
-    /// [`StagingLog::append`].
-    async fn take_segment(&self, tier: Tier) -> Result<OpenSegment> {
-        match tier {
-            Tier::Cold => {
-                if let Some(open) = self.idle.lock().expect("idle lock").pop() {
-                    return Ok(open);
-                }
-            }
-            Tier::Warm => {
-                let idle: Vec<OpenSegment> =
-                    self.idle.lock().expect("idle lock").drain(..).collect();
-                for open in idle {
-                    self.seal(open);
-                }
+    /// The idle pool `pool`.
+    fn idle_of(&self, pool: Pool) -> &Mutex<Vec<OpenSegment>> {
+        match pool {
+            Pool::Cold => &self.idle,
+            Pool::Warm => &self.idle_warm,
+            Pool::Body => &self.idle_body,
+        }
+    }
+
+    /// An idle open segment of `pool`, or a new one (header written and durable, directory
+    /// fsynced) on the device [`StagingLog::device_for_new`] picks. Before a new cold or warm
+    /// one is created, every idle segment of the other tier is sealed, so the records appended
+    /// from then on go to segments numbered above every segment still open: this process's
+    /// segment ids stay in the order its records were written, across tiers. (Body segments
+    /// hold only moved records, which rank by their origin.) See [`StagingLog::append`].
+    async fn take_segment(&self, pool: Pool) -> Result<OpenSegment> {
+        if let Some(open) = self.idle_of(pool).lock().expect("idle lock").pop() {
+            return Ok(open);
+        }
+        let other = match pool {
+            Pool::Cold => Some(Pool::Warm),
+            Pool::Warm => Some(Pool::Cold),
+            Pool::Body => None,
+        };
+        if let Some(other) = other {
+            let idle: Vec<OpenSegment> = self
+                .idle_of(other)
+                .lock()
+                .expect("idle lock")
+                .drain(..)
+                .collect();
+            for open in idle {
+                self.seal(open);
             }
         }
         self.reserve(SEGMENT_HEADER_BYTES)?;
-        let created = self.create_segment().await;
+        let created = self.create_segment(self.device_for_new(pool)).await;
         if created.is_err() {
             self.release(SEGMENT_HEADER_BYTES);
         }
         created
     }
 
-    fn next_segment_id(&self) -> SegmentId {
+    /// The lowest id above every id handed out so far that names `device` (id modulo the
+    /// chain's length).
+    fn next_segment_id(&self, device: usize) -> SegmentId {
+        let devices = self.devices.len() as u64;
         let mut next = self.next_segment.lock().expect("segment id lock");
-        let id = *next;
-        *next += 1;
+        let id = *next + (device as u64 + devices - *next % devices) % devices;
+        *next = id + 1;
         id
     }
 
-    /// Creates a segment under a fresh id, locked by this process (the writer's lock), trying
-    /// the next id whenever another process took one first.
-    async fn create_segment(&self) -> Result<OpenSegment> {
+    /// Creates a segment on `device` under a fresh id, locked by this process (the writer's
+    /// lock), trying the next id whenever another process took one first.
+    async fn create_segment(&self, device: usize) -> Result<OpenSegment> {
         for _ in 0..SEGMENT_ID_ATTEMPTS {
-            let id = self.next_segment_id();
-            let dir = self.dir.clone();
+            let id = self.next_segment_id(device);
+            let dir = self.devices[device].clone();
             let chunk_bytes = self.config.chunk_bytes;
             let host = self.host.clone();
             let created = blocking(move || create_locked_segment(&host, &dir, id, chunk_bytes));
             let Some(file) = created.await? else {
                 continue;
             };
-            let path = segment_path(&self.dir, id);
+            let path = self.path_of(id);
             let lock = Arc::new(WriterLock {
                 _file: file.try_clone().map_err(io_error(&path))?,
             });
@@ -1210,19 +1472,45 @@ impl StagingLog {
             });
         }
         Err(StagingError::Io {
-            path: self.dir.display().to_string(),
+            path: self.devices[device].display().to_string(),
             source: std::io::Error::other(format!(
                 "no free segment id in {SEGMENT_ID_ATTEMPTS} attempts (other processes took them)"
             )),
         })
     }
 
-    /// Puts a segment back after an append: sealed when full, idle otherwise.
-    fn return_segment(&self, open: OpenSegment) {
+    /// Puts a segment of `pool` back after an append: sealed when full, idle otherwise.
+    fn return_segment(&self, open: OpenSegment, pool: Pool) {
         if open.length_bytes >= self.config.segment_bytes {
             self.seal(open);
         } else {
-            self.idle.lock().expect("idle lock").push(open);
+            self.idle_of(pool).lock().expect("idle lock").push(open);
+        }
+    }
+
+    /// Seals every idle open segment of `tier` (for warm, the collector's body segments
+    /// too): their records become candidates for freeing (and, warm, for collection). For
+    /// tests and tools that need a segment sealed before it is full; appends after it go to
+    /// new segments.
+    pub fn seal_idle(&self, tier: Tier) {
+        let pools: &[Pool] = match tier {
+            Tier::Cold => &[Pool::Cold],
+            Tier::Warm => &[Pool::Warm, Pool::Body],
+        };
+        let idle: Vec<OpenSegment> = pools
+            .iter()
+            .flat_map(|pool| {
+                let drained: Vec<OpenSegment> = self
+                    .idle_of(*pool)
+                    .lock()
+                    .expect("idle lock")
+                    .drain(..)
+                    .collect();
+                drained
+            })
+            .collect();
+        for open in idle {
+            self.seal(open);
         }
     }
 
@@ -1238,38 +1526,49 @@ impl StagingLog {
     /// where it is. Memory: one chunk. On any error (reader, IO, `Full`) the segment is cut back
     /// to where the record began, so nothing of it remains.
     ///
-    /// A warm record gets a segment of its own, sealed once written: a warm object may stay for
-    /// months, and a segment is freed only whole, so a warm record sharing one would keep the
-    /// dead records beside it on disk. Those would be worse than wasted space: rebuilding a lost
-    /// catalog ranks every staged record above every migrated copy (a flush migrates what is
-    /// staged, and a segment's dead records go with it), so a dead older version kept by a warm
-    /// neighbour would come back in place of a newer, migrated one. For the same ranking, the
-    /// open cold segments are sealed when a warm record takes a new segment, so a later cold
-    /// record never lands in a segment numbered below an earlier warm one. The price is one
-    /// segment file (and a directory fsync) per warm PUT, and shorter cold segments when warm
-    /// and cold PUTs interleave.
+    /// Warm and cold records never share a segment. Cold segments are freed whole once
+    /// migration has moved all their records; warm ones hold objects for months, and the dead
+    /// records that deletes and overwrites leave in them are reclaimed by the warm collector
+    /// (crate::warm_gc), which copies the live ones on ([`StagingLog::copy_record`]) so the
+    /// segment can be freed. Until then a dead warm record stays on disk, which matters to a
+    /// lost catalog's recovery (docs/store.md, "Recovering a lost catalog"). When a record of
+    /// one tier needs a new segment, the other tier's open segments are sealed, so a later
+    /// record never lands in a segment numbered below an earlier one.
     pub async fn append(
         &self,
         key: &str,
         tier: Tier,
         reader: impl AsyncRead + Unpin,
     ) -> Result<StagedRecord> {
+        let pool = match tier {
+            Tier::Cold => Pool::Cold,
+            Tier::Warm => Pool::Warm,
+        };
+        self.append_record((key, tier), None, pool, reader).await
+    }
+
+    /// [`StagingLog::append`], for a moved record with its `origin` in the header.
+    async fn append_record(
+        &self,
+        (key, tier): (&str, Tier),
+        origin: Option<(SegmentId, u64)>,
+        pool: Pool,
+        reader: impl AsyncRead + Unpin,
+    ) -> Result<StagedRecord> {
         check_key(key)?;
-        let mut open = self.take_segment(tier).await?;
+        let mut open = self.take_segment(pool).await?;
         let pin = SegmentPin::new(open.id, &self.pins, &open.lock);
         let offset = open.length_bytes;
         let mut reserved_bytes = 0u64;
+        let header = record_header(key, tier, self.config.chunk_bytes, origin);
         let result = self
-            .write_record(&mut open, (key, tier), reader, &mut reserved_bytes)
+            .write_record(&mut open, (key, header), reader, &mut reserved_bytes)
             .await;
         match result {
             Ok((size_bytes, content_hash, end)) => {
                 open.length_bytes = end;
                 let segment = open.id;
-                match tier {
-                    Tier::Warm => self.seal(open),
-                    Tier::Cold => self.return_segment(open),
-                }
+                self.return_segment(open, pool);
                 Ok(StagedRecord {
                     segment,
                     offset,
@@ -1282,7 +1581,7 @@ impl StagingLog {
                 self.release(reserved_bytes);
                 let cut = async {
                     let file = open.file.try_clone().await?.into_std().await;
-                    let path = segment_path(&self.dir, open.id);
+                    let path = self.path_of(open.id);
                     let host = self.host.clone();
                     tokio::task::spawn_blocking(move || {
                         host.set_len(&file, &path, offset)?;
@@ -1296,7 +1595,7 @@ impl StagingLog {
                 }
                 .await;
                 match cut {
-                    Ok(()) => self.return_segment(open),
+                    Ok(()) => self.return_segment(open, pool),
                     // The tail could not be cut: seal the segment so nothing is appended after
                     // the partial record; recovery truncates or deletes it later.
                     Err(_) => {
@@ -1321,13 +1620,12 @@ impl StagingLog {
     async fn write_record(
         &self,
         open: &mut OpenSegment,
-        (key, tier): (&str, Tier),
+        (key, header): (&str, Vec<u8>),
         mut reader: impl AsyncRead + Unpin,
         reserved_bytes: &mut u64,
     ) -> Result<(u64, ContentHash, u64)> {
-        let path = segment_path(&self.dir, open.id);
+        let path = self.path_of(open.id);
         let chunk_bytes = self.config.chunk_bytes as usize;
-        let header = record_header(key, tier, self.config.chunk_bytes);
         self.reserve(header.len() as u64 + TRAILER_BYTES)?;
         *reserved_bytes += header.len() as u64 + TRAILER_BYTES;
         let file = open.file.try_clone().await.map_err(io_error(&path))?;
@@ -1390,7 +1688,7 @@ impl StagingLog {
                 size_bytes,
             });
         }
-        let path = segment_path(&self.dir, segment);
+        let path = self.path_of(segment);
         let expected_key = key.to_string();
         let corrupt = move |detail: String| StagingError::Corrupt {
             segment,
@@ -1417,7 +1715,7 @@ impl StagingLog {
             (check == ContentCheck::WholeObject && range.start == 0 && range.end == size_bytes)
                 .then(|| BackgroundHasher::new(READ_AHEAD_CHUNKS));
         let producer = ChunkProducer {
-            path: segment_path(&self.dir, segment),
+            path: self.path_of(segment),
             file,
             segment,
             offset,
@@ -1435,7 +1733,56 @@ impl StagingLog {
         };
         let (sender, chunks) = tokio::sync::mpsc::channel(READ_AHEAD_CHUNKS);
         tokio::task::spawn_blocking(move || producer.run(sender));
-        Ok(StagedReader { chunks })
+        Ok(StagedReader {
+            chunks,
+            origin: header.origin.unwrap_or((segment, offset)),
+            pending: Bytes::new(),
+        })
+    }
+
+    /// Copies the record of `key` at (`segment`, `offset`), `size_bytes` long, to a new place
+    /// in the log as a moved record of `tier` (the warm collector's unit of work,
+    /// crate::warm_gc): read whole and verified (each chunk's crc32c, then size and BLAKE3
+    /// against its trailer; a record that fails is not copied), written with the origin the
+    /// record carries (its own place, or the one it was itself copied from), fsynced. Memory:
+    /// a few chunks. The copy is pinned like an append until the returned record is dropped:
+    /// the caller repoints the catalog at it only if the object is still at the old place
+    /// (`Catalog::restage`), and otherwise the copy is garbage.
+    pub async fn copy_record(
+        &self,
+        (segment, offset): (SegmentId, u64),
+        key: &str,
+        size_bytes: u64,
+        (tier, placement): (Tier, Placement),
+    ) -> Result<StagedRecord> {
+        let reader = self
+            .read(
+                segment,
+                offset,
+                key,
+                size_bytes,
+                0..size_bytes,
+                ContentCheck::WholeObject,
+            )
+            .await?;
+        let origin = reader.origin;
+        let pool = match (tier, placement) {
+            (Tier::Cold, _) => Pool::Cold,
+            (Tier::Warm, Placement::Tail) => Pool::Warm,
+            (Tier::Warm, Placement::Body) => Pool::Body,
+        };
+        let copy = self
+            .append_record((key, tier), Some(origin), pool, reader)
+            .await?;
+        if copy.size_bytes != size_bytes {
+            // The read checked the size against the trailer; a copy of another length is a
+            // broken invariant of this log, not of the world.
+            panic!(
+                "copy of ({segment}, {offset}) holds {} bytes, not {size_bytes}",
+                copy.size_bytes
+            );
+        }
+        Ok(copy)
     }
 }
 
@@ -1558,6 +1905,10 @@ const READ_AHEAD_CHUNKS: usize = 4;
 /// the reader is dropped.
 pub struct StagedReader {
     chunks: tokio::sync::mpsc::Receiver<Result<Bytes>>,
+    /// The record's origin (see [`ScannedRecord::origin`]).
+    origin: (SegmentId, u64),
+    /// What an [`AsyncRead`] caller has not taken yet of the last chunk.
+    pending: Bytes,
 }
 
 impl StagedReader {
@@ -1565,6 +1916,33 @@ impl StagedReader {
     /// check, on whole-object reads).
     pub async fn next_chunk(&mut self) -> Result<Option<Bytes>> {
         self.chunks.recv().await.transpose()
+    }
+}
+
+/// The verified bytes as a byte stream (how [`StagingLog::copy_record`] feeds an append). A
+/// failed check arrives as an error, never as the end of the stream, so a copy of a damaged
+/// record fails rather than ending short.
+impl AsyncRead for StagedReader {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        context: &mut std::task::Context<'_>,
+        buffer: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        use std::task::Poll;
+        while self.pending.is_empty() {
+            match self.chunks.poll_recv(context) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(None) => return Poll::Ready(Ok(())),
+                Poll::Ready(Some(Ok(chunk))) => self.pending = chunk,
+                Poll::Ready(Some(Err(error))) => {
+                    return Poll::Ready(Err(std::io::Error::other(error)));
+                }
+            }
+        }
+        let taken = buffer.remaining().min(self.pending.len());
+        let piece = self.pending.split_to(taken);
+        buffer.put_slice(&piece);
+        Poll::Ready(Ok(()))
     }
 }
 

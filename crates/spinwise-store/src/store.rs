@@ -119,6 +119,48 @@ pub struct Store<C: Catalog> {
     /// Recently written objects' bytes (see [`crate::tail_cache`]); the staging log tells it
     /// of every segment it frees.
     pub(crate) tail_cache: Arc<TailCache>,
+    /// PUTs and staged GETs in flight: the foreground work the warm collector's policy lets
+    /// go first (crate::warm_gc).
+    pub(crate) staging_requests: StagingRequests,
+}
+
+/// Counts the requests using the staging devices (PUTs appending, GETs reading a staged
+/// record): how many are in flight and how many have ended. Each holds a [`StagingRequest`];
+/// dropping it (done, failed or abandoned) counts it out, so the count can never leak upward.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct StagingRequests(Arc<RequestCounts>);
+
+#[derive(Debug, Default)]
+pub(crate) struct RequestCounts {
+    in_flight: std::sync::atomic::AtomicU64,
+    ended: std::sync::atomic::AtomicU64,
+}
+
+impl StagingRequests {
+    pub(crate) fn start(&self) -> StagingRequest {
+        self.0
+            .in_flight
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        StagingRequest(Arc::clone(&self.0))
+    }
+
+    /// (in flight, ended so far).
+    pub(crate) fn counts(&self) -> (u64, u64) {
+        use std::sync::atomic::Ordering::Relaxed;
+        (self.0.in_flight.load(Relaxed), self.0.ended.load(Relaxed))
+    }
+}
+
+/// One request counted in [`StagingRequests`] while it lives.
+#[derive(Debug)]
+pub(crate) struct StagingRequest(Arc<RequestCounts>);
+
+impl Drop for StagingRequest {
+    fn drop(&mut self) {
+        use std::sync::atomic::Ordering::Relaxed;
+        self.0.ended.fetch_add(1, Relaxed);
+        self.0.in_flight.fetch_sub(1, Relaxed);
+    }
 }
 
 pub(crate) fn check_key(key: &str) -> StoreResult<()> {
@@ -161,6 +203,7 @@ impl<C: Catalog> Store<C> {
         Fut: std::future::Future<Output = Result<(), String>>,
     {
         check_key(key)?;
+        let _request = self.staging_requests.start();
         self.check_warm_room(tier).await?;
         // The body is copied as it streams (while it stays small enough to cache), so the
         // object just written can be read back without a seek on the staging device.

@@ -82,20 +82,28 @@ fn names_in(directory: &Path) -> std::io::Result<Vec<String>> {
     Ok(names)
 }
 
-/// Lists `data_dir`'s staging directory and every disk directory under `DATA/disks/`. A staging
+/// The staging devices store.toml names (`DATA/staging` and the chain), or `DATA/staging`
+/// alone when store.toml cannot be read (then the store does not open anyway).
+fn staging_devices(data_dir: &Path) -> Vec<PathBuf> {
+    match crate::config::read(data_dir) {
+        Ok(config) => config.staging_devices(data_dir),
+        Err(_) => vec![data_dir.join(STAGING_DIR)],
+    }
+}
+
+/// Lists `data_dir`'s staging devices and every disk directory under `DATA/disks/`. A staging
 /// directory that cannot be listed is an error (it is on the always-on disk, and what it holds
 /// decides whether opening is safe); a disk directory that cannot be listed is reported in
 /// [`DataSurvey::unlisted_disks`].
 pub fn survey(data_dir: &Path) -> StoreResult<DataSurvey> {
-    let staging = data_dir.join(STAGING_DIR);
-    let mut found = DataSurvey {
-        staging_segments: names_in(&staging)
+    let mut found = DataSurvey::default();
+    for staging in staging_devices(data_dir) {
+        found.staging_segments += names_in(&staging)
             .map_err(io_error(&staging))?
             .iter()
             .filter(|name| is_segment_name(name))
-            .count() as u64,
-        ..DataSurvey::default()
-    };
+            .count() as u64;
+    }
     let disks = data_dir.join(DISKS_DIR);
     let mut disk_directories: Vec<PathBuf> = names_in(&disks)
         .map_err(io_error(&disks))?

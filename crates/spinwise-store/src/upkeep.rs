@@ -26,6 +26,10 @@
 //!   (at least one blob). Compaction never spins a group up: it runs only on a group up anyway
 //!   (for other work, or for a scrub-only spin-up) and stops when the group is no longer active.
 //!
+//! - **The warm tier's collector** ([`crate::warm_gc`]): on every tick, after the duties, warm
+//!   staging segments whose dead fraction reached `warm.collect_dead_fraction` are collected,
+//!   at most [`WARM_COLLECT_BYTES_PER_TICK`] of live bytes per tick.
+//!
 //! Invariants: each group cycle (Up … Down) gets one batch (a group this task spun up is not
 //! batched again on its `Up`), plus one per minimum interval while it stays up; a scrub-only batch starts only after the minimum interval;
 //! stopping waits for the blob being scrubbed (or a migration or rebuild under way), then the
@@ -47,6 +51,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::{broadcast, watch};
 
+/// Live bytes the warm collector moves per upkeep tick (at least one segment): bounds how
+/// long one tick holds the staging devices for collection.
+const WARM_COLLECT_BYTES_PER_TICK: u64 = 256 << 20;
+
 /// What the upkeep task did so far.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct UpkeepReport {
@@ -64,6 +72,9 @@ pub struct UpkeepReport {
     pub compact_batches: u64,
     /// Everything compacted, merged.
     pub compaction: crate::compact::CompactReport,
+    /// Everything the warm collector did, merged ([`crate::warm_gc`]; on every tick, after the
+    /// duties).
+    pub warm_collection: crate::warm_gc::WarmCollectReport,
     /// Failures of single batches (the task goes on), one line each.
     pub errors: Vec<String>,
 }
@@ -268,6 +279,7 @@ impl<C: Catalog> Upkeep<C> {
     async fn on_tick(&mut self) {
         let min_interval = Duration::from_secs_f64(self.config.scrub_min_spin_up_interval_s);
         self.run_duties(min_interval).await;
+        self.collect_warm().await;
         let min_interval_us = micros(min_interval);
         let pending: Vec<GroupIndex> = self
             .up
@@ -419,6 +431,22 @@ impl<C: Catalog> Upkeep<C> {
                 .push(format!("compacting group {group}: {error}")),
         }
         report.compaction.merge(part);
+    }
+
+    /// The warm collector, within [`WARM_COLLECT_BYTES_PER_TICK`] (the staging devices are
+    /// always on: no spin-up to batch with, so it runs on every tick).
+    async fn collect_warm(&mut self) {
+        let limits = crate::warm_gc::WarmCollectLimits {
+            min_dead_fraction: self.store.config().warm.collect_dead_fraction,
+            budget_bytes: WARM_COLLECT_BYTES_PER_TICK,
+        };
+        match self.store.collect_warm_within(limits, |_| {}).await {
+            Ok(part) => {
+                let mut report = self.report.lock().expect("upkeep report");
+                report.warm_collection.merge(part);
+            }
+            Err(error) => self.error(format!("collecting the warm tier: {error}")),
+        }
     }
 
     /// Migration and rebuild when due ([`crate::duties`]), before this tick's scrub work.

@@ -251,6 +251,7 @@ async fn a_full_warm_tier_under_refuse_answers_503_slow_down_and_still_takes_gla
     config.warm = WarmConfig {
         capacity_bytes: Some(10_000),
         when_full: WarmWhenFull::Refuse,
+        ..WarmConfig::default()
     };
     let harness = start_with(config, S3Settings::default()).await;
     let client = &harness.client;

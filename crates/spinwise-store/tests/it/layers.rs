@@ -44,6 +44,7 @@ const LAYERS: &[(&str, &[&str])] = &[
         "operations",
         &[
             "compact", "get", "migrate", "open", "read", "recover", "repair", "scrub", "startup",
+            "warm_gc",
         ],
     ),
     ("background work", &["duties", "upkeep"]),

@@ -27,3 +27,4 @@ mod tail_cache;
 mod throttle;
 mod tiers;
 mod upkeep;
+mod warm_gc;

@@ -82,6 +82,7 @@ async fn upkeep_demotes_the_oldest_warm_objects_once_the_tier_is_over_its_capaci
     let warm = WarmConfig {
         capacity_bytes: Some(100_000),
         when_full: WarmWhenFull::DemoteOldest,
+        ..WarmConfig::default()
     };
     let (store, clock) = on_manual_clock(new_store(dir.path(), warm).await);
     for (index, key) in ["oldest", "middle", "newest"].into_iter().enumerate() {
@@ -113,6 +114,7 @@ async fn a_full_warm_tier_refuses_warm_puts_under_refuse_and_still_takes_cold_on
     let warm = WarmConfig {
         capacity_bytes: Some(50_000),
         when_full: WarmWhenFull::Refuse,
+        ..WarmConfig::default()
     };
     let store = new_store(dir.path(), warm).await;
     // Below capacity when it starts, so it is taken (and takes the tier past it).
