@@ -682,6 +682,7 @@ async fn object_json(store: &SqliteStore, record: &ObjectRecord) -> CliResult<se
         "key": record.key,
         "size": record.size_bytes,
         "state": state,
+        "tier": record.tier.as_str(),
         "group": group,
         "disks": disks,
         "blake3": hex(&record.content_hash),

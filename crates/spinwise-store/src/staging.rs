@@ -1562,7 +1562,12 @@ impl StagingLog {
         let mut reserved_bytes = 0u64;
         let header = record_header(key, tier, self.config.chunk_bytes, origin);
         let result = self
-            .write_record(&mut open, (key, header), reader, &mut reserved_bytes)
+            .write_record(
+                &mut open,
+                (key, header, origin.is_some()),
+                reader,
+                &mut reserved_bytes,
+            )
             .await;
         match result {
             Ok((size_bytes, content_hash, end)) => {
@@ -1620,7 +1625,7 @@ impl StagingLog {
     async fn write_record(
         &self,
         open: &mut OpenSegment,
-        (key, header): (&str, Vec<u8>),
+        (key, header, moved): (&str, Vec<u8>, bool),
         mut reader: impl AsyncRead + Unpin,
         reserved_bytes: &mut u64,
     ) -> Result<(u64, ContentHash, u64)> {
@@ -1637,6 +1642,7 @@ impl StagingLog {
             path: path.clone(),
             position: open.length_bytes,
             written_back: open.length_bytes,
+            moved,
         };
         let writer = tokio::task::spawn_blocking(move || writer.run(header, receiver));
         let buffers = BufferPool::new(WRITE_BUFFERS);
@@ -1810,6 +1816,9 @@ struct RecordWriter {
     position: u64,
     /// Everything before this offset has had writeback started.
     written_back: u64,
+    /// A copy the warm collector makes (its fsync is a site of its own, so the swarm's
+    /// mutation test can remove it alone).
+    moved: bool,
 }
 
 impl RecordWriter {
@@ -1827,10 +1836,7 @@ impl RecordWriter {
             let Piece::Chunk(data) = piece else {
                 let content_hash = hasher.finish();
                 self.write(&trailer(size_bytes, &content_hash))?;
-                // fsync-site: staging-append
-                self.host
-                    .sync_file("staging-append", &self.file, &self.path)
-                    .map_err(io_error(&self.path))?;
+                self.sync()?;
                 return Ok((size_bytes, content_hash, self.position));
             };
             hasher.update(data.clone());
@@ -1846,6 +1852,21 @@ impl RecordWriter {
             path: self.path.display().to_string(),
             source: std::io::Error::other("the PUT body ended without completing"),
         })
+    }
+
+    /// The record's fsync, before it is acknowledged (a PUT) or repointed to (a move).
+    fn sync(&self) -> Result<()> {
+        if self.moved {
+            // fsync-site: staging-move
+            self.host
+                .sync_file("staging-move", &self.file, &self.path)
+                .map_err(io_error(&self.path))
+        } else {
+            // fsync-site: staging-append
+            self.host
+                .sync_file("staging-append", &self.file, &self.path)
+                .map_err(io_error(&self.path))
+        }
     }
 
     fn write(&mut self, bytes: &[u8]) -> Result<()> {

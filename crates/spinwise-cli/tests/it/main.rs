@@ -26,5 +26,6 @@ mod store_migrate_cli;
 mod store_rebuild_faults;
 mod store_recover;
 mod store_upkeep_cli;
+mod store_warm_faults;
 mod verify_targets;
 mod workload;

@@ -291,6 +291,9 @@ struct World {
     /// Blobs compacted, and of them those copied in more than one unit.
     compacted: u64,
     compacted_in_units: u64,
+    /// Warm records the collector moved, and collections a crash cut short.
+    warm_moved: u64,
+    warm_collections_crashed: u64,
 }
 
 const KEYS: u64 = 24;
@@ -347,6 +350,8 @@ impl World {
             recoveries: 0,
             compacted: 0,
             compacted_in_units: 0,
+            warm_moved: 0,
+            warm_collections_crashed: 0,
         };
         world.start(true);
         world
@@ -419,7 +424,10 @@ impl World {
             40..55 => self.get(),
             55..65 => self.delete(),
             65..78 => self.flush(),
-            78..80 => self.compact(),
+            78..80 => {
+                self.compact();
+                self.collect_warm();
+            }
             80..85 => self.crash_and_restart(),
             85..86 if self.catalog_loss => self.lose_the_catalog_and_recover(),
             85..86 => self.crash_and_restart(),
@@ -529,6 +537,36 @@ impl World {
                 }
             }
             Err(error) => self.fail(&format!("compact: {error}")),
+        }
+    }
+
+    /// The warm tier's collector over every warm segment with any dead bytes. On even steps
+    /// the store crashes part-way: once the first record has moved, the collection is dropped
+    /// at its next await (in the next record's copy, restage or wait) and every disk and host
+    /// file crashes. Every acknowledged object must read back after the restart (the step's
+    /// and the restart's checks).
+    fn collect_warm(&mut self) {
+        let crash_midway = self.step.is_multiple_of(2);
+        let first_moved = Arc::new(tokio::sync::Notify::new());
+        let signal = first_moved.clone();
+        let collected = self.block_on(async {
+            let progress = |so_far: &spinwise_store::WarmCollectReport| {
+                if so_far.records_moved > 0 {
+                    signal.notify_one();
+                }
+            };
+            tokio::select! {
+                report = self.store().collect_warm(Some(0.01), progress) => Some(report),
+                _ = first_moved.notified(), if crash_midway => None,
+            }
+        });
+        match collected {
+            Some(Ok(report)) => self.warm_moved += report.records_moved,
+            Some(Err(error)) => self.fail(&format!("collect_warm: {error}")),
+            None => {
+                self.warm_collections_crashed += 1;
+                self.crash_and_restart();
+            }
         }
     }
 
@@ -836,6 +874,8 @@ impl World {
             recoveries: self.recoveries,
             compacted: self.compacted,
             compacted_in_units: self.compacted_in_units,
+            warm_moved: self.warm_moved,
+            warm_collections_crashed: self.warm_collections_crashed,
             faults: self.faults_fired(),
             removed_site_calls: self.host.removed_site_calls(),
         };
@@ -870,6 +910,9 @@ struct Totals {
     /// Blobs compacted, and compactions that copied some blob in more than one unit.
     compacted: u64,
     compacted_in_units: u64,
+    /// Warm records moved by collections that ended, and collections a crash cut short.
+    warm_moved: u64,
+    warm_collections_crashed: u64,
     faults: [u64; 4],
     /// Calls that reached the fsync site removed for the mutation test.
     removed_site_calls: u64,
@@ -926,6 +969,8 @@ fn swarm(seeds: std::ops::Range<u64>, steps: u64, mode: Disks) -> Totals {
         total.recoveries += world.recoveries;
         total.compacted += world.compacted;
         total.compacted_in_units += world.compacted_in_units;
+        total.warm_moved += world.warm_moved;
+        total.warm_collections_crashed += world.warm_collections_crashed;
         for (sum, fired) in total.faults.iter_mut().zip(world.faults) {
             *sum += fired;
         }
@@ -990,14 +1035,27 @@ fn the_store_keeps_every_acknowledged_object_and_every_budget_through_a_seeded_s
         "swarm: {seeds} seeds × {steps} steps = {} steps, {} crashes ({} with the catalog lost \
          and recovered); faults fired: {writes} write errors, {reads} read errors, {full} \
          full-disk refusals, {spikes} latency spikes; {} blobs compacted, {} compactions in \
-         several units",
-        total.steps, total.crashes, total.recoveries, total.compacted, total.compacted_in_units
+         several units; {} warm records moved, {} warm collections cut short by a crash",
+        total.steps,
+        total.crashes,
+        total.recoveries,
+        total.compacted,
+        total.compacted_in_units,
+        total.warm_moved,
+        total.warm_collections_crashed
     );
     assert!(
         total.compacted_in_units > 0,
         "no compaction copied a blob in several units"
     );
     assert!(total.crashes > 0, "the swarm never crashed the store");
+    assert!(
+        total.warm_moved > 0 && total.warm_collections_crashed > 0,
+        "the warm collector never moved a record, or never crashed part-way ({} moved, {} cut \
+         short)",
+        total.warm_moved,
+        total.warm_collections_crashed
+    );
     assert!(
         total.recoveries > 0,
         "the swarm never recovered a lost catalog"
