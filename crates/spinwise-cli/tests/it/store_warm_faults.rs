@@ -7,7 +7,7 @@
 //! object reads back byte-exact, deleted ones stay absent, and a last `collect-warm` frees the
 //! half-dead segment. A lifecycle transition (`demote`) killed in the middle of the migration
 //! that follows it (`migrate:after-stacks`) keeps the object readable, and the next flush
-//! moves it cold.
+//! moves it cold. `collect-warm` refuses a dead fraction outside (0, 1], naming it.
 
 use crate::common;
 
@@ -186,4 +186,28 @@ fn a_transition_killed_in_the_migration_after_it_keeps_the_object_and_the_next_f
         std::fs::read(&output).unwrap() == body,
         "`k` differs once migrated"
     );
+}
+
+#[test]
+fn collect_warm_refuses_a_dead_fraction_outside_zero_to_one_and_changes_nothing() {
+    let dir = TempDir::new("collect-warm-bad");
+    let data = dir.join("data");
+    let data = data.to_str().unwrap();
+    init_jbod_store(data);
+    for fraction in ["0", "1.5", "nan"] {
+        spinwise([
+            "store",
+            "--data",
+            data,
+            "collect-warm",
+            "--min-dead-fraction",
+            fraction,
+        ])
+        .refused()
+        .stderr_mentions(&["dead fraction"]);
+    }
+    let report = spinwise(["store", "--data", data, "collect-warm", "--json"])
+        .success()
+        .json();
+    assert_eq!(integer(&report, "records_moved"), 0, "{report:#}");
 }

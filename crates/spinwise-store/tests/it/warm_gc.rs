@@ -3,7 +3,10 @@
 //! fraction reached the threshold and frees them, every live object reads back byte-exact
 //! (also after a reopen), deleted ones stay deleted; a moved record carries its original's
 //! origin, which a lost catalog's recovery ranks it by; semi-preemptive collection lets a
-//! request in flight end before the next record moves, non-preemptive does not wait.
+//! request in flight end before the next record moves, non-preemptive does not wait; upkeep
+//! collects on its first tick. On a chain of staging devices: PUTs fill the tail device and the
+//! tail moves on; a collection empties the head device first; compact-in-body copies into a
+//! body device, move-to-tail into the tail.
 
 use crate::common;
 
@@ -418,4 +421,22 @@ async fn compact_in_body_moves_records_into_a_body_device_and_move_to_tail_into_
         collect_on_a_chain_of_three(WarmCollector::MoveToTail).await,
         BTreeSet::from([1])
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn upkeep_collects_the_warm_tier_on_its_first_tick() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = new_store(dir.path(), CompactionMode::SemiPreemptive).await;
+    let live = half_dead(&store, 60).await;
+    let store = std::sync::Arc::new(store);
+    // The first tick is at start (crate::upkeep); it collects every segment at least half dead.
+    let upkeep = store.start_upkeep().await.unwrap();
+    common::upkeep_until(&upkeep, "a warm collection", |report| {
+        report.warm_collection.segments_freed > 0
+    })
+    .await;
+    let report = upkeep.stop().await;
+    assert!(report.errors.is_empty(), "{:?}", report.errors);
+    assert!(report.warm_collection.records_moved > 0, "{report:?}");
+    assert_reads(&store, &live, 60).await;
 }
