@@ -392,6 +392,20 @@ pub struct StagingLog {
     segment_gone: std::sync::OnceLock<SegmentHook>,
 }
 
+/// Removes the idle segment with the highest id. The newest, not the last returned: after two
+/// concurrent appends end, the next append goes to the newer of their segments, so a record
+/// written after another lands in a segment numbered at or above it unless that segment is
+/// held by an append still running (a lost catalog's recovery ranks staged records by
+/// position; docs/store.md "Recovering a lost catalog").
+fn take_newest(idle: &mut Vec<OpenSegment>) -> Option<OpenSegment> {
+    let newest = idle
+        .iter()
+        .enumerate()
+        .max_by_key(|(_, open)| open.id)
+        .map(|(index, _)| index)?;
+    Some(idle.swap_remove(newest))
+}
+
 /// What [`StagingLog::on_segment_gone`] calls.
 type SegmentHook = Box<dyn Fn(SegmentId) + Send + Sync>;
 
@@ -1407,7 +1421,7 @@ impl StagingLog {
     /// segment ids stay in the order its records were written, across tiers. (Body segments
     /// hold only moved records, which rank by their origin.) See [`StagingLog::append`].
     async fn take_segment(&self, pool: Pool) -> Result<OpenSegment> {
-        if let Some(open) = self.idle_of(pool).lock().expect("idle lock").pop() {
+        if let Some(open) = take_newest(&mut self.idle_of(pool).lock().expect("idle lock")) {
             return Ok(open);
         }
         let other = match pool {
