@@ -33,6 +33,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 use spinwise_store::driver::{GroupActivity, GroupPhase, SpinDownCause};
+use spinwise_store::staging::ChainState;
 use spinwise_store::{SqliteStore, TailCacheStats};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -193,6 +194,102 @@ impl TailCacheMetrics {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct DeviceLabel {
+    device: u64,
+}
+
+/// The staging log's devices and the warm tier's collector (see [`spinwise_store::WarmCollectReport`]
+/// and docs/store.md, "The warm tier's collector").
+#[derive(Default)]
+struct WarmMetrics {
+    records_moved: Counter,
+    records_dead: Counter,
+    segments_freed: Counter,
+    bytes_reclaimed: Counter,
+    yields: Counter,
+    device_used_bytes: Family<DeviceLabel, Gauge>,
+    tail_device: Gauge,
+    /// The store's totals at the last scrape (the counters grow by the difference).
+    last: std::sync::Mutex<spinwise_store::WarmCollectReport>,
+}
+
+impl WarmMetrics {
+    fn register(&self, registry: &mut Registry) {
+        let counters = [
+            (
+                "warm_records_moved",
+                "Live warm records the warm tier's collector moved out of half-dead staging segments",
+                &self.records_moved,
+            ),
+            (
+                "warm_records_dead",
+                "Warm records deleted or overwritten while the collector was moving them (their copies are dead)",
+                &self.records_dead,
+            ),
+            (
+                "warm_segments_freed",
+                "Staging segments freed after the warm tier's collections",
+                &self.segments_freed,
+            ),
+            (
+                "warm_bytes_reclaimed",
+                "Staging bytes freed after the warm tier's collections",
+                &self.bytes_reclaimed,
+            ),
+            (
+                "warm_collection_yields",
+                "Times a record's move waited for PUTs and GETs in flight (semi-preemptive collection)",
+                &self.yields,
+            ),
+        ];
+        for (name, help, counter) in counters {
+            registry.register(name, help, counter.clone());
+        }
+        registry.register(
+            "staging_device_used_bytes",
+            "Bytes in each staging device's sealed and idle segments (device 0 is DATA/staging, then [staging] chain)",
+            self.device_used_bytes.clone(),
+        );
+        registry.register(
+            "staging_tail_device",
+            "The staging device PUTs append to now",
+            self.tail_device.clone(),
+        );
+    }
+
+    /// Moves the counters on to `now` and sets the gauges from `chain`.
+    fn read(&self, now: spinwise_store::WarmCollectReport, chain: &ChainState) {
+        let mut last = self.last.lock().expect("warm metrics lock");
+        let grow = |counter: &Counter, now: u64, before: u64| {
+            counter.inc_by(now.saturating_sub(before));
+        };
+        grow(&self.records_moved, now.records_moved, last.records_moved);
+        grow(&self.records_dead, now.records_dead, last.records_dead);
+        grow(
+            &self.segments_freed,
+            now.segments_freed,
+            last.segments_freed,
+        );
+        grow(
+            &self.bytes_reclaimed,
+            now.bytes_reclaimed,
+            last.bytes_reclaimed,
+        );
+        grow(&self.yields, now.yields, last.yields);
+        *last = now;
+        let gauge = |value: u64| i64::try_from(value).unwrap_or(i64::MAX);
+        for (device, used_bytes) in chain.used_bytes.iter().enumerate() {
+            self.device_used_bytes
+                .get_or_create(&DeviceLabel {
+                    device: device as u64,
+                })
+                .set(gauge(*used_bytes));
+        }
+        self.tail_device.set(gauge(chain.tail as u64));
+    }
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct StatusLabel {
     status: u16,
 }
@@ -246,6 +343,7 @@ pub struct S3Metrics {
     last_migrated_reads: AtomicU64,
     last_migrated_reads_parity: AtomicU64,
     tail_cache: TailCacheMetrics,
+    warm: WarmMetrics,
     restores: Option<RestoreGauges>,
 }
 
@@ -276,6 +374,7 @@ impl S3Metrics {
             last_migrated_reads: AtomicU64::new(0),
             last_migrated_reads_parity: AtomicU64::new(0),
             tail_cache: TailCacheMetrics::default(),
+            warm: WarmMetrics::default(),
             restores: None,
         };
         // Every group's series exist from the start (at 0), so a rate over them is defined
@@ -384,6 +483,7 @@ impl S3Metrics {
             self.migrated_reads_parity.clone(),
         );
         self.tail_cache.register(registry);
+        self.warm.register(registry);
         self
     }
 
@@ -505,6 +605,10 @@ impl S3Metrics {
             reads.reads_with_parity,
         );
         self.tail_cache.read(self.store.tail_cache_stats());
+        self.warm.read(
+            self.store.warm_collection_totals(),
+            &self.store.staging().chain_state(),
+        );
         if let Some(restores) = &self.restores {
             restores.read().await?;
         }

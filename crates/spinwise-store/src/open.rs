@@ -143,6 +143,7 @@ impl<C: Catalog> Store<C> {
             clock,
             tail_cache,
             staging_requests: Default::default(),
+            warm_collected: Default::default(),
         };
         store.recovery = store.recover().await?;
         store.recovery.problems.extend(blob_ids_raised);

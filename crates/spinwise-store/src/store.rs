@@ -88,6 +88,13 @@ pub struct StoreStatus {
     /// The tail cache's hits, misses and size since this process opened the store (see
     /// [`crate::tail_cache`]).
     pub tail_cache: TailCacheStats,
+    /// The staging log's devices (one, or Gecko's chain): the tail's index and each device's
+    /// bytes (see [`crate::staging::ChainState`]).
+    pub staging_tail_device: u64,
+    pub staging_device_used_bytes: Vec<u64>,
+    /// What the warm collector did since this process opened the store (see
+    /// [`crate::warm_gc`]).
+    pub warm_collection: crate::warm_gc::WarmCollectReport,
 }
 
 /// What recovery found and did when the store was opened.
@@ -122,6 +129,9 @@ pub struct Store<C: Catalog> {
     /// PUTs and staged GETs in flight: the foreground work the warm collector's policy lets
     /// go first (crate::warm_gc).
     pub(crate) staging_requests: StagingRequests,
+    /// Everything the warm collector did in this process, merged (manual collections and
+    /// upkeep's alike), for `status` and the server's metrics.
+    pub(crate) warm_collected: std::sync::Mutex<crate::warm_gc::WarmCollectReport>,
 }
 
 /// Counts the requests using the staging devices (PUTs appending, GETs reading a staged
@@ -338,6 +348,7 @@ impl<C: Catalog> Store<C> {
     pub async fn status(&self) -> StoreResult<StoreStatus> {
         let stats = self.catalog.stats().await?;
         let unhealthy = self.catalog.unhealthy_disks().await?;
+        let chain = self.staging.chain_state();
         Ok(StoreStatus {
             objects: stats.objects,
             bytes: stats.bytes,
@@ -357,6 +368,9 @@ impl<C: Catalog> Store<C> {
             migrated_reads_with_parity: self.rack_io.disk_reads.totals().reads_with_parity,
             dead_bytes: stats.dead_bytes,
             tail_cache: self.tail_cache.stats(),
+            staging_tail_device: chain.tail as u64,
+            staging_device_used_bytes: chain.used_bytes,
+            warm_collection: self.warm_collection_totals(),
         })
     }
 
@@ -394,6 +408,16 @@ impl<C: Catalog> Store<C> {
             freed += 1;
         }
         Ok(freed)
+    }
+
+    /// What the warm collector did since this process opened the store (no catalog query:
+    /// cheap enough for every metrics scrape); problems are not kept here, only counted in
+    /// the reports of the collections that met them.
+    pub fn warm_collection_totals(&self) -> crate::warm_gc::WarmCollectReport {
+        self.warm_collected
+            .lock()
+            .expect("warm totals lock")
+            .clone()
     }
 
     /// The tail cache's counters now (no catalog query: cheap enough for every metrics

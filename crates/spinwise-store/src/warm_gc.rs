@@ -159,6 +159,12 @@ impl<C: Catalog> Store<C> {
         report.segments_freed = self.reclaim_staging().await? as u64;
         report.bytes_reclaimed = used_before.saturating_sub(self.staging.used_bytes());
         progress(&report);
+        let mut totals = self.warm_collected.lock().expect("warm totals lock");
+        totals.merge(WarmCollectReport {
+            problems: Vec::new(),
+            ..report.clone()
+        });
+        drop(totals);
         Ok(report)
     }
 

@@ -192,3 +192,40 @@ async fn gets_of_objects_just_put_are_counted_as_tail_cache_hits() {
     );
     harness.server.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_warm_collection_is_counted_and_the_staging_devices_are_gauged() {
+    let harness = start().await;
+    let metrics = Arc::new(S3Metrics::new(Arc::clone(&harness.store)));
+    bucket(&harness, "warm").await;
+    let before = metrics.scrape().await.unwrap();
+    for index in 0..20 {
+        let key = format!("k{index:02}");
+        put(&harness.client, "warm", &key, &pattern(6_000, index)).await;
+        if index % 2 == 0 {
+            harness.store.delete(&format!("warm/{key}")).await.unwrap();
+        }
+    }
+    // The server's open segment is sealed as a restart would seal it.
+    harness
+        .store
+        .staging()
+        .seal_idle(spinwise_catalog::Tier::Warm);
+    let report = harness.store.collect_warm(Some(0.3), |_| {}).await.unwrap();
+    assert_eq!(report.records_moved, 10, "{report:?}");
+    let after = metrics.scrape().await.unwrap();
+    let grew = |name: &str| {
+        let value = |text: &str| sample(text, name).unwrap_or_else(|| panic!("no {name}:\n{text}"));
+        value(&after) - value(&before)
+    };
+    assert_eq!(grew("spinwise_warm_records_moved_total"), 10.0, "{after}");
+    assert_eq!(grew("spinwise_warm_records_dead_total"), 0.0);
+    assert!(grew("spinwise_warm_segments_freed_total") >= 1.0, "{after}");
+    assert_eq!(
+        grew("spinwise_warm_bytes_reclaimed_total"),
+        report.bytes_reclaimed as f64
+    );
+    assert!(sample(&after, "spinwise_staging_device_used_bytes{device=\"0\"}") >= Some(60_000.0));
+    assert_eq!(sample(&after, "spinwise_staging_tail_device"), Some(0.0));
+    harness.server.stop().await;
+}
