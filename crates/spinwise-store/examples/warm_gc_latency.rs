@@ -17,7 +17,10 @@
 #[path = "support/common.rs"]
 mod common;
 
-use common::{pattern, preset_config};
+use common::{
+    LATENCY_HEADING, alternate_modes, beside_clients, latency_columns, mode_name, parse_flags,
+    pattern, preset_config, with_latencies,
+};
 use spinwise_catalog::Tier;
 use spinwise_store::staging::StagingConfig;
 use spinwise_store::{CompactionMode, SqliteStore, Store, StoreConfig};
@@ -47,26 +50,18 @@ fn parse_options() -> Result<Options, String> {
         segment_bytes: 32 << 20,
         json: false,
     };
-    let mut args = std::env::args().skip(1);
-    while let Some(flag) = args.next() {
-        if flag == "--json" {
-            options.json = true;
-            continue;
-        }
-        let value = args.next().ok_or(format!("{flag} needs a value"))?;
-        let number = value
-            .parse::<f64>()
-            .ok()
-            .filter(|v| v.is_finite() && *v > 0.0)
-            .ok_or(format!("{flag}: `{value}` is not a positive number"))?;
-        match flag.as_str() {
+    let mut json = false;
+    parse_flags(&mut json, |flag, number| {
+        match flag {
             "--rounds" => options.rounds = number as usize,
             "--objects" => options.objects = (number as usize).max(2),
             "--object-mib" => options.object_bytes = (number * 1_048_576.0) as usize,
             "--segment-mib" => options.segment_bytes = (number * 1_048_576.0) as u64,
             _ => return Err(format!("unknown flag {flag}")),
         }
-    }
+        Ok(())
+    })?;
+    options.json = json;
     Ok(options)
 }
 
@@ -120,33 +115,6 @@ async fn read_loop(store: Arc<SqliteStore>, keys: Vec<String>, done: Arc<AtomicB
     latencies
 }
 
-/// Warm PUTs of 1 MiB, one every [`PUT_INTERVAL`] (or as soon as the last one ended, if
-/// later), until `done`; each one's seconds.
-async fn write_loop(store: Arc<SqliteStore>, done: Arc<AtomicBool>) -> Vec<f64> {
-    let body = pattern(PUT_BYTES, 1 << 40);
-    let mut latencies = Vec::new();
-    let mut next = tokio::time::Instant::now();
-    while !done.load(Ordering::Relaxed) {
-        tokio::time::sleep_until(next).await;
-        next += PUT_INTERVAL;
-        let key = format!("put-{:05}", latencies.len());
-        let began = Instant::now();
-        put_warm(&store, &key, &body).await;
-        latencies.push(began.elapsed().as_secs_f64());
-    }
-    latencies
-}
-
-/// The `fraction` quantile (nearest rank) of `values`, in milliseconds.
-fn quantile_ms(values: &mut [f64], fraction: f64) -> f64 {
-    if values.is_empty() {
-        return f64::NAN;
-    }
-    values.sort_by(f64::total_cmp);
-    let rank = ((fraction * values.len() as f64).ceil() as usize).clamp(1, values.len());
-    values[rank - 1] * 1e3
-}
-
 async fn measure(options: &Options, mode: CompactionMode) -> serde_json::Value {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let config = store_config(options, mode);
@@ -154,41 +122,25 @@ async fn measure(options: &Options, mode: CompactionMode) -> serde_json::Value {
         .await
         .expect("init");
     let live = fill(&store, options).await;
-    let store = Arc::new(store);
-    let done = Arc::new(AtomicBool::new(false));
-    let reads = tokio::spawn(read_loop(store.clone(), live, done.clone()));
-    let writes = tokio::spawn(write_loop(store.clone(), done.clone()));
-    let began = Instant::now();
-    let report = store
-        .collect_warm(Some(0.4), |_| {})
-        .await
-        .expect("collect");
-    let collection_s = began.elapsed().as_secs_f64();
-    done.store(true, Ordering::Relaxed);
-    let mut gets = reads.await.expect("the read loop");
-    let mut puts = writes.await.expect("the write loop");
-    if let Ok(store) = Arc::try_unwrap(store) {
-        store.close().await;
-    }
-    serde_json::json!({
-        "mode": match mode {
-            CompactionMode::NonPreemptive => "non-preemptive",
-            CompactionMode::SemiPreemptive => "semi-preemptive",
-        },
+    let body = pattern(PUT_BYTES, 1 << 40);
+    let measured = beside_clients(
+        store,
+        |store, done| read_loop(store, live, done),
+        (body, Tier::Warm, PUT_INTERVAL),
+        |store| async move { store.collect_warm(Some(0.4), |_| {}).await },
+    )
+    .await;
+    let report = measured.result.expect("collect");
+    let (collection_s, mut gets, mut puts) = (measured.work_s, measured.gets, measured.puts);
+    let row = serde_json::json!({
+        "mode": mode_name(mode),
         "collection_s": collection_s,
         "segments": report.segments_collected,
         "records_moved": report.records_moved,
         "yields": report.yields,
         "bytes_reclaimed": report.bytes_reclaimed,
-        "gets": gets.len(),
-        "get_p50_ms": quantile_ms(&mut gets, 0.5),
-        "get_p99_ms": quantile_ms(&mut gets, 0.99),
-        "get_max_ms": quantile_ms(&mut gets, 1.0),
-        "puts": puts.len(),
-        "put_p50_ms": quantile_ms(&mut puts, 0.5),
-        "put_p99_ms": quantile_ms(&mut puts, 0.99),
-        "put_max_ms": quantile_ms(&mut puts, 1.0),
-    })
+    });
+    with_latencies(row, &mut gets, &mut puts)
 }
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
@@ -200,15 +152,7 @@ async fn main() {
             std::process::exit(2);
         }
     };
-    let mut rows = Vec::new();
-    for _ in 0..options.rounds {
-        for mode in [
-            CompactionMode::NonPreemptive,
-            CompactionMode::SemiPreemptive,
-        ] {
-            rows.push(measure(&options, mode).await);
-        }
-    }
+    let rows = alternate_modes(options.rounds, |mode| measure(&options, mode)).await;
     if options.json {
         println!("{}", serde_json::Value::Array(rows));
         return;
@@ -220,38 +164,18 @@ async fn main() {
         options.segment_bytes >> 20
     );
     println!(
-        "{:<16} {:>8} {:>5} {:>7} {:>6} | {:>5} {:>9} {:>9} {:>9} | {:>5} {:>9} {:>9} {:>9}",
-        "mode",
-        "collect",
-        "segs",
-        "records",
-        "yields",
-        "GETs",
-        "p50 ms",
-        "p99 ms",
-        "max ms",
-        "PUTs",
-        "p50 ms",
-        "p99 ms",
-        "max ms"
+        "{:<16} {:>8} {:>5} {:>7} {:>6} {LATENCY_HEADING}",
+        "mode", "collect", "segs", "records", "yields"
     );
     for row in rows {
-        let number = |field: &str| row[field].as_f64().unwrap_or(f64::NAN);
         println!(
-            "{:<16} {:>7.2}s {:>5} {:>7} {:>6} | {:>5} {:>9.1} {:>9.1} {:>9.1} | {:>5} {:>9.1} {:>9.1} {:>9.1}",
+            "{:<16} {:>7.2}s {:>5} {:>7} {:>6} {}",
             row["mode"].as_str().unwrap_or_default(),
-            number("collection_s"),
-            row["segments"],
-            row["records_moved"],
-            row["yields"],
-            row["gets"],
-            number("get_p50_ms"),
-            number("get_p99_ms"),
-            number("get_max_ms"),
-            row["puts"],
-            number("put_p50_ms"),
-            number("put_p99_ms"),
-            number("put_max_ms"),
+            row["collection_s"].as_f64().unwrap_or(f64::NAN),
+            row["segments"].as_u64().unwrap_or(0),
+            row["records_moved"].as_u64().unwrap_or(0),
+            row["yields"].as_u64().unwrap_or(0),
+            latency_columns(&row),
         );
     }
 }

@@ -79,14 +79,22 @@ async fn half_dead(store: &SqliteStore, count: usize) -> Vec<(String, Vec<u8>)> 
     live
 }
 
-async fn assert_reads(store: &SqliteStore, live: &[(String, Vec<u8>)], deleted: usize) {
-    for (key, bytes) in live {
+/// Every object reads back byte-exact.
+async fn reads_back<'a>(
+    store: &SqliteStore,
+    objects: impl IntoIterator<Item = &'a (String, Vec<u8>)>,
+) {
+    for (key, bytes) in objects {
         assert_eq!(
             &read_to_end(store, key, None).await.unwrap().0,
             bytes,
             "{key}"
         );
     }
+}
+
+async fn assert_reads(store: &SqliteStore, live: &[(String, Vec<u8>)], deleted: usize) {
+    reads_back(store, live).await;
     for index in (0..deleted).step_by(2) {
         let key = format!("key-{index:03}");
         assert!(
@@ -344,13 +352,7 @@ async fn puts_fill_the_tail_device_then_the_tail_moves_on_and_every_segment_is_o
         store.recovery()
     );
     assert_eq!(store.staging().chain_state().tail, 1, "the tail at open");
-    for (key, bytes) in first.iter().chain(&second) {
-        assert_eq!(
-            &read_to_end(&store, key, None).await.unwrap().0,
-            bytes,
-            "{key}"
-        );
-    }
+    reads_back(&store, first.iter().chain(&second)).await;
     store.close().await;
 }
 
@@ -377,13 +379,7 @@ async fn on_a_chain_of_two_a_collection_empties_the_head_device_before_the_tail_
         state.used_bytes[0], 0,
         "the head still holds segments: {state:?}"
     );
-    for (key, bytes) in kept.iter().chain(&second) {
-        assert_eq!(
-            &read_to_end(&store, key, None).await.unwrap().0,
-            bytes,
-            "{key}"
-        );
-    }
+    reads_back(&store, kept.iter().chain(&second)).await;
     store.close().await;
 }
 
