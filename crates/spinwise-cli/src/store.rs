@@ -201,6 +201,12 @@ pub struct InitArgs {
     /// disks that would break them). Kept in store.toml as `policy`.
     #[arg(long, value_name = "POLICY", default_value = "pelican", value_parser = ["pelican", "flamingo", "fp"])]
     pub policy: String,
+    /// Another always-on device for the staging log, after DATA/staging (repeat for more, in
+    /// chain order; relative paths are in DATA): Gecko's chained log, where PUTs append on one
+    /// device at a time and the warm collector empties the next one first (docs/store.md, "A
+    /// chain of staging devices"). Kept in store.toml as `[staging] chain`; fixed once written.
+    #[arg(long = "staging-chain", value_name = "DIR")]
+    pub staging_chain: Vec<PathBuf>,
 }
 
 pub(crate) fn store_error(error: StoreError) -> CliError {
@@ -379,6 +385,7 @@ async fn init(data: &Path, args: &InitArgs) -> CliResult<()> {
     let layout = layout_or_plan(&rack, args.layout.as_deref())?;
     let mut config = StoreConfig::new(source, rack_toml, layout);
     config.time_factor = args.time_factor;
+    config.staging_chain = args.staging_chain.clone();
     config.policy = spinwise_store::config::PolicyChoice::from_name(&args.policy)
         .ok_or_else(|| CliError::Usage(format!("unknown policy `{}`", args.policy)))?;
     let store = Store::init_sqlite(data, config)
@@ -386,14 +393,15 @@ async fn init(data: &Path, args: &InitArgs) -> CliResult<()> {
         .map_err(store_error)?;
     let layout = store.layout();
     outln!(
-        "initialized {}: rack {} ({} disks), {} groups of {}, erasure {}+{}",
+        "initialized {}: rack {} ({} disks), {} groups of {}, erasure {}+{}, {} staging device(s)",
         data.display(),
         store.rack().name,
         store.rack().disk_count(),
         layout.groups.len(),
         layout.group_size,
         layout.erasure.k,
-        layout.erasure.r
+        layout.erasure.r,
+        store.staging().devices().len()
     );
     store.close().await;
     Ok(())

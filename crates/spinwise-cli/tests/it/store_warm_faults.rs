@@ -211,3 +211,69 @@ fn collect_warm_refuses_a_dead_fraction_outside_zero_to_one_and_changes_nothing(
         .json();
     assert_eq!(integer(&report, "records_moved"), 0, "{report:#}");
 }
+
+#[test]
+fn init_with_a_staging_chain_puts_warm_objects_on_the_tail_device_and_refuses_a_device_named_twice()
+{
+    let dir = TempDir::new("staging-chain");
+    let data = dir.join("data");
+    let data = data.to_str().unwrap();
+    let mut init = vec![
+        "store",
+        "--data",
+        data,
+        "init",
+        "--preset",
+        "dense-jbod-60",
+        "--time-factor",
+        "0.001",
+    ];
+    let twice = dir.join("twice");
+    let mut refused = init.clone();
+    refused[2] = twice.to_str().unwrap();
+    refused.extend(["--staging-chain", "ssd-1", "--staging-chain", "ssd-1"]);
+    spinwise(refused)
+        .refused()
+        .stderr_mentions(&["staging.chain names `ssd-1` twice"]);
+    init.extend(["--staging-chain", "ssd-1", "--staging-chain", "ssd-2"]);
+    let initialized = spinwise(init).success();
+    assert!(
+        initialized.stdout.contains("3 staging device(s)"),
+        "{}",
+        initialized.stdout
+    );
+    let store_toml = std::fs::read_to_string(dir.join("data/store.toml")).unwrap();
+    assert!(
+        store_toml.contains("chain = [\"ssd-1\", \"ssd-2\"]"),
+        "{store_toml}"
+    );
+    let body = pattern(10_000, 3);
+    let input = dir.join("input");
+    std::fs::write(&input, &body).unwrap();
+    spinwise([
+        "store",
+        "--data",
+        data,
+        "put",
+        "--warm",
+        "k",
+        input.to_str().unwrap(),
+    ])
+    .success();
+    let status = spinwise(["store", "--data", data, "status", "--json"])
+        .success()
+        .json();
+    let used = status["staging_device_used_bytes"].as_array().unwrap();
+    assert_eq!(used.len(), 3, "{status:#}");
+    let output = dir.join("output");
+    spinwise([
+        "store",
+        "--data",
+        data,
+        "get",
+        "k",
+        output.to_str().unwrap(),
+    ])
+    .success();
+    assert!(std::fs::read(&output).unwrap() == body);
+}
