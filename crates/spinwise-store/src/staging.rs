@@ -1806,6 +1806,44 @@ impl StagingLog {
     }
 }
 
+/// What a collection of the log's warm segments did (crate::warm_gc collects; the report is
+/// the log's, so the store's state can keep its totals without depending on the collector).
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct WarmCollectReport {
+    /// Segments whose live warm records were all moved (each then freed by the reclaim).
+    pub segments_collected: u64,
+    /// Segments the reclaim freed after the collection (the collected ones, and any other
+    /// segment nothing referenced).
+    pub segments_freed: u64,
+    /// Records copied and repointed.
+    pub records_moved: u64,
+    /// Objects deleted or overwritten while their record was being copied (the copy is dead).
+    pub records_dead: u64,
+    /// Payload bytes of the records moved.
+    pub bytes_moved: u64,
+    /// Staging bytes freed by the reclaim after the collection.
+    pub bytes_reclaimed: u64,
+    /// Times a unit waited for PUTs and staged GETs to go first (semi-preemptive).
+    pub yields: u64,
+    /// Records that could not be copied (damaged: every chunk's crc and the BLAKE3 are checked
+    /// on the way), one line each; each stays where it is, for scrub and the operator.
+    pub problems: Vec<String>,
+}
+
+impl WarmCollectReport {
+    /// Adds `part` (one collection) to this report.
+    pub fn merge(&mut self, part: WarmCollectReport) {
+        self.segments_collected += part.segments_collected;
+        self.segments_freed += part.segments_freed;
+        self.records_moved += part.records_moved;
+        self.records_dead += part.records_dead;
+        self.bytes_moved += part.bytes_moved;
+        self.bytes_reclaimed += part.bytes_reclaimed;
+        self.yields += part.yields;
+        self.problems.extend(part.problems);
+    }
+}
+
 /// Chunks queued between a PUT's body reader and its writer thread.
 const WRITE_AHEAD_CHUNKS: usize = 4;
 /// Chunk buffers a PUT keeps for reuse: the writer's queue and the hasher's, the chunk each of

@@ -94,7 +94,7 @@ pub struct StoreStatus {
     pub staging_device_used_bytes: Vec<u64>,
     /// What the warm collector did since this process opened the store (see
     /// [`crate::warm_gc`]).
-    pub warm_collection: crate::warm_gc::WarmCollectReport,
+    pub warm_collection: crate::staging::WarmCollectReport,
 }
 
 /// What recovery found and did when the store was opened.
@@ -131,7 +131,7 @@ pub struct Store<C: Catalog> {
     pub(crate) staging_requests: StagingRequests,
     /// Everything the warm collector did in this process, merged (manual collections and
     /// upkeep's alike), for `status` and the server's metrics.
-    pub(crate) warm_collected: std::sync::Mutex<crate::warm_gc::WarmCollectReport>,
+    pub(crate) warm_collected: std::sync::Mutex<crate::staging::WarmCollectReport>,
 }
 
 /// Counts the requests using the staging devices (PUTs appending, GETs reading a staged
@@ -413,7 +413,7 @@ impl<C: Catalog> Store<C> {
     /// What the warm collector did since this process opened the store (no catalog query:
     /// cheap enough for every metrics scrape); problems are not kept here, only counted in
     /// the reports of the collections that met them.
-    pub fn warm_collection_totals(&self) -> crate::warm_gc::WarmCollectReport {
+    pub fn warm_collection_totals(&self) -> crate::staging::WarmCollectReport {
         self.warm_collected
             .lock()
             .expect("warm totals lock")

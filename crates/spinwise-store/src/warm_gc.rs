@@ -34,9 +34,9 @@ use crate::compact::wait_between_units;
 use crate::config::{WarmCollector, WarmConfig, check_dead_fraction};
 use crate::crash;
 use crate::error::{StoreError, StoreResult};
+pub use crate::staging::WarmCollectReport;
 use crate::staging::{Placement, StagingError};
 use crate::store::Store;
-use serde::Serialize;
 use spinwise_catalog::{Catalog, ObjectLocation, ObjectRecord, SegmentId, Tier};
 use spinwise_gc::{GcPolicy, GcThresholds, GcView};
 
@@ -45,43 +45,6 @@ const PAGE: u32 = 256;
 /// Segments whose usage one collection weighs (the oldest first): a bound on the catalog's
 /// answer, far above what a staging log holds (64 GiB of 1 GiB segments by default).
 const USAGE_SEGMENTS: u32 = 1 << 20;
-
-/// What a collection did.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
-pub struct WarmCollectReport {
-    /// Segments whose live warm records were all moved (each then freed by the reclaim).
-    pub segments_collected: u64,
-    /// Segments the reclaim freed after the collection (the collected ones, and any other
-    /// segment nothing referenced).
-    pub segments_freed: u64,
-    /// Records copied and repointed.
-    pub records_moved: u64,
-    /// Objects deleted or overwritten while their record was being copied (the copy is dead).
-    pub records_dead: u64,
-    /// Payload bytes of the records moved.
-    pub bytes_moved: u64,
-    /// Staging bytes freed by the reclaim after the collection.
-    pub bytes_reclaimed: u64,
-    /// Times a unit waited for PUTs and staged GETs to go first (semi-preemptive).
-    pub yields: u64,
-    /// Records that could not be copied (damaged: every chunk's crc and the BLAKE3 are checked
-    /// on the way), one line each; each stays where it is, for scrub and the operator.
-    pub problems: Vec<String>,
-}
-
-impl WarmCollectReport {
-    /// Adds `part` (one collection) to this report.
-    pub fn merge(&mut self, part: WarmCollectReport) {
-        self.segments_collected += part.segments_collected;
-        self.segments_freed += part.segments_freed;
-        self.records_moved += part.records_moved;
-        self.records_dead += part.records_dead;
-        self.bytes_moved += part.bytes_moved;
-        self.bytes_reclaimed += part.bytes_reclaimed;
-        self.yields += part.yields;
-        self.problems.extend(part.problems);
-    }
-}
 
 /// Which segments one collection takes and when it stops.
 #[derive(Clone, Copy, Debug)]
