@@ -94,6 +94,14 @@ fn warm_objects_as_acknowledged(dir: &TempDir, data: &str, bodies: &[Vec<u8>]) {
     }
 }
 
+/// `spinwise store put --warm KEY` of `body`, through a file in `dir`.
+fn put_warm_file(dir: &TempDir, data: &str, key: &str, body: &[u8]) {
+    let input = dir.join("input");
+    std::fs::write(&input, body).unwrap();
+    let path = input.to_str().unwrap();
+    spinwise(["store", "--data", data, "put", "--warm", key, path]).success();
+}
+
 /// Runs `args` with the crash point armed; asserts the process died there.
 fn crashing_at(args: &[&str], point: &str) {
     let crashed = Command::new(env!("CARGO_BIN_EXE_spinwise"))
@@ -148,18 +156,7 @@ fn a_transition_killed_in_the_migration_after_it_keeps_the_object_and_the_next_f
     let data = data.to_str().unwrap();
     init_jbod_store(data);
     let body = pattern(200_000, 7);
-    let input = dir.join("input");
-    std::fs::write(&input, &body).unwrap();
-    spinwise([
-        "store",
-        "--data",
-        data,
-        "put",
-        "--warm",
-        "k",
-        input.to_str().unwrap(),
-    ])
-    .success();
+    put_warm_file(&dir, data, "k", &body);
     spinwise(["store", "--data", data, "demote", "k"]).success();
     crashing_at(&["store", "--data", data, "flush"], "migrate:after-stacks");
     let output = dir.join("output");
@@ -248,18 +245,7 @@ fn init_with_a_staging_chain_puts_warm_objects_on_the_tail_device_and_refuses_a_
         "{store_toml}"
     );
     let body = pattern(10_000, 3);
-    let input = dir.join("input");
-    std::fs::write(&input, &body).unwrap();
-    spinwise([
-        "store",
-        "--data",
-        data,
-        "put",
-        "--warm",
-        "k",
-        input.to_str().unwrap(),
-    ])
-    .success();
+    put_warm_file(&dir, data, "k", &body);
     let status = spinwise(["store", "--data", data, "status", "--json"])
         .success()
         .json();
