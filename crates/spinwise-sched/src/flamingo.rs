@@ -92,7 +92,7 @@ struct Queued {
     arrival_us: u64,
 }
 
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 struct Group {
     phase: Phase,
     /// Expedited client reads: served first, and urgent from arrival (module documentation).
@@ -143,7 +143,7 @@ impl Group {
     }
 }
 
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Flamingo {
     budget: GroupBudget,
     groups: Vec<Group>,
@@ -665,6 +665,9 @@ impl Policy for Flamingo {
 
     fn idle_spin_downs(&self) -> u64 {
         self.idle.spin_downs()
+    }
+    fn fork(&self) -> Option<Box<dyn Policy + Send>> {
+        Some(Box::new(self.clone()))
     }
 
     fn is_idle(&self) -> bool {

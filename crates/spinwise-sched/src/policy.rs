@@ -47,6 +47,11 @@ pub trait Policy {
     fn idle_spin_downs(&self) -> u64 {
         0
     }
+    /// A copy of this policy in its current state, for a driver that forks a run (the
+    /// simulator's baseline without idle spin-down); `None` for a policy that cannot be copied.
+    fn fork(&self) -> Option<Box<dyn Policy + Send>> {
+        None
+    }
 }
 
 /// Pelican's class scheduler reads `now_us` to charge its fair share the time each request and
@@ -81,6 +86,9 @@ impl Policy for ClassScheduler {
     }
     fn idle_spin_downs(&self) -> u64 {
         ClassScheduler::idle_spin_downs(self)
+    }
+    fn fork(&self) -> Option<Box<dyn Policy + Send>> {
+        Some(Box::new(self.clone()))
     }
 }
 

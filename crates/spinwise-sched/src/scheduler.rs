@@ -215,7 +215,7 @@ enum Phase {
     SpinningDown,
 }
 
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 struct Class {
     client: ReorderQueue<Request>,
     /// Expedited client reads, FIFO, served before `client` on the client side's turns.
@@ -266,7 +266,7 @@ struct Serving {
     charge_us: u64,
 }
 
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct ClassScheduler {
     budget: GroupBudget,
     class_of: Vec<u32>,

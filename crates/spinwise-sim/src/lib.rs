@@ -121,6 +121,7 @@
 //! `disks` (disk states, checker, power meter), `report` (output, trace hash), `random_layout`
 //! (the straw-man placement sets), `sim` (the loop).
 
+mod agenda;
 pub mod config;
 mod disks;
 mod network;

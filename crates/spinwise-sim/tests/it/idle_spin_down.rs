@@ -100,3 +100,77 @@ fn a_bursts_window_ends_when_it_has_drained_not_after_the_idle_spin_downs_that_f
     assert_eq!(idle.throughput_gbps, never.throughput_gbps);
     assert_eq!(idle.completion_time_s, never.completion_time_s);
 }
+
+/// The baseline's numbers as the report gives them, and as a run without idle spin-down from
+/// the start measures them.
+fn baseline_of(report: &spinwise_sim::Report) -> (f64, f64, u64, spinwise_sim::Summary) {
+    let savings = report.idle_savings.expect("a baseline was run");
+    (
+        savings.baseline_energy_kwh,
+        savings.baseline_power_mean_w,
+        savings.baseline_spin_ups,
+        savings.baseline_time_to_first_byte_s,
+    )
+}
+
+#[test]
+fn the_baseline_continued_from_a_copy_of_the_run_is_the_run_without_idle_spin_down_from_the_start()
+{
+    // The baseline is not run from the start: it reuses the run up to its first idle spin-down
+    // (busy rates: late, while the queues drain; light ones: early). Every way it is taken must
+    // measure what the run without idle spin-down measures.
+    let (rack, layout) = preset("pelican");
+    let mut configs = Vec::new();
+    for (policy, rate_per_s, idle_spin_down_s) in [
+        (PolicyKind::Pelican, 8.0, 120.0),
+        (PolicyKind::Pelican, 2.0, 60.0),
+        (PolicyKind::Pelican, 0.2, 120.0),
+        (PolicyKind::Pelican, 0.01, 30.0),
+        (PolicyKind::Flamingo, 4.0, 120.0),
+        (PolicyKind::Flamingo, 0.1, 60.0),
+    ] {
+        configs.push(SimConfig {
+            policy,
+            idle_spin_down_s: Some(idle_spin_down_s),
+            network_gbps: Some(40.0),
+            ..SimConfig::new(rate_per_s, 3.0, 1.0, 11)
+        });
+    }
+    configs.push(SimConfig {
+        arrivals: spinwise_sim::Arrivals::Burst { requests: 300 },
+        idle_spin_down_s: Some(120.0),
+        network_gbps: Some(40.0),
+        ..SimConfig::new(1.0, 1.0, 0.0, 5)
+    });
+    configs.push(SimConfig {
+        idle_spin_down_s: Some(120.0),
+        deferral: Some(spinwise_sim::Deferral {
+            fraction: 0.5,
+            wait_hours: 0.5,
+        }),
+        expedited_fraction: 0.1,
+        network_gbps: Some(40.0),
+        ..SimConfig::new(1.0, 3.0, 1.0, 13)
+    });
+    for config in configs {
+        let report = simulate_with_baseline(&rack, &layout, &config, &mut |_| {}).unwrap();
+        let never = SimConfig {
+            idle_spin_down_s: None,
+            ..config.clone()
+        };
+        let from_start = simulate(&rack, &layout, &never).unwrap();
+        assert_eq!(
+            baseline_of(&report),
+            (
+                from_start.energy_kwh,
+                from_start.power_w.mean,
+                from_start.spin_ups,
+                from_start.time_to_first_byte_s
+            ),
+            "{:?} at {} reads/s, {:?}",
+            config.policy,
+            config.rate_per_s,
+            config.arrivals
+        );
+    }
+}
