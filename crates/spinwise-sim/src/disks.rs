@@ -45,6 +45,20 @@ pub struct Disks {
     change: u64,
     /// Scratch: (position in `hard`, domain) of the domains one change touched, each once.
     touched: Vec<(usize, u32)>,
+    /// For a window whose end is not known while the run goes on (a burst's, open until the run
+    /// has drained): the meters as they stood before the latest event, and before the latest
+    /// event the window contains ([`Disks::mark_possible_end`], [`Disks::keep_possible_end`]).
+    possible_end: Option<Meters>,
+    kept_end: Option<Meters>,
+}
+
+/// The meters as they stood at `at_us`.
+#[derive(Clone, Copy, Debug)]
+struct Meters {
+    at_us: u64,
+    power_integral: i128,
+    peak_power_micros: i64,
+    max_not_resting: u32,
 }
 
 impl Disks {
@@ -88,6 +102,8 @@ impl Disks {
             max_not_resting: 0,
             violations: 0,
             touched: Vec::new(),
+            possible_end: None,
+            kept_end: None,
         };
         for (position, &resource) in disks.hard.iter().enumerate() {
             for domain in 0..rack.resources[resource].domains.len() {
@@ -130,11 +146,41 @@ impl Disks {
         self.note_current(now_us);
     }
 
-    /// Ends the window at `end_us` if it was open longer (a burst's window closes at the run's
-    /// last event). Meters never ran past the last event, so nothing integrated is lost.
+    /// With a window still open-ended: `now_us`, before an event changes anything, may turn out
+    /// to be where the window ends (meters up to it are noted).
+    pub fn mark_possible_end(&mut self, now_us: u64) {
+        if self.window_us.1 != u64::MAX {
+            return;
+        }
+        self.meter_until(now_us);
+        self.possible_end = Some(Meters {
+            at_us: now_us,
+            power_integral: self.power_integral,
+            peak_power_micros: self.peak_power_micros,
+            max_not_resting: self.max_not_resting,
+        });
+    }
+
+    /// The event after the last [`Disks::mark_possible_end`] belongs to the window: the window
+    /// ends there or later.
+    pub fn keep_possible_end(&mut self) {
+        if let Some(meters) = self.possible_end.take() {
+            self.kept_end = Some(meters);
+        }
+    }
+
+    /// Ends the window at `end_us` if it was open longer (a burst's window closes when the run
+    /// has drained). An open window's meters ran on past that, through the idle spin-downs
+    /// after it, so they are set back to where they stood at `end_us` when it is the last
+    /// kept possible end.
     pub fn close_window(&mut self, end_us: u64) {
         assert!(end_us > self.window_us.0, "a window has a positive length");
         self.window_us.1 = self.window_us.1.min(end_us);
+        if let Some(meters) = self.kept_end.filter(|meters| meters.at_us == end_us) {
+            self.power_integral = meters.power_integral;
+            self.peak_power_micros = meters.peak_power_micros;
+            self.max_not_resting = meters.max_not_resting;
+        }
     }
 
     /// Closes the meters at the end of the window (or at `now_us` if later events ran past it).

@@ -711,6 +711,7 @@ impl<'a> Loop<'a> {
             debug_assert!(at_us >= now_us, "time went back");
             now_us = at_us;
             self.keep_checkpoint(at_us, event);
+            self.disks.mark_possible_end(now_us);
             if !self.handle(now_us, event) {
                 self.stale += 1;
                 continue;
@@ -722,6 +723,7 @@ impl<'a> Loop<'a> {
             ) && self.in_flight.is_empty();
             if !idle_tail {
                 self.drained_us = now_us;
+                self.disks.keep_possible_end();
             }
             self.trace.write_u64_le(now_us);
             event.hash_into(&mut self.trace);
@@ -777,12 +779,8 @@ impl<'a> Loop<'a> {
         None
     }
 
-    /// When the last quantity the idle savings compare became final ([`RunFacts`]). A burst's
-    /// meters run until the last event (`u64::MAX`: never final before it).
+    /// When the last quantity the idle savings compare became final ([`RunFacts`]).
     fn metrics_final_us(&self) -> u64 {
-        if self.window_us.1 == u64::MAX {
-            return u64::MAX;
-        }
         self.window_end_us().max(self.drained_us)
     }
 

@@ -99,6 +99,10 @@ fn a_bursts_window_ends_when_it_has_drained_not_after_the_idle_spin_downs_that_f
     assert_eq!(idle.window_s, never.window_s);
     assert_eq!(idle.throughput_gbps, never.throughput_gbps);
     assert_eq!(idle.completion_time_s, never.completion_time_s);
+    // The meters stop where the window does: the idle spin-downs after it draw nothing in it.
+    assert_eq!(idle.power_w, never.power_w);
+    assert_eq!(idle.energy_kwh, never.energy_kwh);
+    assert_eq!(idle.max_active_disks, never.max_active_disks);
 }
 
 /// The baseline's numbers as the report gives them, and as a run without idle spin-down from
