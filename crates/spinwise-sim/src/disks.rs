@@ -45,9 +45,9 @@ pub struct Disks {
     change: u64,
     /// Scratch: (position in `hard`, domain) of the domains one change touched, each once.
     touched: Vec<(usize, u32)>,
-    /// For a window whose end is not known while the run goes on (a burst's, open until the run
-    /// has drained): the meters as they stood before the latest event, and before the latest
-    /// event the window contains ([`Disks::mark_possible_end`], [`Disks::keep_possible_end`]).
+    /// For a window that may close when the run has drained, before its configured end: the
+    /// meters as they stood before the latest event, and before the latest event the window
+    /// contains ([`Disks::mark_possible_end`], [`Disks::keep_possible_end`]).
     possible_end: Option<Meters>,
     kept_end: Option<Meters>,
 }
@@ -146,12 +146,10 @@ impl Disks {
         self.note_current(now_us);
     }
 
-    /// With a window still open-ended: `now_us`, before an event changes anything, may turn out
-    /// to be where the window ends (meters up to it are noted).
+    /// `now_us`, before an event changes anything, may turn out to be where the window ends: a
+    /// run that drains before its window's end (a burst always, a trace or Poisson run whose
+    /// arrivals stop early) closes it there (meters up to it are noted).
     pub fn mark_possible_end(&mut self, now_us: u64) {
-        if self.window_us.1 != u64::MAX {
-            return;
-        }
         self.meter_until(now_us);
         self.possible_end = Some(Meters {
             at_us: now_us,
@@ -169,10 +167,9 @@ impl Disks {
         }
     }
 
-    /// Ends the window at `end_us` if it was open longer (a burst's window closes when the run
-    /// has drained). An open window's meters ran on past that, through the idle spin-downs
-    /// after it, so they are set back to where they stood at `end_us` when it is the last
-    /// kept possible end.
+    /// Ends the window at `end_us` if it was open longer (it closes when the run has drained).
+    /// The meters ran on past that, through the idle spin-downs after it, so they are set back
+    /// to where they stood at `end_us` when it is the last kept possible end.
     pub fn close_window(&mut self, end_us: u64) {
         assert!(end_us > self.window_us.0, "a window has a positive length");
         self.window_us.1 = self.window_us.1.min(end_us);
