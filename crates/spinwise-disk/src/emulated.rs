@@ -22,7 +22,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::files::{DirectoryFiles, Hooks};
 use crate::gate::PowerGate;
-use crate::power_file::{PowerPhase, write_power_phase};
+use crate::power_file::{PowerPhase, holds_power_phase, write_power_phase};
 use crate::timeline::{Timeline, WallTimeline};
 use crate::timing::{DiskTiming, LatencySampler, Throttle, check_time_factor, duration_from_s};
 use crate::{Disk, DiskError, DiskIndex, Overwrite, PowerState, Space};
@@ -182,8 +182,16 @@ impl EmulatedDisk {
             transitions: Mutex::new(()),
         };
         // The opening process drives the disk from now on, and a fresh handle is in standby
-        // (or failed): whatever an earlier, dead process published is stale.
-        disk.publish(PowerPhase::Standby);
+        // (or failed): whatever an earlier, dead process published is stale, unless it already
+        // says what this handle would write (a clean close leaves `standby`), and then the file
+        // is left as it is (`holds_power_phase` says why).
+        let phase = match disk.gate.state() {
+            PowerState::Failed => PowerPhase::Failed,
+            _ => PowerPhase::Standby,
+        };
+        if !holds_power_phase(&disk.directory, phase) {
+            disk.publish(phase);
+        }
         Ok(disk)
     }
 

@@ -92,6 +92,22 @@ pub(crate) fn write_power_phase(directory: &Path, phase: PowerPhase) -> io::Resu
     fs::rename(&temp, directory.join(POWER_STATE_FILE))
 }
 
+/// Whether `directory`'s power-state file already holds `phase` (exactly its word and newline).
+/// Opening a disk asks before it publishes `standby`: replacing a file with the word it already
+/// holds tells no reader anything, and on ext4 each rename over an existing file waits for the
+/// new file's blocks (`auto_da_alloc`), 2.5–4.7 ms per disk under strace, so a 60-disk store's
+/// open spent ~70 ms of a one-byte GET's ~170 ms renaming `standby` over `standby`
+/// (docs/BENCHMARKS.md, "Migrated GET against dd (issue 32, 2026-11-30)").
+pub(crate) fn holds_power_phase(directory: &Path, phase: PowerPhase) -> bool {
+    let Ok(file) = fs::File::open(directory.join(POWER_STATE_FILE)) else {
+        return false;
+    };
+    let mut text = String::new();
+    file.take(MAX_POWER_FILE_BYTES)
+        .read_to_string(&mut text)
+        .is_ok_and(|_| text.strip_suffix('\n') == Some(phase.name()))
+}
+
 /// The power state the emulated disk in `directory` last published. A missing directory is a
 /// pulled disk (`Failed`), as [`crate::EmulatedDisk::open`] sees it; a directory without the
 /// file holds a disk no process has opened since it was created: `Standby`.

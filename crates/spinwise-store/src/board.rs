@@ -44,15 +44,16 @@
 //!   - `handed`, the hand-on: a deposit (claims never make a stripe ready: only a deposit or a
 //!     thread's end does).
 
-use bytes::Bytes;
+use crate::subtree_hash::Checked;
 use spinwise_disk::{Timeline, WallTimeline};
 use spinwise_ec::FragmentFault;
 use std::collections::VecDeque;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
-/// A column's fragment of one stripe, crc-checked (without its crc), or why not.
-pub(crate) type Fragment = Result<Bytes, FragmentFault>;
+/// A column's fragment of one stripe, crc-checked (without its crc, with its subtree of the
+/// whole-object hash when the read computes one: `crate::subtree_hash`), or why not.
+pub(crate) type Fragment = Result<Checked, FragmentFault>;
 
 /// [`Board::try_take`]: the next stripe is not ready yet.
 #[derive(Debug)]
@@ -476,6 +477,7 @@ impl Drop for Seat<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bytes::Bytes;
     use std::time::Instant;
 
     fn readers(primaries: &[usize], standbys: &[usize]) -> Vec<Reader> {
@@ -491,7 +493,7 @@ mod tests {
     }
 
     fn fragment(stripe: u64) -> Fragment {
-        Ok(Bytes::from(stripe.to_le_bytes().to_vec()))
+        Ok(Checked::plain(Bytes::from(stripe.to_le_bytes().to_vec())))
     }
 
     fn deposit_run(board: &Board, thread: usize, (first, count): (u64, u64)) {

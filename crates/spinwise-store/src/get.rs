@@ -94,21 +94,30 @@ impl<C: Catalog> Store<C> {
         let (segment, offset) = match record.location {
             ObjectLocation::Staged { segment, offset } => (segment, offset),
             ObjectLocation::Migrated { blob, offset } => {
+                let whole = check == ContentCheck::WholeObject
+                    && range.start == 0
+                    && range.end == record.size_bytes;
                 let opened = self
-                    .read_migrated(&record, blob, offset, range.clone(), priority.kind())
+                    .read_migrated(
+                        &record,
+                        (blob, offset),
+                        range.clone(),
+                        priority.kind(),
+                        whole,
+                    )
                     .await;
                 let reader = match opened {
                     Err(_) if may_retry && self.moved(&record).await? => return Ok(None),
                     other => other?,
                 };
-                let whole = check == ContentCheck::WholeObject
-                    && range.start == 0
-                    && range.end == record.size_bytes;
+                // The job hashes the object in subtrees on its column threads when it can
+                // (crate::subtree_hash); otherwise this reader hashes what it returns.
+                let hasher = (whole && !reader.hashes_whole()).then(blake3::Hasher::new);
                 return Ok(Some(ObjectReader {
                     record,
                     range,
                     source: Source::Migrated(reader),
-                    whole_hash: whole.then(blake3::Hasher::new),
+                    whole_hash: hasher,
                     fill: None,
                     _staging_request: None,
                 }));
@@ -214,7 +223,8 @@ pub struct ObjectReader {
     range: Range<u64>,
     source: Source,
     /// BLAKE3 of what a migrated whole-object read with [`ContentCheck::WholeObject`] has
-    /// returned so far, checked against the record at the end.
+    /// returned so far, checked against the record at the end; `None` as well when the read's
+    /// job hashes the object in subtrees (`check_job_hash` checks its result).
     whole_hash: Option<blake3::Hasher>,
     /// The object's bytes for the tail cache (a whole staged read that missed it).
     fill: Option<Fill>,
@@ -267,9 +277,24 @@ impl ObjectReader {
                 hasher.update(bytes);
             }
             (None, Some(_)) => self.check_whole_hash()?,
-            _ => {}
+            (None, None) => self.check_job_hash()?,
+            (Some(_), None) => {}
         }
         Ok(chunk)
+    }
+
+    /// At the end of a migrated read whose job hashed the object in subtrees: the hash of
+    /// what it handed on must be the record's (a read that handed on less or more has none).
+    fn check_job_hash(&self) -> StoreResult<()> {
+        let Source::Migrated(reader) = &self.source else {
+            return Ok(());
+        };
+        if reader.hashes_whole() && reader.content_hash() != Some(self.record.content_hash) {
+            return Err(StoreError::ContentHashMismatch {
+                key: self.record.key.clone(),
+            });
+        }
+        Ok(())
     }
 
     fn check_whole_hash(&mut self) -> StoreResult<()> {

@@ -55,6 +55,7 @@ mod scrub;
 mod space;
 mod startup;
 mod store;
+mod subtree_hash;
 mod survey;
 mod upkeep;
 mod warm_gc;

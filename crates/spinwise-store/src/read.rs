@@ -41,6 +41,10 @@
 //! - bytes reach the caller only after their crc (or a reconstruction from crc-checked
 //!   fragments) vouched for them; a stripe with fewer than k good fragments is a typed error
 //!   naming every bad fragment and its disk;
+//! - a whole-object read asked to check the object's BLAKE3 hashes it in subtrees when its
+//!   placement allows ([`crate::subtree_hash`]): the column threads hash their data fragments,
+//!   the hand-on merges in the order it hands on and hashes what it decoded itself, so the
+//!   root covers exactly the bytes handed on;
 //! - a read counts on the disks it reads from its choice until its column threads are done
 //!   (the [`crate::columns::ReadClaim`] drops), so later reads see it.
 
@@ -54,6 +58,7 @@ use crate::driver::{Done, GroupDisks, Job, JobHandle, Purpose};
 use crate::error::{StoreError, StoreResult};
 use crate::stacks::fetch_from_disks;
 use crate::store::Store;
+use crate::subtree_hash::{Checked, Subtree, SubtreePlan, WholeHash};
 use bytes::Bytes;
 use spinwise_catalog::{BlobRecord, Catalog, ObjectRecord};
 use spinwise_disk::Disk;
@@ -113,6 +118,9 @@ struct ReadOutcome {
     repairs: RepairReport,
     /// The blob's columns the read took, ascending (empty for an empty range).
     columns: Vec<usize>,
+    /// The whole object's BLAKE3 built from the pieces handed on, when the read hashed in
+    /// subtrees (`crate::subtree_hash`) and handed on every byte of it.
+    content_hash: Option<[u8; 32]>,
 }
 
 /// A GET of a migrated object in progress.
@@ -129,6 +137,9 @@ pub struct MigratedReader {
     timing: Option<ReadTiming>,
     repairs: RepairReport,
     columns: Vec<usize>,
+    /// The job hashes the whole object in subtrees ([`MigratedReader::hashes_whole`]).
+    hashes_whole: bool,
+    content_hash: Option<[u8; 32]>,
 }
 
 impl MigratedReader {
@@ -179,7 +190,22 @@ impl MigratedReader {
         }
         self.repairs = output.repairs;
         self.columns = output.columns;
+        self.content_hash = output.content_hash;
         Ok(())
+    }
+
+    /// Whether the read's job computes the whole object's BLAKE3 itself, in subtrees on the
+    /// column threads (asked for with `hash_whole` and possible for this object's placement:
+    /// `crate::subtree_hash`); then the caller checks [`MigratedReader::content_hash`] at the
+    /// end instead of hashing the bytes again.
+    pub fn hashes_whole(&self) -> bool {
+        self.hashes_whole
+    }
+
+    /// Once read to the end, for a read that [`MigratedReader::hashes_whole`]: the BLAKE3 of
+    /// the bytes it handed on, `None` if they were not the whole object.
+    pub fn content_hash(&self) -> Option<[u8; 32]> {
+        self.content_hash
     }
 
     pub fn timing(&self) -> Option<ReadTiming> {
@@ -251,11 +277,11 @@ fn decode_range(
     }
     let columns = column_disks(group, context);
     let mut taken = Vec::new();
-    let report = match stream_range(context, group, &columns, &sender, &mut taken) {
-        Ok(report) => report,
+    let (report, content_hash) = match stream_range(context, group, &columns, &sender, &mut taken) {
+        Ok(streamed) => streamed,
         Err(error) => {
             let _ = sender.blocking_send(Err(decode_failure(&context.key, &context.blob, error)));
-            RepairReport::default()
+            (RepairReport::default(), None)
         }
     };
     // Still inside the job, so the group is up: queue repairs of damaged stacks (crate::heal).
@@ -263,6 +289,7 @@ fn decode_range(
     ReadOutcome {
         repairs: report,
         columns: taken,
+        content_hash,
     }
 }
 
@@ -343,17 +370,18 @@ impl ReadPlan {
 /// [`column_batch_stripes`] at a time in one IO, and checks their crcs (see the module docs:
 /// every disk of the group streams at once, each sequentially); this thread takes one stripe's
 /// fragments from the columns, hands them on, and redoes a stripe with a bad fragment through
-/// the decoder.
+/// the decoder. Returns the repairs and, when the read hashes in subtrees, the whole object's
+/// BLAKE3.
 fn stream_range(
     context: &ReadContext,
     group: &GroupDisks,
     columns: &[Arc<dyn Disk>],
     sender: &mpsc::Sender<Pieces>,
     taken: &mut Vec<usize>,
-) -> Result<RepairReport, DecodeError> {
+) -> Result<(RepairReport, Option<[u8; 32]>), DecodeError> {
     let range = context.range.clone();
     if range.is_empty() {
-        return Ok(RepairReport::default());
+        return Ok((RepairReport::default(), None));
     }
     let code = context.code.as_ref();
     let location = code.locate(context.blob.size_bytes, range.clone())?;
@@ -378,7 +406,8 @@ fn stream_range(
     // The bytes handed on so far go out before the end, or before the error that ends it.
     hand_on.flush(sender);
     context.reads.count_read(hand_on.used_parity);
-    outcome.map(|()| hand_on.report)
+    let content_hash = hand_on.whole.as_ref().and_then(WholeHash::root);
+    outcome.map(|()| (hand_on.report, content_hash))
 }
 
 /// A read of the data columns covering the range: one thread per column, each with a channel
@@ -404,13 +433,14 @@ fn stream_by_column(
                 let buffers = buffers.clone();
                 let blob = context.blob.id;
                 let batch = context.batch_stripes;
+                let subtrees = context.subtrees.as_ref();
                 scope.spawn(move || {
                     let column = Column {
                         index: column,
                         stripes,
                         batch,
                     };
-                    read_column(code, blob, columns, column, &buffers, send)
+                    read_column(code, (blob, subtrees), columns, column, &buffers, send)
                 });
                 Some(receive)
             })
@@ -487,7 +517,7 @@ fn stream_on_board(
     std::thread::scope(|scope| {
         for (thread, reader) in readers.iter().enumerate() {
             let (board, buffers) = (&board, buffers.clone());
-            let blob = context.blob.id;
+            let blob = (context.blob.id, context.subtrees.as_ref());
             scope.spawn(move || {
                 read_claimed(
                     code,
@@ -545,7 +575,7 @@ impl Drop for StopBoard<'_> {
 /// the first run one fragment (so the first byte waits for one), then up to `batch` per IO.
 fn read_claimed(
     code: &Code,
-    blob: u64,
+    (blob, subtrees): (u64, Option<&SubtreePlan>),
     columns: &[Arc<dyn Disk>],
     (board, thread, column): (&Board, usize, usize),
     batch: u64,
@@ -561,7 +591,7 @@ fn read_claimed(
     while let Some((first, count)) = board.claim_run(thread, most) {
         most = batch;
         seat.pending = Some((first, count));
-        let fragments = read_run(code, &mut fetch, (column, first, count), buffers);
+        let fragments = read_run(code, &mut fetch, (column, first, count), buffers, subtrees);
         seat.pending = None;
         board.deposit(thread, first, fragments);
     }
@@ -602,7 +632,7 @@ fn column_stripes(
 /// whole is read again fragment by fragment, so one bad fragment costs only itself.
 fn read_column(
     code: &Code,
-    blob: u64,
+    (blob, subtrees): (u64, Option<&SubtreePlan>),
     columns: &[Arc<dyn Disk>],
     Column {
         index: column,
@@ -619,7 +649,8 @@ fn read_column(
     while stripe <= *stripes.end() {
         let count = batch.min(stripes.end() - stripe + 1);
         batch = batch_stripes;
-        for fragment in read_run(code, &mut fetch, (column, stripe, count), buffers) {
+        let run = read_run(code, &mut fetch, (column, stripe, count), buffers, subtrees);
+        for fragment in run {
             if send.send(fragment).is_err() {
                 return; // the stream stopped: the caller went, or a stripe failed for good
             }
@@ -629,13 +660,16 @@ fn read_column(
 }
 
 /// Column `column`'s fragments of stripes `first..first + count`, read in one IO and
-/// crc-checked; an IO that fails as a whole is redone fragment by fragment, so one bad fragment
-/// costs only itself.
+/// crc-checked, and each good data fragment hashed as its subtree of the object when the read
+/// hashes in `subtrees` (here, while the fragment is still in cache from its crc); an IO that
+/// fails as a whole is redone fragment by fragment, so one bad fragment costs only itself
+/// (those go without a subtree: the hand-on hashes their bytes).
 fn read_run(
     code: &Code,
     fetch: &mut impl FnMut(usize, u64, &mut [u8]) -> Result<usize, FetchError>,
     (column, first, count): (usize, u64, u64),
     buffers: &BufferPool,
+    subtrees: Option<&SubtreePlan>,
 ) -> Vec<Fragment> {
     let framed_bytes = code.framed_fragment_bytes();
     let mut buffer = buffers.take_initialized(count as usize * framed_bytes);
@@ -653,7 +687,15 @@ fn read_run(
         .enumerate()
         .map(|(i, check)| {
             let start = i * framed_bytes;
-            check.map(|()| bytes.slice(start..start + framed_bytes - 4))
+            check.map(|()| {
+                let fragment = bytes.slice(start..start + framed_bytes - 4);
+                let stripe = first + i as u64;
+                let subtree = subtrees.and_then(|plan| plan.subtree(stripe, column, &fragment));
+                Checked {
+                    bytes: fragment,
+                    subtree,
+                }
+            })
         })
         .collect()
 }
@@ -677,7 +719,9 @@ fn fetch_one(
         });
     }
     verify_framed(&framed)?;
-    Ok(buffers.freeze(framed).slice(..framed_bytes - 4))
+    Ok(Checked::plain(
+        buffers.freeze(framed).slice(..framed_bytes - 4),
+    ))
 }
 
 /// Reads one framed fragment of (column, stripe) into a buffer (`stacks::fetch_from_disks`).
@@ -702,6 +746,9 @@ struct HandOn<'a> {
     sent: bool,
     /// The caller has gone.
     closed: bool,
+    /// The whole object's hash, built from every piece queued, when the read hashes in
+    /// subtrees.
+    whole: Option<WholeHash>,
 }
 
 impl<'a> HandOn<'a> {
@@ -719,6 +766,7 @@ impl<'a> HandOn<'a> {
             outgoing_bytes: 0,
             sent: false,
             closed: false,
+            whole: context.subtrees.as_ref().map(WholeHash::new),
         }
     }
 
@@ -746,7 +794,7 @@ impl<'a> HandOn<'a> {
         fragments: Vec<(usize, Fragment)>,
         sender: &mpsc::Sender<Pieces>,
     ) -> Result<bool, DecodeError> {
-        let (good, bad) = split_faults(fragments);
+        let (good, bad, subtrees) = split_faults(fragments);
         let k = self.code.data_columns();
         let parity = good.iter().any(|(column, _)| *column >= k);
         let assembled = bad
@@ -756,10 +804,13 @@ impl<'a> HandOn<'a> {
                     .data_fragments(self.code, &span.columns, good)
             })
             .flatten();
-        let pieces = match assembled {
+        let pieces: Vec<(Option<usize>, Bytes)> = match assembled {
             Some(fragments) => {
                 self.used_parity |= parity;
                 span.slice(self.code, fragments)
+                    .into_iter()
+                    .map(|(column, piece)| (Some(column), piece))
+                    .collect()
             }
             None => {
                 let (bytes, mut repaired) = redo_run(
@@ -769,10 +820,22 @@ impl<'a> HandOn<'a> {
                 )?;
                 note_faults(&mut repaired, span.stripe, bad);
                 self.report.merge(repaired);
-                vec![bytes]
+                vec![(None, bytes)]
             }
         };
-        for piece in pieces {
+        for (column, piece) in pieces {
+            if let Some(whole) = &mut self.whole {
+                // A column thread's subtree stands for this piece only if the piece is that
+                // thread's very fragment (the same buffer, from its start): a decoded one is
+                // hashed here.
+                let subtree = column.and_then(|column| {
+                    subtrees
+                        .iter()
+                        .find(|(of, start, _)| *of == column && *start == piece.as_ptr())
+                        .map(|(_, _, subtree)| subtree)
+                });
+                whole.piece(&piece, subtree);
+            }
             self.outgoing_bytes += piece.len();
             self.outgoing.push(piece);
         }
@@ -785,20 +848,30 @@ impl<'a> HandOn<'a> {
 
 /// A stripe's good fragments by column.
 type GoodFragments = Vec<(usize, Bytes)>;
+/// The subtrees the column threads computed for a stripe's good fragments: column, where the
+/// fragment's bytes start, subtree.
+type FragmentSubtrees = Vec<(usize, *const u8, Subtree)>;
 /// A stripe's bad fragments: column and fault.
 type Faults = Vec<(usize, FragmentFault)>;
 
-/// The good fragments of a stripe, and the bad ones' columns and faults.
-fn split_faults(fragments: Vec<(usize, Fragment)>) -> (GoodFragments, Faults) {
+/// The good fragments of a stripe, the bad ones' columns and faults, and the good ones'
+/// subtrees.
+fn split_faults(fragments: Vec<(usize, Fragment)>) -> (GoodFragments, Faults, FragmentSubtrees) {
     let mut good = Vec::with_capacity(fragments.len());
     let mut bad = Vec::new();
+    let mut subtrees = Vec::new();
     for (column, fragment) in fragments {
         match fragment {
-            Ok(bytes) => good.push((column, bytes)),
+            Ok(Checked { bytes, subtree }) => {
+                if let Some(subtree) = subtree {
+                    subtrees.push((column, bytes.as_ptr(), subtree));
+                }
+                good.push((column, bytes));
+            }
             Err(fault) => bad.push((column, fault)),
         }
     }
-    (good, bad)
+    (good, bad, subtrees)
 }
 
 /// Adds to a redone stripe's report the bad fragments its column threads met that the decoder
@@ -901,8 +974,8 @@ impl StripeSpan {
     }
 
     /// The span's bytes out of its columns' whole fragments (in column order), without
-    /// copying: the part of each fragment inside `within`.
-    fn slice(&self, code: &Code, fragments: Vec<Bytes>) -> Vec<Bytes> {
+    /// copying: the part of each fragment inside `within`, with its column.
+    fn slice(&self, code: &Code, fragments: Vec<Bytes>) -> Vec<(usize, Bytes)> {
         let fragment_bytes = code.fragment_bytes();
         fragments
             .into_iter()
@@ -915,7 +988,7 @@ impl StripeSpan {
                     .end
                     .min(start + fragment_bytes)
                     .saturating_sub(start);
-                (from < to).then(|| fragment.slice(from..to))
+                (from < to).then(|| (self.columns.start + i, fragment.slice(from..to)))
             })
             .collect()
     }
@@ -958,18 +1031,23 @@ struct ReadContext {
     /// order on it (`decode_range`), so a virtual run does not depend on which thread the host
     /// ran first.
     timeline: Option<Arc<dyn spinwise_disk::Timeline>>,
+    /// Where the whole object's hash subtrees lie, when the read computes its BLAKE3
+    /// (`crate::subtree_hash`).
+    subtrees: Option<SubtreePlan>,
 }
 
 impl<C: Catalog> Store<C> {
     /// Starts reading `range` (object bytes) of the migrated object `record` in `blob` at
-    /// `offset`, as a scheduler request of `kind` (a client read of either urgency).
+    /// `offset`, as a scheduler request of `kind` (a client read of either urgency). With
+    /// `hash_whole` (a whole-object read to be checked against its BLAKE3) the job hashes the
+    /// object in subtrees when its placement allows ([`MigratedReader::hashes_whole`]).
     pub(crate) async fn read_migrated(
         &self,
         record: &ObjectRecord,
-        blob: u64,
-        offset: u64,
+        (blob, offset): (u64, u64),
         range: Range<u64>,
         kind: Kind,
+        hash_whole: bool,
     ) -> StoreResult<MigratedReader> {
         let blob = self.catalog().blob(blob).await?.ok_or_else(|| {
             StoreError::Driver(format!(
@@ -978,9 +1056,21 @@ impl<C: Catalog> Store<C> {
             ))
         })?;
         let rack = self.rack_io();
+        let blob_range = offset + range.start..offset + range.end;
+        let subtrees = hash_whole
+            .then(|| {
+                let code = &rack.code;
+                SubtreePlan::for_read(
+                    blob_range.clone(),
+                    code.fragment_bytes(),
+                    code.data_columns(),
+                )
+            })
+            .flatten();
+        let hashes_whole = subtrees.is_some();
         let context = ReadContext {
             key: record.key.clone(),
-            range: offset + range.start..offset + range.end,
+            range: blob_range,
             code: rack.code.clone(),
             disks: rack.disks.clone(),
             heal: self.heal_hook(),
@@ -989,6 +1079,7 @@ impl<C: Catalog> Store<C> {
             reads: rack.disk_reads.clone(),
             timeline: self.clock().timeline(),
             blob,
+            subtrees,
         };
         let (sender, chunks) = mpsc::channel(READ_QUEUE_MESSAGES);
         let clock = self.clock().clone();
@@ -1018,6 +1109,8 @@ impl<C: Catalog> Store<C> {
             timing: None,
             repairs: RepairReport::default(),
             columns: Vec::new(),
+            hashes_whole,
+            content_hash: None,
         })
     }
 }

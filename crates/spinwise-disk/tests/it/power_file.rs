@@ -105,6 +105,24 @@ fn a_reopened_disk_replaces_a_dead_process_s_stale_active_with_standby() {
     );
 }
 
+/// A clean close leaves `standby`, and reopening does not rewrite it: the same file (inode)
+/// stays, since a rename over it cost ext4 milliseconds per disk for nothing (issue 32).
+#[test]
+fn a_reopened_disk_leaves_a_file_that_already_says_standby_as_it_is() {
+    use std::os::unix::fs::MetadataExt;
+    let root = TempDir::new().unwrap();
+    let disk = EmulatedDisk::create(config(&root)).unwrap();
+    let file = disk.directory().join(POWER_STATE_FILE);
+    let inode = std::fs::metadata(&file).unwrap().ino();
+    drop(disk);
+    let reopened = EmulatedDisk::open(config(&root)).unwrap();
+    assert_eq!(
+        read_power_state(reopened.directory()).unwrap(),
+        PowerPhase::Standby
+    );
+    assert_eq!(std::fs::metadata(&file).unwrap().ino(), inode, "rewritten");
+}
+
 #[test]
 fn a_pulled_disk_reads_failed_and_a_garbled_file_is_an_error_not_a_guess() {
     let root = TempDir::new().unwrap();

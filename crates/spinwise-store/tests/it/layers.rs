@@ -28,6 +28,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "ordered",
             "owner",
             "placement",
+            "subtree_hash",
             "tail_cache",
             "writeback",
         ],
