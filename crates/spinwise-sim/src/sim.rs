@@ -286,7 +286,7 @@ const JOULES_PER_KWH: f64 = 3.6e6;
 /// spins nothing down leaves the policy as it was, and no random draw depends on either: up to
 /// the first idle spin-down both runs make the same decisions and draws. So:
 /// - when no group was spun down for idleness before every quantity the savings compare was
-///   final ([`RunFacts::idle_changed_nothing`]), the baseline's energy, power, spin-ups and
+///   final ([`Loop::idle_changed_nothing`]), the baseline's energy, power, spin-ups and
 ///   first bytes are the run's own;
 /// - otherwise the baseline continues, with idle spin-down off, from a copy of the run taken
 ///   just before the event that brought the first idle spin-down ([`Loop::keep_checkpoint`]),
@@ -318,26 +318,6 @@ fn idle_savings(report: &Report, baseline: &Report) -> IdleSavings {
         baseline_power_mean_w: baseline.power_w.mean,
         baseline_spin_ups: baseline.spin_ups,
         baseline_time_to_first_byte_s: baseline.time_to_first_byte_s,
-    }
-}
-
-/// Facts about a run that its [`Report`] does not carry.
-#[derive(Clone, Copy, Debug)]
-struct RunFacts {
-    /// When the policy first spun a group down for idleness, in or out of the window.
-    first_idle_spin_down_us: Option<u64>,
-    /// When the last quantity the idle savings compare became final: the end of the metered
-    /// window (energy, power, spin-ups) or the last event while requests were in flight (every
-    /// first byte), whichever is later.
-    metrics_final_us: u64,
-}
-
-impl RunFacts {
-    /// Whether no idle spin-down came before `metrics_final_us`: the same run with idle
-    /// spin-down off would measure what this one did ([`simulate_with_baseline`]).
-    fn idle_changed_nothing(&self) -> bool {
-        self.first_idle_spin_down_us
-            .is_none_or(|first_us| first_us > self.metrics_final_us)
     }
 }
 
@@ -496,17 +476,19 @@ fn run_recording(
             ..config.clone()
         };
         let baseline = match sim.baseline(&report) {
-            Some(baseline) => baseline,
+            Some(baseline) => {
+                if cfg!(debug_assertions) {
+                    let from_start = simulate(rack, layout, &never)?;
+                    assert_eq!(
+                        idle_savings(&report, &baseline),
+                        idle_savings(&report, &from_start),
+                        "the baseline without idle spin-down differs from that run from the start"
+                    );
+                }
+                baseline
+            }
             None => simulate(rack, layout, &never)?,
         };
-        if cfg!(debug_assertions) {
-            let from_start = simulate(rack, layout, &never)?;
-            assert_eq!(
-                idle_savings(&report, &baseline),
-                idle_savings(&report, &from_start),
-                "the baseline without idle spin-down differs from that run from the start"
-            );
-        }
         report.idle_savings = Some(idle_savings(&report, &baseline));
     }
     Ok(report)
@@ -761,11 +743,7 @@ impl<'a> Loop<'a> {
     /// measured, else the checkpoint run on with idle spin-down off; `None`: the baseline must
     /// run from the start (the policy could not be copied).
     fn baseline(&mut self, report: &Report) -> Option<Report> {
-        let facts = RunFacts {
-            first_idle_spin_down_us: self.first_idle_spin_down_us,
-            metrics_final_us: self.metrics_final_us(),
-        };
-        if facts.idle_changed_nothing() {
+        if self.idle_changed_nothing() {
             return Some(report.clone());
         }
         if let Some(checkpoint) = self.checkpoint.take() {
@@ -779,9 +757,14 @@ impl<'a> Loop<'a> {
         None
     }
 
-    /// When the last quantity the idle savings compare became final ([`RunFacts`]).
-    fn metrics_final_us(&self) -> u64 {
-        self.window_end_us().max(self.drained_us)
+    /// Whether no idle spin-down (in or out of the window) came before the last quantity the
+    /// idle savings compare was final: the end of the metered window (energy, power, spin-ups)
+    /// or the last event while requests were in flight (every first byte), whichever is later.
+    /// The same run with idle spin-down off would then measure what this one did.
+    fn idle_changed_nothing(&self) -> bool {
+        let metrics_final_us = self.window_end_us().max(self.drained_us);
+        self.first_idle_spin_down_us
+            .is_none_or(|first_us| first_us > metrics_final_us)
     }
 
     /// Keeps a copy of the run before `event` (just taken from the agenda, due at `at_us`) if it

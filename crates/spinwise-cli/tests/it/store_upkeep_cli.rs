@@ -7,7 +7,7 @@
 
 use crate::common;
 
-use common::{TempDir, integer, spinwise};
+use common::{TempDir, init_jbod_store, integer, spinwise};
 use std::fs::{File, TryLockError};
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -38,17 +38,7 @@ fn upkeep_owns_the_directory_so_another_flush_is_refused_and_a_put_waits_for_it(
     let dir = TempDir::new("store-upkeep");
     let data = dir.join("data");
     let data = data.to_str().unwrap();
-    spinwise([
-        "store",
-        "--data",
-        data,
-        "init",
-        "--preset",
-        "dense-jbod-60",
-        "--time-factor",
-        "0.001",
-    ])
-    .success();
+    init_jbod_store(data);
     let input = dir.write("input.txt", "migrated before upkeep\n");
     spinwise(["store", "--data", data, "put", "a", input.to_str().unwrap()]).success();
     spinwise(["store", "--data", data, "flush"]).success();

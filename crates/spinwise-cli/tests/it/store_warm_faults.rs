@@ -12,7 +12,7 @@
 use crate::common;
 
 use common::s3_server::{ACCESS_KEY, PIP_HINT, S3Server, SECRET_KEY, prepare_data_dir, require};
-use common::{TempDir, init_jbod_store, integer, pattern, spinwise};
+use common::{TempDir, init_jbod_store, integer, jbod_init_args, pattern, spinwise};
 use std::path::Path;
 use std::process::Command;
 
@@ -215,16 +215,7 @@ fn init_with_a_staging_chain_puts_warm_objects_on_the_tail_device_and_refuses_a_
     let dir = TempDir::new("staging-chain");
     let data = dir.join("data");
     let data = data.to_str().unwrap();
-    let mut init = vec![
-        "store",
-        "--data",
-        data,
-        "init",
-        "--preset",
-        "dense-jbod-60",
-        "--time-factor",
-        "0.001",
-    ];
+    let mut init = jbod_init_args(data);
     let twice = dir.join("twice");
     let mut refused = init.clone();
     refused[2] = twice.to_str().unwrap();

@@ -282,10 +282,10 @@ pub fn pattern(size_bytes: usize, seed: u64) -> Vec<u8> {
         .collect()
 }
 
-/// `spinwise store --data DATA init` on dense-jbod-60 with spin-ups 1,000× faster than real
-/// (time factor 0.001), the store every store test starts from.
-pub fn init_jbod_store(data: &str) {
-    spinwise([
+/// The arguments of `spinwise store --data DATA init` on dense-jbod-60 with spin-ups 1,000×
+/// faster than real (time factor 0.001), for a test that adds its own flags.
+pub fn jbod_init_args(data: &str) -> Vec<&str> {
+    vec![
         "store",
         "--data",
         data,
@@ -294,8 +294,12 @@ pub fn init_jbod_store(data: &str) {
         "dense-jbod-60",
         "--time-factor",
         "0.001",
-    ])
-    .success();
+    ]
+}
+
+/// [`jbod_init_args`] run: the store every store test starts from.
+pub fn init_jbod_store(data: &str) {
+    spinwise(jbod_init_args(data)).success();
 }
 
 /// Every `.stack` file under the data directory's emulated disks.
