@@ -10,7 +10,10 @@
 //! - an index names its blob's id, size and content hash, and recovery uses it only for a blob
 //!   whose stack headers agree, so a stale index (a blob abandoned or removed) describes nothing;
 //! - a reader never trusts the file: its length is bounded ([`MAX_INDEX_BYTES`]), every field is
-//!   checked and a crc32c covers it all; a bad index is an error value, never a panic.
+//!   checked and a crc32c covers it all; a bad index is an error value, never a panic;
+//! - version 2 gives each entry its object's *origin*, the staging-log place its PUT first wrote
+//!   it (`crate::staging`, "moved records"), so recovery ranks a migrated version against staged
+//!   ones by when each was written, not by tier; version 1 files (no origins) are still read.
 
 use crate::durable::HostFiles;
 use spinwise_catalog::{BlobId, ContentHash};
@@ -22,12 +25,19 @@ use std::path::{Path, PathBuf};
 pub const INDEX_DIR: &str = "blob-index";
 /// The first 8 bytes of every index file.
 pub const INDEX_MAGIC: [u8; 8] = *b"SWBLBIDX";
-/// The only version written and read.
-pub const INDEX_VERSION: u32 = 1;
+/// The version written: 2, entries with origins. Version 1 (entries without) is still read.
+pub const INDEX_VERSION: u32 = 2;
+/// The oldest version read.
+const FIRST_READ_VERSION: u32 = 1;
+/// Bytes of an entry's origin (segment id u64, offset u64), version 2 on.
+const ORIGIN_BYTES: usize = 16;
+/// The origin field's value for an object whose origin is not known (copied by compaction out
+/// of a blob whose index had none).
+const UNKNOWN_ORIGIN: (u64, u64) = (u64::MAX, u64::MAX);
 /// Bytes before the first entry.
 const PREAMBLE_BYTES: usize = 64;
 /// Bytes of an entry besides its key.
-const ENTRY_FIXED_BYTES: usize = 4 + 8 + 8 + 32;
+const ENTRY_FIXED_BYTES: usize = 4 + 8 + 8 + 32 + ORIGIN_BYTES;
 /// The longest key an entry may carry (the staging log's limit).
 pub const MAX_KEY_BYTES: usize = 1088;
 /// The largest index file read: a flush round's most objects (16,384) with the longest keys
@@ -42,6 +52,11 @@ pub struct IndexEntry {
     pub offset: u64,
     pub size_bytes: u64,
     pub content_hash: ContentHash,
+    /// Where its PUT first wrote it in the staging log (segment id, offset): the place of the
+    /// record it was migrated from, or that record's origin if the warm collector had moved it;
+    /// carried over by compaction. `None` when not known (a version 1 index, or compacted out
+    /// of one).
+    pub origin: Option<(u64, u64)>,
 }
 
 /// A blob's object index.
@@ -78,6 +93,9 @@ impl BlobIndex {
             bytes.extend_from_slice(&entry.offset.to_le_bytes());
             bytes.extend_from_slice(&entry.size_bytes.to_le_bytes());
             bytes.extend_from_slice(&entry.content_hash);
+            let (segment, offset) = entry.origin.unwrap_or(UNKNOWN_ORIGIN);
+            bytes.extend_from_slice(&segment.to_le_bytes());
+            bytes.extend_from_slice(&offset.to_le_bytes());
         }
         let crc = crc32c(&bytes);
         bytes.extend_from_slice(&crc.to_le_bytes());
@@ -97,7 +115,7 @@ impl BlobIndex {
             return Err("not a blob index (magic)".into());
         }
         let version = cursor.u32()?;
-        if version != INDEX_VERSION {
+        if !(FIRST_READ_VERSION..=INDEX_VERSION).contains(&version) {
             return Err(format!("unsupported version {version}"));
         }
         let entry_count = cursor.u32()?;
@@ -108,7 +126,7 @@ impl BlobIndex {
             entries: Vec::new(),
         };
         for _ in 0..entry_count {
-            index.entries.push(cursor.entry()?);
+            index.entries.push(cursor.entry(version)?);
         }
         if !cursor.bytes.is_empty() {
             return Err("bytes after the last entry".into());
@@ -156,7 +174,7 @@ impl<'a> Cursor<'a> {
     fn hash(&mut self) -> Result<ContentHash, String> {
         Ok(self.take(32)?.try_into().expect("32 bytes"))
     }
-    fn entry(&mut self) -> Result<IndexEntry, String> {
+    fn entry(&mut self, version: u32) -> Result<IndexEntry, String> {
         let key_bytes = self.u32()? as usize;
         if key_bytes == 0 || key_bytes > MAX_KEY_BYTES {
             return Err(format!("key length {key_bytes} out of range"));
@@ -164,11 +182,18 @@ impl<'a> Cursor<'a> {
         let key = std::str::from_utf8(self.take(key_bytes)?)
             .map_err(|_| "a key is not UTF-8".to_string())?
             .to_string();
+        let (offset, size_bytes, content_hash) = (self.u64()?, self.u64()?, self.hash()?);
+        let origin = if version >= 2 {
+            Some((self.u64()?, self.u64()?)).filter(|&origin| origin != UNKNOWN_ORIGIN)
+        } else {
+            None
+        };
         Ok(IndexEntry {
             key,
-            offset: self.u64()?,
-            size_bytes: self.u64()?,
-            content_hash: self.hash()?,
+            offset,
+            size_bytes,
+            content_hash,
+            origin,
         })
     }
 }
@@ -231,12 +256,14 @@ mod tests {
                     offset: 0,
                     size_bytes: 4,
                     content_hash: [1; 32],
+                    origin: Some((3, 128)),
                 },
                 IndexEntry {
                     key: "c".into(),
                     offset: 4,
                     size_bytes: 6,
                     content_hash: [2; 32],
+                    origin: None,
                 },
             ],
         }
@@ -256,6 +283,48 @@ mod tests {
             assert!(BlobIndex::decode(&flipped).is_err(), "byte {position}");
             assert!(BlobIndex::decode(&bytes[..position]).is_err());
         }
+    }
+
+    /// `index` as version 1 wrote it: entries without origins.
+    fn encode_version_1(index: &BlobIndex) -> Vec<u8> {
+        let mut bytes = index.encode();
+        bytes.truncate(bytes.len() - 4);
+        bytes[8..12].copy_from_slice(&1u32.to_le_bytes());
+        let mut version_1 = bytes[..PREAMBLE_BYTES].to_vec();
+        let mut at = PREAMBLE_BYTES;
+        for entry in &index.entries {
+            let without_origin = ENTRY_FIXED_BYTES - ORIGIN_BYTES + entry.key.len();
+            version_1.extend_from_slice(&bytes[at..at + without_origin]);
+            at += without_origin + ORIGIN_BYTES;
+        }
+        let crc = crc32c(&version_1);
+        version_1.extend_from_slice(&crc.to_le_bytes());
+        version_1
+    }
+
+    #[test]
+    fn a_version_1_index_is_read_with_every_origin_unknown() {
+        let mut expected = sample();
+        for entry in &mut expected.entries {
+            entry.origin = None;
+        }
+        assert_eq!(
+            BlobIndex::decode(&encode_version_1(&sample())),
+            Ok(expected)
+        );
+    }
+
+    #[test]
+    fn an_unknown_version_is_refused() {
+        let mut bytes = sample().encode();
+        bytes.truncate(bytes.len() - 4);
+        bytes[8..12].copy_from_slice(&3u32.to_le_bytes());
+        let crc = crc32c(&bytes);
+        bytes.extend_from_slice(&crc.to_le_bytes());
+        assert_eq!(
+            BlobIndex::decode(&bytes),
+            Err("unsupported version 3".to_string())
+        );
     }
 
     #[test]

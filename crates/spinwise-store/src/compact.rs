@@ -53,6 +53,7 @@ use spinwise_disk::Disk;
 use spinwise_ec::{Code, DecodeError, StripeDecoder};
 use spinwise_gc::{Decision, GcPolicy, GcThresholds, GcView};
 use spinwise_sched::scheduler::Kind;
+use std::collections::BTreeMap;
 use std::io::{self, Read, Write};
 use std::ops::Range;
 use std::sync::Arc;
@@ -228,13 +229,15 @@ impl Plan {
         units.into_iter().map(Plan::new).collect()
     }
 
-    /// The new blob's object index: each object at its packed offset.
-    fn index_entries(&self) -> Vec<crate::blob_index::IndexEntry> {
+    /// The new blob's object index: each object at its packed offset, with the origin the old
+    /// blob's index gave it (unknown if it gave none).
+    fn index_entries(&self, origins: &Origins) -> Vec<crate::blob_index::IndexEntry> {
         let mut offset = 0;
         self.objects
             .iter()
             .map(|object| {
-                let entry = crate::migrate::index_entry(object, offset);
+                let origin = origins.get(&(old_offset(object), object.key.clone()));
+                let entry = crate::migrate::index_entry(object, offset, origin.copied());
                 offset += object.size_bytes;
                 entry
             })
@@ -258,6 +261,9 @@ impl Plan {
             .collect()
     }
 }
+
+/// The origins (`crate::blob_index`) of a blob's objects by (offset in the blob, key).
+type Origins = BTreeMap<(u64, String), (u64, u64)>;
 
 fn old_offset(object: &ObjectRecord) -> u64 {
     match object.location {
@@ -511,6 +517,7 @@ impl<C: Catalog> Store<C> {
         if plan.size_bytes >= old.size_bytes {
             return Ok(false); // only empty objects died: nothing to reclaim
         }
+        let origins = self.origins_in(id).await;
         let upkeep = &self.config().upkeep;
         let units = match upkeep.compaction {
             CompactionMode::NonPreemptive => vec![plan],
@@ -522,7 +529,10 @@ impl<C: Catalog> Store<C> {
                 self.wait_for_turn(old.group, report, progress).await;
                 crash::point("compact:between-units");
             }
-            if !self.compact_unit(&old, unit, limits, report).await? {
+            if !self
+                .compact_unit((&old, &origins), unit, limits, report)
+                .await?
+            {
                 return Ok(index > 0); // the group went down: the rest waits for the next time
             }
             moved_bytes += unit.size_bytes;
@@ -542,7 +552,7 @@ impl<C: Catalog> Store<C> {
     /// their moves; `false` if the group went down first under `only_while_active`.
     async fn compact_unit(
         &self,
-        old: &BlobRecord,
+        (old, origins): (&BlobRecord, &Origins),
         unit: &Plan,
         limits: CompactLimits,
         report: &mut CompactReport,
@@ -563,7 +573,10 @@ impl<C: Catalog> Store<C> {
         if let Err(error) = self.write_compacted(old, unit, &new).await {
             return Err(self.fail(&new, error).await);
         }
-        if let Err(error) = self.write_blob_index(&new, unit.index_entries()).await {
+        if let Err(error) = self
+            .write_blob_index(&new, unit.index_entries(origins))
+            .await
+        {
             return Err(self.fail(&new, error).await);
         }
         crash::point("compact:after-stacks");
@@ -644,6 +657,25 @@ impl<C: Catalog> Store<C> {
             })
             .min()
             .unwrap_or(0)
+    }
+
+    /// The origins the index of `blob` gives its objects, so the compacted copies keep them: none
+    /// for a blob whose index is missing, unreadable or of version 1 (its copies then rank as
+    /// that blob's did in a lost catalog's recovery, by blob id: docs/store.md).
+    async fn origins_in(&self, blob: BlobId) -> Origins {
+        let path = crate::blob_index::index_path(self.data_dir(), blob);
+        let read = tokio::task::spawn_blocking(move || crate::blob_index::read_index(&path))
+            .await
+            .unwrap_or_else(|error| Err(error.to_string()));
+        match read {
+            Ok(index) => (index.entries.into_iter())
+                .filter_map(|entry| Some(((entry.offset, entry.key), entry.origin?)))
+                .collect(),
+            Err(error) => {
+                tracing::warn!(%error, blob, "reading a blob index for its origins");
+                Origins::new()
+            }
+        }
     }
 
     /// Every object pointing into `blob`, in offset order.

@@ -125,13 +125,19 @@ pub fn pack(staged: Vec<ObjectRecord>, bundle_bytes: u64) -> Vec<Bundle> {
     bundles
 }
 
-/// `object`'s entry in the index of the blob it is packed into at `offset`.
-pub(crate) fn index_entry(object: &ObjectRecord, offset: u64) -> IndexEntry {
+/// `object`'s entry in the index of the blob it is packed into at `offset`, with the place its
+/// PUT first wrote it, when known (`crate::blob_index`).
+pub(crate) fn index_entry(
+    object: &ObjectRecord,
+    offset: u64,
+    origin: Option<(SegmentId, u64)>,
+) -> IndexEntry {
     IndexEntry {
         key: object.key.clone(),
         offset,
         size_bytes: object.size_bytes,
         content_hash: object.content_hash,
+        origin,
     }
 }
 
@@ -174,9 +180,18 @@ impl Read for ChunkReader {
 
 /// A bundle ready to write: the objects still staged, their offsets, size and hash.
 struct Prepared {
-    objects: Vec<(ObjectRecord, u64)>,
+    objects: Vec<Packed>,
     size_bytes: u64,
     content_hash: ContentHash,
+}
+
+/// One object of a bundle: where it goes in the blob, and the place its PUT first wrote it (its
+/// record's own place, or the original's for a record the warm collector moved), which the
+/// blob's index keeps for a lost catalog's recovery.
+struct Packed {
+    object: ObjectRecord,
+    offset: u64,
+    origin: (SegmentId, u64),
 }
 
 impl<C: Catalog> Store<C> {
@@ -345,7 +360,7 @@ impl<C: Catalog> Store<C> {
         let entries = prepared
             .objects
             .iter()
-            .map(|(object, offset)| index_entry(object, *offset))
+            .map(|packed| index_entry(&packed.object, packed.offset, Some(packed.origin)))
             .collect();
         if let Err(error) = self.write_blob_index(&blob, entries).await {
             return Err(self.fail(&blob, error).await);
@@ -354,10 +369,10 @@ impl<C: Catalog> Store<C> {
         let moves = prepared
             .objects
             .iter()
-            .map(|(object, blob_offset)| Migration {
-                key: object.key.clone(),
-                from: object.location.clone(),
-                blob_offset: *blob_offset,
+            .map(|packed| Migration {
+                key: packed.object.key.clone(),
+                from: packed.object.location.clone(),
+                blob_offset: packed.offset,
             })
             .collect();
         let moved = match self.catalog().commit_blob(blob.id, moves).await {
@@ -452,12 +467,16 @@ impl<C: Catalog> Store<C> {
                     hasher.update(&chunk);
                 }
             }
-            objects.push((object, offset));
+            objects.push(Packed {
+                object,
+                offset,
+                origin: reader.origin(),
+            });
             offset += size;
         }
         let content_hash = match objects.as_slice() {
             [] => return Ok(None),
-            [(object, _)] if single => object.content_hash,
+            [packed] if single => packed.object.content_hash,
             _ => *hasher.finalize().as_bytes(),
         };
         Ok(Some(Prepared {
@@ -585,7 +604,7 @@ impl<C: Catalog> Store<C> {
         state: &mut FlushProgress,
         progress: &impl Fn(FlushProgress),
     ) {
-        for (object, _) in &prepared.objects {
+        for Packed { object, .. } in &prepared.objects {
             let (segment, offset) = staged_at(object);
             let size = object.size_bytes;
             let opened = self

@@ -100,14 +100,33 @@ pub struct RecoverReport {
     pub skipped: Vec<Skipped>,
 }
 
-/// One version of a key found on disk. Later versions order higher: every staged record is
-/// later than every migrated copy (a flush migrates what is staged), staged records by the
-/// (segment, offset) they were first written at (their own, or for a copy the warm collector
-/// made, its original's), migrated ones by (blob id, place in the blob's index). A record and
-/// its copy rank alike: the one met first (the original, in a lower segment) is kept.
+/// Where a version of a key stands among its others: later versions order higher ([`Rank`]'s
+/// variants ascend, as the derived order has it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Rank {
+    /// A migrated copy whose blob index gives no origin (an index of version 1, written before
+    /// 2026-11-30, or a copy compaction made out of such a blob): by (blob id, place in the
+    /// index), blob ids being handed out upward. Below every version with an origin, as every
+    /// migrated copy once ranked below every staged record (a flush migrates what is staged).
+    Unplaced { blob: BlobId, place: u64 },
+    /// Where the version's PUT first wrote it in the staging log (segment ids ascend, records
+    /// are appended): a staged record's own place, or its original's for a copy the warm
+    /// collector made; a migrated copy's origin from its blob index. So a dead warm record
+    /// that outlived a newer version's migration (its segment kept alive by live neighbours)
+    /// ranks below that version. At one origin (one PUT) the migrated copy wins over the record
+    /// it came from: the object was cold when it migrated, so a demotion the lost catalog held
+    /// is kept; a record and the warm collector's copy of it tie, and the one met first (the
+    /// original, in a lower segment) is kept.
+    Written {
+        origin: (SegmentId, u64),
+        migrated: bool,
+    },
+}
+
+/// One version of a key found on disk, ranked by [`Rank`].
 #[derive(Clone, Debug)]
 struct Version {
-    rank: (bool, u64, u64),
+    rank: Rank,
     size_bytes: u64,
     content_hash: [u8; 32],
     /// `Staged` at its record, or `Migrated` at its blob and offset.
@@ -527,8 +546,18 @@ fn choose_versions(
     for id in blob_records.keys() {
         let entries: &[IndexEntry] = blobs[id].index.as_ref().map_or(&[], |i| &i.entries);
         for (place, entry) in entries.iter().enumerate() {
+            let rank = match entry.origin {
+                Some(origin) => Rank::Written {
+                    origin,
+                    migrated: true,
+                },
+                None => Rank::Unplaced {
+                    blob: *id,
+                    place: place as u64,
+                },
+            };
             let version = Version {
-                rank: (false, *id, place as u64),
+                rank,
                 size_bytes: entry.size_bytes,
                 content_hash: entry.content_hash,
                 location: ObjectLocation::Migrated {
@@ -544,7 +573,10 @@ fn choose_versions(
         let version = Version {
             // A copy the warm collector made ranks where the object was first written, so it
             // never outranks a version written after that but before the copy (staging.rs).
-            rank: (true, record.origin.0, record.origin.1),
+            rank: Rank::Written {
+                origin: record.origin,
+                migrated: false,
+            },
             size_bytes: record.size_bytes,
             content_hash: record.content_hash,
             location: ObjectLocation::Staged {

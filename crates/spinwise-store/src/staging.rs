@@ -30,7 +30,9 @@
 //!   open segments of the other tier, so its records' segment ids follow the order it wrote
 //!   them in (moved records, which only the warm collector writes, rank by their origin);
 //! - a segment's file is on device `id % devices` of the chain ([`ChainState`]), and new ids
-//!   only grow;
+//!   only grow, across reopens too: the highest segment present is emptied to its header when
+//!   freed, never deleted, so no id ever names two segments (origins in blob indexes outlive
+//!   their segments; docs/staging-format.md, "Freeing space");
 //! - a segment is truncated or deleted only under a claim (its lock taken by the claimer); it is
 //!   deleted only when it is sealed, unpinned (no append in flight whose catalog commit is
 //!   pending) and the caller, having asked the catalog after claiming, says nothing references
@@ -380,6 +382,12 @@ pub struct StagingLog {
     /// Sealed segments and their lengths.
     sealed: Mutex<BTreeMap<SegmentId, u64>>,
     next_segment: Mutex<SegmentId>,
+    /// The highest id of a segment this log found at open or created since (0: none). That
+    /// segment is never deleted, only emptied to its header ([`StagingLog::delete_claimed`]),
+    /// so the next open hands out ids above every id ever handed out: blob indexes keep the
+    /// origins of migrated objects after their segments are gone, and a lost catalog's
+    /// recovery ranks versions by origin, so an id must never name two segments.
+    highest_present: Mutex<SegmentId>,
     pins: Arc<Mutex<BTreeMap<SegmentId, usize>>>,
     space: Mutex<Space>,
     scans: Mutex<BTreeMap<SegmentId, SegmentScan>>,
@@ -996,6 +1004,7 @@ impl StagingLog {
             reclaiming: tokio::sync::Mutex::new(()),
             sealed: Mutex::new(sealed),
             next_segment: Mutex::new(next_segment),
+            highest_present: Mutex::new(next_segment - 1),
             pins: Arc::new(Mutex::new(BTreeMap::new())),
             space: Mutex::new(Space { used_bytes }),
             scans: Mutex::new(found.scans),
@@ -1188,8 +1197,9 @@ impl StagingLog {
                 .map(|(_, offset)| *offset)
                 .collect();
             if references.is_empty() {
-                self.delete_claimed(claimed).await?;
-                report.segments_deleted.push(segment);
+                if self.delete_claimed(claimed).await? {
+                    report.segments_deleted.push(segment);
+                }
                 continue;
             }
             // The records `find_records` checked usually cover every reference; a reference
@@ -1261,9 +1271,23 @@ impl StagingLog {
     }
 
     /// Deletes a claimed segment's file while its lock is held (nobody else can delete or
-    /// recreate that name meanwhile), fsyncs the directory and releases the claim.
-    async fn delete_claimed(&self, claimed: ClaimedSegment) -> Result<()> {
+    /// recreate that name meanwhile), fsyncs the directory and releases the claim; returns
+    /// whether it deleted it. The highest segment present is instead cut to its header (see
+    /// `highest_present`): it holds no record, and its id stays taken.
+    async fn delete_claimed(&self, claimed: ClaimedSegment) -> Result<bool> {
         let segment = claimed.segment;
+        if segment >= *self.highest_present.lock().expect("highest segment lock") {
+            let length = self
+                .sealed
+                .lock()
+                .expect("sealed lock")
+                .get(&segment)
+                .copied();
+            if length.is_some_and(|length| length > SEGMENT_HEADER_BYTES) {
+                self.truncate_claimed(claimed, SEGMENT_HEADER_BYTES).await?;
+            }
+            return Ok(false);
+        }
         let dir = self.devices[self.device_of(segment)].clone();
         let host = self.host.clone();
         blocking(move || {
@@ -1276,7 +1300,7 @@ impl StagingLog {
         })
         .await?;
         self.forget_segment(segment);
-        Ok(())
+        Ok(true)
     }
 
     /// Drops a segment that no longer exists from the sealed set and the used space.
@@ -1355,7 +1379,7 @@ impl StagingLog {
                 reason: "it is open for appends or does not exist",
             });
         }
-        self.delete_claimed(claimed).await
+        self.delete_claimed(claimed).await.map(|_| ())
     }
 
     /// Claims and deletes a sealed, unpinned segment, for a caller that knows nothing
@@ -1478,6 +1502,8 @@ impl StagingLog {
             file.seek(SeekFrom::Start(SEGMENT_HEADER_BYTES))
                 .await
                 .map_err(io_error(&path))?;
+            let mut highest = self.highest_present.lock().expect("highest segment lock");
+            *highest = (*highest).max(id);
             return Ok(OpenSegment {
                 id,
                 file,
@@ -1985,6 +2011,11 @@ pub struct StagedReader {
 }
 
 impl StagedReader {
+    /// The place the record's object was first written (see [`ScannedRecord::origin`]).
+    pub fn origin(&self) -> (SegmentId, u64) {
+        self.origin
+    }
+
     /// The next verified piece of the range, or `None` at its end (after the whole-object
     /// check, on whole-object reads).
     pub async fn next_chunk(&mut self) -> Result<Option<Bytes>> {

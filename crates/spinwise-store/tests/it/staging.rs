@@ -6,7 +6,8 @@ use crate::common;
 
 use common::pattern;
 use spinwise_store::staging::{
-    ContentCheck, MAX_KEY_BYTES, StagingConfig, StagingError, StagingLog, Tier, segment_path,
+    ContentCheck, MAX_KEY_BYTES, SEGMENT_HEADER_BYTES, StagingConfig, StagingError, StagingLog,
+    Tier, segment_path,
 };
 use std::collections::BTreeSet;
 use std::io::{Seek, SeekFrom, Write};
@@ -244,8 +245,60 @@ async fn a_sealed_segment_is_freed_only_once_unpinned() {
     drop(record);
     assert_eq!(log.freeable_segments(), [segment]);
     log.free_segment(segment).await.unwrap();
-    assert!(!segment_path(dir.path(), segment).exists());
-    assert_eq!(log.used_bytes(), 0);
+    // The highest segment is emptied to its header, not deleted, so its id stays taken.
+    let path = segment_path(dir.path(), segment);
+    assert_eq!(
+        std::fs::metadata(&path).unwrap().len(),
+        SEGMENT_HEADER_BYTES
+    );
+    assert_eq!(log.used_bytes(), SEGMENT_HEADER_BYTES);
+}
+
+#[tokio::test]
+async fn a_freed_segment_below_the_highest_is_deleted_and_a_reopened_log_never_reuses_an_id() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = StagingConfig {
+        segment_bytes: 4096,
+        ..small_chunks()
+    };
+    let log = StagingLog::open(dir.path(), config).await.unwrap();
+    // Each record fills (and seals) a segment of its own.
+    let first = log
+        .append("a", Tier::Cold, &pattern(5000, 1)[..])
+        .await
+        .unwrap()
+        .segment;
+    let second = log
+        .append("b", Tier::Cold, &pattern(5000, 2)[..])
+        .await
+        .unwrap()
+        .segment;
+    assert!(second > first);
+    log.free_segment(first).await.unwrap();
+    log.free_segment(second).await.unwrap();
+    assert!(
+        !segment_path(dir.path(), first).exists(),
+        "a lower segment is deleted"
+    );
+    assert!(
+        segment_path(dir.path(), second).exists(),
+        "the highest is kept"
+    );
+    assert_eq!(log.used_bytes(), SEGMENT_HEADER_BYTES);
+    drop(log);
+    // Were the highest deleted, a reopened log would number its next segment `first` again,
+    // and a blob index naming an origin in the old one would outrank every record in the new.
+    let log = StagingLog::open(dir.path(), config).await.unwrap();
+    log.recover(&BTreeSet::new()).await.unwrap();
+    let third = log
+        .append("c", Tier::Cold, &pattern(10, 3)[..])
+        .await
+        .unwrap()
+        .segment;
+    assert!(
+        third > second,
+        "segment id {third} handed out again (highest was {second})"
+    );
 }
 
 #[tokio::test]
@@ -360,10 +413,15 @@ async fn a_segment_another_log_writes_is_in_use_until_that_log_lets_go() {
     ));
     assert!(segment_path(dir.path(), segment).exists());
     drop(writer);
-    // The writer gone (as a process dies), the segment can be claimed and freed.
+    // The writer gone (as a process dies), the segment can be claimed and freed: emptied to its
+    // header, as the highest segment is.
     other.free_segment(segment).await.unwrap();
-    assert!(!segment_path(dir.path(), segment).exists());
-    assert_eq!(other.used_bytes(), 0);
+    let path = segment_path(dir.path(), segment);
+    assert_eq!(
+        std::fs::metadata(&path).unwrap().len(),
+        SEGMENT_HEADER_BYTES
+    );
+    assert_eq!(other.used_bytes(), SEGMENT_HEADER_BYTES);
 }
 
 /// Where chunk `chunk`'s frame starts in a record at `offset` with key `key` (docs/staging-format.md:

@@ -12,10 +12,10 @@
 //!   spin-down (it reads the rack, never the engine's books);
 //! - the catalog and the disks agree: a scrub finds no stripe it cannot verify or repair;
 //! - an object written warm (one put in four, in the worlds of seeds 0, 1, 4, 5, 8, 9, …) stays warm
-//!   and staged through flushes and crashes until a flush demotes it (the warm objects of
-//!   even-numbered keys are demoted before each `flush` step, as a lifecycle transition of a
-//!   prefix would). Those worlds do not lose their catalog (the others do): see
-//!   `a_lost_catalog_with_warm_records_never_brings_back_an_overwritten_version`.
+//!   and staged through flushes, crashes and lost catalogs until a flush demotes it (the warm
+//!   objects of even-numbered keys are demoted before each `flush` step, as a lifecycle
+//!   transition of a prefix would). Seeds 0, 1, 8, 9, … also lose their catalog, and so do
+//!   2, 3, 6, 7, …: see `a_lost_catalog_with_warm_records_never_brings_back_an_overwritten_version`.
 //!
 //! Faults besides crashes: writes fail (one in five) and spin-ups are slow during a flush, one
 //! disk of an object's blob fails a read during a read of it (which must still return the
@@ -281,7 +281,7 @@ struct World {
     warm: BTreeSet<String>,
     /// Whether this world writes warm objects (one put in four) and whether it loses its
     /// catalog (`lose_the_catalog_and_recover`; a plain crash and restart takes its place
-    /// when not). Never both, for now: see the ignored
+    /// when not). Both since blob indexes carry origins (2026-11-30): see
     /// `a_lost_catalog_with_warm_records_never_brings_back_an_overwritten_version`.
     warm_puts: bool,
     catalog_loss: bool,
@@ -342,9 +342,11 @@ impl World {
             acknowledged: BTreeMap::new(),
             versions: BTreeMap::new(),
             warm: BTreeSet::new(),
-            // Independent of the policy, which alternates with the seed's parity.
+            // Independent of the policy, which alternates with the seed's parity: warm objects
+            // with lost catalogs (seeds 0, 1, 8, 9, …), lost catalogs alone (2, 3, 6, 7, …),
+            // warm objects alone (4, 5, 12, 13, …).
             warm_puts: (seed / 2).is_multiple_of(2),
-            catalog_loss: !(seed / 2).is_multiple_of(2),
+            catalog_loss: !(seed / 2).is_multiple_of(2) || (seed / 4).is_multiple_of(2),
             failed_disk: None,
             crashes: 0,
             recoveries: 0,
@@ -1075,19 +1077,16 @@ fn the_store_keeps_every_acknowledged_object_and_every_budget_through_a_seeded_s
     );
 }
 
-/// Warm objects and lost catalogs in one world, seed 2. When warm records shared segments with
-/// cold ones, a warm record kept its segment and the dead records beside it, and a key
-/// overwritten after such a record, whose newer version then migrated, came back from a lost
-/// catalog's recovery as the older staged version (recovery ranks every staged record above
-/// every migrated one): seed 2 failed at step 67. Since e4e409e a warm record has a segment of
-/// its own and taking it seals the open cold segments; this passes alone and in full local runs
-/// of this binary, but one fresh-clone CI run (e4e409e, 13:53 UTC 2026-11-29) failed here at
-/// the same step with the same bytes, so a timing-dependent path still keeps a dead record
-/// (suspected: a crashed store's leftover blocking task holding a segment's lock, so that the
-/// reclaim after an overwrite skips it). Until that is understood the swarm keeps warm objects
-/// and catalog loss in separate worlds (docs/store.md "Recovering a lost catalog").
+/// Warm objects and lost catalogs in one world, seed 2 (its warm puts and catalog loss both
+/// forced on). A dead warm record outlives its segment's other records' deaths as long as one
+/// neighbour lives, so a key overwritten after it, whose newer version then migrated, came back
+/// from a lost catalog's recovery as the older staged version while recovery ranked every
+/// staged record above every migrated copy: seed 2 failed at step 67 (and, after a fix that
+/// only made it rarer, once in CI, e4e409e). Since 2026-11-30 each blob index entry carries the
+/// place its object was first written, and recovery ranks every version by that (docs/store.md
+/// "Recovering a lost catalog"); `warm_gc.rs` has the deterministic cases. The swarm's worlds of
+/// seeds 0, 1, 8, 9, … now have both too.
 #[test]
-#[ignore = "warm objects with catalog loss: passes here, failed once in CI (timing); see the comment and docs/store.md"]
 fn a_lost_catalog_with_warm_records_never_brings_back_an_overwritten_version() {
     let mut world = World::new(2, Disks::Honest, PolicyChoice::Pelican);
     world.warm_puts = true;

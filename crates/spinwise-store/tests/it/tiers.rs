@@ -5,8 +5,8 @@
 
 use crate::common;
 
-use common::{on_manual_clock, pattern, read_to_end};
-use spinwise_catalog::{ObjectLocation, Tier};
+use common::{is_staged, on_manual_clock, pattern, read_to_end};
+use spinwise_catalog::Tier;
 use spinwise_store::staging::StagingConfig;
 use spinwise_store::{SqliteStore, Store, StoreConfig, StoreError, WarmConfig, WarmWhenFull};
 use std::future::ready;
@@ -36,13 +36,6 @@ async fn put_in(store: &SqliteStore, key: &str, tier: Tier, bytes: &[u8]) {
         .put_with(key, tier, bytes, |_| ready(Ok(())))
         .await
         .unwrap();
-}
-
-async fn is_staged(store: &SqliteStore, key: &str) -> bool {
-    matches!(
-        store.stat(key).await.unwrap().location,
-        ObjectLocation::Staged { .. }
-    )
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

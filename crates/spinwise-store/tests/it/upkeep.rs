@@ -10,7 +10,8 @@
 use crate::common;
 
 use common::{
-    advance_upkeep, flip_byte, migrate, on_manual_clock, pattern, read_blob, upkeep_until,
+    advance_upkeep, flip_byte, is_staged, migrate, on_manual_clock, pattern, read_blob,
+    upkeep_until,
 };
 use spinwise_catalog::Catalog;
 use spinwise_sched::scheduler::Kind;
@@ -355,13 +356,6 @@ async fn a_store_toml_without_an_upkeep_section_loads_with_defaults_and_bad_poli
             Ok(_) => panic!("expected a Config error, got a store"),
         }
     }
-}
-
-async fn is_staged(store: &SqliteStore, key: &str) -> bool {
-    matches!(
-        store.stat(key).await.unwrap().location,
-        spinwise_catalog::ObjectLocation::Staged { .. }
-    )
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

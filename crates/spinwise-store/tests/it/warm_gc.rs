@@ -6,11 +6,12 @@
 //! request in flight end before the next record moves, non-preemptive does not wait; upkeep
 //! collects on its first tick. On a chain of staging devices: PUTs fill the tail device and the
 //! tail moves on; a collection empties the head device first; compact-in-body copies into a
-//! body device, move-to-tail into the tail.
+//! body device, move-to-tail into the tail. A dead warm record whose segment outlives a newer
+//! version's migration (and that version's compaction) never comes back from a lost catalog.
 
 use crate::common;
 
-use common::{pattern, read_to_end};
+use common::{is_staged, pattern, read_to_end};
 use spinwise_catalog::{ObjectLocation, Tier};
 use spinwise_store::staging::{Placement, StagingConfig};
 use spinwise_store::{
@@ -215,6 +216,95 @@ async fn a_moved_record_ranks_where_its_original_was_written_when_a_lost_catalog
         second,
         "the copy of the first version outranked the second"
     );
+    store.close().await;
+}
+
+/// Removes the catalog and its WAL, as a lost disk would, and rebuilds it from the directory.
+async fn lose_the_catalog_and_recover(data: &Path) -> spinwise_store::RecoverReport {
+    for file in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(data.join(format!("{}{file}", spinwise_store::CATALOG_FILE)));
+    }
+    spinwise_store::recover(data).await.unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_warm_version_overwritten_by_a_migrated_one_stays_overwritten_when_a_lost_catalog_is_recovered()
+ {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let store = new_store(dir.path(), CompactionMode::SemiPreemptive).await;
+    put_warm(&store, "key", &pattern(OBJECT_BYTES, 1)).await;
+    // A live neighbour keeps the first version's segment (and its dead record) on disk.
+    put_warm(&store, "neighbour", &pattern(OBJECT_BYTES, 3)).await;
+    let second = pattern(OBJECT_BYTES, 2);
+    store.put("key", &second[..]).await.unwrap();
+    // Sealed, so the flush frees the cold segment: only the blob holds the second version.
+    store.staging().seal_idle(Tier::Cold);
+    assert_eq!(store.flush(|_| {}).await.unwrap().objects_moved, 1);
+    store.close().await;
+    let report = lose_the_catalog_and_recover(&data).await;
+    let store = Store::open_sqlite(&data).await.unwrap();
+    assert_eq!(
+        read_to_end(&store, "key", None).await.unwrap().0,
+        second,
+        "the overwritten warm version came back in place of the migrated one: {report:?}"
+    );
+    assert!(!is_staged(&store, "key").await, "{report:?}");
+    store.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_compacted_copy_keeps_its_origin_and_outranks_an_older_warm_version_in_recovery() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let store = new_store(dir.path(), CompactionMode::SemiPreemptive).await;
+    put_warm(&store, "key", &pattern(OBJECT_BYTES, 1)).await;
+    put_warm(&store, "neighbour", &pattern(OBJECT_BYTES, 3)).await;
+    let second = pattern(OBJECT_BYTES, 2);
+    store.put("key", &second[..]).await.unwrap();
+    store
+        .put("filler", &pattern(OBJECT_BYTES, 4)[..])
+        .await
+        .unwrap();
+    // Sealed, so the flush frees the cold segment: only the blobs hold the second version.
+    store.staging().seal_idle(Tier::Cold);
+    assert_eq!(store.flush(|_| {}).await.unwrap().objects_moved, 2);
+    // Half the blob dies: compaction copies the second version into a new blob, whose index
+    // must carry the place its PUT wrote it, or the copy ranks below the dead warm record.
+    store.delete("filler").await.unwrap();
+    let compacted = store.compact(Some(0.25), |_| {}).await.unwrap();
+    assert_eq!(compacted.objects_moved, 1, "{compacted:?}");
+    store.close().await;
+    let report = lose_the_catalog_and_recover(&data).await;
+    let store = Store::open_sqlite(&data).await.unwrap();
+    assert_eq!(
+        read_to_end(&store, "key", None).await.unwrap().0,
+        second,
+        "the compacted copy lost its origin: {report:?}"
+    );
+    store.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_demoted_object_migrated_beside_its_still_staged_record_comes_back_cold() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let store = new_store(dir.path(), CompactionMode::SemiPreemptive).await;
+    let bytes = pattern(OBJECT_BYTES, 1);
+    put_warm(&store, "key", &bytes).await;
+    // A live neighbour keeps the record's segment on disk after the object migrates.
+    put_warm(&store, "neighbour", &pattern(OBJECT_BYTES, 3)).await;
+    assert!(store.demote("key").await.unwrap());
+    assert_eq!(store.flush(|_| {}).await.unwrap().objects_moved, 1);
+    store.close().await;
+    let report = lose_the_catalog_and_recover(&data).await;
+    assert_eq!(report.versions_replaced, 1, "{report:?}");
+    let store = Store::open_sqlite(&data).await.unwrap();
+    // One PUT, two copies: the migrated one wins, so the demotion the lost catalog held stays.
+    assert!(!is_staged(&store, "key").await, "{report:?}");
+    assert_eq!(store.stat("key").await.unwrap().tier, Tier::Cold);
+    assert_eq!(read_to_end(&store, "key", None).await.unwrap().0, bytes);
+    assert!(is_staged(&store, "neighbour").await);
     store.close().await;
 }
 

@@ -213,3 +213,11 @@ pub async fn read_to_end(
     }
     Ok((bytes, reader))
 }
+
+/// Whether the catalog has `key` staged (warm, or cold and not yet migrated).
+pub async fn is_staged(store: &SqliteStore, key: &str) -> bool {
+    matches!(
+        store.stat(key).await.unwrap().location,
+        spinwise_catalog::ObjectLocation::Staged { .. }
+    )
+}
