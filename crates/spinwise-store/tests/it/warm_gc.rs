@@ -20,7 +20,7 @@ use spinwise_store::{
 };
 use std::collections::BTreeSet;
 use std::future::ready;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Objects of 6,000 bytes in segments of 64 KiB: ten records to a segment.
 const OBJECT_BYTES: usize = 6_000;
@@ -179,12 +179,7 @@ async fn a_segment_below_the_dead_fraction_is_left_alone() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_moved_record_ranks_where_its_original_was_written_when_a_lost_catalog_is_recovered() {
     let dir = tempfile::tempdir().unwrap();
-    let data = dir.path().join("data");
-    let store = new_store(dir.path(), CompactionMode::SemiPreemptive).await;
-    let first = pattern(OBJECT_BYTES, 1);
-    let original = put_warm(&store, "key", &first).await;
-    // A live neighbour keeps the first version's segment (and its dead record) on disk.
-    put_warm(&store, "neighbour", &pattern(OBJECT_BYTES, 3)).await;
+    let (data, store, original) = a_warm_key_beside_a_neighbour(dir.path()).await;
     store.staging().seal_idle(Tier::Warm);
     let second = pattern(OBJECT_BYTES, 2);
     let newer = put_warm(&store, "key", &second).await;
@@ -205,10 +200,7 @@ async fn a_moved_record_ranks_where_its_original_was_written_when_a_lost_catalog
     assert!(copy.segment > newer.0);
     drop(copy);
     store.close().await;
-    for file in ["", "-wal", "-shm"] {
-        let _ = std::fs::remove_file(data.join(format!("{}{file}", spinwise_store::CATALOG_FILE)));
-    }
-    let report = spinwise_store::recover(&data).await.unwrap();
+    let report = lose_the_catalog_and_recover(&data).await;
     assert!(report.versions_replaced >= 1, "{report:?}");
     let store = Store::open_sqlite(&data).await.unwrap();
     assert_eq!(
@@ -217,6 +209,16 @@ async fn a_moved_record_ranks_where_its_original_was_written_when_a_lost_catalog
         "the copy of the first version outranked the second"
     );
     store.close().await;
+}
+
+/// A store holding `key` written warm (pattern 1, at the returned place) beside a live warm
+/// `neighbour`, which keeps that record's segment, and with it any dead version of `key`, on
+/// disk: what a lost catalog's recovery must rank against `key`'s later versions.
+async fn a_warm_key_beside_a_neighbour(dir: &Path) -> (PathBuf, SqliteStore, (u64, u64)) {
+    let store = new_store(dir, CompactionMode::SemiPreemptive).await;
+    let original = put_warm(&store, "key", &pattern(OBJECT_BYTES, 1)).await;
+    put_warm(&store, "neighbour", &pattern(OBJECT_BYTES, 3)).await;
+    (dir.join("data"), store, original)
 }
 
 /// Removes the catalog and its WAL, as a lost disk would, and rebuilds it from the directory.
@@ -231,11 +233,7 @@ async fn lose_the_catalog_and_recover(data: &Path) -> spinwise_store::RecoverRep
 async fn a_warm_version_overwritten_by_a_migrated_one_stays_overwritten_when_a_lost_catalog_is_recovered()
  {
     let dir = tempfile::tempdir().unwrap();
-    let data = dir.path().join("data");
-    let store = new_store(dir.path(), CompactionMode::SemiPreemptive).await;
-    put_warm(&store, "key", &pattern(OBJECT_BYTES, 1)).await;
-    // A live neighbour keeps the first version's segment (and its dead record) on disk.
-    put_warm(&store, "neighbour", &pattern(OBJECT_BYTES, 3)).await;
+    let (data, store, _) = a_warm_key_beside_a_neighbour(dir.path()).await;
     let second = pattern(OBJECT_BYTES, 2);
     store.put("key", &second[..]).await.unwrap();
     // Sealed, so the flush frees the cold segment: only the blob holds the second version.
@@ -256,10 +254,7 @@ async fn a_warm_version_overwritten_by_a_migrated_one_stays_overwritten_when_a_l
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_compacted_copy_keeps_its_origin_and_outranks_an_older_warm_version_in_recovery() {
     let dir = tempfile::tempdir().unwrap();
-    let data = dir.path().join("data");
-    let store = new_store(dir.path(), CompactionMode::SemiPreemptive).await;
-    put_warm(&store, "key", &pattern(OBJECT_BYTES, 1)).await;
-    put_warm(&store, "neighbour", &pattern(OBJECT_BYTES, 3)).await;
+    let (data, store, _) = a_warm_key_beside_a_neighbour(dir.path()).await;
     let second = pattern(OBJECT_BYTES, 2);
     store.put("key", &second[..]).await.unwrap();
     store
@@ -288,12 +283,7 @@ async fn a_compacted_copy_keeps_its_origin_and_outranks_an_older_warm_version_in
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_demoted_object_migrated_beside_its_still_staged_record_comes_back_cold() {
     let dir = tempfile::tempdir().unwrap();
-    let data = dir.path().join("data");
-    let store = new_store(dir.path(), CompactionMode::SemiPreemptive).await;
-    let bytes = pattern(OBJECT_BYTES, 1);
-    put_warm(&store, "key", &bytes).await;
-    // A live neighbour keeps the record's segment on disk after the object migrates.
-    put_warm(&store, "neighbour", &pattern(OBJECT_BYTES, 3)).await;
+    let (data, store, _) = a_warm_key_beside_a_neighbour(dir.path()).await;
     assert!(store.demote("key").await.unwrap());
     assert_eq!(store.flush(|_| {}).await.unwrap().objects_moved, 1);
     store.close().await;
@@ -303,7 +293,8 @@ async fn a_demoted_object_migrated_beside_its_still_staged_record_comes_back_col
     // One PUT, two copies: the migrated one wins, so the demotion the lost catalog held stays.
     assert!(!is_staged(&store, "key").await, "{report:?}");
     assert_eq!(store.stat("key").await.unwrap().tier, Tier::Cold);
-    assert_eq!(read_to_end(&store, "key", None).await.unwrap().0, bytes);
+    let bytes = read_to_end(&store, "key", None).await.unwrap().0;
+    assert_eq!(bytes, pattern(OBJECT_BYTES, 1));
     assert!(is_staged(&store, "neighbour").await);
     store.close().await;
 }
