@@ -199,15 +199,9 @@ async fn a_moved_record_ranks_where_its_original_was_written_when_a_lost_catalog
         .unwrap();
     assert!(copy.segment > newer.0);
     drop(copy);
-    store.close().await;
-    let report = lose_the_catalog_and_recover(&data).await;
+    let why = "the copy of the first version outranked the second";
+    let (store, report) = recovered_key_reads(store, &data, &second, why).await;
     assert!(report.versions_replaced >= 1, "{report:?}");
-    let store = Store::open_sqlite(&data).await.unwrap();
-    assert_eq!(
-        read_to_end(&store, "key", None).await.unwrap().0,
-        second,
-        "the copy of the first version outranked the second"
-    );
     store.close().await;
 }
 
@@ -219,6 +213,22 @@ async fn a_warm_key_beside_a_neighbour(dir: &Path) -> (PathBuf, SqliteStore, (u6
     let original = put_warm(&store, "key", &pattern(OBJECT_BYTES, 1)).await;
     put_warm(&store, "neighbour", &pattern(OBJECT_BYTES, 3)).await;
     (dir.join("data"), store, original)
+}
+
+/// Closes `store`, loses its catalog and recovers it, and checks that `key` reads back as
+/// `expected` (`why` says what it means if not); returns the reopened store and the report.
+async fn recovered_key_reads(
+    store: SqliteStore,
+    data: &Path,
+    expected: &[u8],
+    why: &str,
+) -> (SqliteStore, spinwise_store::RecoverReport) {
+    store.close().await;
+    let report = lose_the_catalog_and_recover(data).await;
+    let store = Store::open_sqlite(data).await.unwrap();
+    let bytes = read_to_end(&store, "key", None).await.unwrap().0;
+    assert!(bytes == expected, "{why}: {report:?}");
+    (store, report)
 }
 
 /// Removes the catalog and its WAL, as a lost disk would, and rebuilds it from the directory.
@@ -239,14 +249,8 @@ async fn a_warm_version_overwritten_by_a_migrated_one_stays_overwritten_when_a_l
     // Sealed, so the flush frees the cold segment: only the blob holds the second version.
     store.staging().seal_idle(Tier::Cold);
     assert_eq!(store.flush(|_| {}).await.unwrap().objects_moved, 1);
-    store.close().await;
-    let report = lose_the_catalog_and_recover(&data).await;
-    let store = Store::open_sqlite(&data).await.unwrap();
-    assert_eq!(
-        read_to_end(&store, "key", None).await.unwrap().0,
-        second,
-        "the overwritten warm version came back in place of the migrated one: {report:?}"
-    );
+    let why = "the overwritten warm version came back in place of the migrated one";
+    let (store, report) = recovered_key_reads(store, &data, &second, why).await;
     assert!(!is_staged(&store, "key").await, "{report:?}");
     store.close().await;
 }
@@ -269,14 +273,8 @@ async fn a_compacted_copy_keeps_its_origin_and_outranks_an_older_warm_version_in
     store.delete("filler").await.unwrap();
     let compacted = store.compact(Some(0.25), |_| {}).await.unwrap();
     assert_eq!(compacted.objects_moved, 1, "{compacted:?}");
-    store.close().await;
-    let report = lose_the_catalog_and_recover(&data).await;
-    let store = Store::open_sqlite(&data).await.unwrap();
-    assert_eq!(
-        read_to_end(&store, "key", None).await.unwrap().0,
-        second,
-        "the compacted copy lost its origin: {report:?}"
-    );
+    let why = "the compacted copy lost its origin";
+    let (store, _) = recovered_key_reads(store, &data, &second, why).await;
     store.close().await;
 }
 
