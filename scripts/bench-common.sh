@@ -1,9 +1,13 @@
 # Shared by scripts/bench-store.sh and scripts/bench-s3.sh (sourced, not run): builds the release
 # binary, makes WORK and a SIZE_MIB random source file there, and defines the timing helpers.
 # Expects `set -euo pipefail` and WORK_ARG (the script's first argument, or empty) from the caller.
+# BIN: a spinwise binary to measure instead of building one (e.g. two builds compared in turn).
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-target}
-cargo build --release --locked -q -p spinwise-cli
-BIN="$CARGO_TARGET_DIR/release/spinwise"
+if [ -z "${BIN:-}" ]; then
+  cargo build --release --locked -q -p spinwise-cli
+  BIN="$CARGO_TARGET_DIR/release/spinwise"
+fi
+[ -x "$BIN" ] || { echo "bench: BIN=$BIN is not an executable" >&2; exit 1; }
 command -v bc > /dev/null || { echo "bench: bc is missing (apt-get install bc)" >&2; exit 1; }
 WORK=${WORK_ARG:-$(mktemp -d)}
 mkdir -p "$WORK"

@@ -5,7 +5,8 @@
 # docs/BENCHMARKS.md.
 #
 # Usage: scripts/bench-s3.sh [WORKDIR]   (default: a mktemp dir; needs ~6 GiB free)
-# Environment: REPS (default 3), SIZE_MIB (default 1024), PORT (default 19000), CARGO_TARGET_DIR.
+# Environment: REPS (default 3), SIZE_MIB (default 1024), PORT (default 19000), CARGO_TARGET_DIR,
+# BIN (a spinwise binary to measure; default: build one).
 #
 # The S3 client is curl with --aws-sigv4 (C, streaming, payload unsigned as clients do over TLS),
 # so the client costs little next to the server. The server computes what S3 promises: the MD5

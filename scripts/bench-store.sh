@@ -4,7 +4,8 @@
 # listed. Prints a Markdown section for docs/BENCHMARKS.md.
 #
 # Usage: scripts/bench-store.sh [WORKDIR]   (default: a mktemp dir; needs ~5 GiB free)
-# Environment: REPS (default 3), SIZE_MIB (default 1024), CARGO_TARGET_DIR (default target).
+# Environment: REPS (default 3), SIZE_MIB (default 1024), CARGO_TARGET_DIR (default target),
+# BIN (a spinwise binary to measure; default: build one).
 #
 # Rows (each timed from process start to exit, page cache dropped before every step when
 # /proc/sys/vm/drop_caches is writable, i.e. as root; otherwise the table says "cached"):
