@@ -1244,9 +1244,15 @@ impl<'a> Loop<'a> {
         self.push(now_us + done_us, Event::GroupSpunDown { group });
     }
 
-    /// The end of the metered window: a burst's is open until the run has drained (idle
+    /// The end of the metered window. Poisson arrivals go on, by definition, until `hours`: a
+    /// run that drained earlier only drew no arrival in the last gap, and its idle time up to
+    /// `hours` (with the idle spin-downs in it) is part of what it measures. A burst's window,
+    /// and a trace's whose records stop early, are open until the run has drained (idle
     /// spin-downs after that are not part of it: see `drained_us`).
     fn window_end_us(&self) -> u64 {
+        if self.config.arrivals == Arrivals::Poisson {
+            return self.window_us.1;
+        }
         self.window_us
             .1
             .min(self.drained_us.max(self.window_us.0 + 1))

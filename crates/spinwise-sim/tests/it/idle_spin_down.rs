@@ -105,6 +105,32 @@ fn a_bursts_window_ends_when_it_has_drained_not_after_the_idle_spin_downs_that_f
     assert_eq!(idle.max_active_disks, never.max_active_disks);
 }
 
+#[test]
+fn a_poisson_window_is_warm_up_to_hours_even_when_the_run_drains_early_and_both_runs_share_it() {
+    let (rack, layout) = preset("pelican");
+    // One read every 1,000 s for two hours: the last arrival is usually minutes before the end,
+    // and the run drains long before `hours` with idle spin-down off.
+    let sparse = |idle_spin_down_s| SimConfig {
+        idle_spin_down_s,
+        network_gbps: Some(40.0),
+        ..SimConfig::new(0.001, 2.0, 0.5, 11)
+    };
+    let never = simulate(&rack, &layout, &sparse(None)).unwrap();
+    let last_byte_s = never.last_byte_s;
+    assert!(
+        last_byte_s < 7_000.0,
+        "drained at {last_byte_s} s, too late for this test"
+    );
+    assert_eq!(never.window_s, 1.5 * 3600.0);
+    let report = simulate_with_baseline(&rack, &layout, &sparse(Some(60.0)), &mut |_| {}).unwrap();
+    assert_eq!(report.window_s, never.window_s);
+    // The energy saved compares the same window: the idle tail up to `hours` is in both.
+    let savings = report.idle_savings.expect("a baseline was run");
+    assert_eq!(savings.baseline_energy_kwh, never.energy_kwh);
+    let mean_w = never.energy_kwh * 3.6e6 / never.window_s;
+    assert!((mean_w - never.power_w.mean).abs() < 1e-6 * mean_w);
+}
+
 /// The baseline's numbers as the report gives them, and as a run without idle spin-down from
 /// the start measures them.
 fn baseline_of(report: &spinwise_sim::Report) -> (f64, f64, u64, spinwise_sim::Summary) {
