@@ -21,6 +21,14 @@ fn small_chunks() -> StagingConfig {
     }
 }
 
+/// Segments of 4 KiB: a record of 5,000 bytes fills (and seals) one of its own.
+fn one_record_per_segment() -> StagingConfig {
+    StagingConfig {
+        segment_bytes: 4096,
+        ..small_chunks()
+    }
+}
+
 async fn read_all(
     log: &StagingLog,
     record: (u64, u64, u64),
@@ -191,10 +199,7 @@ async fn recovery_truncates_a_torn_tail_and_keeps_referenced_records() {
 #[tokio::test]
 async fn recovery_deletes_segments_nothing_references_and_reports_missing_records() {
     let dir = tempfile::tempdir().unwrap();
-    let config = StagingConfig {
-        segment_bytes: 4096,
-        ..small_chunks()
-    };
+    let config = one_record_per_segment();
     let (first, second) = {
         let log = StagingLog::open(dir.path(), config).await.unwrap();
         let first = log
@@ -227,10 +232,7 @@ async fn recovery_deletes_segments_nothing_references_and_reports_missing_record
 #[tokio::test]
 async fn a_sealed_segment_is_freed_only_once_unpinned() {
     let dir = tempfile::tempdir().unwrap();
-    let config = StagingConfig {
-        segment_bytes: 4096,
-        ..small_chunks()
-    };
+    let config = one_record_per_segment();
     let log = StagingLog::open(dir.path(), config).await.unwrap();
     let record = log
         .append("a", Tier::Cold, &pattern(5000, 1)[..])
@@ -257,10 +259,7 @@ async fn a_sealed_segment_is_freed_only_once_unpinned() {
 #[tokio::test]
 async fn a_freed_segment_below_the_highest_is_deleted_and_a_reopened_log_never_reuses_an_id() {
     let dir = tempfile::tempdir().unwrap();
-    let config = StagingConfig {
-        segment_bytes: 4096,
-        ..small_chunks()
-    };
+    let config = one_record_per_segment();
     let log = StagingLog::open(dir.path(), config).await.unwrap();
     // Each record fills (and seals) a segment of its own.
     let first = log
