@@ -294,7 +294,8 @@ pub trait Catalog: Send + Sync + 'static {
         limit: u32,
     ) -> impl Future<Output = Result<Vec<ObjectRecord>, CatalogError>> + Send;
     /// Makes `key` cold if it is warm and still at `at` (so a demotion decided on one version
-    /// of an object never applies to a newer one); returns whether it changed. Durable.
+    /// of an object never applies to a newer one); returns whether it changed. Durable. A place
+    /// above `i64::MAX` holds no object: `false`, not an error.
     fn demote(
         &self,
         key: &str,

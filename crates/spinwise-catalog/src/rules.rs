@@ -71,8 +71,17 @@ pub(crate) fn check_restage(
         stored(to.0, "staging segment")?,
         stored(to.1, "staging offset")?,
     );
-    let from = i64::try_from(from.0).ok().zip(i64::try_from(from.1).ok());
-    Ok(StoredRestage { from, to })
+    Ok(StoredRestage {
+        from: stored_place(from),
+        to,
+    })
+}
+
+/// A staging place a request matches against, as stored: `None` when either number is above
+/// `i64::MAX`, where nothing is ever stored, so the request matches no record (not an error:
+/// `restage`'s `from`, `demote`'s place).
+pub(crate) fn stored_place((segment, offset): (SegmentId, u64)) -> Option<(i64, i64)> {
+    i64::try_from(segment).ok().zip(i64::try_from(offset).ok())
 }
 
 /// `segment_usage`: one segment's bytes, which must fit the signed range every number has (a

@@ -971,13 +971,17 @@ impl Catalog for SqliteCatalog {
             // Warm objects are staged: a migrated location names no warm object.
             return Ok(false);
         };
+        // A place above i64::MAX holds no object, here as in the memory catalog.
+        let Some((segment, offset)) = rules::stored_place((segment, offset)) else {
+            return Ok(false);
+        };
         let changed = sqlx::query(
             "UPDATE objects SET tier = 'cold'
              WHERE key = ? AND tier = 'warm' AND staged_segment = ? AND byte_offset = ?",
         )
         .bind(key)
-        .bind(rules::stored(segment, "staging segment")?)
-        .bind(rules::stored(offset, "staging offset")?)
+        .bind(segment)
+        .bind(offset)
         .execute(&self.pool)
         .await
         .map_err(query_error(operation))?;

@@ -35,6 +35,7 @@ for_both!(
     compaction_moves_live_objects_between_blobs_unless_deleted_and_dead_bytes_count_the_rest,
     warm_objects_stay_staged_and_are_listed_oldest_first_by_tier,
     demote_changes_only_the_version_it_was_decided_on,
+    demote_at_a_place_above_i64_max_matches_nothing_and_is_no_error,
     restage_moves_only_the_version_it_was_decided_on,
     restage_refuses_a_place_above_i64_max_and_changes_nothing,
     staged_in_segment_lists_one_segment_in_offset_order_after_a_position,
@@ -1211,6 +1212,29 @@ async fn demote_changes_only_the_version_it_was_decided_on<C: Catalog>(catalog: 
         ["k"]
     );
     assert_eq!(catalog.stats().await.unwrap().warm_bytes, 0);
+}
+
+async fn demote_at_a_place_above_i64_max_matches_nothing_and_is_no_error<C: Catalog>(catalog: &C) {
+    let largest = i64::MAX as u64;
+    catalog
+        .put_object(warm("k", 5, largest, largest))
+        .await
+        .unwrap();
+    // Nothing is ever stored above i64::MAX, so no object is there: no change, no error (as
+    // `restage` treats such a `from`), whichever number is too large.
+    for (segment, offset) in [(largest + 1, 0), (0, largest + 1), (u64::MAX, u64::MAX)] {
+        let place = ObjectLocation::Staged { segment, offset };
+        assert!(!catalog.demote("k", &place).await.unwrap());
+        assert!(!catalog.demote("absent", &place).await.unwrap());
+    }
+    assert_eq!(catalog.object("k").await.unwrap().unwrap().tier, Tier::Warm);
+    // i64::MAX itself is a place like any other.
+    let place = ObjectLocation::Staged {
+        segment: largest,
+        offset: largest,
+    };
+    assert!(catalog.demote("k", &place).await.unwrap());
+    assert_eq!(catalog.object("k").await.unwrap().unwrap().tier, Tier::Cold);
 }
 
 async fn segments<C: Catalog>(catalog: &C) -> Vec<u64> {

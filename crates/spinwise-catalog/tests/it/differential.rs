@@ -58,10 +58,12 @@ enum Op {
     WarmOldest {
         limit: u32,
     },
-    /// Demotes a key at its current location, or at a made-up stale one.
+    /// Demotes a key at its current location, or at a made-up stale one (now and then above
+    /// i64::MAX, which matches nothing and is no error).
     Demote {
         key: usize,
         current: bool,
+        above: bool,
     },
     Segments,
     /// Moves a key's record from its current place (`from` = None) or from a random one (stale,
@@ -194,7 +196,7 @@ fn op() -> impl Strategy<Value = Op> {
         2 => (0..PREFIXES.len(), proptest::option::of(key.clone()), limit.clone()).prop_map(|(prefix, after, limit)| Op::List { prefix, after, limit }),
         1 => (proptest::option::of(proptest::bool::ANY), limit.clone()).prop_map(|(warm, limit)| Op::Staged { warm, limit }),
         1 => limit.clone().prop_map(|limit| Op::WarmOldest { limit }),
-        2 => (key.clone(), proptest::bool::weighted(0.8)).prop_map(|(key, current)| Op::Demote { key, current }),
+        2 => (key.clone(), proptest::bool::weighted(0.8), proptest::bool::weighted(0.2)).prop_map(|(key, current, above)| Op::Demote { key, current, above }),
         1 => Just(Op::Segments),
         3 => (key.clone(), proptest::option::weighted(0.3, position.clone()), position).prop_map(|(key, from, to)| Op::Restage { key, from, to }),
         2 => (0u64..5, proptest::option::of((0u64..5, key.clone())), limit.clone()).prop_map(|(segment, after, limit)| Op::InSegment { segment, after, limit }),
@@ -428,11 +430,15 @@ async fn run_op<C: Catalog>(catalog: &C, op: Op) -> String {
             format!("{:?}", catalog.staged_objects(tier, limit).await)
         }
         Op::WarmOldest { limit } => format!("{:?}", catalog.warm_objects(limit).await),
-        Op::Demote { key, current } => {
+        Op::Demote {
+            key,
+            current,
+            above,
+        } => {
             let at = match catalog.object(KEYS[key]).await {
                 Ok(Some(object)) if current => object.location,
                 _ => ObjectLocation::Staged {
-                    segment: 9,
+                    segment: if above { i64::MAX as u64 + 1 } else { 9 },
                     offset: 9,
                 },
             };
