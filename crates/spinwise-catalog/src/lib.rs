@@ -322,11 +322,14 @@ pub trait Catalog: Send + Sync + 'static {
         after: Option<(u64, &str)>,
         limit: u32,
     ) -> impl Future<Output = Result<Vec<ObjectRecord>, CatalogError>> + Send;
-    /// One row per segment some staged object lives in, in segment order, at most `limit`:
-    /// how many staged objects, their bytes and how many are warm. A segment's bytes above
-    /// `i64::MAX` are [`CatalogError::Limit`] (as `stats` totals are).
+    /// One row per segment some staged object lives in, in segment order, at most `limit`,
+    /// only segments after `after` when given (the last segment of the previous page): how
+    /// many staged objects, their bytes and how many are warm. A segment's bytes above
+    /// `i64::MAX` are [`CatalogError::Limit`] (as `stats` totals are); an `after` above it
+    /// leaves no segment to list.
     fn segment_usage(
         &self,
+        after: Option<SegmentId>,
         limit: u32,
     ) -> impl Future<Output = Result<Vec<SegmentUsage>, CatalogError>> + Send;
     /// Segments some staged object still lives in (the rest may be freed).

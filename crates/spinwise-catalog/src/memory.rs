@@ -428,7 +428,11 @@ impl Catalog for MemoryCatalog {
         ))
     }
 
-    async fn segment_usage(&self, limit: u32) -> Result<Vec<SegmentUsage>, CatalogError> {
+    async fn segment_usage(
+        &self,
+        after: Option<SegmentId>,
+        limit: u32,
+    ) -> Result<Vec<SegmentUsage>, CatalogError> {
         let state = self.lock();
         // (objects, bytes, warm objects) per segment; bytes in u128 so an overflow is seen.
         let mut usage: BTreeMap<SegmentId, (u64, u128, u64)> = BTreeMap::new();
@@ -436,6 +440,9 @@ impl Catalog for MemoryCatalog {
             let ObjectLocation::Staged { segment, .. } = object.location else {
                 continue;
             };
+            if after.is_some_and(|after| segment <= after) {
+                continue;
+            }
             let entry = usage.entry(segment).or_default();
             entry.0 += 1;
             entry.1 += u128::from(object.size_bytes);

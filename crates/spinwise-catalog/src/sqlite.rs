@@ -1050,14 +1050,25 @@ impl Catalog for SqliteCatalog {
         rows.iter().map(decode_object).collect()
     }
 
-    async fn segment_usage(&self, limit: u32) -> Result<Vec<SegmentUsage>, CatalogError> {
+    async fn segment_usage(
+        &self,
+        after: Option<SegmentId>,
+        limit: u32,
+    ) -> Result<Vec<SegmentUsage>, CatalogError> {
         let operation = "segment_usage";
+        // Segments are stored as i64 from 0: -1 is below every one, and past i64::MAX is none.
+        let after = match after.map(i64::try_from) {
+            None => -1,
+            Some(Ok(after)) => after,
+            Some(Err(_)) => return Ok(Vec::new()),
+        };
         let rows = sqlx::query(
             "SELECT staged_segment, COUNT(*) AS objects, SUM(size_bytes) AS live_bytes,
                     SUM(tier = 'warm') AS warm_objects
-             FROM objects WHERE staged_segment IS NOT NULL
+             FROM objects WHERE staged_segment IS NOT NULL AND staged_segment > ?
              GROUP BY staged_segment ORDER BY staged_segment LIMIT ?",
         )
+        .bind(after)
         .bind(i64::from(limit))
         .fetch_all(&self.pool)
         .await

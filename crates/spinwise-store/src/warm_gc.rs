@@ -37,14 +37,14 @@ use crate::error::{StoreError, StoreResult};
 pub use crate::staging::WarmCollectReport;
 use crate::staging::{Placement, StagingError};
 use crate::store::Store;
-use spinwise_catalog::{Catalog, ObjectLocation, ObjectRecord, SegmentId, Tier};
+use spinwise_catalog::{Catalog, ObjectLocation, ObjectRecord, SegmentId, SegmentUsage, Tier};
 use spinwise_gc::{GcPolicy, GcThresholds, GcView};
 
 /// Records of a victim read from the catalog per page.
 const PAGE: u32 = 256;
-/// Segments whose usage one collection weighs (the oldest first): a bound on the catalog's
-/// answer, far above what a staging log holds (64 GiB of 1 GiB segments by default).
-const USAGE_SEGMENTS: u32 = 1 << 20;
+/// Segments' usage read from the catalog per page: a bound on each answer (a collection weighs
+/// every segment, page by page, so a log of many small segments is weighed whole).
+const USAGE_PAGE: u32 = 4096;
 
 /// Which segments one collection takes and when it stops.
 #[derive(Clone, Copy, Debug)]
@@ -144,7 +144,7 @@ impl<C: Catalog> Store<C> {
         let chain = self.staging.chain_state();
         let clean_head =
             chain.devices >= 2 && chain.used_bytes[chain.tail] * 2 >= chain.capacity_bytes;
-        let usage = self.catalog.segment_usage(USAGE_SEGMENTS).await?;
+        let usage = self.segment_usage().await?;
         let mut victims: Vec<(bool, Victim)> = usage
             .iter()
             .filter(|used| used.warm_objects > 0)
@@ -164,6 +164,20 @@ impl<C: Catalog> Store<C> {
         // The head's segments first (false sorts first), each group oldest first.
         victims.sort_by_key(|(off_head, victim)| (*off_head, victim.segment));
         Ok(victims.into_iter().map(|(_, victim)| victim).collect())
+    }
+
+    /// Every segment's usage from the catalog, in segment order, [`USAGE_PAGE`] at a time.
+    async fn segment_usage(&self) -> StoreResult<Vec<SegmentUsage>> {
+        let mut usage = Vec::new();
+        loop {
+            let after = usage.last().map(|used: &SegmentUsage| used.segment);
+            let page = self.catalog.segment_usage(after, USAGE_PAGE).await?;
+            let full = page.len() == USAGE_PAGE as usize;
+            usage.extend(page);
+            if !full {
+                return Ok(usage);
+            }
+        }
     }
 
     /// Moves every warm object of `segment`, one unit each, asking the policy before each.

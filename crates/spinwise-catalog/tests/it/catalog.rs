@@ -1390,7 +1390,7 @@ async fn staged_in_segment_lists_one_segment_in_offset_order_after_a_position<C:
 async fn segment_usage_counts_objects_live_bytes_and_warm_objects_per_segment<C: Catalog>(
     catalog: &C,
 ) {
-    assert!(catalog.segment_usage(100).await.unwrap().is_empty());
+    assert!(catalog.segment_usage(None, 100).await.unwrap().is_empty());
     catalog.put_object(staged("a", 4, 3, 0)).await.unwrap();
     catalog.put_object(warm("b", 6, 3, 4)).await.unwrap();
     catalog.put_object(warm("c", 1, 1, 0)).await.unwrap();
@@ -1408,14 +1408,42 @@ async fn segment_usage_counts_objects_live_bytes_and_warm_objects_per_segment<C:
         warm_objects,
     };
     assert_eq!(
-        catalog.segment_usage(100).await.unwrap(),
+        catalog.segment_usage(None, 100).await.unwrap(),
         [usage(1, 1, 1, 1), usage(3, 2, 10, 1), usage(7, 2, 10, 0)]
     );
     assert_eq!(
-        catalog.segment_usage(2).await.unwrap(),
+        catalog.segment_usage(None, 2).await.unwrap(),
         [usage(1, 1, 1, 1), usage(3, 2, 10, 1)]
     );
-    assert!(catalog.segment_usage(0).await.unwrap().is_empty());
+    assert!(catalog.segment_usage(None, 0).await.unwrap().is_empty());
+    // Pages: the segments after the last one listed, none past the last or past i64::MAX.
+    assert_eq!(
+        catalog.segment_usage(Some(1), 1).await.unwrap(),
+        [usage(3, 2, 10, 1)]
+    );
+    assert_eq!(
+        catalog.segment_usage(Some(3), 100).await.unwrap(),
+        [usage(7, 2, 10, 0)]
+    );
+    assert_eq!(
+        catalog.segment_usage(Some(2), 100).await.unwrap(),
+        [usage(3, 2, 10, 1), usage(7, 2, 10, 0)]
+    );
+    assert!(
+        catalog
+            .segment_usage(Some(7), 100)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let above = i64::MAX as u64 + 1;
+    assert!(
+        catalog
+            .segment_usage(Some(above), 100)
+            .await
+            .unwrap()
+            .is_empty()
+    );
 
     // The rows follow restages, demotions and deletes.
     assert!(catalog.restage("d", (7, 0), (3, 16)).await.unwrap());
@@ -1433,11 +1461,11 @@ async fn segment_usage_counts_objects_live_bytes_and_warm_objects_per_segment<C:
     );
     catalog.delete_object("c").await.unwrap();
     assert_eq!(
-        catalog.segment_usage(100).await.unwrap(),
+        catalog.segment_usage(None, 100).await.unwrap(),
         [usage(3, 3, 20, 0), usage(7, 1, 0, 0)]
     );
     // The rows agree with segments_in_use and with stats' staged totals.
-    let rows = catalog.segment_usage(100).await.unwrap();
+    let rows = catalog.segment_usage(None, 100).await.unwrap();
     let listed: Vec<u64> = rows.iter().map(|row| row.segment).collect();
     assert_eq!(listed, segments(catalog).await);
     let stats = catalog.stats().await.unwrap();
@@ -1462,11 +1490,11 @@ async fn segment_usage_refuses_a_segment_whose_bytes_sum_above_i64_max<C: Catalo
         .put_object(staged("c", largest, 2, 1))
         .await
         .unwrap();
-    let result = catalog.segment_usage(100).await;
+    let result = catalog.segment_usage(None, 100).await;
     assert!(matches!(result, Err(CatalogError::Limit(_))), "{result:?}");
     // A segment of exactly i64::MAX bytes is fine.
     assert_eq!(
-        catalog.segment_usage(1).await.unwrap(),
+        catalog.segment_usage(None, 1).await.unwrap(),
         [SegmentUsage {
             segment: 1,
             objects: 1,

@@ -80,7 +80,10 @@ enum Op {
         after: Option<(u64, usize)>,
         limit: u32,
     },
+    /// Segment usage after a segment when given (0..5, as segments are drawn; now and then
+    /// above i64::MAX).
     SegmentUsage {
+        after: Option<u64>,
         limit: u32,
     },
     NextBlobId,
@@ -200,7 +203,7 @@ fn op() -> impl Strategy<Value = Op> {
         1 => Just(Op::Segments),
         3 => (key.clone(), proptest::option::weighted(0.3, position.clone()), position).prop_map(|(key, from, to)| Op::Restage { key, from, to }),
         2 => (0u64..5, proptest::option::of((0u64..5, key.clone())), limit.clone()).prop_map(|(segment, after, limit)| Op::InSegment { segment, after, limit }),
-        1 => limit.clone().prop_map(|limit| Op::SegmentUsage { limit }),
+        1 => (proptest::option::of(prop_oneof![9 => 0u64..5, 1 => Just(i64::MAX as u64 + 1)]), limit.clone()).prop_map(|(after, limit)| Op::SegmentUsage { after, limit }),
         2 => Just(Op::NextBlobId),
         2 => (back.clone(), 0u32..3, disks.clone(), 0u64..24).prop_map(|(back, group, disks, size_bytes)| Op::Begin { back, group, disks, size_bytes }),
         2 => (0usize..3, proptest::collection::vec((key.clone(), proptest::bool::weighted(0.8), 0u64..12), 0..5)).prop_map(|(pick, moves)| Op::Commit { pick, moves }),
@@ -469,7 +472,9 @@ async fn run_op<C: Catalog>(catalog: &C, op: Op) -> String {
                 catalog.staged_in_segment(segment, after, limit).await
             )
         }
-        Op::SegmentUsage { limit } => format!("{:?}", catalog.segment_usage(limit).await),
+        Op::SegmentUsage { after, limit } => {
+            format!("{:?}", catalog.segment_usage(after, limit).await)
+        }
         Op::NextBlobId => format!("{:?}", catalog.next_blob_id().await),
         Op::InState { committed, limit } => {
             let state = if committed {
@@ -554,7 +559,7 @@ proptest! {
             // Everything the model holds is durable: a reopened catalog answers the same.
             sqlite.close().await;
             let reopened = SqliteCatalog::open(&path).await.unwrap();
-            for op in [Op::List { prefix: 0, after: None, limit: 100 }, Op::Staged { warm: None, limit: 100 }, Op::WarmOldest { limit: 100 }, Op::Stats, Op::SegmentUsage { limit: 100 }, Op::Tasks { limit: 100 }, Op::Unhealthy, Op::InState { committed: true, limit: 100 }, Op::InState { committed: false, limit: 100 }] {
+            for op in [Op::List { prefix: 0, after: None, limit: 100 }, Op::Staged { warm: None, limit: 100 }, Op::WarmOldest { limit: 100 }, Op::Stats, Op::SegmentUsage { after: None, limit: 100 }, Op::Tasks { limit: 100 }, Op::Unhealthy, Op::InState { committed: true, limit: 100 }, Op::InState { committed: false, limit: 100 }] {
                 assert_eq!(run_op(&reopened, op.clone()).await, run_op(&model, op).await);
             }
             reopened.close().await;

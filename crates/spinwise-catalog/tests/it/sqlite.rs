@@ -536,7 +536,8 @@ fn schema_indexes_serve_the_catalog_queries_without_full_scans_or_sorts() {
         "UPDATE objects SET staged_segment = ?1, byte_offset = ?1
          WHERE key = ?1 AND staged_segment = ?1 AND byte_offset = ?1",
         "SELECT staged_segment, COUNT(*), SUM(size_bytes), SUM(tier = 'warm') FROM objects
-         WHERE staged_segment IS NOT NULL GROUP BY staged_segment ORDER BY staged_segment LIMIT ?1",
+         WHERE staged_segment IS NOT NULL AND staged_segment > ?1
+         GROUP BY staged_segment ORDER BY staged_segment LIMIT ?1",
         "SELECT COALESCE(SUM(size_bytes), 0) FROM objects WHERE blob = ?1",
         "SELECT COUNT(*) FROM objects WHERE blob = ?1",
         "SELECT * FROM blobs WHERE state = ?1 ORDER BY id LIMIT ?1",

@@ -297,10 +297,11 @@ impl Catalog for RacingCatalog {
     }
     fn segment_usage(
         &self,
+        after: Option<SegmentId>,
         limit: u32,
     ) -> impl Future<Output = Result<Vec<spinwise_catalog::SegmentUsage>, CatalogError>> + Send
     {
-        self.inner.segment_usage(limit)
+        self.inner.segment_usage(after, limit)
     }
     fn segments_in_use(
         &self,
