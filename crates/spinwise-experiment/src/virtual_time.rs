@@ -312,6 +312,10 @@ impl Clock for VirtualTime {
         ORIGIN_UNIX_MS + i64::try_from(Clock::now_us(self) / 1000).unwrap_or(i64::MAX)
     }
 
+    fn unix_us(&self) -> u64 {
+        (ORIGIN_UNIX_MS as u64 * 1000).saturating_add(Clock::now_us(self))
+    }
+
     fn sleep_until_us(&self, at_us: u64) -> Sleep<'_> {
         if at_us <= Clock::now_us(self) {
             return Box::pin(std::future::ready(()));

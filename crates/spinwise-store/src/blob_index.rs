@@ -13,10 +13,12 @@
 //!   checked and a crc32c covers it all; a bad index is an error value, never a panic;
 //! - version 2 gives each entry its object's *origin*, the staging-log place its PUT first wrote
 //!   it (`crate::staging`, "moved records"), so recovery ranks a migrated version against staged
-//!   ones by when each was written, not by tier; version 1 files (no origins) are still read.
+//!   ones by when each was written, not by tier; version 3 adds the time its PUT began (the
+//!   record's stamp), which ranks before the place; versions 1 (no origins) and 2 (origins
+//!   without stamps) are still read.
 
 use crate::durable::HostFiles;
-use spinwise_catalog::{BlobId, ContentHash};
+use spinwise_catalog::{BlobId, ContentHash, SegmentId};
 use spinwise_ec::checksum::crc32c;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -25,24 +27,60 @@ use std::path::{Path, PathBuf};
 pub const INDEX_DIR: &str = "blob-index";
 /// The first 8 bytes of every index file.
 pub const INDEX_MAGIC: [u8; 8] = *b"SWBLBIDX";
-/// The version written: 2, entries with origins. Version 1 (entries without) is still read.
-pub const INDEX_VERSION: u32 = 2;
+/// The version written: 3, entries with stamped origins. Versions 1 (entries without origins)
+/// and 2 (origins without stamps) are still read.
+pub const INDEX_VERSION: u32 = 3;
 /// The oldest version read.
 const FIRST_READ_VERSION: u32 = 1;
 /// Bytes of an entry's origin (segment id u64, offset u64), version 2 on.
 const ORIGIN_BYTES: usize = 16;
+/// Bytes of an entry's stamp (µs since 1970 u64), version 3 on.
+const STAMP_BYTES: usize = 8;
 /// The origin field's value for an object whose origin is not known (copied by compaction out
 /// of a blob whose index had none).
 const UNKNOWN_ORIGIN: (u64, u64) = (u64::MAX, u64::MAX);
+/// The stamp field's value when the stamp is not known (no origin, or a record from before
+/// stamps).
+const UNKNOWN_STAMP: u64 = u64::MAX;
 /// Bytes before the first entry.
 const PREAMBLE_BYTES: usize = 64;
 /// Bytes of an entry besides its key.
-const ENTRY_FIXED_BYTES: usize = 4 + 8 + 8 + 32 + ORIGIN_BYTES;
+const ENTRY_FIXED_BYTES: usize = 4 + 8 + 8 + 32 + ORIGIN_BYTES + STAMP_BYTES;
 /// The longest key an entry may carry (the staging log's limit).
 pub const MAX_KEY_BYTES: usize = 1088;
 /// The largest index file read: a flush round's most objects (16,384) with the longest keys
-/// take about 18.9 MB (18.7 MB in version 1).
+/// take about 19.0 MB (18.7 MB in version 1).
 pub const MAX_INDEX_BYTES: u64 = 64 << 20;
+
+/// When and where a PUT wrote an object, which a lost catalog's recovery ranks its versions
+/// by (docs/store.md, "Recovering a lost catalog"): ordered by the time first, then the place,
+/// so a version with a stamp outranks one without (written by a binary from before stamps,
+/// so before it), and versions with equal or no stamps rank by place as before.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Origin {
+    /// When the PUT began, µs since 1970 on the writing store's clock (the record's stamp;
+    /// `None` for records written before stamps, 2026-11-30).
+    pub written_unix_us: Option<u64>,
+    /// The staging segment and offset of the record the PUT wrote.
+    pub segment: SegmentId,
+    pub offset: u64,
+}
+
+impl Origin {
+    /// The place of a record with no stamp.
+    pub fn unstamped((segment, offset): (SegmentId, u64)) -> Origin {
+        Origin {
+            written_unix_us: None,
+            segment,
+            offset,
+        }
+    }
+
+    /// The place (segment, offset), without the stamp.
+    pub fn place(&self) -> (SegmentId, u64) {
+        (self.segment, self.offset)
+    }
+}
 
 /// One object in a blob.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -52,11 +90,11 @@ pub struct IndexEntry {
     pub offset: u64,
     pub size_bytes: u64,
     pub content_hash: ContentHash,
-    /// Where its PUT first wrote it in the staging log (segment id, offset): the place of the
-    /// record it was migrated from, or that record's origin if the warm collector had moved it;
-    /// carried over by compaction. `None` when not known (a version 1 index, or compacted out
-    /// of one).
-    pub origin: Option<(u64, u64)>,
+    /// When and where its PUT first wrote it in the staging log: the origin of the record it
+    /// was migrated from (that record's stamp and place, or its original's if the warm
+    /// collector had moved it); carried over by compaction. `None` when not known (a version 1
+    /// index, or compacted out of one); without a stamp from a version 2 index.
+    pub origin: Option<Origin>,
 }
 
 /// A blob's object index.
@@ -93,9 +131,11 @@ impl BlobIndex {
             bytes.extend_from_slice(&entry.offset.to_le_bytes());
             bytes.extend_from_slice(&entry.size_bytes.to_le_bytes());
             bytes.extend_from_slice(&entry.content_hash);
-            let (segment, offset) = entry.origin.unwrap_or(UNKNOWN_ORIGIN);
+            let (segment, offset) = entry.origin.map_or(UNKNOWN_ORIGIN, |o| o.place());
+            let stamp = (entry.origin).and_then(|o| o.written_unix_us);
             bytes.extend_from_slice(&segment.to_le_bytes());
             bytes.extend_from_slice(&offset.to_le_bytes());
+            bytes.extend_from_slice(&stamp.unwrap_or(UNKNOWN_STAMP).to_le_bytes());
         }
         let crc = crc32c(&bytes);
         bytes.extend_from_slice(&crc.to_le_bytes());
@@ -183,11 +223,21 @@ impl<'a> Cursor<'a> {
             .map_err(|_| "a key is not UTF-8".to_string())?
             .to_string();
         let (offset, size_bytes, content_hash) = (self.u64()?, self.u64()?, self.hash()?);
-        let origin = if version >= 2 {
-            Some((self.u64()?, self.u64()?)).filter(|&origin| origin != UNKNOWN_ORIGIN)
+        let place = if version >= 2 {
+            Some((self.u64()?, self.u64()?)).filter(|&place| place != UNKNOWN_ORIGIN)
         } else {
             None
         };
+        let stamp = if version >= 3 {
+            Some(self.u64()?).filter(|&stamp| stamp != UNKNOWN_STAMP)
+        } else {
+            None
+        };
+        let origin = place.map(|(segment, offset)| Origin {
+            written_unix_us: stamp,
+            segment,
+            offset,
+        });
         Ok(IndexEntry {
             key,
             offset,
@@ -256,7 +306,18 @@ mod tests {
                     offset: 0,
                     size_bytes: 4,
                     content_hash: [1; 32],
-                    origin: Some((3, 128)),
+                    origin: Some(Origin {
+                        written_unix_us: Some(1_764_486_000_123_456),
+                        segment: 3,
+                        offset: 128,
+                    }),
+                },
+                IndexEntry {
+                    key: "d".into(),
+                    offset: 4,
+                    size_bytes: 0,
+                    content_hash: [3; 32],
+                    origin: Some(Origin::unstamped((2, 32))),
                 },
                 IndexEntry {
                     key: "c".into(),
@@ -285,21 +346,22 @@ mod tests {
         }
     }
 
-    /// `index` as version 1 wrote it: entries without origins.
-    fn encode_version_1(index: &BlobIndex) -> Vec<u8> {
+    /// `index` as an older `version` wrote it: each entry without the last `dropped_bytes` of
+    /// its fields (version 2: the stamp; version 1: origin and stamp).
+    fn encode_as(index: &BlobIndex, version: u32, dropped_bytes: usize) -> Vec<u8> {
         let mut bytes = index.encode();
         bytes.truncate(bytes.len() - 4);
-        bytes[8..12].copy_from_slice(&1u32.to_le_bytes());
-        let mut version_1 = bytes[..PREAMBLE_BYTES].to_vec();
+        bytes[8..12].copy_from_slice(&version.to_le_bytes());
+        let mut older = bytes[..PREAMBLE_BYTES].to_vec();
         let mut at = PREAMBLE_BYTES;
         for entry in &index.entries {
-            let without_origin = ENTRY_FIXED_BYTES - ORIGIN_BYTES + entry.key.len();
-            version_1.extend_from_slice(&bytes[at..at + without_origin]);
-            at += without_origin + ORIGIN_BYTES;
+            let kept = ENTRY_FIXED_BYTES - dropped_bytes + entry.key.len();
+            older.extend_from_slice(&bytes[at..at + kept]);
+            at += kept + dropped_bytes;
         }
-        let crc = crc32c(&version_1);
-        version_1.extend_from_slice(&crc.to_le_bytes());
-        version_1
+        let crc = crc32c(&older);
+        older.extend_from_slice(&crc.to_le_bytes());
+        older
     }
 
     #[test]
@@ -308,22 +370,30 @@ mod tests {
         for entry in &mut expected.entries {
             entry.origin = None;
         }
-        assert_eq!(
-            BlobIndex::decode(&encode_version_1(&sample())),
-            Ok(expected)
-        );
+        let version_1 = encode_as(&sample(), 1, ORIGIN_BYTES + STAMP_BYTES);
+        assert_eq!(BlobIndex::decode(&version_1), Ok(expected));
+    }
+
+    #[test]
+    fn a_version_2_index_is_read_with_origins_and_no_stamps() {
+        let mut expected = sample();
+        for entry in &mut expected.entries {
+            entry.origin = entry.origin.map(|origin| Origin::unstamped(origin.place()));
+        }
+        let version_2 = encode_as(&sample(), 2, STAMP_BYTES);
+        assert_eq!(BlobIndex::decode(&version_2), Ok(expected));
     }
 
     #[test]
     fn an_unknown_version_is_refused() {
         let mut bytes = sample().encode();
         bytes.truncate(bytes.len() - 4);
-        bytes[8..12].copy_from_slice(&3u32.to_le_bytes());
+        bytes[8..12].copy_from_slice(&4u32.to_le_bytes());
         let crc = crc32c(&bytes);
         bytes.extend_from_slice(&crc.to_le_bytes());
         assert_eq!(
             BlobIndex::decode(&bytes),
-            Err("unsupported version 3".to_string())
+            Err("unsupported version 4".to_string())
         );
     }
 

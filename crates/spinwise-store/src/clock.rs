@@ -36,6 +36,13 @@ pub trait Clock: Send + Sync + std::fmt::Debug {
     /// Milliseconds since 1970-01-01 UTC: calendar time, for dates kept or shown.
     fn unix_ms(&self) -> i64;
 
+    /// Microseconds since 1970-01-01 UTC (0 before): calendar time finer than
+    /// [`Clock::unix_ms`], for the stamp a PUT writes into its staging record. By default the
+    /// milliseconds, scaled.
+    fn unix_us(&self) -> u64 {
+        u64::try_from(self.unix_ms()).map_or(0, |ms| ms.saturating_mul(1000))
+    }
+
     /// Resolves once `now_us()` has reached `at_us` (at once if it already has).
     fn sleep_until_us(&self, at_us: u64) -> Sleep<'_>;
 
@@ -99,6 +106,14 @@ impl Clock for SystemClock {
 
     fn unix_ms(&self) -> i64 {
         wall_unix_ms()
+    }
+
+    fn unix_us(&self) -> u64 {
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |elapsed| {
+                u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX)
+            })
     }
 
     fn sleep_until_us(&self, at_us: u64) -> Sleep<'_> {
@@ -166,6 +181,11 @@ impl Clock for ManualClock {
     fn unix_ms(&self) -> i64 {
         let advanced_ms = i64::try_from(self.now_us() / 1000).unwrap_or(i64::MAX);
         self.start_unix_ms.saturating_add(advanced_ms)
+    }
+
+    fn unix_us(&self) -> u64 {
+        let start_us = u64::try_from(self.start_unix_ms).map_or(0, |ms| ms.saturating_mul(1000));
+        start_us.saturating_add(self.now_us())
     }
 
     fn sleep_until_us(&self, at_us: u64) -> Sleep<'_> {

@@ -263,7 +263,7 @@ impl Plan {
 }
 
 /// The origins (`crate::blob_index`) of a blob's objects by (offset in the blob, key).
-type Origins = BTreeMap<(u64, String), (u64, u64)>;
+type Origins = BTreeMap<(u64, String), crate::staging::Origin>;
 
 fn old_offset(object: &ObjectRecord) -> u64 {
     match object.location {

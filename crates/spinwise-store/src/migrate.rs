@@ -34,7 +34,7 @@ use crate::crash;
 use crate::error::{StoreError, StoreResult};
 use crate::placement::PlacementError;
 use crate::stacks::{remove_own_stacks, write_stacks};
-use crate::staging::ContentCheck;
+use crate::staging::{ContentCheck, Origin};
 use crate::store::Store;
 use bytes::Bytes;
 use serde::Serialize;
@@ -125,12 +125,12 @@ pub fn pack(staged: Vec<ObjectRecord>, bundle_bytes: u64) -> Vec<Bundle> {
     bundles
 }
 
-/// `object`'s entry in the index of the blob it is packed into at `offset`, with the place its
-/// PUT first wrote it, when known (`crate::blob_index`).
+/// `object`'s entry in the index of the blob it is packed into at `offset`, with when and where
+/// its PUT first wrote it, when known (`crate::blob_index`).
 pub(crate) fn index_entry(
     object: &ObjectRecord,
     offset: u64,
-    origin: Option<(SegmentId, u64)>,
+    origin: Option<Origin>,
 ) -> IndexEntry {
     IndexEntry {
         key: object.key.clone(),
@@ -185,13 +185,13 @@ struct Prepared {
     content_hash: ContentHash,
 }
 
-/// One object of a bundle: where it goes in the blob, and the place its PUT first wrote it (its
-/// record's own place, or the original's for a record the warm collector moved), which the
-/// blob's index keeps for a lost catalog's recovery.
+/// One object of a bundle: where it goes in the blob, and when and where its PUT first wrote it
+/// (its record's own stamp and place, or the original's for a record the warm collector
+/// moved), which the blob's index keeps for a lost catalog's recovery.
 struct Packed {
     object: ObjectRecord,
     offset: u64,
-    origin: (SegmentId, u64),
+    origin: Origin,
 }
 
 impl<C: Catalog> Store<C> {

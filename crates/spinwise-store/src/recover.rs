@@ -27,7 +27,7 @@ use crate::driver::{GroupDisks, Job, Purpose};
 use crate::durable::HostFiles;
 use crate::error::StoreError;
 use crate::rack::{Environment, disk_directory, open_rack};
-use crate::staging::{ScannedRecord, StagingLog};
+use crate::staging::{Origin, ScannedRecord, StagingLog};
 use crate::store::CATALOG_FILE;
 use serde::Serialize;
 use spinwise_catalog::{
@@ -109,18 +109,18 @@ enum Rank {
     /// index), blob ids being handed out upward. Below every version with an origin, as every
     /// migrated copy once ranked below every staged record (a flush migrates what is staged).
     Unplaced { blob: BlobId, place: u64 },
-    /// Where the version's PUT first wrote it in the staging log (segment ids ascend, records
-    /// are appended): a staged record's own place, or its original's for a copy the warm
-    /// collector made; a migrated copy's origin from its blob index. So a dead warm record
-    /// that outlived a newer version's migration (its segment kept alive by live neighbours)
-    /// ranks below that version. At one origin (one PUT) the migrated copy wins over the record
-    /// it came from: the object was cold when it migrated, so a demotion the lost catalog held
-    /// is kept; a record and the warm collector's copy of it tie, and the one met first (the
-    /// original, in a lower segment) is kept.
-    Written {
-        origin: (SegmentId, u64),
-        migrated: bool,
-    },
+    /// When and where the version's PUT first wrote it in the staging log ([`Origin`]: the
+    /// time the PUT began, then the place, segment ids ascending and records appended): a
+    /// staged record's own, or its original's for a copy the warm collector made; a migrated
+    /// copy's from its blob index. So a dead warm record that outlived a newer version's
+    /// migration (its segment kept alive by live neighbours) ranks below that version, and of
+    /// two versions written one after the other the later ranks higher even when concurrent
+    /// PUTs left it in a lower segment (the stamp decides first; versions from before stamps
+    /// rank by place alone, below every stamped one). At one origin (one PUT) the migrated copy
+    /// wins over the record it came from: the object was cold when it migrated, so a demotion
+    /// the lost catalog held is kept; a record and the warm collector's copy of it tie, and
+    /// the one met first (the original, in a lower segment) is kept.
+    Written { origin: Origin, migrated: bool },
 }
 
 /// One version of a key found on disk, ranked by [`Rank`].
@@ -659,7 +659,14 @@ async fn build(
     Ok(())
 }
 
-fn object(key: String, version: &Version, created_unix_ms: i64) -> ObjectRecord {
+/// `version` of `key` as a catalog row. Its creation time is when its PUT began, from its stamp
+/// (as the store sets it at PUT), or `now_unix_ms` for a version from before stamps.
+fn object(key: String, version: &Version, now_unix_ms: i64) -> ObjectRecord {
+    let stamp = match version.rank {
+        Rank::Written { origin, .. } => origin.written_unix_us,
+        Rank::Unplaced { .. } => None,
+    };
+    let created_unix_ms = stamp.map_or(now_unix_ms, |stamp_us| (stamp_us / 1000) as i64);
     ObjectRecord {
         key,
         size_bytes: version.size_bytes,

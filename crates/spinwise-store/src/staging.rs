@@ -43,6 +43,7 @@
 //!   the hook given to [`StagingLog::on_segment_gone`] (the store's tail cache drops its
 //!   records), so nothing outside the log keeps serving a freed segment's bytes.
 
+pub use crate::blob_index::Origin;
 use crate::buffers::BufferPool;
 use crate::durable::HostFiles;
 use crate::hashing::BackgroundHasher;
@@ -71,6 +72,14 @@ const RECORD_FLAG_WARM: u16 = 1;
 const RECORD_FLAG_MOVED: u16 = 2;
 /// Bytes of a moved record's origin (segment id u64, offset u64) after its key.
 const ORIGIN_BYTES: usize = 16;
+/// Record flag bit 2: the header carries the time its object's PUT began (`written_unix_us`,
+/// u64 µs since 1970 on the writing store's clock) after the key and any origin; a moved record
+/// carries its original's. A lost catalog's recovery ranks versions by it before their place,
+/// so two versions of a key written one after the other rank in that order whatever segments
+/// concurrent PUTs left them in. Written since 2026-11-30; binaries from before refuse the bit.
+const RECORD_FLAG_STAMPED: u16 = 4;
+/// Bytes of a stamped record's `written_unix_us`.
+const STAMP_BYTES: usize = 8;
 /// Bytes of the segment header at offset 0.
 pub const SEGMENT_HEADER_BYTES: u64 = 32;
 /// Record header bytes before the key (magic, version, flags, chunk size, key length).
@@ -198,10 +207,10 @@ pub struct ScannedRecord {
     pub content_hash: ContentHash,
     /// The tier the PUT wrote (a later demotion lives only in the catalog).
     pub tier: Tier,
-    /// Where the object was first written: this record's own (segment, offset), or for a copy
-    /// the warm collector made, the place of the record it copies (carried through every
+    /// When and where the object was first written: this record's own stamp and place, or for
+    /// a copy the warm collector made, those of the record it copies (carried through every
     /// move). A lost catalog's recovery ranks staged versions by it.
-    pub origin: (SegmentId, u64),
+    pub origin: Origin,
 }
 
 /// What `recover` did.
@@ -449,32 +458,71 @@ fn segment_header(segment: SegmentId, chunk_bytes: u32) -> [u8; 32] {
     header
 }
 
-fn record_flags(tier: Tier, origin: Option<(SegmentId, u64)>) -> u16 {
+fn record_flags(tier: Tier, stamp: &RecordStamp) -> u16 {
     let tier_flag = match tier {
         Tier::Warm => RECORD_FLAG_WARM,
         Tier::Cold => 0,
     };
-    tier_flag | origin.map_or(0, |_| RECORD_FLAG_MOVED)
+    let moved_flag = stamp.moved_from.map_or(0, |_| RECORD_FLAG_MOVED);
+    let stamped_flag = stamp.written_unix_us.map_or(0, |_| RECORD_FLAG_STAMPED);
+    tier_flag | moved_flag | stamped_flag
 }
 
-/// A record header; `origin` only for a copy the warm collector makes (flag bit 1).
-fn record_header(
-    key: &str,
-    tier: Tier,
-    chunk_bytes: u32,
-    origin: Option<(SegmentId, u64)>,
-) -> Vec<u8> {
-    let mut header =
-        Vec::with_capacity(RECORD_HEADER_FIXED_BYTES as usize + key.len() + ORIGIN_BYTES + 4);
+/// What a record header says of when and where its object was written: the time its PUT began
+/// (flag bit 2, every record a PUT writes since stamps) and, only for a copy the warm collector
+/// makes, the place of the original (flag bit 1).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct RecordStamp {
+    written_unix_us: Option<u64>,
+    moved_from: Option<(SegmentId, u64)>,
+}
+
+impl RecordStamp {
+    /// The stamp of a record a PUT writes now.
+    fn written(written_unix_us: u64) -> RecordStamp {
+        RecordStamp {
+            written_unix_us: Some(written_unix_us),
+            moved_from: None,
+        }
+    }
+
+    /// The stamp of a copy of a record whose origin is `origin`.
+    fn copy_of(origin: Origin) -> RecordStamp {
+        RecordStamp {
+            written_unix_us: origin.written_unix_us,
+            moved_from: Some(origin.place()),
+        }
+    }
+
+    /// The origin of the record at (`segment`, `offset`) with this stamp.
+    fn origin_at(&self, segment: SegmentId, offset: u64) -> Origin {
+        let (segment, offset) = self.moved_from.unwrap_or((segment, offset));
+        Origin {
+            written_unix_us: self.written_unix_us,
+            segment,
+            offset,
+        }
+    }
+}
+
+/// A record header: the origin only for a copy the warm collector makes (flag bit 1), then the
+/// stamp when there is one (flag bit 2).
+fn record_header(key: &str, tier: Tier, chunk_bytes: u32, stamp: &RecordStamp) -> Vec<u8> {
+    let mut header = Vec::with_capacity(
+        RECORD_HEADER_FIXED_BYTES as usize + key.len() + ORIGIN_BYTES + STAMP_BYTES + 4,
+    );
     header.extend_from_slice(RECORD_MAGIC);
     header.extend_from_slice(&(FORMAT_VERSION as u16).to_le_bytes());
-    header.extend_from_slice(&record_flags(tier, origin).to_le_bytes());
+    header.extend_from_slice(&record_flags(tier, stamp).to_le_bytes());
     header.extend_from_slice(&chunk_bytes.to_le_bytes());
     header.extend_from_slice(&(key.len() as u32).to_le_bytes());
     header.extend_from_slice(key.as_bytes());
-    if let Some((segment, offset)) = origin {
+    if let Some((segment, offset)) = stamp.moved_from {
         header.extend_from_slice(&segment.to_le_bytes());
         header.extend_from_slice(&offset.to_le_bytes());
+    }
+    if let Some(written_unix_us) = stamp.written_unix_us {
+        header.extend_from_slice(&written_unix_us.to_le_bytes());
     }
     let crc = crc32c(&header);
     header.extend_from_slice(&crc.to_le_bytes());
@@ -509,10 +557,10 @@ struct RecordHeader {
     chunk_bytes: u32,
     key: String,
     tier: Tier,
-    /// A moved record's origin (flag bit 1), `None` for a record written by a PUT.
-    origin: Option<(SegmentId, u64)>,
-    /// Header length (`24 + key length`, 16 more for a moved record): the payload starts at
-    /// `offset + length`.
+    /// A moved record's original place (flag bit 1) and the stamp (flag bit 2).
+    stamp: RecordStamp,
+    /// Header length (`24 + key length`, 16 more for a moved record, 8 more for a stamped
+    /// one): the payload starts at `offset + length`.
     length_bytes: u64,
 }
 
@@ -530,7 +578,7 @@ fn read_record_header(reader: &mut impl Read) -> std::result::Result<RecordHeade
         return Err(format!("record version {version} is not supported"));
     }
     let flags = le_u16(&fixed[10..12]);
-    if flags & !(RECORD_FLAG_WARM | RECORD_FLAG_MOVED) != 0 {
+    if flags & !(RECORD_FLAG_WARM | RECORD_FLAG_MOVED | RECORD_FLAG_STAMPED) != 0 {
         return Err(format!("record flags {flags:#06x} are not supported"));
     }
     let tier = if flags & RECORD_FLAG_WARM != 0 {
@@ -548,7 +596,12 @@ fn read_record_header(reader: &mut impl Read) -> std::result::Result<RecordHeade
     } else {
         0
     };
-    let covered = key_bytes + origin_bytes;
+    let stamp_bytes = if flags & RECORD_FLAG_STAMPED != 0 {
+        STAMP_BYTES
+    } else {
+        0
+    };
+    let covered = key_bytes + origin_bytes + stamp_bytes;
     let mut rest = vec![0u8; covered + 4];
     reader
         .read_exact(&mut rest)
@@ -557,12 +610,15 @@ fn read_record_header(reader: &mut impl Read) -> std::result::Result<RecordHeade
     if crc != le_u32(&rest[covered..]) {
         return Err("record header crc mismatch".into());
     }
-    let origin = (origin_bytes > 0).then(|| {
+    let origin_at = key_bytes;
+    let moved_from = (origin_bytes > 0).then(|| {
         (
-            le_u64(&rest[key_bytes..key_bytes + 8]),
-            le_u64(&rest[key_bytes + 8..covered]),
+            le_u64(&rest[origin_at..origin_at + 8]),
+            le_u64(&rest[origin_at + 8..origin_at + ORIGIN_BYTES]),
         )
     });
+    let stamp_at = key_bytes + origin_bytes;
+    let written_unix_us = (stamp_bytes > 0).then(|| le_u64(&rest[stamp_at..covered]));
     if !(MIN_CHUNK_BYTES..=MAX_CHUNK_BYTES).contains(&chunk_bytes) {
         return Err(format!("chunk size {chunk_bytes} is out of range"));
     }
@@ -571,7 +627,10 @@ fn read_record_header(reader: &mut impl Read) -> std::result::Result<RecordHeade
         chunk_bytes,
         key,
         tier,
-        origin,
+        stamp: RecordStamp {
+            written_unix_us,
+            moved_from,
+        },
         length_bytes: RECORD_HEADER_FIXED_BYTES + covered as u64 + 4,
     })
 }
@@ -750,7 +809,7 @@ fn finish_record(
         size_bytes,
         content_hash,
         tier: header.tier,
-        origin: header.origin.unwrap_or((segment, offset)),
+        origin: header.stamp.origin_at(segment, offset),
     };
     Ok((record, trailer_at + TRAILER_BYTES))
 }
@@ -1574,24 +1633,44 @@ impl StagingLog {
     /// lost catalog's recovery (docs/store.md, "Recovering a lost catalog"). When a record of
     /// one tier needs a new segment, the other tier's open segments are sealed, so a later
     /// record never lands in a segment numbered below an earlier one.
+    ///
+    /// The record is stamped with the system clock's calendar time now; the store stamps its
+    /// PUTs with its own clock's ([`StagingLog::append_stamped`]).
     pub async fn append(
         &self,
         key: &str,
         tier: Tier,
         reader: impl AsyncRead + Unpin,
     ) -> Result<StagedRecord> {
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+        let written_unix_us = now.map_or(0, |since| since.as_micros() as u64);
+        self.append_stamped(key, tier, written_unix_us, reader)
+            .await
+    }
+
+    /// [`StagingLog::append`] with the stamp given: `written_unix_us`, when the PUT began
+    /// (µs since 1970), which a lost catalog's recovery ranks versions of a key by.
+    pub async fn append_stamped(
+        &self,
+        key: &str,
+        tier: Tier,
+        written_unix_us: u64,
+        reader: impl AsyncRead + Unpin,
+    ) -> Result<StagedRecord> {
         let pool = match tier {
             Tier::Cold => Pool::Cold,
             Tier::Warm => Pool::Warm,
         };
-        self.append_record((key, tier), None, pool, reader).await
+        let stamp = RecordStamp::written(written_unix_us);
+        self.append_record((key, tier), stamp, pool, reader).await
     }
 
-    /// [`StagingLog::append`], for a moved record with its `origin` in the header.
+    /// [`StagingLog::append`] with the header's `stamp` given (a moved record's carries its
+    /// original's).
     async fn append_record(
         &self,
         (key, tier): (&str, Tier),
-        origin: Option<(SegmentId, u64)>,
+        stamp: RecordStamp,
         pool: Pool,
         reader: impl AsyncRead + Unpin,
     ) -> Result<StagedRecord> {
@@ -1600,11 +1679,11 @@ impl StagingLog {
         let pin = SegmentPin::new(open.id, &self.pins, &open.lock);
         let offset = open.length_bytes;
         let mut reserved_bytes = 0u64;
-        let header = record_header(key, tier, self.config.chunk_bytes, origin);
+        let header = record_header(key, tier, self.config.chunk_bytes, &stamp);
         let result = self
             .write_record(
                 &mut open,
-                (key, header, origin.is_some()),
+                (key, header, stamp.moved_from.is_some()),
                 reader,
                 &mut reserved_bytes,
             )
@@ -1781,7 +1860,7 @@ impl StagingLog {
         tokio::task::spawn_blocking(move || producer.run(sender));
         Ok(StagedReader {
             chunks,
-            origin: header.origin.unwrap_or((segment, offset)),
+            origin: header.stamp.origin_at(segment, offset),
             pending: Bytes::new(),
         })
     }
@@ -1818,7 +1897,7 @@ impl StagingLog {
             (Tier::Warm, Placement::Body) => Pool::Body,
         };
         let copy = self
-            .append_record((key, tier), Some(origin), pool, reader)
+            .append_record((key, tier), RecordStamp::copy_of(origin), pool, reader)
             .await?;
         if copy.size_bytes != size_bytes {
             // The read checked the size against the trailer; a copy of another length is a
@@ -2005,14 +2084,14 @@ const READ_AHEAD_CHUNKS: usize = 4;
 pub struct StagedReader {
     chunks: tokio::sync::mpsc::Receiver<Result<Bytes>>,
     /// The record's origin (see [`ScannedRecord::origin`]).
-    origin: (SegmentId, u64),
+    origin: Origin,
     /// What an [`AsyncRead`] caller has not taken yet of the last chunk.
     pending: Bytes,
 }
 
 impl StagedReader {
-    /// The place the record's object was first written (see [`ScannedRecord::origin`]).
-    pub fn origin(&self) -> (SegmentId, u64) {
+    /// When and where the record's object was first written (see [`ScannedRecord::origin`]).
+    pub fn origin(&self) -> Origin {
         self.origin
     }
 
@@ -2303,6 +2382,51 @@ mod tests {
         let lengths: Vec<usize> = chunks.iter().map(Vec::len).collect();
         assert_eq!(lengths, [1_000, 1_000, 1_000, 500]);
         assert_eq!(chunks.concat(), body);
+    }
+
+    #[test]
+    fn a_record_header_keeps_its_tier_stamp_and_original_place_and_a_flipped_byte_is_refused() {
+        let stamps = [
+            RecordStamp::default(),
+            RecordStamp::written(1_764_486_000_123_456),
+            RecordStamp::copy_of(Origin {
+                written_unix_us: Some(7),
+                segment: 3,
+                offset: 4_096,
+            }),
+            RecordStamp::copy_of(Origin::unstamped((2, 32))),
+        ];
+        for stamp in stamps {
+            for tier in [Tier::Warm, Tier::Cold] {
+                let header = record_header("photos/cat.jpg", tier, 4_096, &stamp);
+                let parsed = read_record_header(&mut header.as_slice()).expect("valid");
+                assert_eq!((parsed.tier, parsed.stamp), (tier, stamp));
+                assert_eq!(parsed.length_bytes, header.len() as u64);
+                assert_eq!(parsed.key, "photos/cat.jpg");
+                let origin = parsed.stamp.origin_at(9, 64);
+                let place = stamp.moved_from.unwrap_or((9, 64));
+                assert_eq!(origin.place(), place);
+                assert_eq!(origin.written_unix_us, stamp.written_unix_us);
+                for position in 0..header.len() {
+                    let mut flipped = header.clone();
+                    flipped[position] ^= 0x04;
+                    assert!(read_record_header(&mut flipped.as_slice()).is_err());
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn origins_rank_by_stamp_first_and_an_unstamped_one_below_every_stamped_one() {
+        let at = |stamp: Option<u64>, segment: u64| Origin {
+            written_unix_us: stamp,
+            segment,
+            offset: 32,
+        };
+        assert!(at(Some(2), 1) > at(Some(1), 9));
+        assert!(at(Some(1), 2) > at(Some(1), 1));
+        assert!(at(Some(0), 1) > at(None, 9));
+        assert!(at(None, 2) > at(None, 1));
     }
 
     #[test]

@@ -218,13 +218,19 @@ impl<C: Catalog> Store<C> {
         // The body is copied as it streams (while it stays small enough to cache), so the
         // object just written can be read back without a seek on the staging device.
         let mut body = self.tail_cache.capture(reader);
-        let staged = self.staging.append(key, tier, &mut body).await?;
+        // The PUT's stamp, read before its record is written: a PUT that begins after this one
+        // is acknowledged reads a later time, so a lost catalog's recovery ranks the two
+        // versions in that order (docs/store.md). It is also the object's creation time.
+        let written_unix_us = self.clock.unix_us();
+        let staged = (self.staging)
+            .append_stamped(key, tier, written_unix_us, &mut body)
+            .await?;
         let body = body.into_bytes();
         let record = ObjectRecord {
             key: key.to_string(),
             size_bytes: staged.size_bytes,
             content_hash: staged.content_hash,
-            created_unix_ms: self.now_unix_ms(),
+            created_unix_ms: (written_unix_us / 1000) as i64,
             location: ObjectLocation::Staged {
                 segment: staged.segment,
                 offset: staged.offset,

@@ -14,6 +14,7 @@ mod migrate;
 mod no_wall_clock_waits;
 mod placement;
 mod read;
+mod recover;
 mod repair;
 mod shared_staging;
 mod spread;

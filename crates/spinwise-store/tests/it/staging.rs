@@ -115,8 +115,9 @@ async fn a_flipped_byte_in_a_chunk_is_detected_and_other_chunks_still_read() {
     let data = pattern(5 * 4096, 3);
     let record = log.append("k", Tier::Cold, &data[..]).await.unwrap();
     let place = (record.segment, record.offset, record.size_bytes);
-    // Chunk 2's data starts at offset + header (24 + 1) + 2 frames + frame header.
-    let flip_at = record.offset + 25 + 2 * (8 + 4096) + 8 + 100;
+    // Chunk 2's data starts at offset + header (24 + 1, and the 8-byte stamp) + 2 frames +
+    // frame header.
+    let flip_at = record.offset + 25 + 8 + 2 * (8 + 4096) + 8 + 100;
     flip_byte(&segment_path(dir.path(), record.segment), flip_at);
     let whole = read_all(&log, place, "k", 0..data.len() as u64).await;
     assert!(
@@ -425,8 +426,10 @@ async fn a_segment_another_log_writes_is_in_use_until_that_log_lets_go() {
 
 /// Where chunk `chunk`'s frame starts in a record at `offset` with key `key` (docs/staging-format.md:
 /// a 20-byte fixed header, the key, a 4-byte crc, then frames of 8 + chunk bytes).
+/// Where chunk `chunk`'s frame starts in a stamped record of `key` at `offset` (4 KiB chunks):
+/// after the header's 20 fixed bytes, the key, the 8-byte stamp and the crc.
 fn frame_at(offset: u64, key: &str, chunk: u64) -> u64 {
-    offset + 20 + key.len() as u64 + 4 + chunk * (8 + 4096)
+    offset + 20 + key.len() as u64 + 8 + 4 + chunk * (8 + 4096)
 }
 
 #[tokio::test]

@@ -98,6 +98,10 @@ impl Clock for Virtual {
         SWARM_EPOCH_UNIX_MS + (self.clock.now_us() / 1000) as i64
     }
 
+    fn unix_us(&self) -> u64 {
+        SWARM_EPOCH_UNIX_MS as u64 * 1000 + self.clock.now_us()
+    }
+
     fn sleep_until_us(&self, at_us: u64) -> Sleep<'_> {
         Box::pin(async move {
             loop {

@@ -11,7 +11,7 @@
 
 use crate::common;
 
-use common::{is_staged, pattern, read_to_end};
+use common::{is_staged, lose_the_catalog_and_recover, pattern, read_to_end};
 use spinwise_catalog::{ObjectLocation, Tier};
 use spinwise_store::staging::{Placement, StagingConfig};
 use spinwise_store::{
@@ -229,14 +229,6 @@ async fn recovered_key_reads(
     let bytes = read_to_end(&store, "key", None).await.unwrap().0;
     assert!(bytes == expected, "{why}: {report:?}");
     (store, report)
-}
-
-/// Removes the catalog and its WAL, as a lost disk would, and rebuilds it from the directory.
-async fn lose_the_catalog_and_recover(data: &Path) -> spinwise_store::RecoverReport {
-    for file in ["", "-wal", "-shm"] {
-        let _ = std::fs::remove_file(data.join(format!("{}{file}", spinwise_store::CATALOG_FILE)));
-    }
-    spinwise_store::recover(data).await.unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -221,3 +221,11 @@ pub async fn is_staged(store: &SqliteStore, key: &str) -> bool {
         spinwise_catalog::ObjectLocation::Staged { .. }
     )
 }
+
+/// Removes the catalog and its WAL, as a lost disk would, and rebuilds it from the directory.
+pub async fn lose_the_catalog_and_recover(data: &std::path::Path) -> spinwise_store::RecoverReport {
+    for file in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(data.join(format!("{}{file}", spinwise_store::CATALOG_FILE)));
+    }
+    spinwise_store::recover(data).await.unwrap()
+}
