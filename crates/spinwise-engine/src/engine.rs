@@ -344,18 +344,27 @@ struct Queued {
     purpose: Purpose,
 }
 
-/// The queued jobs of one target by id, ascending: a sorted ring buffer rather than a
-/// `BTreeMap`, since a target queues at most a queue's depth of jobs and ids mostly arrive in
-/// increasing order (a new job is appended) and leave oldest first (served from the front, O(1)
-/// where a vector moved every job behind it: ~4% of a simulated Pelican day); a lookup is a
-/// binary search over at most two contiguous runs (the map's search was ~5% of that day, issue
-/// 32), and an id above the newest is known absent without one.
-#[derive(Clone, Debug, Default)]
-struct QueuedJobs {
-    jobs: VecDeque<(u64, Queued)>,
+/// Jobs by id, ascending: a sorted ring buffer rather than a `BTreeMap`, since ids mostly
+/// arrive in increasing order (a new job is appended) and leave oldest first (from the front,
+/// O(1) where a vector moved every job behind it). It holds the queued jobs of one target (a
+/// queue's depth at most: the map's search was ~5% of a simulated Pelican day, issue 32) and
+/// the jobs being served (a few dozen: the map's inserts and removals were ~4% of the
+/// pelican-fig5 sweep). A lookup is a binary search over at most two contiguous runs, and an id
+/// above the newest is known absent without one.
+#[derive(Clone, Debug)]
+struct JobsById<T> {
+    jobs: VecDeque<(u64, T)>,
 }
 
-impl QueuedJobs {
+impl<T> Default for JobsById<T> {
+    fn default() -> JobsById<T> {
+        JobsById {
+            jobs: VecDeque::new(),
+        }
+    }
+}
+
+impl<T> JobsById<T> {
     fn contains(&self, id: u64) -> bool {
         if self.is_newer(id) {
             return false;
@@ -368,35 +377,45 @@ impl QueuedJobs {
         self.jobs.back().is_none_or(|(last, _)| *last < id)
     }
 
-    /// Books job `id` (replacing its booking if it had one, as a map would).
-    fn insert(&mut self, id: u64, queued: Queued) {
+    /// Books job `id`, replacing its booking if it had one (as a map would); returns that one.
+    fn insert(&mut self, id: u64, job: T) -> Option<T> {
         if self.is_newer(id) {
-            self.jobs.push_back((id, queued));
-            return;
+            self.jobs.push_back((id, job));
+            return None;
         }
         match self.jobs.binary_search_by_key(&id, |(i, _)| *i) {
-            Ok(position) => self.jobs[position].1 = queued,
-            Err(position) => self.jobs.insert(position, (id, queued)),
+            Ok(position) => Some(std::mem::replace(&mut self.jobs[position].1, job)),
+            Err(position) => {
+                self.jobs.insert(position, (id, job));
+                None
+            }
         }
     }
 
-    fn remove(&mut self, id: u64) -> Option<Queued> {
+    fn remove(&mut self, id: u64) -> Option<T> {
         if self.jobs.front().is_some_and(|(first, _)| *first == id) {
-            return self.jobs.pop_front().map(|(_, queued)| queued);
+            return self.jobs.pop_front().map(|(_, job)| job);
         }
         let position = self.jobs.binary_search_by_key(&id, |(i, _)| *i).ok()?;
-        self.jobs.remove(position).map(|(_, queued)| queued)
+        self.jobs.remove(position).map(|(_, job)| job)
     }
 
     fn len(&self) -> usize {
         self.jobs.len()
     }
 
-    /// The queued jobs in id order.
-    fn values(&self) -> impl Iterator<Item = &Queued> {
-        self.jobs.iter().map(|(_, queued)| queued)
+    fn is_empty(&self) -> bool {
+        self.jobs.is_empty()
+    }
+
+    /// The jobs in id order.
+    fn values(&self) -> impl Iterator<Item = &T> {
+        self.jobs.iter().map(|(_, job)| job)
     }
 }
+
+/// The queued jobs of one target by id.
+type QueuedJobs = JobsById<Queued>;
 
 /// A job deferred ([`Engine::defer`]) and not yet handed to the policy.
 #[derive(Clone, Copy, Debug)]
@@ -474,7 +493,7 @@ pub struct Engine {
     /// Per target, its queued jobs by id.
     queued: Vec<QueuedJobs>,
     queued_jobs: usize,
-    serving: BTreeMap<u64, Request>,
+    serving: JobsById<Request>,
     /// Per disk, jobs being served on a target that reads it.
     serving_on: Vec<u32>,
     jobs_served: u64,
@@ -577,7 +596,7 @@ impl Engine {
             last_spin_up_us: vec![None; unit_count],
             failed: BTreeSet::new(),
             queued_jobs: 0,
-            serving: BTreeMap::new(),
+            serving: JobsById::default(),
             serving_on: vec![0; disks],
             jobs_served: 0,
             shutting_down: false,
@@ -613,7 +632,7 @@ impl Engine {
             });
         };
         assert!(
-            !queue.contains(request.id) && !self.serving.contains_key(&request.id),
+            !queue.contains(request.id) && !self.serving.contains(request.id),
             "job id {} {twice}",
             request.id
         );
@@ -948,7 +967,7 @@ impl Engine {
         self.advance(now_us);
         let request = self
             .serving
-            .remove(&id)
+            .remove(id)
             .unwrap_or_else(|| panic!("job {id} reported served but was not being served"));
         for &disk in &self.targets[request.group as usize] {
             self.serving_on[disk as usize] -= 1;
