@@ -1157,16 +1157,21 @@ impl<'a> Loop<'a> {
                     .set(self.rack, now_us, &disks, self.model.spinning_up);
                 // Each disk spins up and mounts on its own; the group is ready when the slowest
                 // disk is (draws in disk order: spin-up, then mount).
+                // Queued as one batch, in the order of the pushes it stands for
+                // ([`Agenda::push_staged`]).
                 let mut ready_us = 0;
                 for &disk in &disks {
                     let spin_up_us =
                         sample_us(&self.rack.disk_model.spin_up_latency_s, &mut self.rng);
                     let mount_us = sample_us(mount_latency_s, &mut self.rng);
-                    self.push(now_us + spin_up_us, Event::DiskSpunUp { disk });
+                    self.agenda
+                        .stage(now_us + spin_up_us, Event::DiskSpunUp { disk });
                     ready_us = ready_us.max(spin_up_us + mount_us);
                 }
                 self.model.unit_disks[group as usize] = disks;
-                self.push(now_us + ready_us, Event::GroupSpunUp { group });
+                self.agenda
+                    .stage(now_us + ready_us, Event::GroupSpunUp { group });
+                self.agenda.push_staged();
             }
             Output::SpinDown {
                 unit: group, cause, ..
@@ -1236,12 +1241,15 @@ impl<'a> Loop<'a> {
         let mut done_us = 0;
         for &disk in &disks {
             let unmount_us = sample_us(&self.rack.disk_model.unmount_latency_s, &mut self.rng);
-            self.push(now_us + unmount_us, Event::DiskSpunDown { disk });
+            self.agenda
+                .stage(now_us + unmount_us, Event::DiskSpunDown { disk });
             done_us = done_us.max(unmount_us);
         }
         self.model.unit_disks[group as usize] = disks;
-        // Pushed after every disk's event, so a tie still rests the disks first.
-        self.push(now_us + done_us, Event::GroupSpunDown { group });
+        // Queued after every disk's event, so a tie still rests the disks first.
+        self.agenda
+            .stage(now_us + done_us, Event::GroupSpunDown { group });
+        self.agenda.push_staged();
     }
 
     /// The end of the metered window. Poisson arrivals go on, by definition, until `hours`: a
