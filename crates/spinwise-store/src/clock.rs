@@ -98,6 +98,16 @@ pub(crate) fn wall_unix_ms() -> i64 {
         })
 }
 
+/// The wall clock's calendar time in microseconds (0 before 1970): [`SystemClock`]'s, and the
+/// stamp of a record appended to a bare staging log (no store, so no store clock).
+pub(crate) fn wall_unix_us() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |elapsed| {
+            u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX)
+        })
+}
+
 impl Clock for SystemClock {
     fn now_us(&self) -> u64 {
         // u64 microseconds last 584,000 years; saturate rather than wrap.
@@ -109,11 +119,7 @@ impl Clock for SystemClock {
     }
 
     fn unix_us(&self) -> u64 {
-        SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |elapsed| {
-                u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX)
-            })
+        wall_unix_us()
     }
 
     fn sleep_until_us(&self, at_us: u64) -> Sleep<'_> {

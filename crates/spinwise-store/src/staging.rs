@@ -1642,8 +1642,8 @@ impl StagingLog {
         tier: Tier,
         reader: impl AsyncRead + Unpin,
     ) -> Result<StagedRecord> {
-        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
-        let written_unix_us = now.map_or(0, |since| since.as_micros() as u64);
+        // The clock module is the store's only reader of the wall clock.
+        let written_unix_us = crate::clock::wall_unix_us();
         self.append_stamped(key, tier, written_unix_us, reader)
             .await
     }

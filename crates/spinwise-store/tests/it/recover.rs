@@ -28,6 +28,12 @@ async fn held_put(
     (writer, put)
 }
 
+async fn new_store(data: &std::path::Path) -> SqliteStore {
+    Store::init_sqlite(data, common::jbod_config())
+        .await
+        .unwrap()
+}
+
 async fn staged_place(store: &SqliteStore, key: &str) -> (u64, u64) {
     match store.catalog().object(key).await.unwrap().unwrap().location {
         ObjectLocation::Staged { segment, offset } => (segment, offset),
@@ -39,10 +45,7 @@ async fn staged_place(store: &SqliteStore, key: &str) -> (u64, u64) {
 async fn a_later_version_left_in_a_lower_segment_by_concurrent_puts_is_the_one_recovered() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
-    let store = Store::init_sqlite(&data, common::jbod_config())
-        .await
-        .unwrap();
-    let store = Arc::new(store);
+    let store = Arc::new(new_store(&data).await);
     let (first, second) = (pattern(OBJECT_BYTES, 1), pattern(OBJECT_BYTES, 2));
     // An unrelated PUT holds a segment, so the first version opens a newer one.
     let (writer, unrelated) = held_put(&store, "unrelated-1").await;
@@ -79,9 +82,7 @@ async fn a_later_version_left_in_a_lower_segment_by_concurrent_puts_is_the_one_r
 async fn a_recovered_object_keeps_the_creation_time_of_its_put() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
-    let store = Store::init_sqlite(&data, common::jbod_config())
-        .await
-        .unwrap();
+    let store = new_store(&data).await;
     let migrated = store.put("migrated", &pattern(10, 1)[..]).await.unwrap();
     // Sealed, so the flush frees the segment: only the blob (and its index) holds the object.
     store.staging().seal_idle(Tier::Cold);
