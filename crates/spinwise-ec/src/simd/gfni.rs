@@ -7,7 +7,7 @@
 //! matrix is broadcast once for several vectors and the accumulators (rows × vectors ≤ 16) and
 //! loaded vectors stay in the 32 registers; inputs are taken two at a time, so one
 //! `vpternlogq` adds both products where two `vpxorq` did. Against two vectors per step and
-//! one XOR per product: 15+3 encode and 3-lost decode 1.14–1.17× in cache on a Zen 4.
+//! one XOR per product: 15+3 encode 1.14–1.16× and 3-lost decode 1.18–1.19× in cache on a Zen 4.
 //!
 //! Invariants: called only where `super::Kernel::GfniAvx512` is available (gfni, avx512f,
 //! avx512bw); the caller has checked every slice is `length` bytes and the matrix count.
