@@ -239,17 +239,17 @@ pub struct Network {
     /// to search, the paths under it told apart in full.
     routes: BTreeMap<(DiskIndex, usize), Vec<Route>>,
     links: Vec<Link>,
-    /// Flow storage; `ids` maps each running flow's id to its slot (iteration in id order).
+    /// Flow storage, a running flow per occupied slot (each flow knows its id).
     slots: Vec<Option<Flow>>,
     free_slots: Vec<usize>,
-    ids: BTreeMap<u64, usize>,
-    /// (private cap bits, slot) of every running flow, ascending (positive floats order like
-    /// their bits): the order water-filling meets private caps in.
-    by_cap: Vec<(u64, usize)>,
+    /// Running flows (occupied slots).
+    running: usize,
     /// The time of the last start or end.
     updated_us: u64,
-    /// The one completion the loop has been told about (or must be told about, see `wake_new`).
+    /// The one completion the loop has been told about (or must be told about, see `wake_new`),
+    /// and the slot of the flow it ends.
     pending: Option<Wake>,
+    pending_slot: usize,
     wake_new: bool,
     generation: u64,
     window_us: (u64, u64),
@@ -267,7 +267,8 @@ pub struct Network {
     /// the earliest completion is a scan of this short array rather than of the flows.
     done_of_slot: Vec<(u64, u64)>,
     /// The part of the network a change touches ("Speed"): per slot and per link, the change
-    /// that last visited it; the flows (in `by_cap` order) and shared links (ascending) found.
+    /// that last visited it; the flows ((private cap bits, slot), sorted before water-filling)
+    /// and shared links (in the order found) found.
     visited_slot: Vec<u64>,
     visited_link: Vec<u64>,
     /// Per link: whether the last water-filling of its part found it tight (saturated). Only a
@@ -340,10 +341,10 @@ impl Network {
                 .collect(),
             slots: Vec::new(),
             free_slots: Vec::new(),
-            ids: BTreeMap::new(),
-            by_cap: Vec::new(),
+            running: 0,
             updated_us: 0,
             pending: None,
+            pending_slot: usize::MAX,
             wake_new: false,
             generation: 0,
             window_us,
@@ -393,7 +394,7 @@ impl Network {
     }
 
     pub fn flows(&self) -> usize {
-        self.ids.len()
+        self.running
     }
 
     /// Starts flow `id` of `bytes` along `path` at `now_us` (not before the last change). Call
@@ -526,7 +527,7 @@ impl Network {
     /// bandwidth). Call once, before any flow; a disk belongs to at most one group.
     pub fn pool_groups(&mut self, groups: &[Vec<DiskIndex>]) {
         assert!(
-            self.ids.is_empty() && self.routes.is_empty(),
+            self.running == 0 && self.routes.is_empty(),
             "pools come before flows"
         );
         for disks in groups {
@@ -561,8 +562,8 @@ impl Network {
             uses.windows(2).all(|w| w[0].0 < w[1].0),
             "links ascend, each once"
         );
-        assert!(
-            !self.ids.contains_key(&id),
+        debug_assert!(
+            (self.slots.iter().flatten()).all(|flow| flow.id != id),
             "flow {id} started while running"
         );
         assert!(now_us >= self.updated_us, "time went back");
@@ -598,7 +599,7 @@ impl Network {
             via_nic: true,
             rate_cap_bytes_per_us,
         });
-        self.ids.insert(id, slot);
+        self.running += 1;
         self.requested_bytes += bytes as f64;
         self.refresh_private_cap(slot);
         let flow = self.slots[slot].as_ref().expect("just started");
@@ -659,12 +660,15 @@ impl Network {
         }
         self.pending = None;
         self.updated_us = now_us;
-        let (done_us, slot) = self
-            .next_completion()
-            .expect("a pending wake-up has a flow");
-        assert_eq!(
-            done_us, now_us,
+        let slot = self.pending_slot;
+        debug_assert_eq!(
+            self.next_completion(),
+            Some((now_us, slot)),
             "the pending wake-up is the earliest completion"
+        );
+        assert_eq!(
+            self.done_of_slot[slot].0, now_us,
+            "the pending wake-up ends its flow now"
         );
         // Whether every link the ending flow shares keeps spare capacity with it: then no flow
         // was held back by it, and no rate moves when it ends ("Speed").
@@ -689,11 +693,8 @@ impl Network {
         if (self.window_us.0..self.window_us.1).contains(&now_us) {
             *self.in_window_counter(flow.via_nic) += flow.remaining_bytes;
         }
-        self.ids.remove(&flow.id);
+        self.running -= 1;
         self.done_of_slot[slot] = (u64::MAX, u64::MAX);
-        let key = (flow.private_cap_bytes_per_us.to_bits(), slot);
-        let position = self.by_cap.binary_search(&key).expect("listed by cap");
-        self.by_cap.remove(position);
         for &(link, _) in flow.uses.iter() {
             let users = &mut self.links[link as usize].users;
             let position = users
@@ -733,6 +734,7 @@ impl Network {
             self.tight.resize(self.links.len(), false);
         }
         self.component_links.clear();
+        self.component_flows.clear();
         self.pending_slots.clear();
     }
 
@@ -746,6 +748,8 @@ impl Network {
         self.pending_slots.push(slot);
         while let Some(slot) = self.pending_slots.pop() {
             let flow = self.slots[slot].as_ref().expect("running");
+            let cap_bits = flow.private_cap_bytes_per_us.to_bits();
+            self.component_flows.push((cap_bits, slot));
             for &(link, _) in &flow.shared_uses {
                 if self.visited_link[link as usize] == self.visit {
                     continue;
@@ -774,7 +778,11 @@ impl Network {
 
     /// After a start or end and its new rates: a new pending completion if its time moved.
     fn changed(&mut self, now_us: u64) {
-        let next_us = self.next_completion().map(|(at_us, _)| at_us);
+        let next = self.next_completion();
+        if let Some((_, slot)) = next {
+            self.pending_slot = slot;
+        }
+        let next_us = next.map(|(at_us, _)| at_us);
         if self.pending.map(|w| w.at_us) != next_us {
             self.generation += 1;
             self.pending = next_us.map(|at_us| Wake {
@@ -821,32 +829,13 @@ impl Network {
             .position(|&(l, _)| l == link)
             .expect("the link was shared");
         flow.shared_uses.swap_remove(position);
-        let old_bits = flow.private_cap_bytes_per_us.to_bits();
-        let cap = flow.private_cap_bytes_per_us.min(capacity / coefficient);
-        if cap.to_bits() != old_bits {
-            flow.private_cap_bytes_per_us = cap;
-            self.move_in_cap_order(slot, old_bits, cap);
-        }
+        flow.private_cap_bytes_per_us = flow.private_cap_bytes_per_us.min(capacity / coefficient);
     }
 
-    /// Moves the flow in `slot` from `old_bits` to `cap` in `by_cap` (absent at first).
-    fn move_in_cap_order(&mut self, slot: usize, old_bits: u64, cap: f64) {
-        if let Ok(position) = self.by_cap.binary_search(&(old_bits, slot)) {
-            self.by_cap.remove(position);
-        }
-        let key = (cap.to_bits(), slot);
-        let position = self
-            .by_cap
-            .binary_search(&key)
-            .expect_err("one entry per flow");
-        self.by_cap.insert(position, key);
-    }
-
-    /// Recomputes the private cap and shared links of the flow in `slot`, and its place in
-    /// `by_cap`: for a new flow, and when a link that may have been its minimum becomes shared.
+    /// Recomputes the private cap and shared links of the flow in `slot`: for a new flow, and
+    /// when a link that may have been its minimum becomes shared.
     fn refresh_private_cap(&mut self, slot: usize) {
         let flow = self.slots[slot].as_mut().expect("running");
-        let old_bits = flow.private_cap_bytes_per_us.to_bits();
         let mut cap = flow.rate_cap_bytes_per_us;
         flow.shared_uses.clear();
         for &(link, coefficient) in flow.uses.iter() {
@@ -858,7 +847,6 @@ impl Network {
             }
         }
         flow.private_cap_bytes_per_us = cap;
-        self.move_in_cap_order(slot, old_bits, cap);
     }
 
     /// Max-min rates by progressive filling over the shared links, flows' private caps standing
@@ -867,15 +855,11 @@ impl Network {
     /// depend only on its own flows and links, and water-filling all of it repeats, in the same
     /// order, exactly the float operations that gave them ("Speed").
     fn water_fill(&mut self, now_us: u64) {
-        let visit = self.visit;
-        // Taken out so `freeze` may borrow the network; put back below.
+        // Taken out so `freeze` may borrow the network; put back below. Ascending private cap
+        // (positive floats order like their bits), ties by slot: the order water-filling meets
+        // the caps in.
         let mut order = std::mem::take(&mut self.component_flows);
-        order.clear();
-        order.extend(
-            (self.by_cap.iter())
-                .filter(|&&(_, slot)| self.visited_slot[slot] == visit)
-                .copied(),
-        );
+        order.sort_unstable();
         for &(_, slot) in &order {
             self.frozen[slot] = false;
         }
@@ -1051,11 +1035,17 @@ mod tests {
         Network::with_links(Topology::default(), capacities.to_vec(), (0, u64::MAX))
     }
 
+    /// The running flows, ascending by id.
+    fn running_by_id(network: &Network) -> Vec<&Flow> {
+        let mut flows: Vec<&Flow> = network.slots.iter().flatten().collect();
+        flows.sort_by_key(|flow| flow.id);
+        assert_eq!(flows.len(), network.flows(), "the count of running flows");
+        flows
+    }
+
     fn rates(network: &Network) -> Vec<(u64, f64)> {
-        network
-            .ids
-            .iter()
-            .map(|(&id, &slot)| (id, network.slots[slot].as_ref().unwrap().rate_bytes_per_us))
+        (running_by_id(network).into_iter())
+            .map(|flow| (flow.id, flow.rate_bytes_per_us))
             .collect()
     }
 
@@ -1099,11 +1089,7 @@ mod tests {
             .iter()
             .map(|l| l.capacity_bytes_per_us)
             .collect();
-        let flows: Vec<&Flow> = network
-            .ids
-            .values()
-            .map(|&s| network.slots[s].as_ref().unwrap())
-            .collect();
+        let flows = running_by_id(network);
         let uses: Vec<Vec<(u32, f64)>> = flows.iter().map(|f| f.uses.to_vec()).collect();
         let expected = reference_rates(&capacities, &uses);
         for (flow, e) in flows.iter().zip(&expected) {

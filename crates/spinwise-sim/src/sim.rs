@@ -205,6 +205,8 @@ struct Loop<'a> {
     /// The latest time of a replaced flow wake-up: the run's last event, had it popped.
     replaced_wake_us: u64,
     window_us: (u64, u64),
+    /// No arrival at or after this (`SimConfig::end_us`, a float product rounded: worked out once).
+    arrivals_end_us: u64,
     next_request: u64,
     in_flight: InFlightTable,
     spin_up_started_us: Vec<Option<u64>>,
@@ -422,6 +424,7 @@ fn run_recording(
         agenda: Agenda::default(),
         replaced_wake_us: 0,
         window_us,
+        arrivals_end_us: config.end_us(),
         next_request: 0,
         in_flight: InFlightTable::default(),
         spin_up_started_us: vec![None; units],
@@ -596,6 +599,7 @@ impl<'a> Loop<'a> {
             agenda: self.agenda.clone(),
             replaced_wake_us: self.replaced_wake_us,
             window_us: self.window_us,
+            arrivals_end_us: self.arrivals_end_us,
             next_request: self.next_request,
             in_flight: self.in_flight.clone(),
             spin_up_started_us: self.spin_up_started_us.clone(),
@@ -645,7 +649,7 @@ impl<'a> Loop<'a> {
 
     /// Queues the next client arrival, if any is left before `hours`.
     fn schedule_next_arrival(&mut self, now_us: u64) {
-        let end_us = self.config.end_us();
+        let end_us = self.arrivals_end_us;
         let at_us = match &self.config.arrivals {
             Arrivals::Poisson => {
                 Some(now_us + exponential_us(self.config.rate_per_s, &mut self.rng))
