@@ -40,24 +40,27 @@ mod tests {
 
     #[test]
     fn microseconds_round_exactly_as_f64_round_does() {
-        let edges = [
+        // In microseconds: halves, the float just below a half, the edges of exact integers
+        // (2^52, 2^53) and of u64; negative, NaN and infinite values.
+        let edges_us = [
             0.0,
             -0.0,
-            0.5e-6,
-            0.49999999999999994e-6,
-            1.5e-6,
-            2.5e-6,
-            -0.4e-6,
-            -0.6e-6,
+            0.5,
+            0.5f64.next_down(),
+            1.5,
+            2.5,
+            -0.4,
+            -0.6,
             f64::NAN,
             f64::INFINITY,
             f64::NEG_INFINITY,
-            4503599627370495.5e-6,
-            4503599627370497.0e-6,
-            9007199254740993.0e-6,
-            1.8446744073709552e13,
+            2f64.powi(52) - 0.5,
+            2f64.powi(52) + 1.0,
+            2f64.powi(53) + 2.0,
+            2f64.powi(64),
             1e300,
         ];
+        let edges = edges_us.map(|us| us / 1e6);
         let mut rng = ChaCha8Rng::seed_from_u64(3);
         let draws = (0..100_000).map(|i| {
             let magnitude = 10f64.powi(i % 16 - 6);
