@@ -756,7 +756,10 @@ impl Network {
                 }
                 self.visited_link[link as usize] = self.visit;
                 self.component_links.push(link);
-                for &(other, _) in &self.links[link as usize].users {
+                // Pushed descending, so popped ascending: the flows are collected nearly sorted
+                // by slot, which is what water-filling's insertion sort wants (ties of private
+                // caps are the rule: flows on one kind of path share a cap).
+                for &(other, _) in self.links[link as usize].users.iter().rev() {
                     if self.visited_slot[other] != self.visit {
                         self.visited_slot[other] = self.visit;
                         self.pending_slots.push(other);
@@ -859,7 +862,7 @@ impl Network {
         // (positive floats order like their bits), ties by slot: the order water-filling meets
         // the caps in.
         let mut order = std::mem::take(&mut self.component_flows);
-        order.sort_unstable();
+        insertion_sort(&mut order);
         for &(_, slot) in &order {
             self.frozen[slot] = false;
         }
@@ -997,6 +1000,21 @@ fn advance(flow: &mut Flow, now_us: u64, window_us: (u64, u64)) -> (f64, f64) {
     flow.remaining_bytes -= moved;
     flow.updated_us = now_us;
     (moved, moved * overlap_us as f64 / elapsed_us as f64)
+}
+
+/// Sorts `keys` ascending in O(n + inversions): the component a change touches is collected
+/// nearly sorted (`Network::visit_flow`), where a general sort did several times the work
+/// (15% of a fully provisioned day at 8 req/s, 24 flows per component).
+fn insertion_sort(keys: &mut [(u64, usize)]) {
+    for unsorted in 1..keys.len() {
+        let key = keys[unsorted];
+        let mut position = unsorted;
+        while position > 0 && keys[position - 1] > key {
+            keys[position] = keys[position - 1];
+            position -= 1;
+        }
+        keys[position] = key;
+    }
 }
 
 /// Whole µs until `flow` ends at its rate: `ceil(remaining / rate)`, 0 when only rounding is left.
