@@ -12,7 +12,6 @@ use super::Context;
 use crate::error::{ExperimentError, ExperimentResult};
 pub use crate::switch_latency::SwitchLatency;
 use indicatif::{ProgressBar, ProgressStyle};
-use rayon::prelude::*;
 use serde::Serialize;
 use spinwise_model::presets::load as load_preset;
 use spinwise_model::{Layout, Rack};
@@ -21,6 +20,8 @@ use spinwise_sim::{
     BlobSizes, Deferral, DiskFailure, FpQueues, PolicyKind, Report, SimConfig, simulate,
 };
 use std::collections::BTreeMap;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// A rack and the layout runs use on it.
 pub struct Setup {
@@ -313,6 +314,11 @@ pub fn run_seed(base_seed: u64, configuration: usize, seed_index: u32) -> u64 {
 
 /// Runs every job `context.seeds` times on the context's thread pool, with a progress bar on a
 /// terminal (indicatif draws nothing when stderr is not one). Rows in configuration order.
+///
+/// The runs are handed out longest first (by [`estimated_work`]), one at a time to whichever
+/// thread is free: run in configuration order, a sweep's long runs (its highest rates) came
+/// last and one core finished them alone. Each run depends only on its own seed, so the order
+/// changes no row.
 pub fn run_sweep(
     experiment: &'static str,
     context: &Context,
@@ -329,19 +335,45 @@ pub fn run_sweep(
         .progress_chars("=> "),
     );
     progress.set_message(experiment);
-    let rows = context.pool.install(|| {
-        (0..jobs.len() * seeds)
-            .into_par_iter()
-            .map(|run| {
-                let (index, seed_index) = (run / seeds, (run % seeds) as u32);
-                let row = run_one(experiment, context, setups, index, &jobs[index], seed_index);
-                progress.inc(1);
-                row
-            })
-            .collect::<ExperimentResult<Vec<Row>>>()
+    let mut order: Vec<usize> = (0..jobs.len() * seeds).collect();
+    // Stable: equal estimates keep configuration order.
+    order.sort_by(|a, b| {
+        let work = |run: &usize| estimated_work(context, &jobs[run / seeds]);
+        work(b).total_cmp(&work(a))
+    });
+    let next = AtomicUsize::new(0);
+    let done: Mutex<Vec<(usize, ExperimentResult<Row>)>> = Mutex::new(Vec::new());
+    context.pool.broadcast(|_| {
+        while let Some(&run) = order.get(next.fetch_add(1, Ordering::Relaxed)) {
+            let (index, seed_index) = (run / seeds, (run % seeds) as u32);
+            let row = run_one(experiment, context, setups, index, &jobs[index], seed_index);
+            progress.inc(1);
+            done.lock()
+                .expect("a run panicked holding the results")
+                .push((run, row));
+        }
     });
     progress.finish_and_clear();
-    rows
+    let mut done = done
+        .into_inner()
+        .expect("a run panicked holding the results");
+    done.sort_by_key(|(run, _)| *run);
+    assert_eq!(done.len(), order.len(), "every run was made once");
+    done.into_iter().map(|(_, row)| row).collect()
+}
+
+/// How long a run takes, roughly: its client reads (rate × simulated hours) and a share for
+/// the group switches a quiet rack still makes, doubled for the fully provisioned rack, whose
+/// every read re-rates the ~24 others on its NIC. Only the order of runs uses it.
+fn estimated_work(context: &Context, job: &Job) -> f64 {
+    let hours = job.warmup_hours.unwrap_or(context.warmup_hours)
+        + job.measured_hours.unwrap_or(context.hours);
+    let policy_factor = if job.policy == PolicyKind::FullyProvisioned {
+        2.0
+    } else {
+        1.0
+    };
+    hours * (job.rate_per_s + 0.5) * policy_factor
 }
 
 fn run_one(
@@ -559,4 +591,72 @@ pub fn points(
         .collect();
     points.sort_by(|a, b| a.x.total_cmp(&b.x));
     points
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Options;
+
+    fn context(jobs: usize) -> Context {
+        Context::new(Options {
+            hours: Some(0.2),
+            warmup_hours: Some(0.05),
+            seeds: 2,
+            jobs: Some(jobs),
+            ..Options::default()
+        })
+        .expect("valid options")
+    }
+
+    /// Rates rising with the configuration, so longest-first hands them out in reverse.
+    fn jobs() -> Vec<Job> {
+        [0.25, 1.0, 2.0, 4.0]
+            .into_iter()
+            .zip([
+                PolicyKind::Pelican,
+                PolicyKind::Pelican,
+                PolicyKind::FullyProvisioned,
+                PolicyKind::FullyProvisioned,
+            ])
+            .map(|(rate_per_s, policy)| Job {
+                policy,
+                rate_per_s,
+                network_gbps: Some(40.0),
+                ..Job::default()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn runs_are_handed_out_longest_first_and_come_back_in_configuration_order_with_the_same_rows() {
+        let (one_thread, two_threads) = (context(1), context(2));
+        let jobs = jobs();
+        let work: Vec<f64> = (jobs.iter())
+            .map(|job| estimated_work(&one_thread, job))
+            .collect();
+        assert!(
+            work.windows(2).all(|w| w[0] < w[1]),
+            "the later, faster-arriving configurations are estimated longer: {work:?}"
+        );
+        let setups = [Setup::synthesized("pelican").expect("the preset plans")];
+        let rows = |context: &Context| {
+            run_sweep("test", context, &setups, &jobs).expect("every run completes")
+        };
+        let (serial, parallel) = (rows(&one_thread), rows(&two_threads));
+        let order: Vec<(usize, u32)> = (serial.iter())
+            .map(|row| (row.configuration, row.seed_index))
+            .collect();
+        let expected: Vec<(usize, u32)> = (0..jobs.len())
+            .flat_map(|configuration| (0..2).map(move |seed| (configuration, seed)))
+            .collect();
+        assert_eq!(order, expected, "rows in configuration order, seeds within");
+        for (a, b) in serial.iter().zip(&parallel) {
+            assert_eq!(
+                (a.configuration, a.seed, a.events, a.trace_hash.clone()),
+                (b.configuration, b.seed, b.events, b.trace_hash.clone()),
+                "one thread or two, each run is the same"
+            );
+        }
+    }
 }
