@@ -63,8 +63,11 @@
 //!   concurrent ones meet on their group's one pool link, so the shared links are the PCIe roots,
 //!   NICs and pools of busy groups, a handful (a pooled read spread over n disk links instead
 //!   made a day at 8 req/s take 2.7× as long);
-//! - flows are visited in ascending private cap (kept sorted), so water-filling is one pass plus
-//!   one round per saturated shared link, and charges a frozen flow only to its shared links;
+//! - water-filling meets the flows of the part it fills in ascending private cap (ties by slot),
+//!   so it is one pass plus one round per saturated shared link, and charges a frozen flow only
+//!   to its shared links. The part's flows are collected nearly in slot order and put in cap
+//!   order by an insertion sort: an index of every flow by cap, kept up to date on every start,
+//!   end and cap change, cost more than it saved (issue 32);
 //! - a flow's remaining bytes and completion time are brought up to date lazily, only when its
 //!   rate changes (and when it ends), so a start or end costs O(flows) comparisons but divisions
 //!   only for the flows it actually slows down or speeds up;
