@@ -23,7 +23,11 @@ with open(out, "w") as log:
             try:
                 with open(os.path.join(disks_dir, name, ".power-state")) as f:
                     state = f.read().strip()
-            except (FileNotFoundError, OSError):
+            except FileNotFoundError:
+                # A disk at rest has no file (docs/disks.md, "Power-state file"); a pulled one
+                # has no directory.
+                state = "standby" if os.path.isdir(os.path.join(disks_dir, name)) else "failed"
+            except OSError:
                 continue
             if last.get(name) != state:
                 last[name] = state

@@ -22,7 +22,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::files::{DirectoryFiles, Hooks};
 use crate::gate::PowerGate;
-use crate::power_file::{PowerPhase, holds_power_phase, write_power_phase};
+use crate::power_file::{POWER_STATE_FILE, PowerPhase, holds_power_phase, publish_power_phase};
 use crate::timeline::{Timeline, WallTimeline};
 use crate::timing::{DiskTiming, LatencySampler, Throttle, check_time_factor, duration_from_s};
 use crate::{Disk, DiskError, DiskIndex, Overwrite, PowerState, Space};
@@ -151,16 +151,21 @@ impl EmulatedDisk {
             .throttle_bytes_per_s
             .map(|rate| Throttle::new(rate, config.index, timeline.clone()))
             .transpose()?;
-        let present = config.directory.is_dir();
-        let failed = !present || config.directory.join(FAILED_MARKER).exists();
-        let files = if present {
-            Some(DirectoryFiles::open(
-                config.index,
-                &config.directory,
-                config.capacity_bytes,
-            )?)
-        } else {
-            None
+        // One listing answers everything opening needs: whether the disk is there, its failed
+        // marker, a power-state file a previous process left, and the bytes stored.
+        let listed = DirectoryFiles::list(
+            config.index,
+            &config.directory,
+            config.capacity_bytes,
+            &[FAILED_MARKER, POWER_STATE_FILE],
+        )?;
+        let (files, failed, left_power_file) = match listed {
+            None => (None, true, false),
+            Some((files, hidden)) => (
+                Some(files),
+                hidden.contains(FAILED_MARKER),
+                hidden.contains(POWER_STATE_FILE),
+            ),
         };
         let state = if failed {
             PowerState::Failed
@@ -182,15 +187,15 @@ impl EmulatedDisk {
             transitions: Mutex::new(()),
         };
         // The opening process drives the disk from now on, and a fresh handle is in standby
-        // (or failed): whatever an earlier, dead process published is stale, unless it already
-        // says what this handle would write (a clean close leaves `standby`), and then the file
-        // is left as it is (`holds_power_phase` says why).
-        let phase = match disk.gate.state() {
-            PowerState::Failed => PowerPhase::Failed,
-            _ => PowerPhase::Standby,
-        };
-        if !holds_power_phase(&disk.directory, phase) {
-            disk.publish(phase);
+        // (or failed): whatever an earlier, dead process published is stale. Standby is the
+        // file's absence (`power_file`), so a disk closed cleanly costs opening nothing here;
+        // a file left behind is removed without being read.
+        let failed_published = || holds_power_phase(&disk.directory, PowerPhase::Failed);
+        match disk.gate.state() {
+            PowerState::Failed if !failed_published() => disk.publish(PowerPhase::Failed),
+            PowerState::Failed => {}
+            _ if left_power_file => disk.publish(PowerPhase::Standby),
+            _ => {}
         }
         Ok(disk)
     }
@@ -204,7 +209,7 @@ impl EmulatedDisk {
             PowerState::Failed => PowerPhase::Failed,
             _ => phase,
         };
-        let _ = write_power_phase(&self.directory, phase);
+        let _ = publish_power_phase(&self.directory, phase);
     }
 
     /// Publishes what the gate says now (after a transition ended, in success or failure).

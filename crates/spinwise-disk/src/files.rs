@@ -54,6 +54,20 @@ pub(crate) struct DirectoryFiles {
     temp_sequence: AtomicU64,
 }
 
+/// Which of the hidden names a caller watches for (a disk's own markers, such as the emulated
+/// disk's failed marker and power-state file) [`DirectoryFiles::list`] saw, so the caller needs
+/// no second look at the directory. Holds only watched names: bounded by the caller's list.
+#[derive(Debug, Default)]
+pub(crate) struct Hidden {
+    names: Vec<String>,
+}
+
+impl Hidden {
+    pub(crate) fn contains(&self, name: &str) -> bool {
+        self.names.iter().any(|hidden| hidden == name)
+    }
+}
+
 impl DirectoryFiles {
     /// Opens the files in `directory`: removes temporary files a crash left and counts the
     /// bytes of the user files.
@@ -62,6 +76,43 @@ impl DirectoryFiles {
         directory: &Path,
         capacity_bytes: u64,
     ) -> Result<DirectoryFiles, DiskError> {
+        let listed = fs::read_dir(directory);
+        DirectoryFiles::from_listing(disk, directory, capacity_bytes, listed, &[])
+            .map(|(files, _)| files)
+    }
+
+    /// [`DirectoryFiles::open`] in one listing that also reports which `watched` hidden names
+    /// the directory holds; `None` when `directory` is missing or not a directory (a pulled
+    /// disk).
+    pub(crate) fn list(
+        disk: DiskIndex,
+        directory: &Path,
+        capacity_bytes: u64,
+        watched: &[&str],
+    ) -> Result<Option<(DirectoryFiles, Hidden)>, DiskError> {
+        let listed = match fs::read_dir(directory) {
+            Err(error)
+                if matches!(
+                    error.kind(),
+                    io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
+                ) =>
+            {
+                return Ok(None);
+            }
+            listed => listed,
+        };
+        DirectoryFiles::from_listing(disk, directory, capacity_bytes, listed, watched).map(Some)
+    }
+
+    /// Walks one listing: removes temporary files, notes the watched hidden names, and sizes
+    /// only the entries that may be user files (a `stat` each: hidden names cost none).
+    fn from_listing(
+        disk: DiskIndex,
+        directory: &Path,
+        capacity_bytes: u64,
+        listed: io::Result<fs::ReadDir>,
+        watched: &[&str],
+    ) -> Result<(DirectoryFiles, Hidden), DiskError> {
         let io_error = |context: &str, source| DiskError::Io {
             disk,
             context: format!("{context} {}", directory.display()),
@@ -69,17 +120,23 @@ impl DirectoryFiles {
         };
         let mut used_bytes = 0u64;
         let mut removed_temp_files = false;
-        let entries = fs::read_dir(directory).map_err(|e| io_error("listing", e))?;
-        for entry in entries {
+        let mut hidden = Hidden::default();
+        for entry in listed.map_err(|e| io_error("listing", e))? {
             let entry = entry.map_err(|e| io_error("listing", e))?;
             let name = entry.file_name().to_string_lossy().into_owned();
-            let metadata = entry.metadata().map_err(|e| io_error("sizing", e))?;
             if name.starts_with(TEMP_PREFIX) {
                 fs::remove_file(entry.path())
                     .map_err(|e| io_error("removing a temp file in", e))?;
                 removed_temp_files = true;
-            } else if metadata.is_file() && check_name(&name).is_ok() {
-                used_bytes += metadata.len();
+            } else if name.starts_with('.') {
+                if watched.contains(&name.as_str()) {
+                    hidden.names.push(name);
+                }
+            } else if check_name(&name).is_ok() {
+                let metadata = entry.metadata().map_err(|e| io_error("sizing", e))?;
+                if metadata.is_file() {
+                    used_bytes += metadata.len();
+                }
             }
         }
         // Only a removal changed the directory; a clean one costs no fsync (a CLI command
@@ -87,13 +144,14 @@ impl DirectoryFiles {
         if removed_temp_files {
             sync_directory(directory).map_err(|e| io_error("syncing", e))?;
         }
-        Ok(DirectoryFiles {
+        let files = DirectoryFiles {
             disk,
             directory: directory.to_path_buf(),
             space: SpaceLedger::new(disk, capacity_bytes, used_bytes),
             namespace: Mutex::new(()),
             temp_sequence: AtomicU64::new(0),
-        })
+        };
+        Ok((files, hidden))
     }
 
     fn path(&self, name: &str) -> PathBuf {

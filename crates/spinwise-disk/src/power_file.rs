@@ -5,15 +5,19 @@
 //! (`standby`, `spinning-up`, `active`, `spinning-down`, `failed`) followed by one `\n`, nothing
 //! else; at most [`MAX_POWER_FILE_BYTES`] bytes are read.
 //!
+//! `standby` is the file's absence: a disk at rest has no file, so opening a rack closed cleanly
+//! reads no power-state file at all (a file an older version left saying `standby` reads the
+//! same and is removed at the next open).
+//!
 //! Invariants: the file is replaced whole (written to `.power-state.<pid>.tmp`, then renamed
-//! over), so a reader sees the old phase or the new one, never a torn word; the writer's pid in
+//! over) or removed, so a reader sees the old phase or the new one, never a torn word; the writer's pid in
 //! the temporary name keeps two processes that opened the same disk (which the owner lock
 //! prevents, but nothing in the disk itself) from tearing each other's temporary file. Both
 //! names start with '.', so the contract's `list_files` never shows them and they can never
 //! collide with a stripe stack; the temporary name does not start with `.tmp-`, so
 //! `DirectoryFiles::open` leaves it alone (only a process killed between write and rename
 //! leaves one, a few bytes). Not fsynced: after a host crash every disk is in standby
-//! anyway, and the next open rewrites the file.
+//! anyway, and the next open removes the file.
 
 use std::fs;
 use std::io::{self, Read};
@@ -85,18 +89,26 @@ pub enum PowerFileError {
     Malformed { path: String },
 }
 
-/// Publishes `phase` in `directory` (temp file + rename).
-pub(crate) fn write_power_phase(directory: &Path, phase: PowerPhase) -> io::Result<()> {
+/// Publishes `phase` in `directory`: `standby` by removing the file (its absence says
+/// standby, so a disk that rests costs the next open no read), any other phase by writing a
+/// temporary file and renaming it over.
+pub(crate) fn publish_power_phase(directory: &Path, phase: PowerPhase) -> io::Result<()> {
+    let file = directory.join(POWER_STATE_FILE);
+    if phase == PowerPhase::Standby {
+        return match fs::remove_file(&file) {
+            Err(error) if error.kind() != io::ErrorKind::NotFound => Err(error),
+            _ => Ok(()),
+        };
+    }
     let temp = directory.join(temp_file_name());
     fs::write(&temp, format!("{}\n", phase.name()))?;
-    fs::rename(&temp, directory.join(POWER_STATE_FILE))
+    fs::rename(&temp, file)
 }
 
 /// Whether `directory`'s power-state file already holds `phase` (exactly its word and newline).
-/// Opening a disk asks before it publishes `standby`: replacing a file with the word it already
-/// holds tells no reader anything, and on ext4 each rename over an existing file waits for the
-/// new file's blocks (`auto_da_alloc`), 2.5–4.7 ms per disk under strace, so a 60-disk store's
-/// open spent ~70 ms of a one-byte GET's ~170 ms renaming `standby` over `standby`
+/// Opening a failed disk asks before it publishes `failed`: replacing a file with the word it
+/// already holds tells no reader anything, and on ext4 each rename over an existing file waits
+/// for the new file's blocks (`auto_da_alloc`), 2.5–4.7 ms per disk under strace
 /// (docs/BENCHMARKS.md, "Migrated GET against dd (issue 32, 2026-11-30)").
 pub(crate) fn holds_power_phase(directory: &Path, phase: PowerPhase) -> bool {
     let Ok(file) = fs::File::open(directory.join(POWER_STATE_FILE)) else {
@@ -110,7 +122,7 @@ pub(crate) fn holds_power_phase(directory: &Path, phase: PowerPhase) -> bool {
 
 /// The power state the emulated disk in `directory` last published. A missing directory is a
 /// pulled disk (`Failed`), as [`crate::EmulatedDisk::open`] sees it; a directory without the
-/// file holds a disk no process has opened since it was created: `Standby`.
+/// file holds a disk at rest: `Standby`.
 pub fn read_power_state(directory: &Path) -> Result<PowerPhase, PowerFileError> {
     if !directory.is_dir() {
         return Ok(PowerPhase::Failed);

@@ -105,22 +105,46 @@ fn a_reopened_disk_replaces_a_dead_process_s_stale_active_with_standby() {
     );
 }
 
-/// A clean close leaves `standby`, and reopening does not rewrite it: the same file (inode)
-/// stays, since a rename over it cost ext4 milliseconds per disk for nothing (issue 32).
+/// Standby is the file's absence: a new disk and one spun down have none, so opening a rack
+/// closed cleanly reads no power-state file (issue 32: the store's open read one per disk).
 #[test]
-fn a_reopened_disk_leaves_a_file_that_already_says_standby_as_it_is() {
-    use std::os::unix::fs::MetadataExt;
+fn a_disk_at_rest_has_no_power_state_file_and_reopening_writes_none() {
     let root = TempDir::new().unwrap();
     let disk = EmulatedDisk::create(config(&root)).unwrap();
     let file = disk.directory().join(POWER_STATE_FILE);
-    let inode = std::fs::metadata(&file).unwrap().ino();
+    assert!(!file.exists(), "a new disk published standby as a file");
+    disk.spin_up().unwrap();
+    assert!(file.exists());
+    disk.spin_down().unwrap();
+    assert!(!file.exists(), "a spun-down disk left its file");
     drop(disk);
     let reopened = EmulatedDisk::open(config(&root)).unwrap();
+    assert!(!file.exists(), "reopening wrote a file");
     assert_eq!(
         read_power_state(reopened.directory()).unwrap(),
         PowerPhase::Standby
     );
-    assert_eq!(std::fs::metadata(&file).unwrap().ino(), inode, "rewritten");
+}
+
+/// A file saying `standby` (as versions before issue 32 left at every clean close) reads the
+/// same as none, and the next open removes it.
+#[test]
+fn a_standby_file_an_older_version_left_is_removed_at_open() {
+    let root = TempDir::new().unwrap();
+    let disk = EmulatedDisk::create(config(&root)).unwrap();
+    let file = disk.directory().join(POWER_STATE_FILE);
+    std::fs::write(&file, b"standby\n").unwrap();
+    assert_eq!(
+        read_power_state(disk.directory()).unwrap(),
+        PowerPhase::Standby
+    );
+    drop(disk);
+    let reopened = EmulatedDisk::open(config(&root)).unwrap();
+    assert!(!file.exists());
+    assert_eq!(
+        read_power_state(reopened.directory()).unwrap(),
+        PowerPhase::Standby
+    );
 }
 
 #[test]
