@@ -14,7 +14,7 @@
 //! - key ranges use `key >= prefix AND key < successor(prefix)` on the primary key (binary
 //!   collation = byte order = `str` order), never LIKE.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::str::FromStr;
 use std::time::Duration;
@@ -242,40 +242,86 @@ fn prefix_successor(prefix: &str) -> Option<String> {
     None
 }
 
+/// The most blobs whose disks one query loads (each is a bound variable; SQLite allows 32,766).
+const DISK_QUERY_BLOBS: usize = 512;
+
+/// Fills `blobs[..].disks` with one query and one row per blob: a store reads every blob each
+/// time it opens (`spinwise_store::space`), and sqlx hands each row from its worker thread to
+/// the caller (a context switch each), so a row per column made 10,000 blobs of 18 columns cost
+/// ~0.25 s (`examples/blob_listing.rs`, docs/BENCHMARKS.md). SQLite joins each blob's columns
+/// as `column:disk` pairs in no promised order (ordering them in SQL costs a sort per blob), and
+/// [`decode_columns`] puts them in column order.
 async fn load_disks(
     connection: &mut SqliteConnection,
-    blob: &mut BlobRecord,
+    blobs: &mut [BlobRecord],
 ) -> Result<(), CatalogError> {
-    let rows = sqlx::query(
-        "SELECT column_index, disk FROM blob_disks WHERE blob = ? ORDER BY column_index",
-    )
-    .bind(rules::stored(blob.id, "blob id")?)
-    .fetch_all(&mut *connection)
-    .await
-    .map_err(query_error("load blob disks"))?;
-    blob.disks = Vec::with_capacity(rows.len());
-    for (expected_column, row) in rows.iter().enumerate() {
-        let column: i64 = get(row, "column_index")?;
-        if column != expected_column as i64 {
-            return Err(corrupt(
-                "load blob disks",
-                format!("blob {} is missing column {expected_column}", blob.id),
-            ));
-        }
-        blob.disks.push(unsigned(get::<i64>(row, "disk")?, "disk")?);
+    let operation = "load blob disks";
+    let placeholders = vec!["?"; blobs.len()].join(", ");
+    let sql = format!(
+        "SELECT blob, group_concat(column_index || ':' || disk) AS columns \
+         FROM blob_disks WHERE blob IN ({placeholders}) GROUP BY blob"
+    );
+    let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+    for blob in blobs.iter() {
+        query = query.bind(rules::stored(blob.id, "blob id")?);
+    }
+    let rows = query
+        .fetch_all(&mut *connection)
+        .await
+        .map_err(query_error(operation))?;
+    let position: BTreeMap<BlobId, usize> = blobs
+        .iter()
+        .enumerate()
+        .map(|(position, blob)| (blob.id, position))
+        .collect();
+    for blob in blobs.iter_mut() {
+        blob.disks.clear();
+    }
+    for row in &rows {
+        let id: BlobId = unsigned(get::<i64>(row, "blob")?, "blob id")?;
+        let Some(&at) = position.get(&id) else {
+            return Err(corrupt(operation, format!("blob {id} was not asked for")));
+        };
+        blobs[at].disks = decode_columns(id, &get::<String>(row, "columns")?)?;
     }
     Ok(())
+}
+
+/// Blob `id`'s disks from `column:disk` pairs joined by ',' in any order; every column from 0
+/// up must be there once.
+fn decode_columns(id: BlobId, columns: &str) -> Result<Vec<DiskIndex>, CatalogError> {
+    let malformed = || corrupt("load blob disks", format!("blob {id}: columns {columns:?}"));
+    let mut pairs = Vec::new();
+    for pair in columns.split(',') {
+        let (column, disk) = pair.split_once(':').ok_or_else(malformed)?;
+        let column: usize = column.parse().map_err(|_| malformed())?;
+        let disk: DiskIndex = disk.parse().map_err(|_| malformed())?;
+        pairs.push((column, disk));
+    }
+    pairs.sort_unstable();
+    let mut disks = Vec::with_capacity(pairs.len());
+    for (column, disk) in pairs {
+        if column != disks.len() {
+            return Err(corrupt(
+                "load blob disks",
+                format!("blob {id} is missing column {}", disks.len()),
+            ));
+        }
+        disks.push(disk);
+    }
+    Ok(disks)
 }
 
 async fn load_blobs(
     connection: &mut SqliteConnection,
     rows: Vec<SqliteRow>,
 ) -> Result<Vec<BlobRecord>, CatalogError> {
-    let mut blobs = Vec::with_capacity(rows.len());
-    for row in &rows {
-        let mut blob = decode_blob(row)?;
-        load_disks(connection, &mut blob).await?;
-        blobs.push(blob);
+    let mut blobs = rows
+        .iter()
+        .map(decode_blob)
+        .collect::<Result<Vec<_>, _>>()?;
+    for chunk in blobs.chunks_mut(DISK_QUERY_BLOBS) {
+        load_disks(connection, chunk).await?;
     }
     Ok(blobs)
 }
@@ -1526,7 +1572,20 @@ impl Catalog for SqliteCatalog {
 
 #[cfg(test)]
 mod tests {
-    use super::prefix_successor;
+    use super::{decode_columns, prefix_successor};
+
+    #[test]
+    fn decode_columns_orders_the_pairs_by_column_and_refuses_a_gap_or_garbage() {
+        assert_eq!(decode_columns(7, "2:30,0:10,1:20").unwrap(), [10, 20, 30]);
+        assert_eq!(decode_columns(7, "0:4").unwrap(), [4]);
+        let gap = decode_columns(7, "0:10,2:30").unwrap_err().to_string();
+        assert!(gap.contains("blob 7 is missing column 1"), "{gap}");
+        let twice = decode_columns(7, "0:10,0:11").unwrap_err().to_string();
+        assert!(twice.contains("missing column 1"), "{twice}");
+        for garbage in ["", "0-10", "x:1", "0:-1", "0:4294967296"] {
+            assert!(decode_columns(7, garbage).is_err(), "{garbage:?} decoded");
+        }
+    }
 
     #[test]
     fn prefix_successor_increments_the_last_code_point_that_has_a_successor() {

@@ -545,7 +545,8 @@ fn schema_indexes_serve_the_catalog_queries_without_full_scans_or_sorts() {
         "SELECT * FROM blobs WHERE id IN
              (SELECT blob FROM blob_disks WHERE disk = ?1 AND blob > ?1 ORDER BY blob LIMIT ?1)
          ORDER BY id",
-        "SELECT column_index, disk FROM blob_disks WHERE blob = ?1 ORDER BY column_index",
+        "SELECT blob, group_concat(column_index || ':' || disk) AS columns
+         FROM blob_disks WHERE blob IN (?1, ?1) GROUP BY blob",
         "SELECT disk, health FROM disks WHERE health <> 'healthy' ORDER BY disk",
         "SELECT failed_disk FROM rebuild_tasks WHERE blob = ?1 AND column_index = ?1",
         "SELECT * FROM blobs WHERE group_index = ?1 AND verified_unix_ms < ?1
