@@ -613,7 +613,7 @@ impl<C: Catalog> Store<C> {
         let max_wait_us = (upkeep.compact_max_yield_s * 1e6) as u64;
         let view = || async {
             GcView {
-                free_blocks: self.free_per_mille(group),
+                free_blocks: self.free_per_mille(group).await,
                 collecting: true,
                 work_available: true,
                 foreground_waiting: self.reads_waiting(group).await,
@@ -642,9 +642,16 @@ impl<C: Catalog> Store<C> {
     }
 
     /// The group's free space in thousandths of a disk, on its fullest disk (the one a new
-    /// blob's stack runs out of first): the policy's "free blocks".
-    fn free_per_mille(&self, group: GroupIndex) -> u64 {
-        let space = self.migration().space();
+    /// blob's stack runs out of first): the policy's "free blocks". A catalog that cannot be
+    /// counted reads as no room, so compaction does not wait for reads (and says why).
+    async fn free_per_mille(&self, group: GroupIndex) -> u64 {
+        let space = match self.migration().space(self.catalog()).await {
+            Ok(space) => space,
+            Err(error) => {
+                tracing::warn!(group, %error, "counting the disks' space for compaction");
+                return 0;
+            }
+        };
         let capacity_bytes = space.capacity_bytes().max(1);
         let Some(disks) = self.layout().groups.get(group as usize) else {
             return 0;
@@ -781,9 +788,11 @@ impl<C: Catalog> Store<C> {
         })
         .for_purpose(Purpose::Compaction);
         self.run_job(id, job).await?;
+        let mut books = self.migration().books().await;
         self.catalog().remove_blob(id).await?;
+        books.remove_blob(&blob);
+        drop(books);
         crate::blob_index::remove_index(self.data_dir(), id, self.host_files());
-        self.forget_space(&blob);
         report.blobs_removed += 1;
         report.bytes_reclaimed += blob.size_bytes;
         Ok(true)

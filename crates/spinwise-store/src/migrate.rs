@@ -332,8 +332,12 @@ impl<C: Catalog> Store<C> {
     }
 
     /// Stripe-stack bytes on `disk` by the catalog's blobs (committed and writing).
-    pub fn disk_used_bytes(&self, disk: DiskIndex) -> u64 {
-        self.migration().space().used_bytes(disk)
+    pub async fn disk_used_bytes(&self, disk: DiskIndex) -> StoreResult<u64> {
+        Ok(self
+            .migration()
+            .space(self.catalog())
+            .await?
+            .used_bytes(disk))
     }
 
     /// Migrates one bundle into `group` (`None`: the placer's choice); `None` if every object in
@@ -522,7 +526,11 @@ impl<C: Catalog> Store<C> {
         for record in self.catalog().unhealthy_disks().await? {
             unhealthy.insert(record.disk);
         }
-        let room = self.migration().space().room(&unhealthy);
+        let room = self
+            .migration()
+            .space(self.catalog())
+            .await?
+            .room(&unhealthy);
         let placement = &rack_io.placement;
         let group = match group {
             Some(group) => group,
@@ -541,8 +549,9 @@ impl<C: Catalog> Store<C> {
             state: BlobState::Writing,
             live_bytes: 0,
         };
+        let mut books = self.migration().books().await;
         self.catalog().begin_blob(blob.clone()).await?;
-        self.migration().add_blob(&blob, code);
+        books.add_blob(&blob);
         Ok(blob)
     }
 
@@ -664,7 +673,8 @@ impl<C: Catalog> Store<C> {
             Some(current) if current.state == BlobState::Writing => {}
             Some(_) => return Ok(()),
             None => {
-                self.forget_space(blob);
+                // Gone already (aborted elsewhere): its booking, if these books made one, goes.
+                self.migration().books().await.remove_blob(blob);
                 return Ok(());
             }
         }
@@ -691,15 +701,12 @@ impl<C: Catalog> Store<C> {
         for (column, reason) in &removal.kept {
             tracing::warn!(blob = id, column, %reason, "a failed blob's stack name holds a file it did not write");
         }
+        let mut books = self.migration().books().await;
         self.catalog().abort_blob(id).await?;
+        books.remove_blob(blob);
+        drop(books);
         crate::blob_index::remove_index(self.data_dir(), id, self.host_files());
-        self.forget_space(blob);
         Ok(())
-    }
-
-    /// The blob's stacks no longer take room on its disks.
-    pub(crate) fn forget_space(&self, blob: &BlobRecord) {
-        self.migration().remove_blob(blob, &self.rack_io().code);
     }
 }
 

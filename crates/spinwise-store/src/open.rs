@@ -122,8 +122,7 @@ impl<C: Catalog> Store<C> {
         let failed: Vec<DiskIndex> = failed_disks(&catalog).await?.into_iter().collect();
         let rack_io = open_rack(data_dir, &rack, &config, &failed, environment).await?;
         let groups = config.layout.groups.len();
-        let migration =
-            crate::space::MigrationState::open(&catalog, &rack, groups, &rack_io.code).await?;
+        let migration = crate::space::MigrationState::new(&rack, groups, rack_io.code.clone());
         // Told of every segment the log frees from now on; recovery's deletions below find
         // it empty.
         let tail_cache = Arc::new(TailCache::open(&config.tail_cache, data_dir));

@@ -90,7 +90,7 @@ impl std::fmt::Debug for StoreRack {
 
 /// Each emulated disk's capacity: the rack model's mean (the emulation accounts bytes; the
 /// host filesystem only needs room for what is really stored).
-fn disk_capacity_bytes(rack: &Rack) -> u64 {
+pub(crate) fn disk_capacity_bytes(rack: &Rack) -> u64 {
     (rack.disk_model.capacity_tb.mean() * 1e12) as u64
 }
 

@@ -1,9 +1,15 @@
 //! Per-disk space for the placer, and the migrator's state that holds it ([`MigrationState`]: the
-//! space, the flush lock, the staging segments a migration is reading): how many bytes of stripe stacks each disk holds, from the
-//! catalog when the store opens, kept up to date as the migrator begins and aborts blobs, and
-//! turned into the [`DiskRoom`] map [`crate::placement::Placement`] decides from.
+//! space, the flush lock, the staging segments a migration is reading): how many bytes of stripe
+//! stacks each disk holds, counted from the catalog the first time a flush, a compaction or a
+//! caller asks (not when the store opens: counting reads every blob, and `ls` or a GET need none
+//! of it), kept up to date as the migrator begins and aborts blobs, and turned into the
+//! [`DiskRoom`] map [`crate::placement::Placement`] decides from.
 //!
 //! Invariants:
+//! - the books ([`Books`]) are one async lock held across the count and across every catalog
+//!   change a booking records (a blob begun, aborted or removed), so the count never sees a
+//!   change its booking then adds again, nor misses one whose booking it skipped: before the
+//!   count a booking is skipped (the count reads the catalog after it), after it applied;
 //! - a disk's used bytes are the sum of `code.stack_file_bytes(blob.size_bytes)` over every blob
 //!   (committed *and* writing) with a stack on it: a `Writing` blob's stacks may be on the disk
 //!   (a crash or a failed cleanup left them), so they count until the blob is aborted;
@@ -14,11 +20,12 @@
 
 use crate::error::StoreResult;
 use crate::placement::DiskRoom;
+use crate::rack::disk_capacity_bytes;
 use spinwise_catalog::{BlobId, BlobRecord, Catalog, DiskIndex, GroupIndex, SegmentId};
 use spinwise_ec::Code;
 use spinwise_model::Rack;
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 /// Blobs asked of the catalog per page while counting.
 const BLOB_PAGE: u32 = 1024;
@@ -47,14 +54,23 @@ impl DiskSpace {
         groups: usize,
         code: &Code,
     ) -> StoreResult<DiskSpace> {
-        let capacity_bytes = (rack.disk_model.capacity_tb.mean() * 1e12) as u64;
-        let mut space = DiskSpace::new(rack.disk_count(), capacity_bytes);
+        let empty = DiskSpace::new(rack.disk_count(), disk_capacity_bytes(rack));
+        empty.count(catalog, groups, code).await
+    }
+
+    /// This space with every blob of every group in `catalog` added (paged).
+    async fn count<C: Catalog>(
+        mut self,
+        catalog: &C,
+        groups: usize,
+        code: &Code,
+    ) -> StoreResult<DiskSpace> {
         for group in 0..groups as GroupIndex {
             let mut after: Option<BlobId> = None;
             loop {
                 let page = catalog.blobs_in_group(group, after, BLOB_PAGE).await?;
                 for blob in &page {
-                    space.add_blob(blob, code);
+                    self.add_blob(blob, code);
                 }
                 match page.last() {
                     Some(last) if page.len() == BLOB_PAGE as usize => after = Some(last.id),
@@ -62,7 +78,7 @@ impl DiskSpace {
                 }
             }
         }
-        Ok(space)
+        Ok(self)
     }
 
     /// A blob was begun: its stacks take room on its disks.
@@ -117,7 +133,13 @@ impl DiskSpace {
 
 /// The migrator's state inside a [`Store`](crate::Store): disk space, the flush lock and pinned segments.
 pub struct MigrationState {
-    space: Mutex<DiskSpace>,
+    /// `None` until counted ([`MigrationState::space`]).
+    space: tokio::sync::Mutex<Option<DiskSpace>>,
+    /// What counting needs: the rack's disks and their capacity, the layout's groups, the code.
+    disks: usize,
+    capacity_bytes: u64,
+    groups: usize,
+    code: Arc<Code>,
     flush_lock: tokio::sync::Mutex<()>,
     pinned: Mutex<BTreeMap<SegmentId, usize>>,
 }
@@ -128,19 +150,61 @@ impl std::fmt::Debug for MigrationState {
     }
 }
 
+/// The space books, held: a booking made while they are held records a catalog change made
+/// while they are held (module invariants). Unloaded books skip bookings.
+pub(crate) struct Books<'a> {
+    space: tokio::sync::MutexGuard<'a, Option<DiskSpace>>,
+    code: &'a Code,
+}
+
+impl Books<'_> {
+    /// Counts a blob begun (its stacks may be on its disks from now on).
+    pub(crate) fn add_blob(&mut self, blob: &BlobRecord) {
+        if let Some(space) = self.space.as_mut() {
+            space.add_blob(blob, self.code);
+        }
+    }
+
+    /// A blob's stacks no longer take room on its disks.
+    pub(crate) fn remove_blob(&mut self, blob: &BlobRecord) {
+        if let Some(space) = self.space.as_mut() {
+            space.remove_blob(blob, self.code);
+        }
+    }
+}
+
 impl MigrationState {
-    /// Counts the disks' used space from the catalog (called by `Store::open`).
-    pub async fn open<C: Catalog>(
-        catalog: &C,
-        rack: &Rack,
-        groups: usize,
-        code: &Code,
-    ) -> StoreResult<MigrationState> {
-        Ok(MigrationState {
-            space: Mutex::new(DiskSpace::from_catalog(catalog, rack, groups, code).await?),
+    /// The migrator's state of a store opening on `rack` with `groups` groups and `code`; the
+    /// disks' space is counted when first asked for.
+    pub fn new(rack: &Rack, groups: usize, code: Arc<Code>) -> MigrationState {
+        MigrationState {
+            space: tokio::sync::Mutex::new(None),
+            disks: rack.disk_count(),
+            capacity_bytes: disk_capacity_bytes(rack),
+            groups,
+            code,
             flush_lock: tokio::sync::Mutex::new(()),
             pinned: Mutex::new(BTreeMap::new()),
-        })
+        }
+    }
+
+    /// The books, to hold across a catalog change and its booking.
+    pub(crate) async fn books(&self) -> Books<'_> {
+        Books {
+            space: self.space.lock().await,
+            code: &self.code,
+        }
+    }
+
+    /// A snapshot of the disks' used space, counted from `catalog` the first time.
+    pub async fn space<C: Catalog>(&self, catalog: &C) -> StoreResult<DiskSpace> {
+        let mut space = self.space.lock().await;
+        if space.is_none() {
+            let empty = DiskSpace::new(self.disks, self.capacity_bytes);
+            let counted = empty.count(catalog, self.groups, &self.code).await?;
+            *space = Some(counted);
+        }
+        Ok(space.clone().expect("counted above"))
     }
 
     /// Whether a migration is reading `segment` (then it must not be freed).
@@ -152,24 +216,6 @@ impl MigrationState {
     /// abandoning `Writing` blobs never removes one being written by this process.
     pub(crate) fn flush_lock(&self) -> &tokio::sync::Mutex<()> {
         &self.flush_lock
-    }
-
-    /// Counts a blob begun (its stacks may be on its disks from now on).
-    pub(crate) fn add_blob(&self, blob: &BlobRecord, code: &Code) {
-        self.space.lock().expect("space lock").add_blob(blob, code);
-    }
-
-    /// A blob's stacks no longer take room on its disks.
-    pub(crate) fn remove_blob(&self, blob: &BlobRecord, code: &Code) {
-        self.space
-            .lock()
-            .expect("space lock")
-            .remove_blob(blob, code);
-    }
-
-    /// A snapshot of the disks' used space.
-    pub fn space(&self) -> DiskSpace {
-        self.space.lock().expect("space lock").clone()
     }
 
     pub(crate) fn pin(&self, segments: &BTreeSet<SegmentId>) -> Pins<'_> {

@@ -174,7 +174,7 @@ async fn a_fully_dead_blob_is_removed_with_its_stacks() {
     assert_eq!(store.catalog().blob(dead_id).await.unwrap(), None);
     assert!(!has_stacks(&data, &dead));
     assert_eq!(store.status().await.unwrap().dead_bytes, 0);
-    assert_eq!(store.disk_used_bytes(dead.disks[0]), 0);
+    assert_eq!(store.disk_used_bytes(dead.disks[0]).await.unwrap(), 0);
     store.close().await;
 }
 

@@ -224,7 +224,7 @@ async fn flush_packs_small_objects_into_one_blob_and_a_large_one_into_its_own() 
         }
         let stack_bytes = store.rack_io().code.stack_file_bytes(blob.size_bytes);
         for &disk in &blob.disks {
-            assert!(store.disk_used_bytes(disk) >= stack_bytes);
+            assert!(store.disk_used_bytes(disk).await.unwrap() >= stack_bytes);
         }
     }
     assert_eq!(
@@ -363,7 +363,9 @@ async fn a_failed_migration_leaves_no_writing_blob_no_stacks_and_objects_staged_
     );
     assert!(catalog.integrity_check().await.unwrap().problems.is_empty());
     assert_eq!(stack_files(store.data_dir()), Vec::<String>::new());
-    assert!((0..60).all(|disk| store.disk_used_bytes(disk) == 0));
+    for disk in 0..60 {
+        assert_eq!(store.disk_used_bytes(disk).await.unwrap(), 0, "disk {disk}");
+    }
     for (index, data) in objects.iter().enumerate() {
         let key = format!("k{index}");
         staged_segment(&store.stat(&key).await.unwrap());
@@ -434,6 +436,40 @@ async fn disk_space_counts_committed_and_writing_blobs_and_marks_unhealthy_disks
     space.remove_blob(&writing, &code);
     assert_eq!(space.used_bytes(4), big);
     assert_eq!(space.used_bytes(8), 0);
+}
+
+/// The disks' space is counted when first needed, not at open (counting reads every blob, and
+/// `ls` or a GET need none of it), and still holds each blob once: one flushed before this
+/// process opened (counted from the catalog) and one it flushes itself after the count
+/// (booked). Fails if a booking is skipped, made twice, or the count starts from nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn disk_space_counted_after_open_holds_each_blob_once_old_or_new() {
+    use spinwise_store::DiskSpace;
+    let dir = tempfile::tempdir().unwrap();
+    let store = new_store(dir.path()).await;
+    store.put("old", &pattern(200_000, 1)[..]).await.unwrap();
+    store.flush(|_| {}).await.unwrap();
+    let data_dir = store.data_dir().to_path_buf();
+    store.close().await;
+    let store = Store::open_sqlite(&data_dir).await.unwrap();
+    store.put("new", &pattern(300_000, 2)[..]).await.unwrap();
+    store.flush(|_| {}).await.unwrap();
+    let rack = store.rack().clone();
+    let groups = store.layout().groups.len();
+    let fresh = DiskSpace::from_catalog(store.catalog(), &rack, groups, &store.rack_io().code)
+        .await
+        .unwrap();
+    let mut used_disks = 0;
+    for disk in 0..rack.disk_count() as u32 {
+        let booked = store.disk_used_bytes(disk).await.unwrap();
+        assert_eq!(booked, fresh.used_bytes(disk), "disk {disk}");
+        used_disks += usize::from(booked > 0);
+    }
+    assert!(
+        used_disks >= 5,
+        "two blobs of 3 + 2 columns: {used_disks} disks hold stacks"
+    );
+    store.close().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
