@@ -24,6 +24,13 @@ const STORE_VERSION: u32 = 1;
 pub const STORE_FILE: &str = "store.toml";
 pub const LAYOUT_FILE: &str = "layout.json";
 pub const STAGING_DIR: &str = "staging";
+/// Each emulated disk's capacity: the rack model's mean (the emulation accounts bytes; the host
+/// filesystem only needs room for what is really stored). The disks are created with it and
+/// the placer's space books count against it.
+pub fn disk_capacity_bytes(rack: &Rack) -> u64 {
+    (rack.disk_model.capacity_tb.mean() * 1e12) as u64
+}
+
 /// The largest `read_batch_bytes`: a migrated read holds up to three batches per data column,
 /// so a 15+3 GET could hold ~360 MiB at this size (~27 MiB at the default).
 pub const MAX_READ_BATCH_BYTES: u64 = 8 << 20;

@@ -10,7 +10,7 @@
 
 use crate::clock::{Clock, SystemClock};
 use crate::columns::DiskReads;
-use crate::config::StoreConfig;
+use crate::config::{StoreConfig, disk_capacity_bytes};
 use crate::driver::{Driver, DriverConfig, DriverError};
 use crate::durable::HostFiles;
 use crate::error::{StoreError, StoreResult, io_error};
@@ -88,12 +88,6 @@ impl std::fmt::Debug for StoreRack {
     }
 }
 
-/// Each emulated disk's capacity: the rack model's mean (the emulation accounts bytes; the
-/// host filesystem only needs room for what is really stored).
-pub(crate) fn disk_capacity_bytes(rack: &Rack) -> u64 {
-    (rack.disk_model.capacity_tb.mean() * 1e12) as u64
-}
-
 /// How the store builds emulated disk `index` of `data_dir` under `config`: its directory,
 /// capacity, timing, time factor, throttle and latency seed (a caller giving its own disks,
 /// as the cross-validation's virtual-time run does, builds them the same way).
@@ -136,6 +130,50 @@ pub fn create_disks(data_dir: &Path, rack: &Rack, config: &StoreConfig) -> Store
     Ok(())
 }
 
+/// Disks one opening thread opens at least (each open lists the disk's directory: a wait for
+/// the host's disk when cold, which threads overlap; for a small rack a thread would cost more
+/// than it saves), and the most threads.
+const DISKS_PER_OPENING_THREAD: usize = 128;
+const MAX_OPENING_THREADS: usize = 4;
+
+/// Opens every emulated disk of `rack` in `data_dir`, in index order, on a few threads when
+/// the rack is large.
+fn open_emulated_disks(
+    data_dir: &Path,
+    rack: &Rack,
+    config: &StoreConfig,
+) -> StoreResult<Vec<Arc<EmulatedDisk>>> {
+    let count = rack.disk_count();
+    let threads = count
+        .div_ceil(DISKS_PER_OPENING_THREAD)
+        .clamp(1, MAX_OPENING_THREADS);
+    let run = count.div_ceil(threads).max(1);
+    let open_run = |start: usize| -> StoreResult<Vec<Arc<EmulatedDisk>>> {
+        (start..(start + run).min(count))
+            .map(|index| {
+                EmulatedDisk::open(emulated_config(data_dir, rack, config, index))
+                    .map(Arc::new)
+                    .map_err(disk_error)
+            })
+            .collect()
+    };
+    let runs: Vec<StoreResult<Vec<Arc<EmulatedDisk>>>> = std::thread::scope(|scope| {
+        let opening: Vec<_> = (0..count)
+            .step_by(run)
+            .map(|start| scope.spawn(move || open_run(start)))
+            .collect();
+        opening
+            .into_iter()
+            .map(|thread| thread.join().expect("an opening thread does not panic"))
+            .collect()
+    });
+    let mut disks = Vec::with_capacity(count);
+    for opened in runs {
+        disks.extend(opened?);
+    }
+    Ok(disks)
+}
+
 /// Opens the disks (a missing or failed emulated one opens as failed; given ones are used as
 /// they are), starts the driver on the current tokio runtime and tells it which disks are known
 /// failed (the catalog's; none when recovering a lost catalog, where a failed disk answers so).
@@ -148,12 +186,7 @@ pub async fn open_rack(
 ) -> StoreResult<StoreRack> {
     let (emulated, disks, clock) = match environment {
         Environment::Emulated => {
-            let mut emulated = Vec::with_capacity(rack.disk_count());
-            for index in 0..rack.disk_count() {
-                let disk = EmulatedDisk::open(emulated_config(data_dir, rack, config, index))
-                    .map_err(disk_error)?;
-                emulated.push(Arc::new(disk));
-            }
+            let emulated = open_emulated_disks(data_dir, rack, config)?;
             let disks: Vec<Arc<dyn Disk>> = emulated
                 .iter()
                 .map(|d| d.clone() as Arc<dyn Disk>)

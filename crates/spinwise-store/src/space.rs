@@ -18,9 +18,9 @@
 //! - room never underflows: a disk over its capacity has 0 bytes free, and removing a blob never
 //!   takes a disk below 0 used bytes.
 
+use crate::config::disk_capacity_bytes;
 use crate::error::StoreResult;
 use crate::placement::DiskRoom;
-use crate::rack::disk_capacity_bytes;
 use spinwise_catalog::{BlobId, BlobRecord, Catalog, DiskIndex, GroupIndex, SegmentId};
 use spinwise_ec::Code;
 use spinwise_model::Rack;

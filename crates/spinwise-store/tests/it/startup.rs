@@ -49,3 +49,39 @@ async fn a_removed_disk_is_reported_by_the_check_and_the_others_pass() {
     assert_eq!(store.rack_io().disks[7].power_state(), PowerState::Failed);
     store.close().await;
 }
+
+/// A rack of 1152 disks (the Pelican preset) is surveyed and opened on several threads: every
+/// disk still sits at its own index, and a disk failed before the open (its marker written by
+/// hand) and one removed (its directory gone) open failed, wherever they fall among the runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_large_rack_opens_on_threads_with_every_disk_at_its_index_and_failures_kept() {
+    use spinwise_store::config::RackSource;
+    use spinwise_store::disk_directory;
+    const PELICAN_RACK: &str = include_str!("../../../../presets/pelican.toml");
+    let rack = spinwise_model::parse_rack("pelican", PELICAN_RACK).unwrap();
+    let layout = spinwise_plan::plan(&rack).unwrap().layout;
+    let mut config = StoreConfig::new(
+        RackSource::Preset("pelican".into()),
+        PELICAN_RACK.to_string(),
+        layout,
+    );
+    config.time_factor = 0.000001;
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    Store::init_sqlite(&data, config)
+        .await
+        .unwrap()
+        .close()
+        .await;
+    std::fs::write(disk_directory(&data, 700).join(".failed"), b"").unwrap();
+    std::fs::remove_dir_all(disk_directory(&data, 1151)).unwrap();
+    let store = Store::open_sqlite(&data).await.unwrap();
+    let disks = &store.rack_io().disks;
+    assert_eq!(disks.len(), 1152);
+    for (index, disk) in disks.iter().enumerate() {
+        assert_eq!(disk.index() as usize, index);
+        let failed = disk.power_state() == PowerState::Failed;
+        assert_eq!(failed, index == 700 || index == 1151, "disk {index}");
+    }
+    store.close().await;
+}
