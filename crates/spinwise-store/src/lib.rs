@@ -51,6 +51,7 @@ mod rack;
 mod read;
 mod recover;
 mod repair;
+mod runs;
 mod scrub;
 mod space;
 mod startup;

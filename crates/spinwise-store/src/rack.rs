@@ -144,29 +144,21 @@ fn open_emulated_disks(
     config: &StoreConfig,
 ) -> StoreResult<Vec<Arc<EmulatedDisk>>> {
     let count = rack.disk_count();
-    let threads = count
-        .div_ceil(DISKS_PER_OPENING_THREAD)
-        .clamp(1, MAX_OPENING_THREADS);
-    let run = count.div_ceil(threads).max(1);
-    let open_run = |start: usize| -> StoreResult<Vec<Arc<EmulatedDisk>>> {
-        (start..(start + run).min(count))
-            .map(|index| {
-                EmulatedDisk::open(emulated_config(data_dir, rack, config, index))
-                    .map(Arc::new)
-                    .map_err(disk_error)
-            })
-            .collect()
-    };
-    let runs: Vec<StoreResult<Vec<Arc<EmulatedDisk>>>> = std::thread::scope(|scope| {
-        let opening: Vec<_> = (0..count)
-            .step_by(run)
-            .map(|start| scope.spawn(move || open_run(start)))
-            .collect();
-        opening
-            .into_iter()
-            .map(|thread| thread.join().expect("an opening thread does not panic"))
-            .collect()
-    });
+    let indices: Vec<usize> = (0..count).collect();
+    let runs = crate::runs::in_runs(
+        &indices,
+        DISKS_PER_OPENING_THREAD,
+        MAX_OPENING_THREADS,
+        |run: &[usize]| -> StoreResult<Vec<Arc<EmulatedDisk>>> {
+            run.iter()
+                .map(|&index| {
+                    EmulatedDisk::open(emulated_config(data_dir, rack, config, index))
+                        .map(Arc::new)
+                        .map_err(disk_error)
+                })
+                .collect()
+        },
+    );
     let mut disks = Vec::with_capacity(count);
     for opened in runs {
         disks.extend(opened?);

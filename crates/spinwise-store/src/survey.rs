@@ -112,23 +112,14 @@ pub fn survey(data_dir: &Path) -> StoreResult<DataSurvey> {
         .map(|name| disks.join(name))
         .collect();
     disk_directories.sort();
-    let threads = disk_directories
-        .len()
-        .div_ceil(DIRECTORIES_PER_THREAD)
-        .clamp(1, MAX_SURVEY_THREADS);
-    let chunk = disk_directories.len().div_ceil(threads).max(1);
     // Each thread tallies a run of directories in order, and the runs are merged in order, so
     // the survey is the same however many threads list it.
-    let tallies: Vec<DataSurvey> = std::thread::scope(|scope| {
-        let running: Vec<_> = disk_directories
-            .chunks(chunk)
-            .map(|run| scope.spawn(move || survey_disks(run)))
-            .collect();
-        running
-            .into_iter()
-            .map(|thread| thread.join().expect("a survey thread does not panic"))
-            .collect()
-    });
+    let tallies = crate::runs::in_runs(
+        &disk_directories,
+        DIRECTORIES_PER_THREAD,
+        MAX_SURVEY_THREADS,
+        survey_disks,
+    );
     for tally in tallies {
         found.stripe_stacks += tally.stripe_stacks;
         found.highest_blob_id = found.highest_blob_id.max(tally.highest_blob_id);

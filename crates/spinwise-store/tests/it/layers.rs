@@ -28,6 +28,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "ordered",
             "owner",
             "placement",
+            "runs",
             "subtree_hash",
             "tail_cache",
             "writeback",

@@ -55,17 +55,9 @@ async fn a_removed_disk_is_reported_by_the_check_and_the_others_pass() {
 /// hand) and one removed (its directory gone) open failed, wherever they fall among the runs.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_large_rack_opens_on_threads_with_every_disk_at_its_index_and_failures_kept() {
-    use spinwise_store::config::RackSource;
     use spinwise_store::disk_directory;
     const PELICAN_RACK: &str = include_str!("../../../../presets/pelican.toml");
-    let rack = spinwise_model::parse_rack("pelican", PELICAN_RACK).unwrap();
-    let layout = spinwise_plan::plan(&rack).unwrap().layout;
-    let mut config = StoreConfig::new(
-        RackSource::Preset("pelican".into()),
-        PELICAN_RACK.to_string(),
-        layout,
-    );
-    config.time_factor = 0.000001;
+    let config = common::preset_config("pelican", PELICAN_RACK, 0.000001);
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     Store::init_sqlite(&data, config)

@@ -53,14 +53,20 @@ const JBOD_RACK: &str = include_str!("../../../../../presets/dense-jbod-60.toml"
 /// The test store: the dense-jbod-60 rack (60 disks, k = 3, r = 2) with its planned layout and
 /// the emulated latencies at a thousandth; each test sets what else it needs.
 pub fn jbod_config() -> StoreConfig {
-    let rack = spinwise_model::parse_rack("dense-jbod-60", JBOD_RACK).unwrap();
+    preset_config("dense-jbod-60", JBOD_RACK, 0.001)
+}
+
+/// A store on the preset `name` (its TOML `rack_toml`) with its planned layout and the
+/// emulated latencies times `time_factor`.
+pub fn preset_config(name: &str, rack_toml: &str, time_factor: f64) -> StoreConfig {
+    let rack = spinwise_model::parse_rack(name, rack_toml).unwrap();
     let layout = spinwise_plan::plan(&rack).unwrap().layout;
     let mut config = StoreConfig::new(
-        RackSource::Preset("dense-jbod-60".into()),
-        JBOD_RACK.to_string(),
+        RackSource::Preset(name.into()),
+        rack_toml.to_string(),
         layout,
     );
-    config.time_factor = 0.001;
+    config.time_factor = time_factor;
     config
 }
 
