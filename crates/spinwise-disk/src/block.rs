@@ -419,7 +419,7 @@ impl Disk for BlockDisk {
     }
 
     fn space(&self) -> Result<Space, DiskError> {
-        self.file_op(|files| Ok(files.space()))
+        self.file_op(|files| files.space())
     }
 }
 

@@ -362,7 +362,7 @@ impl Disk for EmulatedDisk {
     fn space(&self) -> Result<Space, DiskError> {
         // The count is in memory; look at the directory so a pulled disk is noticed here too.
         self.file_op(|files| match fs::metadata(&self.directory) {
-            Ok(_) => Ok(files.space()),
+            Ok(_) => files.space(),
             Err(source) => Err(DiskError::Io {
                 disk: self.index,
                 context: format!("looking at {}", self.directory.display()),

@@ -8,7 +8,9 @@
 //!   fsynced. On any error the temporary file is removed; after a crash, [`DirectoryFiles::open`]
 //!   removes leftovers. So a name is either absent, the old file, or the whole new file.
 //! - The space ledger's used bytes are the user files' lengths plus the reservations of writes
-//!   in flight; a write reserves its length before touching the disk, so `NoSpace` leaves nothing.
+//!   in flight. The files are sized on the ledger's first use, not at open (a CLI command opens
+//!   every disk of a rack and touches a few), and every path that changes the files asks for
+//!   the ledger before it touches them, so the sizing never misses or doubles a change; a write reserves its length before touching the disk, so `NoSpace` leaves nothing.
 //!   A `Replace` needs room for the new file before the old one is released (as a filesystem
 //!   does during an atomic rename). Capacity is the configured one; a real filesystem that fills
 //!   first answers ENOSPC, mapped to `NoSpace` too.
@@ -25,8 +27,8 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Write};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock};
 
 use crate::ledger::SpaceLedger;
 use crate::timing::Throttle;
@@ -49,7 +51,12 @@ pub(crate) struct Hooks<'a> {
 pub(crate) struct DirectoryFiles {
     disk: DiskIndex,
     directory: PathBuf,
-    space: SpaceLedger,
+    capacity_bytes: u64,
+    /// Sized on first use ([`DirectoryFiles::ledger`]), not at open: sizing stats every file,
+    /// and a CLI command opens every disk of the rack to touch a few.
+    space: OnceLock<SpaceLedger>,
+    /// Serializes sizing, so one thread sizes and the others wait for its ledger.
+    sizing: Mutex<()>,
     namespace: Mutex<()>,
     temp_sequence: AtomicU64,
 }
@@ -69,8 +76,8 @@ impl Hidden {
 }
 
 impl DirectoryFiles {
-    /// Opens the files in `directory`: removes temporary files a crash left and counts the
-    /// bytes of the user files.
+    /// Opens the files in `directory`: removes temporary files a crash left (the user files
+    /// are sized on first use).
     pub(crate) fn open(
         disk: DiskIndex,
         directory: &Path,
@@ -104,8 +111,8 @@ impl DirectoryFiles {
         DirectoryFiles::from_listing(disk, directory, capacity_bytes, listed, watched).map(Some)
     }
 
-    /// Walks one listing: removes temporary files, notes the watched hidden names, and sizes
-    /// only the entries that may be user files (a `stat` each: hidden names cost none).
+    /// Walks one listing: removes temporary files and notes the watched hidden names (no file
+    /// is stat'ed: the ledger sizes the files on first use).
     fn from_listing(
         disk: DiskIndex,
         directory: &Path,
@@ -118,7 +125,6 @@ impl DirectoryFiles {
             context: format!("{context} {}", directory.display()),
             source,
         };
-        let mut used_bytes = 0u64;
         let mut removed_temp_files = false;
         let mut hidden = Hidden::default();
         for entry in listed.map_err(|e| io_error("listing", e))? {
@@ -128,15 +134,8 @@ impl DirectoryFiles {
                 fs::remove_file(entry.path())
                     .map_err(|e| io_error("removing a temp file in", e))?;
                 removed_temp_files = true;
-            } else if name.starts_with('.') {
-                if watched.contains(&name.as_str()) {
-                    hidden.names.push(name);
-                }
-            } else if check_name(&name).is_ok() {
-                let metadata = entry.metadata().map_err(|e| io_error("sizing", e))?;
-                if metadata.is_file() {
-                    used_bytes += metadata.len();
-                }
+            } else if watched.contains(&name.as_str()) {
+                hidden.names.push(name);
             }
         }
         // Only a removal changed the directory; a clean one costs no fsync (a CLI command
@@ -147,7 +146,9 @@ impl DirectoryFiles {
         let files = DirectoryFiles {
             disk,
             directory: directory.to_path_buf(),
-            space: SpaceLedger::new(disk, capacity_bytes, used_bytes),
+            capacity_bytes,
+            space: OnceLock::new(),
+            sizing: Mutex::new(()),
             namespace: Mutex::new(()),
             temp_sequence: AtomicU64::new(0),
         };
@@ -178,8 +179,43 @@ impl DirectoryFiles {
         }
     }
 
-    pub(crate) fn space(&self) -> Space {
-        self.space.space()
+    /// The space ledger, sizing the user files the first time. Every path that changes the
+    /// files asks for it before it touches them, so no change of this handle's can fall between
+    /// the sizing and the ledger (a removal's file is counted, then released).
+    fn ledger(&self) -> Result<&SpaceLedger, DiskError> {
+        if let Some(ledger) = self.space.get() {
+            return Ok(ledger);
+        }
+        let _sizing = self.sizing.lock().expect("sizing lock poisoned");
+        if let Some(ledger) = self.space.get() {
+            return Ok(ledger);
+        }
+        let used_bytes = self.size_files()?;
+        Ok(self
+            .space
+            .get_or_init(|| SpaceLedger::new(self.disk, self.capacity_bytes, used_bytes)))
+    }
+
+    /// The bytes of the user files: regular files with contract names.
+    fn size_files(&self) -> Result<u64, DiskError> {
+        let sizing_error = |e| self.io_error(format!("sizing {}", self.directory.display()), e);
+        let mut used_bytes = 0u64;
+        for entry in fs::read_dir(&self.directory).map_err(sizing_error)? {
+            let entry = entry.map_err(sizing_error)?;
+            let name = entry.file_name();
+            if check_name(&name.to_string_lossy()).is_err() {
+                continue;
+            }
+            let metadata = entry.metadata().map_err(sizing_error)?;
+            if metadata.is_file() {
+                used_bytes += metadata.len();
+            }
+        }
+        Ok(used_bytes)
+    }
+
+    pub(crate) fn space(&self) -> Result<Space, DiskError> {
+        Ok(self.ledger()?.space())
     }
 
     pub(crate) fn write_file(
@@ -194,7 +230,7 @@ impl DirectoryFiles {
         if overwrite == Overwrite::Refuse && self.path(name).exists() {
             return Err(self.already_exists(name));
         }
-        self.space.reserve(len_bytes)?;
+        self.ledger()?.reserve(len_bytes)?;
         let sequence = self.temp_sequence.fetch_add(1, Ordering::Relaxed);
         let temp = self.path(&format!("{TEMP_PREFIX}{sequence}-{name}"));
         let written = self
@@ -202,7 +238,7 @@ impl DirectoryFiles {
             .and_then(|()| self.commit(&temp, name, overwrite));
         if let Err(error) = written {
             let _ = fs::remove_file(&temp);
-            self.space.release(len_bytes);
+            self.ledger()?.release(len_bytes);
             return Err(error);
         }
         sync_directory(&self.directory)
@@ -285,7 +321,11 @@ impl DirectoryFiles {
             DiskError::NoSpace {
                 disk: self.disk,
                 needed_bytes: len_bytes,
-                free_bytes: self.space().free_bytes,
+                // Sized: the write reserved its bytes before it wrote.
+                free_bytes: self
+                    .space
+                    .get()
+                    .map_or(0, |ledger| ledger.space().free_bytes),
             }
         } else {
             self.io_error(format!("writing {name:?}"), source)
@@ -313,7 +353,7 @@ impl DirectoryFiles {
                 fs::rename(temp, &target)
                     .map_err(|e| self.io_error(format!("renaming {name:?} into place"), e))?;
                 if let Some(old_len) = old_len {
-                    self.space.release(old_len);
+                    self.ledger()?.release(old_len);
                 }
             }
         }
@@ -356,13 +396,15 @@ impl DirectoryFiles {
     pub(crate) fn remove_file(&self, name: &str) -> Result<(), DiskError> {
         check_name(name)?;
         let target = self.path(name);
+        // Sized before the file goes, so the release below finds it counted.
+        let ledger = self.ledger()?;
         {
             let _namespace = self.namespace.lock().expect("namespace lock poisoned");
             let len = fs::metadata(&target)
                 .map(|m| m.len())
                 .map_err(|e| self.file_error(name, "sizing", e))?;
             fs::remove_file(&target).map_err(|e| self.file_error(name, "removing", e))?;
-            self.space.release(len);
+            ledger.release(len);
         }
         sync_directory(&self.directory)
             .map_err(|e| self.io_error(format!("syncing the directory after removing {name:?}"), e))

@@ -368,3 +368,34 @@ fn only_regular_files_with_contract_names_count_as_the_disks_files() {
     assert_eq!(disk.list_files().expect("list"), vec!["stack"]);
     assert_eq!(disk.space().expect("space").free_bytes, CAPACITY_BYTES - 5);
 }
+
+/// A reopened disk sizes its files on first use, not at open; whatever that first use is, the
+/// files found are counted once: a removal first releases exactly the removed file's bytes,
+/// a replacement first releases the old length, and a file added behind the disk's back before
+/// the first use is counted too.
+#[test]
+fn a_reopened_disk_counts_its_files_once_whatever_it_does_first() {
+    let root = TempDir::new().expect("temp");
+    {
+        let disk = active_disk(config(&root));
+        write(&disk, "stack-1", 300_000).expect("write");
+        write(&disk, "stack-2", 5_000).expect("write");
+    }
+    let used = |disk: &EmulatedDisk| CAPACITY_BYTES - disk.space().expect("space").free_bytes;
+    let disk = EmulatedDisk::open(config(&root)).expect("reopen");
+    disk.spin_up().expect("spin_up");
+    disk.remove_file("stack-1").expect("remove first");
+    assert_eq!(used(&disk), 5_000);
+    drop(disk);
+    let disk = EmulatedDisk::open(config(&root)).expect("reopen");
+    disk.spin_up().expect("spin_up");
+    let mut data = PatternReader::new(700);
+    disk.write_file("stack-2", 700, &mut data, Overwrite::Replace)
+        .expect("replace first");
+    assert_eq!(used(&disk), 700);
+    drop(disk);
+    let disk = EmulatedDisk::open(config(&root)).expect("reopen");
+    fs::write(root.path().join("disk-0").join("stack-3"), vec![0u8; 42]).expect("behind");
+    disk.spin_up().expect("spin_up");
+    assert_eq!(used(&disk), 742);
+}
