@@ -1,6 +1,6 @@
 //! blob_listing: how long reading every blob of a SQLite catalog takes, group by group in pages
-//! of 1,024, as a store does each time it opens (`spinwise_store::space`, its disks' used
-//! space). The catalog is filled with BLOBS committed 15 + 3 blobs over GROUPS groups of 24
+//! of 1,024, as a store does the first time it needs its disks' used space
+//! (`spinwise_store::space`: a flush or a compaction). The catalog is filled with BLOBS committed 15 + 3 blobs over GROUPS groups of 24
 //! disks (the Pelican rack's shape), then listed REPEATS times.
 //!
 //! `cargo run --release -p spinwise-catalog --example blob_listing -- [BLOBS] [GROUPS] [REPEATS]`

@@ -245,8 +245,8 @@ fn prefix_successor(prefix: &str) -> Option<String> {
 /// The most blobs whose disks one query loads (each is a bound variable; SQLite allows 32,766).
 const DISK_QUERY_BLOBS: usize = 512;
 
-/// Fills `blobs[..].disks` with one query and one row per blob: a store reads every blob each
-/// time it opens (`spinwise_store::space`), and sqlx hands each row from its worker thread to
+/// Fills `blobs[..].disks` with one query and one row per blob: a store reads every blob when it
+/// first needs its disks' space (`spinwise_store::space`), and sqlx hands each row from its worker thread to
 /// the caller (a context switch each), so a row per column made 10,000 blobs of 18 columns cost
 /// ~0.25 s (`examples/blob_listing.rs`, docs/BENCHMARKS.md). SQLite joins each blob's columns
 /// as `column:disk` pairs in no promised order (ordering them in SQL costs a sort per blob), and

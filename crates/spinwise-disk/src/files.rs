@@ -10,7 +10,8 @@
 //! - The space ledger's used bytes are the user files' lengths plus the reservations of writes
 //!   in flight. The files are sized on the ledger's first use, not at open (a CLI command opens
 //!   every disk of a rack and touches a few), and every path that changes the files asks for
-//!   the ledger before it touches them, so the sizing never misses or doubles a change; a write reserves its length before touching the disk, so `NoSpace` leaves nothing.
+//!   the ledger before it touches them, so the sizing never misses or doubles a change. A
+//!   write reserves its length before touching the disk, so `NoSpace` leaves nothing.
 //!   A `Replace` needs room for the new file before the old one is released (as a filesystem
 //!   does during an atomic rename). Capacity is the configured one; a real filesystem that fills
 //!   first answers ENOSPC, mapped to `NoSpace` too.

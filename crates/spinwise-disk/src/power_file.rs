@@ -10,8 +10,8 @@
 //! same and is removed at the next open).
 //!
 //! Invariants: the file is replaced whole (written to `.power-state.<pid>.tmp`, then renamed
-//! over) or removed, so a reader sees the old phase or the new one, never a torn word; the writer's pid in
-//! the temporary name keeps two processes that opened the same disk (which the owner lock
+//! over) or removed, so a reader sees the old phase or the new one, never a torn word; the
+//! writer's pid in the temporary name keeps two processes that opened the same disk (which the owner lock
 //! prevents, but nothing in the disk itself) from tearing each other's temporary file. Both
 //! names start with '.', so the contract's `list_files` never shows them and they can never
 //! collide with a stripe stack; the temporary name does not start with `.tmp-`, so

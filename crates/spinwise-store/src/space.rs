@@ -131,7 +131,8 @@ impl DiskSpace {
     }
 }
 
-/// The migrator's state inside a [`Store`](crate::Store): disk space, the flush lock and pinned segments.
+/// The migrator's state inside a [`Store`](crate::Store): disk space, the flush lock and pinned
+/// segments.
 pub struct MigrationState {
     /// `None` until counted ([`MigrationState::space`]).
     space: tokio::sync::Mutex<Option<DiskSpace>>,
