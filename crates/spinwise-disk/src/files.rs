@@ -7,6 +7,12 @@
 //!   (`Refuse`: the link fails atomically if the name exists) into place, and the directory is
 //!   fsynced. On any error the temporary file is removed; after a crash, [`DirectoryFiles::open`]
 //!   removes leftovers. So a name is either absent, the old file, or the whole new file.
+//! - Several handles may open one directory (two stores on one data directory in one program;
+//!   the CLI's owner lock keeps its processes apart, but the library does not). A write holds
+//!   an exclusive `flock` on its temporary file from creating it until it is committed or
+//!   removed, and opening removes only temporary files it can lock itself: a crash's leftovers
+//!   (the kernel drops a dead process's locks), never another handle's write in flight. A
+//!   temporary name another handle holds is skipped for the next.
 //! - The space ledger's used bytes are the user files' lengths plus the reservations of writes
 //!   in flight. The files are sized on the ledger's first use, not at open (a CLI command opens
 //!   every disk of a rack and touches a few), and every path that changes the files asks for
@@ -24,7 +30,7 @@
 //!   replaced or removed length) so concurrent commits on one name account exactly; data IO
 //!   (reads, the temp file's bytes, fsyncs of data) runs outside every lock.
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File, OpenOptions, TryLockError};
 use std::io::{self, Read, Write};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
@@ -39,6 +45,9 @@ use crate::{DiskError, DiskIndex, Overwrite, Space, check_name};
 pub(crate) const TEMP_PREFIX: &str = ".tmp-";
 /// Streamed writes move at most this many bytes at a time, so memory stays bounded.
 const CHUNK_BYTES: usize = 1 << 20;
+/// The most temporary names one write tries: each handle numbers its own from 0, so another
+/// handle on the directory may hold the name this one picks.
+const TEMP_NAME_TRIES: u32 = 64;
 
 /// What the emulated disk does to one operation (the block disk passes `Hooks::none()`).
 #[derive(Clone, Copy, Default)]
@@ -132,9 +141,8 @@ impl DirectoryFiles {
             let entry = entry.map_err(|e| io_error("listing", e))?;
             let name = entry.file_name().to_string_lossy().into_owned();
             if name.starts_with(TEMP_PREFIX) {
-                fs::remove_file(entry.path())
+                removed_temp_files |= remove_if_unheld(&entry.path())
                     .map_err(|e| io_error("removing a temp file in", e))?;
-                removed_temp_files = true;
             } else if watched.contains(&name.as_str()) {
                 hidden.names.push(name);
             }
@@ -232,18 +240,57 @@ impl DirectoryFiles {
             return Err(self.already_exists(name));
         }
         self.ledger()?.reserve(len_bytes)?;
-        let sequence = self.temp_sequence.fetch_add(1, Ordering::Relaxed);
-        let temp = self.path(&format!("{TEMP_PREFIX}{sequence}-{name}"));
+        let (temp, mut file) = match self.create_temp(name, len_bytes) {
+            Ok(created) => created,
+            Err(error) => {
+                self.ledger()?.release(len_bytes);
+                return Err(error);
+            }
+        };
         let written = self
-            .fill_temp(&temp, name, len_bytes, data, hooks)
+            .fill_temp(&mut file, name, len_bytes, data, hooks)
             .and_then(|()| self.commit(&temp, name, overwrite));
         if let Err(error) = written {
             let _ = fs::remove_file(&temp);
             self.ledger()?.release(len_bytes);
             return Err(error);
         }
+        // The lock goes with the descriptor, once the name is committed.
+        drop(file);
         sync_directory(&self.directory)
             .map_err(|e| self.io_error(format!("syncing the directory after {name:?}"), e))
+    }
+
+    /// Creates a new temporary file for `name` and locks it (module docs): the path and the
+    /// file, the lock held for as long as the file is. A name that exists, or that another
+    /// handle's opening holds or removed between the creation and the lock, is left to it and
+    /// the next number tried.
+    fn create_temp(&self, name: &str, len_bytes: u64) -> Result<(PathBuf, File), DiskError> {
+        let write_error = |e: io::Error| self.write_error(name, len_bytes, e);
+        for _ in 0..TEMP_NAME_TRIES {
+            let sequence = self.temp_sequence.fetch_add(1, Ordering::Relaxed);
+            let temp = self.path(&format!("{TEMP_PREFIX}{sequence}-{name}"));
+            let file = match OpenOptions::new().write(true).create_new(true).open(&temp) {
+                Ok(file) => file,
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(write_error(e)),
+            };
+            match file.try_lock() {
+                Ok(()) => {}
+                // Another handle's opening took it for a leftover and removes it.
+                Err(TryLockError::WouldBlock) => continue,
+                Err(TryLockError::Error(e)) => return Err(write_error(e)),
+            }
+            if names_inode(&temp, &file).map_err(write_error)? {
+                return Ok((temp, file));
+            }
+        }
+        Err(self.io_error(
+            format!("writing {name:?}"),
+            io::Error::other(format!(
+                "no free temporary name after {TEMP_NAME_TRIES} tries"
+            )),
+        ))
     }
 
     fn already_exists(&self, name: &str) -> DiskError {
@@ -253,21 +300,16 @@ impl DirectoryFiles {
         }
     }
 
-    /// Streams exactly `len_bytes` from `data` into a new temporary file and fsyncs it.
+    /// Streams exactly `len_bytes` from `data` into the new temporary `file` and fsyncs it.
     fn fill_temp(
         &self,
-        temp: &Path,
+        file: &mut File,
         name: &str,
         len_bytes: u64,
         data: &mut dyn Read,
         hooks: Hooks<'_>,
     ) -> Result<(), DiskError> {
         let write_error = |e: io::Error| self.write_error(name, len_bytes, e);
-        let mut file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(temp)
-            .map_err(write_error)?;
         let mut buffer = vec![0u8; CHUNK_BYTES.min(len_bytes as usize)];
         let mut remaining = len_bytes;
         // The end of the last chunk's bandwidth booking: the next chunk waits for it.
@@ -354,7 +396,7 @@ impl DirectoryFiles {
                 fs::rename(temp, &target)
                     .map_err(|e| self.io_error(format!("renaming {name:?} into place"), e))?;
                 if let Some(old_len) = old_len {
-                    self.ledger()?.release(old_len);
+                    self.ledger()?.release_file(old_len);
                 }
             }
         }
@@ -405,7 +447,7 @@ impl DirectoryFiles {
                 .map(|m| m.len())
                 .map_err(|e| self.file_error(name, "sizing", e))?;
             fs::remove_file(&target).map_err(|e| self.file_error(name, "removing", e))?;
-            ledger.release(len);
+            ledger.release_file(len);
         }
         sync_directory(&self.directory)
             .map_err(|e| self.io_error(format!("syncing the directory after removing {name:?}"), e))
@@ -434,6 +476,43 @@ impl DirectoryFiles {
 }
 
 /// Makes the directory's entries (creations, renames, removals) durable.
+/// Removes the temporary file at `path` if no live handle holds its lock (a crash's leftover:
+/// the kernel drops a dead process's locks); `false` when it is left alone (a write in flight
+/// holds it) or already gone (committed or removed meanwhile).
+fn remove_if_unheld(path: &Path) -> io::Result<bool> {
+    let file = match File::open(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
+        Err(e) => return Err(e),
+    };
+    match file.try_lock() {
+        Ok(()) => {}
+        Err(TryLockError::WouldBlock) => return Ok(false),
+        Err(TryLockError::Error(e)) => return Err(e),
+    }
+    // Locked, so nobody writes it; and while it has the name, nobody can create that name. A
+    // name that moved on since the listing is someone else's now.
+    if !names_inode(path, &file)? {
+        return Ok(false);
+    }
+    match fs::remove_file(path) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// Whether `path` still names `file`'s inode (an absent path does not).
+fn names_inode(path: &Path, file: &File) -> io::Result<bool> {
+    use std::os::unix::fs::MetadataExt;
+    let held = file.metadata()?;
+    match fs::symlink_metadata(path) {
+        Ok(named) => Ok(named.dev() == held.dev() && named.ino() == held.ino()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
 pub(crate) fn sync_directory(directory: &Path) -> io::Result<()> {
     File::open(directory)?.sync_all()
 }

@@ -3,7 +3,8 @@
 //! on every implementation.
 //!
 //! Invariants: `used_bytes` never exceeds what was reserved minus what was released (a release
-//! of more than is held is a broken caller and asserts); a reservation that does not fit
+//! of more than is held is a broken caller and asserts, except a shared directory's file
+//! whose length another handle changed: `release_file`); a reservation that does not fit
 //! changes nothing and is refused with `NoSpace`. Used bytes may exceed the capacity only when
 //! a disk opened with more files than its configured capacity (free space is then 0).
 
@@ -72,6 +73,16 @@ impl SpaceLedger {
             "released {released} bytes of {used} used"
         );
         *used = *used - released + booked;
+    }
+
+    /// Gives back `bytes` of a file removed or replaced in a directory other handles may also
+    /// write (other processes opening the same disk). This ledger counted the files it found
+    /// when it sized them plus its own writes; a file another handle wrote since may be larger
+    /// than what it holds, so the release stops at zero instead of asserting: the world, not
+    /// a broken caller.
+    pub(crate) fn release_file(&self, bytes: u64) {
+        let mut used = self.used_bytes.lock().expect("space lock poisoned");
+        *used = used.saturating_sub(bytes);
     }
 
     /// Gives back `bytes` of a failed write or a removed or replaced file.

@@ -399,3 +399,116 @@ fn a_reopened_disk_counts_its_files_once_whatever_it_does_first() {
     disk.spin_up().expect("spin_up");
     assert_eq!(used(&disk), 742);
 }
+
+/// Starts `disk.write_file(name, …, overwrite)` of `bytes` on its own thread, held in the middle
+/// of its IO until the returned sender says go; returns once the write has started.
+fn held_write(
+    disk: &Arc<EmulatedDisk>,
+    name: &'static str,
+    bytes: &'static [u8],
+    overwrite: Overwrite,
+) -> (
+    mpsc::Sender<()>,
+    std::thread::JoinHandle<Result<(), DiskError>>,
+) {
+    let (started_tx, started_rx) = mpsc::channel();
+    let (go_tx, go_rx) = mpsc::channel();
+    let writer = {
+        let disk = Arc::clone(disk);
+        std::thread::spawn(move || {
+            let mut source = GatedSource {
+                started: started_tx,
+                go: Some(go_rx),
+                bytes,
+            };
+            disk.write_file(name, bytes.len() as u64, &mut source, overwrite)
+        })
+    };
+    started_rx.recv().expect("the write started");
+    (go_tx, writer)
+}
+
+/// Several processes open one data directory (a CLI command beside a running server), and each
+/// opens every disk. A temporary file is a crash's leftover only when no live handle is writing
+/// it: opening the disk elsewhere while a write is in flight leaves that write's file alone, and
+/// the write lands.
+#[test]
+fn opening_the_disk_elsewhere_leaves_a_write_in_flight_alone() {
+    let root = TempDir::new().expect("temp");
+    let directory = root.path().join("disk-0");
+    let disk = Arc::new(active_disk(config(&root)));
+    let (go, writer) = held_write(&disk, "held", b"held bytes", Overwrite::Refuse);
+    let elsewhere = EmulatedDisk::open(config(&root)).expect("a second handle opens");
+    let entries = raw_entries(&directory);
+    assert!(
+        entries.iter().any(|name| name.starts_with(".tmp-")),
+        "the write in flight keeps its temporary file: {entries:?}"
+    );
+    go.send(()).expect("go");
+    writer
+        .join()
+        .expect("writer")
+        .expect("the write in flight lands although the disk was opened elsewhere");
+    elsewhere.spin_up().expect("spin_up");
+    let mut held = [0u8; 10];
+    assert_eq!(elsewhere.read_at("held", 0, &mut held).expect("read"), 10);
+    assert_eq!(&held, b"held bytes");
+    drop((disk, elsewhere));
+    EmulatedDisk::open(config(&root)).expect("reopen");
+    assert_eq!(
+        raw_entries(&directory),
+        vec!["held"],
+        "nothing is left behind"
+    );
+}
+
+/// Two handles on one directory (two processes) number their temporary files independently, so
+/// both may pick the same temporary name for one file: the second takes the next number instead
+/// of failing, and the last commit wins.
+#[test]
+fn two_handles_replacing_one_file_at_once_both_succeed() {
+    let root = TempDir::new().expect("temp");
+    let first = Arc::new(active_disk(config(&root)));
+    let second = EmulatedDisk::open(config(&root)).expect("a second handle");
+    second.spin_up().expect("spin_up");
+    let (go, writer) = held_write(&first, "shared", b"first", Overwrite::Replace);
+    let mut data: &[u8] = b"second";
+    second
+        .write_file("shared", 6, &mut data, Overwrite::Replace)
+        .expect("the second handle's replacement lands while the first is in flight");
+    go.send(()).expect("go");
+    writer.join().expect("writer").expect("the first lands too");
+    let mut bytes = [0u8; 5];
+    assert_eq!(second.read_at("shared", 0, &mut bytes).expect("read"), 5);
+    assert_eq!(&bytes, b"first", "the last commit wins");
+}
+
+/// A handle's space ledger counts the files it found when it first sized them plus its own
+/// writes; another handle (another process) may grow a file since. Removing or replacing that
+/// file is the world changing under the handle, not a broken caller: no panic, and the ledger
+/// stays within its capacity.
+#[test]
+fn a_file_another_handle_grew_is_removed_or_replaced_without_a_panic() {
+    let root = TempDir::new().expect("temp");
+    let first = active_disk(config(&root));
+    write(&first, "grown", 5).expect("write");
+    write(&first, "replaced", 5).expect("write");
+    let second = active_disk(config(&root));
+    for name in ["grown", "replaced"] {
+        let mut data = PatternReader::new(100_000);
+        second
+            .write_file(name, 100_000, &mut data, Overwrite::Replace)
+            .expect("the other handle grows the file");
+    }
+    first.remove_file("grown").expect("removed");
+    let mut data = PatternReader::new(7);
+    first
+        .write_file("replaced", 7, &mut data, Overwrite::Replace)
+        .expect("replaced");
+    let free_bytes = first.space().expect("space").free_bytes;
+    assert!(
+        (CAPACITY_BYTES - 7..=CAPACITY_BYTES).contains(&free_bytes),
+        "the ledger holds at most the replacement: {free_bytes} free"
+    );
+    assert_eq!(first.list_files().expect("list"), vec!["replaced"]);
+}
