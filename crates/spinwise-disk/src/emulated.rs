@@ -142,6 +142,17 @@ impl EmulatedDisk {
     /// bytes stored. A missing directory is a removed disk and a `.failed` marker a failed one:
     /// both open as `Failed` (so the store sees the failure instead of an error).
     pub fn open(config: EmulatedConfig) -> Result<EmulatedDisk, DiskError> {
+        EmulatedDisk::open_seeing(config, &mut |_| {})
+    }
+
+    /// [`EmulatedDisk::open`], showing `seen` every name in the directory as opening lists it
+    /// (temporary files included, before a leftover is removed; nothing when the directory is
+    /// missing), so a caller that wants the names (the store's blob ids) lists nothing twice.
+    /// The names are host metadata: seeing them spins nothing up.
+    pub fn open_seeing(
+        config: EmulatedConfig,
+        seen: &mut dyn FnMut(&str),
+    ) -> Result<EmulatedDisk, DiskError> {
         check_time_factor(config.time_factor)?;
         config.timing.check()?;
         let timeline = config
@@ -158,6 +169,7 @@ impl EmulatedDisk {
             &config.directory,
             config.capacity_bytes,
             &[FAILED_MARKER, POWER_STATE_FILE],
+            seen,
         )?;
         let (files, failed, left_power_file) = match listed {
             None => (None, true, false),

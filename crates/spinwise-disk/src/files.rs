@@ -94,18 +94,20 @@ impl DirectoryFiles {
         capacity_bytes: u64,
     ) -> Result<DirectoryFiles, DiskError> {
         let listed = fs::read_dir(directory);
-        DirectoryFiles::from_listing(disk, directory, capacity_bytes, listed, &[])
+        DirectoryFiles::from_listing(disk, directory, capacity_bytes, listed, &[], &mut |_| {})
             .map(|(files, _)| files)
     }
 
     /// [`DirectoryFiles::open`] in one listing that also reports which `watched` hidden names
-    /// the directory holds; `None` when `directory` is missing or not a directory (a pulled
+    /// the directory holds and shows `seen` every name listed, temporary files included and
+    /// before any is removed; `None` when `directory` is missing or not a directory (a pulled
     /// disk).
     pub(crate) fn list(
         disk: DiskIndex,
         directory: &Path,
         capacity_bytes: u64,
         watched: &[&str],
+        seen: &mut dyn FnMut(&str),
     ) -> Result<Option<(DirectoryFiles, Hidden)>, DiskError> {
         let listed = match fs::read_dir(directory) {
             Err(error)
@@ -118,17 +120,20 @@ impl DirectoryFiles {
             }
             listed => listed,
         };
-        DirectoryFiles::from_listing(disk, directory, capacity_bytes, listed, watched).map(Some)
+        DirectoryFiles::from_listing(disk, directory, capacity_bytes, listed, watched, seen)
+            .map(Some)
     }
 
-    /// Walks one listing: removes temporary files and notes the watched hidden names (no file
-    /// is stat'ed: the ledger sizes the files on first use).
+    /// Walks one listing: shows `seen` every name, removes temporary files nobody holds and
+    /// notes the watched hidden names (no file is stat'ed: the ledger sizes the files on first
+    /// use).
     fn from_listing(
         disk: DiskIndex,
         directory: &Path,
         capacity_bytes: u64,
         listed: io::Result<fs::ReadDir>,
         watched: &[&str],
+        seen: &mut dyn FnMut(&str),
     ) -> Result<(DirectoryFiles, Hidden), DiskError> {
         let io_error = |context: &str, source| DiskError::Io {
             disk,
@@ -140,6 +145,7 @@ impl DirectoryFiles {
         for entry in listed.map_err(|e| io_error("listing", e))? {
             let entry = entry.map_err(|e| io_error("listing", e))?;
             let name = entry.file_name().to_string_lossy().into_owned();
+            seen(&name);
             if name.starts_with(TEMP_PREFIX) {
                 removed_temp_files |= remove_if_unheld(&entry.path())
                     .map_err(|e| io_error("removing a temp file in", e))?;

@@ -1,6 +1,6 @@
 //! Opening and closing a [`Store`]: `init` writes a data directory's configuration and opens
-//! it; `open` reads it, raises the catalog's blob id counter above every id on the disks
-//! ([`crate::survey`]), opens the staging log, the disks and the rack engine's driver, reconciles
+//! it; `open` reads it, opens the staging log, the disks and the rack engine's driver, raises
+//! the catalog's blob id counter above every id the disks' names carry, reconciles
 //! the staging log with the catalog (recovery), abandons `Writing` blobs a crash left (under the
 //! upkeep lock) and records disks that opened failed; `close` settles read repairs and drains the
 //! driver. The SQLite flavour refuses to open a lost catalog over data only a catalog names.
@@ -24,20 +24,15 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::Arc;
 
-/// Raises `catalog`'s blob id counter above the highest blob id `found` on the disks; returns
-/// a line for [`StoreRecovery::problems`] when it had to (the catalog is older than the disks:
-/// lost and recreated, or restored from a copy), `None` when the counter was already above.
+/// Raises `catalog`'s blob id counter above `highest`, the highest blob id named on the disks;
+/// returns a line for [`StoreRecovery::problems`] when it had to (the catalog is older than the
+/// disks: lost and recreated, or restored from a copy), `None` when the counter was already
+/// above.
 async fn reserve_blob_ids<C: Catalog>(
     catalog: &C,
-    found: &crate::survey::DataSurvey,
+    highest: Option<spinwise_catalog::BlobId>,
 ) -> StoreResult<Option<String>> {
-    for disk in &found.unlisted_disks {
-        tracing::warn!(
-            disk,
-            "a disk directory could not be listed for its blob ids"
-        );
-    }
-    let Some(highest) = found.highest_blob_id else {
+    let Some(highest) = highest else {
         return Ok(None);
     };
     let Some(counter) = catalog.reserve_blob_ids_through(highest).await? else {
@@ -88,9 +83,10 @@ impl<C: Catalog> Store<C> {
     }
 
     /// Opens the store in `data_dir` with `catalog` and runs staging recovery against it. The
-    /// catalog's blob id counter is first raised above every blob id on the disks
-    /// ([`crate::survey`]), so no id is handed out twice even if `catalog` is older than the
-    /// disks; when it had to be raised, a line in [`StoreRecovery::problems`] says so.
+    /// catalog's blob id counter is raised above every blob id the disks' names carry (seen as
+    /// the disks open, [`crate::rack::StoreRack::highest_blob_id_listed`]) before anything can
+    /// hand one out, so no id is handed out twice even if `catalog` is older than the disks;
+    /// when it had to be raised, a line in [`StoreRecovery::problems`] says so.
     pub async fn open(data_dir: &Path, catalog: C) -> StoreResult<Store<C>> {
         Store::open_in(data_dir, catalog, Environment::Emulated).await
     }
@@ -103,10 +99,6 @@ impl<C: Catalog> Store<C> {
     ) -> StoreResult<Store<C>> {
         let config = config::read(data_dir)?;
         let rack = config::validate(&config, &data_dir.join(STORE_FILE))?;
-        // Listed before the counter is read (inside the reservation), so a stack another
-        // process is writing now carries an id the counter has already passed.
-        let found = crate::survey::survey(data_dir)?;
-        let blob_ids_raised = reserve_blob_ids(&catalog, &found).await?;
         let staging = StagingLog::open_chain(
             config.staging_devices(data_dir),
             config.staging,
@@ -120,7 +112,18 @@ impl<C: Catalog> Store<C> {
             Environment::Given { clock, .. } => clock.clone(),
         };
         let failed: Vec<DiskIndex> = failed_disks(&catalog).await?.into_iter().collect();
+        let given_disks = matches!(environment, Environment::Given { .. });
         let rack_io = open_rack(data_dir, &rack, &config, &failed, environment).await?;
+        // The disks' names were listed as they opened, before the counter is read (inside the
+        // reservation), so a stack another process is writing now carries an id the counter
+        // has already passed. One listing per disk: the disks' own. Given disks have no host
+        // directory; the survey of `DATA/disks/` stands in.
+        let highest_blob_id = if given_disks {
+            crate::survey::survey(data_dir)?.highest_blob_id
+        } else {
+            rack_io.highest_blob_id_listed
+        };
+        let blob_ids_raised = reserve_blob_ids(&catalog, highest_blob_id).await?;
         let groups = config.layout.groups.len();
         let migration = crate::space::MigrationState::new(&rack, groups, rack_io.code.clone());
         // Told of every segment the log frees from now on; recovery's deletions below find

@@ -15,7 +15,7 @@ use crate::driver::{Driver, DriverConfig, DriverError};
 use crate::durable::HostFiles;
 use crate::error::{StoreError, StoreResult, io_error};
 use crate::placement::Placement;
-use spinwise_catalog::{Catalog, DiskHealth, DiskIndex};
+use spinwise_catalog::{BlobId, Catalog, DiskHealth, DiskIndex};
 use spinwise_disk::{Disk, DiskError, DiskTiming, EmulatedConfig, EmulatedDisk};
 use spinwise_ec::Code;
 use spinwise_model::Rack;
@@ -77,6 +77,11 @@ pub struct StoreRack {
     /// The store's reads in progress per disk, which decide the columns a read takes
     /// ([`crate::columns`]).
     pub disk_reads: Arc<DiskReads>,
+    /// The highest blob id any stack file's name carried when the emulated disks opened,
+    /// temporary files included ([`crate::stacks::stack_blob_id`]): what the store's blob id
+    /// counter must pass, seen by the disks' own opening listings (one listing per disk).
+    /// `None` for given disks too: they have no host directory to list.
+    pub highest_blob_id_listed: Option<BlobId>,
 }
 
 impl std::fmt::Debug for StoreRack {
@@ -137,33 +142,46 @@ const DISKS_PER_OPENING_THREAD: usize = 128;
 const MAX_OPENING_THREADS: usize = 4;
 
 /// Opens every emulated disk of `rack` in `data_dir`, in index order, on a few threads when
-/// the rack is large.
+/// the rack is large; with the highest blob id their listings named
+/// ([`StoreRack::highest_blob_id_listed`]).
 fn open_emulated_disks(
     data_dir: &Path,
     rack: &Rack,
     config: &StoreConfig,
-) -> StoreResult<Vec<Arc<EmulatedDisk>>> {
+) -> StoreResult<(Vec<Arc<EmulatedDisk>>, Option<BlobId>)> {
     let count = rack.disk_count();
     let indices: Vec<usize> = (0..count).collect();
     let runs = crate::runs::in_runs(
         &indices,
         DISKS_PER_OPENING_THREAD,
         MAX_OPENING_THREADS,
-        |run: &[usize]| -> StoreResult<Vec<Arc<EmulatedDisk>>> {
-            run.iter()
+        |run: &[usize]| -> StoreResult<(Vec<Arc<EmulatedDisk>>, Option<BlobId>)> {
+            let mut highest = None;
+            let mut see = |name: &str| {
+                if let Some((blob, _)) = crate::stacks::stack_blob_id(name) {
+                    highest = highest.max(Some(blob));
+                }
+            };
+            let disks = run
+                .iter()
                 .map(|&index| {
-                    EmulatedDisk::open(emulated_config(data_dir, rack, config, index))
+                    let config = emulated_config(data_dir, rack, config, index);
+                    EmulatedDisk::open_seeing(config, &mut see)
                         .map(Arc::new)
                         .map_err(disk_error)
                 })
-                .collect()
+                .collect::<StoreResult<_>>()?;
+            Ok((disks, highest))
         },
     );
     let mut disks = Vec::with_capacity(count);
+    let mut highest = None;
     for opened in runs {
-        disks.extend(opened?);
+        let (run, run_highest) = opened?;
+        disks.extend(run);
+        highest = highest.max(run_highest);
     }
-    Ok(disks)
+    Ok((disks, highest))
 }
 
 /// Opens the disks (a missing or failed emulated one opens as failed; given ones are used as
@@ -176,20 +194,17 @@ pub async fn open_rack(
     failed: &[DiskIndex],
     environment: Environment,
 ) -> StoreResult<StoreRack> {
-    let (emulated, disks, clock) = match environment {
+    let (emulated, disks, clock, highest_blob_id_listed) = match environment {
         Environment::Emulated => {
-            let emulated = open_emulated_disks(data_dir, rack, config)?;
+            let (emulated, highest) = open_emulated_disks(data_dir, rack, config)?;
             let disks: Vec<Arc<dyn Disk>> = emulated
                 .iter()
                 .map(|d| d.clone() as Arc<dyn Disk>)
                 .collect();
-            (
-                emulated,
-                disks,
-                Arc::new(SystemClock::new()) as Arc<dyn Clock>,
-            )
+            let clock = Arc::new(SystemClock::new()) as Arc<dyn Clock>;
+            (emulated, disks, clock, highest)
         }
-        Environment::Given { disks, clock, .. } => (Vec::new(), disks, clock),
+        Environment::Given { disks, clock, .. } => (Vec::new(), disks, clock, None),
     };
     let layout = &config.layout;
     let driver = Driver::start(
@@ -220,6 +235,7 @@ pub async fn open_rack(
         placement: Placement::new(rack, layout),
         code: Arc::new(code),
         disk_reads: DiskReads::new(rack.disk_count()),
+        highest_blob_id_listed,
     })
 }
 

@@ -349,7 +349,7 @@ fn list_group(disks: &GroupDisks) -> Vec<ListedStack> {
             continue;
         };
         for name in names {
-            let Some((_, temporary)) = crate::survey::stack_blob_id(&name) else {
+            let Some((_, temporary)) = crate::stacks::stack_blob_id(&name) else {
                 continue;
             };
             let header = if temporary {
@@ -392,7 +392,7 @@ fn stacked_blobs(
 ) -> BTreeMap<BlobId, FoundBlob> {
     let mut blobs: BTreeMap<BlobId, FoundBlob> = BTreeMap::new();
     for stack in listed {
-        let Some((blob, false)) = crate::survey::stack_blob_id(&stack.name) else {
+        let Some((blob, false)) = crate::stacks::stack_blob_id(&stack.name) else {
             continue;
         };
         let path = disk_directory(data_dir, stack.disk as usize).join(&stack.name);
@@ -599,7 +599,7 @@ fn highest_blob_id(
     let surveyed = crate::survey::survey(data_dir)?.highest_blob_id;
     let named = listed
         .iter()
-        .filter_map(|stack| crate::survey::stack_blob_id(&stack.name))
+        .filter_map(|stack| crate::stacks::stack_blob_id(&stack.name))
         .map(|(blob, _)| blob)
         .max();
     Ok(surveyed.max(named).max(blobs.keys().next_back().copied()))

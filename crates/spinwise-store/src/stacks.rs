@@ -38,6 +38,24 @@ pub fn stack_name(blob: BlobId, column: usize) -> String {
     format!("blob-{blob:016x}-c{column:03}.stack")
 }
 
+/// The blob id in a stack file's name: `blob-<16 hex>-c<3 digits>.stack`, or a disk's temporary
+/// file for one (`.tmp-<sequence>-` before it; docs/disks.md).
+pub fn stack_blob_id(name: &str) -> Option<(BlobId, bool)> {
+    let (name, temporary) = match name.strip_prefix(".tmp-") {
+        Some(rest) => (rest.split_once('-')?.1, true),
+        None => (name, false),
+    };
+    let rest = name.strip_prefix("blob-")?.strip_suffix(".stack")?;
+    let (hex, column) = rest.split_once("-c")?;
+    let well_formed =
+        hex.len() == 16 && column.len() == 3 && column.bytes().all(|byte| byte.is_ascii_digit());
+    if !well_formed {
+        return None;
+    }
+    let blob = BlobId::from_str_radix(hex, 16).ok()?;
+    Some((blob, temporary))
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum StackWriteError {
     #[error("encoding the blob failed: {0}")]
@@ -368,5 +386,32 @@ pub(crate) fn write_rebuilt_stack(
                 message: error.to_string(),
             },
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{stack_blob_id, stack_name};
+
+    #[test]
+    fn stack_names_and_their_temporary_files_give_their_blob_id_and_nothing_else_does() {
+        assert_eq!(stack_blob_id(&stack_name(7, 2)), Some((7, false)));
+        assert_eq!(
+            stack_blob_id(&stack_name(u64::MAX, 254)),
+            Some((u64::MAX, false))
+        );
+        let temporary = format!(".tmp-12-{}", stack_name(0x2a, 0));
+        assert_eq!(stack_blob_id(&temporary), Some((0x2a, true)));
+        for other in [
+            "blob-1-c000.stack",
+            "blob-000000000000000g-c000.stack",
+            "blob-0000000000000001-c00.stack",
+            "blob-0000000000000001-c000.stak",
+            ".failed",
+            "seg-0000000000000001.log",
+            ".tmp-blob-0000000000000001-c000.stack",
+        ] {
+            assert_eq!(stack_blob_id(other), None, "{other}");
+        }
     }
 }

@@ -1,6 +1,6 @@
 //! What a data directory holds outside its catalog — staging segments (`DATA/staging/seg-*.log`)
-//! and stripe stacks (`DATA/disks/disk-*/blob-*-c*.stack`) — and the two guards built on it
-//! when a store opens (docs/store.md, "A lost catalog"):
+//! and stripe stacks (`DATA/disks/disk-*/blob-*-c*.stack`) — and the guards built on it
+//! (docs/store.md, "A lost catalog"):
 //!
 //! - a store whose catalog is missing, empty or unreadable refuses to open, deleting nothing,
 //!   while the directory holds segments or stacks: only the catalog names the objects in them,
@@ -9,6 +9,9 @@
 //! - the catalog's blob id counter is raised above the highest blob id any stack on the disks
 //!   carries, so a blob id is never handed out twice, even after the catalog was lost, replaced
 //!   or restored from an older copy (the catalog's own counter only remembers what it saw).
+//!   An ordinary open reads the names from the listings its emulated disks make to open
+//!   ([`crate::stacks::stack_blob_id`] in `rack::open_emulated_disks`); the survey serves recovery and a store
+//!   on given disks.
 //!
 //! Invariants: the survey only lists directories and parses names; it reads no file, changes
 //! nothing, and spins no disk up. An emulated disk's files are host files, so their names are
@@ -19,6 +22,7 @@
 use crate::config::STAGING_DIR;
 use crate::error::{StoreResult, io_error};
 use crate::rack::DISKS_DIR;
+use crate::stacks::stack_blob_id;
 use spinwise_catalog::BlobId;
 use std::path::{Path, PathBuf};
 
@@ -41,24 +45,6 @@ impl DataSurvey {
     pub fn holds_data(&self) -> bool {
         self.staging_segments > 0 || self.stripe_stacks > 0
     }
-}
-
-/// The blob id in a stack file's name: `blob-<16 hex>-c<3 digits>.stack`, or a disk's temporary
-/// file for one (`.tmp-<sequence>-` before it; docs/disks.md).
-pub fn stack_blob_id(name: &str) -> Option<(BlobId, bool)> {
-    let (name, temporary) = match name.strip_prefix(".tmp-") {
-        Some(rest) => (rest.split_once('-')?.1, true),
-        None => (name, false),
-    };
-    let rest = name.strip_prefix("blob-")?.strip_suffix(".stack")?;
-    let (hex, column) = rest.split_once("-c")?;
-    let well_formed =
-        hex.len() == 16 && column.len() == 3 && column.bytes().all(|byte| byte.is_ascii_digit());
-    if !well_formed {
-        return None;
-    }
-    let blob = BlobId::from_str_radix(hex, 16).ok()?;
-    Some((blob, temporary))
 }
 
 /// Whether `name` is a staging segment's file name (docs/staging-format.md).
@@ -160,7 +146,7 @@ fn survey_disks(directories: &[PathBuf]) -> DataSurvey {
 
 #[cfg(test)]
 mod tests {
-    use super::{is_segment_name, stack_blob_id, survey, survey_disks};
+    use super::{is_segment_name, survey, survey_disks};
     use crate::rack::DISKS_DIR;
     use crate::stacks::stack_name;
 
@@ -195,28 +181,6 @@ mod tests {
         assert_eq!(found.unlisted_disks.len(), 3);
         assert!(found.unlisted_disks[0].contains("disk-00050"));
         assert!(found.unlisted_disks[2].contains("disk-00250"));
-    }
-
-    #[test]
-    fn stack_names_and_their_temporary_files_give_their_blob_id_and_nothing_else_does() {
-        assert_eq!(stack_blob_id(&stack_name(7, 2)), Some((7, false)));
-        assert_eq!(
-            stack_blob_id(&stack_name(u64::MAX, 254)),
-            Some((u64::MAX, false))
-        );
-        let temporary = format!(".tmp-12-{}", stack_name(0x2a, 0));
-        assert_eq!(stack_blob_id(&temporary), Some((0x2a, true)));
-        for other in [
-            "blob-1-c000.stack",
-            "blob-000000000000000g-c000.stack",
-            "blob-0000000000000001-c00.stack",
-            "blob-0000000000000001-c000.stak",
-            ".failed",
-            "seg-0000000000000001.log",
-            ".tmp-blob-0000000000000001-c000.stack",
-        ] {
-            assert_eq!(stack_blob_id(other), None, "{other}");
-        }
     }
 
     #[test]

@@ -326,3 +326,34 @@ async fn abandoning_a_writing_blob_keeps_a_file_of_its_name_that_another_blob_wr
     }
     store.close().await;
 }
+
+/// The ids the counter must pass are read from the listings the disks make as they open, and a
+/// crash's leftover temporary stack counts too (its id was taken when the file got it), although
+/// opening removes the file: a catalog older than the disks continues above it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leftover_temporary_stack_raises_the_blob_id_counter_although_opening_removes_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let store = new_store(&data).await;
+    store.close().await;
+    let leftover_id = 40;
+    let leftover = disk_directory(&data, 3).join(format!(".tmp-0-{}", stack_name(leftover_id, 0)));
+    std::fs::write(&leftover, b"a stack cut short").unwrap();
+
+    let store = Store::open_sqlite(&data).await.unwrap();
+    assert!(!leftover.exists(), "opening removes a crash's leftover");
+    assert!(
+        (store.recovery().problems.iter()).any(|problem| problem.contains("older than the disks")),
+        "{:?}",
+        store.recovery().problems
+    );
+    put_and_flush(&store, &[("next", pattern(20_000, 8))]).await;
+    let ObjectLocation::Migrated { blob, .. } = store.stat("next").await.unwrap().location else {
+        panic!("`next` was not migrated");
+    };
+    assert!(
+        blob > leftover_id,
+        "blob id {blob} does not pass the leftover's {leftover_id}"
+    );
+    store.close().await;
+}
