@@ -1,14 +1,18 @@
 //! blob_listing: how long reading every blob of a SQLite catalog takes, group by group in pages
-//! of 1,024, as a store does the first time it needs its disks' used space
-//! (`spinwise_store::space`: a flush or a compaction). The catalog is filled with BLOBS committed 15 + 3 blobs over GROUPS groups of 24
-//! disks (the Pelican rack's shape), then listed REPEATS times.
+//! of 1,024 (as a store counted its disks' used space the first time a flush or a compaction
+//! needed it, until 2026-11-30), against reading the usage the catalog keeps per disk
+//! (`Catalog::disk_usage`, what the store reads now). The catalog is filled with BLOBS
+//! committed 15 + 3 blobs over GROUPS groups of 24 disks (the Pelican rack's shape), then both
+//! are read REPEATS times; the usage summed from the listing must equal the kept one.
 //!
 //! `cargo run --release -p spinwise-catalog --example blob_listing -- [BLOBS] [GROUPS] [REPEATS]`
-//! (defaults 10000, 48, 5). Prints each listing's milliseconds.
+//! (defaults 10000, 48, 5). Prints each reading's milliseconds.
 
 use std::time::Instant;
 
-use spinwise_catalog::{BlobRecord, BlobState, Catalog, SqliteCatalog};
+use std::collections::BTreeMap;
+
+use spinwise_catalog::{BlobRecord, BlobState, Catalog, DiskUsage, SqliteCatalog};
 
 const PAGE: u32 = 1024;
 const DISKS_PER_GROUP: u32 = 24;
@@ -44,9 +48,14 @@ fn blob(id: u64, group: u32) -> BlobRecord {
     }
 }
 
-/// Every blob of every group, as the store's open pages through them; returns how many.
-async fn list_every_blob(catalog: &SqliteCatalog, groups: u32) -> Result<usize, String> {
+/// Every blob of every group, paged as the store used to; returns how many and the usage per
+/// disk they add up to.
+async fn list_every_blob(
+    catalog: &SqliteCatalog,
+    groups: u32,
+) -> Result<(usize, Vec<DiskUsage>), String> {
     let mut listed = 0;
+    let mut usage: BTreeMap<u32, DiskUsage> = BTreeMap::new();
     for group in 0..groups {
         let mut after = None;
         loop {
@@ -55,13 +64,24 @@ async fn list_every_blob(catalog: &SqliteCatalog, groups: u32) -> Result<usize, 
                 .await
                 .map_err(|error| error.to_string())?;
             listed += page.len();
+            for blob in &page {
+                for &disk in &blob.disks {
+                    let entry = usage.entry(disk).or_insert(DiskUsage {
+                        disk,
+                        blobs: 0,
+                        stripes: 0,
+                    });
+                    entry.blobs += 1;
+                    entry.stripes += blob.stripes();
+                }
+            }
             match page.last() {
                 Some(last) if page.len() == PAGE as usize => after = Some(last.id),
                 _ => break,
             }
         }
     }
-    Ok(listed)
+    Ok((listed, usage.into_values().collect()))
 }
 
 #[tokio::main(flavor = "current_thread")]
@@ -91,9 +111,19 @@ async fn main() -> Result<(), String> {
     }
     for _ in 0..repeats {
         let start = Instant::now();
-        let listed = list_every_blob(&catalog, groups).await?;
-        let elapsed_ms = start.elapsed().as_secs_f64() * 1e3;
-        println!("listed {listed} blobs of {groups} groups in {elapsed_ms:.1} ms");
+        let (listed, summed) = list_every_blob(&catalog, groups).await?;
+        let listing_ms = start.elapsed().as_secs_f64() * 1e3;
+        let start = Instant::now();
+        let kept = catalog.disk_usage().await.map_err(|e| e.to_string())?;
+        let kept_ms = start.elapsed().as_secs_f64() * 1e3;
+        if kept != summed {
+            return Err("the kept disk usage differs from the listing's".to_string());
+        }
+        println!(
+            "listed {listed} blobs of {groups} groups in {listing_ms:.1} ms; \
+             the kept usage of {} disks in {kept_ms:.2} ms",
+            kept.len()
+        );
     }
     catalog.close().await;
     Ok(())

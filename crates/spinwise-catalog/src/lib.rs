@@ -16,8 +16,9 @@
 //!
 //! Backends:
 //! - [`SqliteCatalog`] (`sqlite.rs`): SQLite through sqlx in WAL mode with `synchronous = FULL`
-//!   (a method that returned `Ok` is durable), foreign keys on, a bounded pool, schema version 3 (versions 1 and 2 migrated in place)
-//!   created from an empty database and newer versions refused; the embedded default.
+//!   (a method that returned `Ok` is durable), foreign keys on, a bounded pool, schema version 4
+//!   (versions 1 to 3 migrated in place) created from an empty database and newer versions
+//!   refused; the embedded default.
 //! - [`MemoryCatalog`] (`memory.rs`): BTreeMaps behind a mutex; the reference model the SQLite
 //!   backend is tested against (tests/it/differential.rs), and a catalog for store unit tests.
 //!
@@ -34,7 +35,9 @@
 //! - a rebuild task names a committed blob and a column whose disk is the task's failed disk,
 //!   marked failed;
 //! - the blob id counter is above every blob id;
-//! - every warm object is staged (schema version 3 also holds this as a CHECK constraint).
+//! - every warm object is staged (schema version 3 also holds this as a CHECK constraint);
+//! - (SQLite) the per-disk usage it keeps for [`Catalog::disk_usage`] equals a recount from the
+//!   blobs.
 
 use std::collections::BTreeSet;
 use std::future::Future;
@@ -119,6 +122,29 @@ pub struct BlobRecord {
     pub state: BlobState,
     /// Bytes of live objects in the blob (dead ones are reclaimed by compaction).
     pub live_bytes: u64,
+}
+
+impl BlobRecord {
+    /// Stripes in each of the blob's stacks: `ceil(size_bytes / (k × fragment_bytes))`, 0 for
+    /// an empty blob (and for a fragment size of 0, which holds nothing).
+    pub fn stripes(&self) -> u64 {
+        let stripe_bytes = u64::from(self.k) * u64::from(self.fragment_bytes);
+        if stripe_bytes == 0 {
+            return 0;
+        }
+        self.size_bytes.div_ceil(stripe_bytes)
+    }
+}
+
+/// What the blobs of the catalog (`Writing` and `Committed`) keep on one disk: how many have a
+/// column there and the sum of their [`BlobRecord::stripes`]. A stack file's bytes are a header
+/// plus its stripes' framed fragments, so a store turns this into used bytes without reading a
+/// blob ([`Catalog::disk_usage`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DiskUsage {
+    pub disk: DiskIndex,
+    pub blobs: u64,
+    pub stripes: u64,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -386,6 +412,10 @@ pub trait Catalog: Send + Sync + 'static {
     ) -> impl Future<Output = Result<Vec<BlobRecord>, CatalogError>> + Send;
     /// Removes a committed blob with no live bytes (after compaction or deletes).
     fn remove_blob(&self, blob: BlobId) -> impl Future<Output = Result<(), CatalogError>> + Send;
+    /// Every disk some blob has a column on, ascending, with what the blobs keep there
+    /// ([`DiskUsage`]), columns moved by a rebuild on their new disk. Kept as the blobs change,
+    /// so it costs O(disks), not O(blobs): a store counts its disks' used space from it.
+    fn disk_usage(&self) -> impl Future<Output = Result<Vec<DiskUsage>, CatalogError>> + Send;
     fn set_disk_health(
         &self,
         disk: DiskIndex,

@@ -14,8 +14,8 @@ use std::sync::{Mutex, MutexGuard};
 use crate::rules;
 use crate::{
     BlobId, BlobRecord, BlobState, Catalog, CatalogError, CatalogStats, DiskHealth, DiskIndex,
-    DiskRecord, GroupIndex, IntegrityReport, Migration, ObjectLocation, ObjectRecord, RebuildTask,
-    ScrubEntry, SegmentId, SegmentUsage, Tier,
+    DiskRecord, DiskUsage, GroupIndex, IntegrityReport, Migration, ObjectLocation, ObjectRecord,
+    RebuildTask, ScrubEntry, SegmentId, SegmentUsage, Tier,
 };
 
 /// The in-memory catalog; see the module documentation.
@@ -661,6 +661,24 @@ impl Catalog for MemoryCatalog {
                 verified_unix_ms: (verified > 0).then_some(verified),
             })
             .collect())
+    }
+
+    async fn disk_usage(&self) -> Result<Vec<DiskUsage>, CatalogError> {
+        // The reference model counts from the blobs each time; the SQLite catalog keeps totals.
+        let state = self.lock();
+        let mut usage: BTreeMap<DiskIndex, DiskUsage> = BTreeMap::new();
+        for blob in state.blobs.values() {
+            for &disk in &blob.disks {
+                let entry = usage.entry(disk).or_insert(DiskUsage {
+                    disk,
+                    blobs: 0,
+                    stripes: 0,
+                });
+                entry.blobs += 1;
+                entry.stripes = entry.stripes.saturating_add(blob.stripes());
+            }
+        }
+        Ok(usage.into_values().collect())
     }
 
     async fn last_scrub_in_group(&self, group: GroupIndex) -> Result<Option<i64>, CatalogError> {

@@ -116,6 +116,11 @@ pub(crate) fn check_new_blob(
         });
     }
     stored(record.size_bytes, "blob size_bytes")?;
+    // A stripe's data bytes must be a stored integer too: the catalog's disk usage divides by it.
+    stored(
+        u64::from(record.k) * u64::from(record.fragment_bytes),
+        "blob k × fragment_bytes",
+    )?;
     if record.k == 0 {
         return Err(invalid(
             "begin_blob",

@@ -28,12 +28,12 @@ use sqlx::{Row, SqliteConnection};
 use crate::rules;
 use crate::{
     Absence, BlobId, BlobRecord, BlobState, Catalog, CatalogError, CatalogStats, ContentHash,
-    DiskHealth, DiskIndex, DiskRecord, GroupIndex, IntegrityReport, Migration, ObjectLocation,
-    ObjectRecord, RebuildTask, ScrubEntry, SegmentId, SegmentUsage, Tier,
+    DiskHealth, DiskIndex, DiskRecord, DiskUsage, GroupIndex, IntegrityReport, Migration,
+    ObjectLocation, ObjectRecord, RebuildTask, ScrubEntry, SegmentId, SegmentUsage, Tier,
 };
 
 /// The schema version this build creates and understands.
-pub const SCHEMA_VERSION: i64 = 3;
+pub const SCHEMA_VERSION: i64 = 4;
 
 /// Connections in the pool: writers serialize on SQLite's write lock anyway; the rest let
 /// reads (WAL readers never block the writer) proceed concurrently.
@@ -113,6 +113,51 @@ ALTER TABLE objects ADD COLUMN tier TEXT NOT NULL DEFAULT 'cold'
     CHECK (tier IN ('warm', 'cold') AND (tier = 'cold' OR staged_segment IS NOT NULL));
 CREATE INDEX objects_warm ON objects (created_unix_ms, key) WHERE tier = 'warm';
 UPDATE schema_version SET version = 3;
+"#;
+
+/// Version 3 → 4: what each disk's blobs keep on it (`disk_usage`: blobs with a column there
+/// and their stripes, `BlobRecord::stripes`), filled from the blobs and kept by triggers as
+/// columns are added (`begin_blob`), moved (`complete_rebuild`) and removed with their blob
+/// (`abort_blob`, `remove_blob`: before the blob's row goes, while its columns are there), so
+/// a store reads its disks' used space in O(disks) instead of reading every blob. A row whose
+/// disk holds no blob any more stays with zeros. `integrity_check` recounts it from the blobs.
+const SCHEMA_V4_STEP: &str = r#"
+CREATE TABLE disk_usage (
+    disk INTEGER PRIMARY KEY CHECK (disk BETWEEN 0 AND 4294967295),
+    blobs INTEGER NOT NULL CHECK (blobs >= 0),
+    stripes INTEGER NOT NULL CHECK (stripes >= 0)
+) STRICT;
+INSERT INTO disk_usage (disk, blobs, stripes)
+    SELECT d.disk, COUNT(*), SUM(CASE WHEN b.k * b.fragment_bytes = 0 THEN 0
+        ELSE b.size_bytes / (b.k * b.fragment_bytes) + (b.size_bytes % (b.k * b.fragment_bytes) > 0) END)
+    FROM blob_disks d JOIN blobs b ON b.id = d.blob GROUP BY d.disk;
+CREATE TRIGGER disk_usage_column_added AFTER INSERT ON blob_disks BEGIN
+    INSERT INTO disk_usage (disk, blobs, stripes)
+        SELECT NEW.disk, 1, CASE WHEN b.k * b.fragment_bytes = 0 THEN 0
+            ELSE b.size_bytes / (b.k * b.fragment_bytes) + (b.size_bytes % (b.k * b.fragment_bytes) > 0) END
+        FROM blobs b WHERE b.id = NEW.blob
+    ON CONFLICT (disk) DO UPDATE SET blobs = blobs + 1, stripes = stripes + excluded.stripes;
+END;
+CREATE TRIGGER disk_usage_column_moved AFTER UPDATE OF disk ON blob_disks
+    WHEN OLD.disk <> NEW.disk BEGIN
+    UPDATE disk_usage SET blobs = blobs - 1, stripes = stripes - (
+        SELECT CASE WHEN b.k * b.fragment_bytes = 0 THEN 0
+            ELSE b.size_bytes / (b.k * b.fragment_bytes) + (b.size_bytes % (b.k * b.fragment_bytes) > 0) END
+        FROM blobs b WHERE b.id = OLD.blob)
+    WHERE disk = OLD.disk;
+    INSERT INTO disk_usage (disk, blobs, stripes)
+        SELECT NEW.disk, 1, CASE WHEN b.k * b.fragment_bytes = 0 THEN 0
+            ELSE b.size_bytes / (b.k * b.fragment_bytes) + (b.size_bytes % (b.k * b.fragment_bytes) > 0) END
+        FROM blobs b WHERE b.id = NEW.blob
+    ON CONFLICT (disk) DO UPDATE SET blobs = blobs + 1, stripes = stripes + excluded.stripes;
+END;
+CREATE TRIGGER disk_usage_blob_removed BEFORE DELETE ON blobs BEGIN
+    UPDATE disk_usage SET blobs = blobs - 1, stripes = stripes - (
+        CASE WHEN OLD.k * OLD.fragment_bytes = 0 THEN 0
+            ELSE OLD.size_bytes / (OLD.k * OLD.fragment_bytes) + (OLD.size_bytes % (OLD.k * OLD.fragment_bytes) > 0) END)
+    WHERE disk IN (SELECT disk FROM blob_disks WHERE blob = OLD.id);
+END;
+UPDATE schema_version SET version = 4;
 "#;
 
 const OBJECT_COLUMNS: &str =
@@ -555,6 +600,13 @@ impl SqliteCatalog {
                 .map_err(|error| format!("migrating schema version 2 to 3: {error}"))?;
             version = 3;
         }
+        if version == 3 {
+            sqlx::raw_sql(SCHEMA_V4_STEP)
+                .execute(&mut *transaction)
+                .await
+                .map_err(|error| format!("migrating schema version 3 to 4: {error}"))?;
+            version = 4;
+        }
         debug_assert_eq!(version, SCHEMA_VERSION);
         transaction
             .commit()
@@ -638,8 +690,47 @@ impl SqliteCatalog {
     ) -> Result<(), CatalogError> {
         Self::object_problems(connection, problems).await?;
         Self::blob_problems(connection, problems).await?;
+        Self::disk_usage_problems(connection, problems).await?;
         self.task_problems(connection, problems).await?;
         Self::counter_problems(connection, problems).await
+    }
+
+    /// `disk_usage` against a recount from the blobs: every disk whose kept totals differ (a
+    /// trigger missed a change) is a problem line.
+    async fn disk_usage_problems(
+        connection: &mut SqliteConnection,
+        problems: &mut Vec<String>,
+    ) -> Result<(), CatalogError> {
+        let operation = "integrity_check";
+        let rows = sqlx::query(
+            "WITH counted AS (
+                 SELECT d.disk, COUNT(*) AS blobs, SUM(CASE WHEN b.k * b.fragment_bytes = 0 THEN 0
+                     ELSE b.size_bytes / (b.k * b.fragment_bytes)
+                         + (b.size_bytes % (b.k * b.fragment_bytes) > 0) END) AS stripes
+                 FROM blob_disks d JOIN blobs b ON b.id = d.blob GROUP BY d.disk)
+             SELECT u.disk, u.blobs AS kept_blobs, u.stripes AS kept_stripes,
+                    COALESCE(c.blobs, 0) AS blobs, COALESCE(c.stripes, 0) AS stripes
+             FROM disk_usage u LEFT JOIN counted c ON c.disk = u.disk
+             WHERE u.blobs <> COALESCE(c.blobs, 0) OR u.stripes <> COALESCE(c.stripes, 0)
+             UNION ALL
+             SELECT c.disk, 0, 0, c.blobs, c.stripes FROM counted c
+             WHERE c.disk NOT IN (SELECT disk FROM disk_usage)
+             ORDER BY 1",
+        )
+        .fetch_all(&mut *connection)
+        .await
+        .map_err(query_error(operation))?;
+        for row in &rows {
+            problems.push(format!(
+                "disk {}: the kept usage says {} blobs and {} stripes, the blobs say {} and {}",
+                get::<i64>(row, "disk")?,
+                get::<i64>(row, "kept_blobs")?,
+                get::<i64>(row, "kept_stripes")?,
+                get::<i64>(row, "blobs")?,
+                get::<i64>(row, "stripes")?,
+            ));
+        }
+        Ok(())
     }
 
     /// Migrated objects: blob present, committed, bytes inside it.
@@ -1561,6 +1652,25 @@ impl Catalog for SqliteCatalog {
                 .await
                 .map_err(query_error("last_scrub_in_group"))?;
         Ok(latest.filter(|&verified| verified > 0))
+    }
+
+    async fn disk_usage(&self) -> Result<Vec<DiskUsage>, CatalogError> {
+        let operation = "disk_usage";
+        let rows = sqlx::query(
+            "SELECT disk, blobs, stripes FROM disk_usage WHERE blobs > 0 ORDER BY disk",
+        )
+        .fetch_all(&self.pool)
+        .await
+        .map_err(query_error(operation))?;
+        rows.iter()
+            .map(|row| {
+                Ok(DiskUsage {
+                    disk: unsigned(get::<i64>(row, "disk")?, "disk")?,
+                    blobs: unsigned(get::<i64>(row, "blobs")?, "blobs")?,
+                    stripes: unsigned(get::<i64>(row, "stripes")?, "stripes")?,
+                })
+            })
+            .collect()
     }
 
     async fn integrity_check(&self) -> Result<IntegrityReport, CatalogError> {

@@ -124,8 +124,7 @@ impl<C: Catalog> Store<C> {
             rack_io.highest_blob_id_listed
         };
         let blob_ids_raised = reserve_blob_ids(&catalog, highest_blob_id).await?;
-        let groups = config.layout.groups.len();
-        let migration = crate::space::MigrationState::new(&rack, groups, rack_io.code.clone());
+        let migration = crate::space::MigrationState::new(&rack, rack_io.code.clone());
         // Told of every segment the log frees from now on; recovery's deletions below find
         // it empty.
         let tail_cache = Arc::new(TailCache::open(&config.tail_cache, data_dir));

@@ -1,9 +1,9 @@
 //! Per-disk space for the placer, and the migrator's state that holds it ([`MigrationState`]: the
 //! space, the flush lock, the staging segments a migration is reading): how many bytes of stripe
-//! stacks each disk holds, counted from the catalog the first time a flush, a compaction or a
-//! caller asks (not when the store opens: counting reads every blob, and `ls` or a GET need none
-//! of it), kept up to date as the migrator begins and aborts blobs, and turned into the
-//! [`DiskRoom`] map [`crate::placement::Placement`] decides from.
+//! stacks each disk holds, counted from the per-disk totals the catalog keeps
+//! ([`Catalog::disk_usage`], O(disks)) the first time a flush, a compaction or a caller asks
+//! (`ls` or a GET need none of it), kept up to date as the migrator begins and aborts blobs, and
+//! turned into the [`DiskRoom`] map [`crate::placement::Placement`] decides from.
 //!
 //! Invariants:
 //! - the books ([`Books`]) are one async lock held across the count and across every catalog
@@ -21,14 +21,11 @@
 use crate::config::disk_capacity_bytes;
 use crate::error::StoreResult;
 use crate::placement::DiskRoom;
-use spinwise_catalog::{BlobId, BlobRecord, Catalog, DiskIndex, GroupIndex, SegmentId};
-use spinwise_ec::Code;
+use spinwise_catalog::{BlobRecord, Catalog, DiskIndex, SegmentId};
+use spinwise_ec::{Code, HEADER_BYTES};
 use spinwise_model::Rack;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
-
-/// Blobs asked of the catalog per page while counting.
-const BLOB_PAGE: u32 = 1024;
 
 /// Bytes of stripe stacks on every disk of the rack.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -47,35 +44,28 @@ impl DiskSpace {
         }
     }
 
-    /// Counts every blob of every group in the catalog (paged).
+    /// Counts what the catalog's blobs keep on every disk ([`Catalog::disk_usage`]: O(disks),
+    /// whatever the number of blobs).
     pub async fn from_catalog<C: Catalog>(
         catalog: &C,
         rack: &Rack,
-        groups: usize,
         code: &Code,
     ) -> StoreResult<DiskSpace> {
         let empty = DiskSpace::new(rack.disk_count(), disk_capacity_bytes(rack));
-        empty.count(catalog, groups, code).await
+        empty.count(catalog, code).await
     }
 
-    /// This space with every blob of every group in `catalog` added (paged).
-    async fn count<C: Catalog>(
-        mut self,
-        catalog: &C,
-        groups: usize,
-        code: &Code,
-    ) -> StoreResult<DiskSpace> {
-        for group in 0..groups as GroupIndex {
-            let mut after: Option<BlobId> = None;
-            loop {
-                let page = catalog.blobs_in_group(group, after, BLOB_PAGE).await?;
-                for blob in &page {
-                    self.add_blob(blob, code);
-                }
-                match page.last() {
-                    Some(last) if page.len() == BLOB_PAGE as usize => after = Some(last.id),
-                    _ => break,
-                }
+    /// This space with what the catalog's blobs keep on each disk added: per blob with a column
+    /// on the disk, a stack header plus its stripes' framed fragments. That is
+    /// `code.stack_file_bytes(blob.size_bytes)` summed, as [`DiskSpace::add_blob`] books it,
+    /// because every blob is written with the store's code (its k and fragment size).
+    async fn count<C: Catalog>(mut self, catalog: &C, code: &Code) -> StoreResult<DiskSpace> {
+        let framed_fragment_bytes = code.framed_fragment_bytes() as u64;
+        for usage in catalog.disk_usage().await? {
+            if let Some(used) = self.used_bytes.get_mut(usage.disk as usize) {
+                let headers = usage.blobs.saturating_mul(HEADER_BYTES as u64);
+                let fragments = usage.stripes.saturating_mul(framed_fragment_bytes);
+                *used = used.saturating_add(headers.saturating_add(fragments));
             }
         }
         Ok(self)
@@ -136,10 +126,9 @@ impl DiskSpace {
 pub struct MigrationState {
     /// `None` until counted ([`MigrationState::space`]).
     space: tokio::sync::Mutex<Option<DiskSpace>>,
-    /// What counting needs: the rack's disks and their capacity, the layout's groups, the code.
+    /// What counting needs: the rack's disks and their capacity, and the code.
     disks: usize,
     capacity_bytes: u64,
-    groups: usize,
     code: Arc<Code>,
     flush_lock: tokio::sync::Mutex<()>,
     pinned: Mutex<BTreeMap<SegmentId, usize>>,
@@ -175,14 +164,13 @@ impl Books<'_> {
 }
 
 impl MigrationState {
-    /// The migrator's state of a store opening on `rack` with `groups` groups and `code`; the
-    /// disks' space is counted when first asked for.
-    pub fn new(rack: &Rack, groups: usize, code: Arc<Code>) -> MigrationState {
+    /// The migrator's state of a store opening on `rack` with `code`; the disks' space is
+    /// counted when first asked for.
+    pub fn new(rack: &Rack, code: Arc<Code>) -> MigrationState {
         MigrationState {
             space: tokio::sync::Mutex::new(None),
             disks: rack.disk_count(),
             capacity_bytes: disk_capacity_bytes(rack),
-            groups,
             code,
             flush_lock: tokio::sync::Mutex::new(()),
             pinned: Mutex::new(BTreeMap::new()),
@@ -202,7 +190,7 @@ impl MigrationState {
         let mut space = self.space.lock().await;
         if space.is_none() {
             let empty = DiskSpace::new(self.disks, self.capacity_bytes);
-            let counted = empty.count(catalog, self.groups, &self.code).await?;
+            let counted = empty.count(catalog, &self.code).await?;
             *space = Some(counted);
         }
         Ok(space.clone().expect("counted above"))

@@ -162,6 +162,7 @@ enum Op {
         new_disk: u32,
     },
     Stats,
+    DiskUsage,
     /// Scrub bookkeeping: a blob (by `back`) verified at `at_unix_ms` (0 and negatives occur).
     RecordScrub {
         back: u64,
@@ -205,7 +206,7 @@ fn op() -> impl Strategy<Value = Op> {
         2 => (0u64..5, proptest::option::of((0u64..5, key.clone())), limit.clone()).prop_map(|(segment, after, limit)| Op::InSegment { segment, after, limit }),
         1 => (proptest::option::of(prop_oneof![9 => 0u64..5, 1 => Just(i64::MAX as u64 + 1)]), limit.clone()).prop_map(|(after, limit)| Op::SegmentUsage { after, limit }),
         2 => Just(Op::NextBlobId),
-        2 => (back.clone(), 0u32..3, disks.clone(), 0u64..24).prop_map(|(back, group, disks, size_bytes)| Op::Begin { back, group, disks, size_bytes }),
+        2 => (back.clone(), 0u32..3, disks.clone(), prop_oneof![3 => 0u64..24, 1 => 0u64..1_000_000]).prop_map(|(back, group, disks, size_bytes)| Op::Begin { back, group, disks, size_bytes }),
         2 => (0usize..3, proptest::collection::vec((key.clone(), proptest::bool::weighted(0.8), 0u64..12), 0..5)).prop_map(|(pick, moves)| Op::Commit { pick, moves }),
         4 => (proptest::collection::vec(key.clone(), 0..5), 0u32..3, disks, 0u64..3).prop_map(|(keys, group, disks, slack_bytes)| Op::Migrate { keys, group, disks, slack_bytes }),
         1 => (0usize..3).prop_map(|pick| Op::Abort { pick }),
@@ -222,6 +223,7 @@ fn op() -> impl Strategy<Value = Op> {
         1 => limit.clone().prop_map(|limit| Op::Tasks { limit }),
         2 => (0usize..4, prop_oneof![3 => 8u32..12, 1 => 0u32..8]).prop_map(|(index, new_disk)| Op::Complete { index, new_disk }),
         1 => Just(Op::Stats),
+        2 => Just(Op::DiskUsage),
         2 => (back.clone(), -1i64..5).prop_map(|(back, at_unix_ms)| Op::RecordScrub { back, at_unix_ms }),
         1 => (0u32..3, 0i64..6, limit.clone()).prop_map(|(group, before_unix_ms, limit)| Op::ScrubDue { group, before_unix_ms, limit }),
         1 => (0u32..3).prop_map(|group| Op::LastScrub { group }),
@@ -503,6 +505,7 @@ async fn run_op<C: Catalog>(catalog: &C, op: Op) -> String {
         Op::Unhealthy => format!("{:?}", catalog.unhealthy_disks().await),
         Op::Tasks { limit } => format!("{:?}", catalog.rebuild_tasks(limit).await),
         Op::Stats => format!("{:?}", catalog.stats().await),
+        Op::DiskUsage => format!("{:?}", catalog.disk_usage().await),
         Op::ScrubDue {
             group,
             before_unix_ms,
@@ -559,7 +562,7 @@ proptest! {
             // Everything the model holds is durable: a reopened catalog answers the same.
             sqlite.close().await;
             let reopened = SqliteCatalog::open(&path).await.unwrap();
-            for op in [Op::List { prefix: 0, after: None, limit: 100 }, Op::Staged { warm: None, limit: 100 }, Op::WarmOldest { limit: 100 }, Op::Stats, Op::SegmentUsage { after: None, limit: 100 }, Op::Tasks { limit: 100 }, Op::Unhealthy, Op::InState { committed: true, limit: 100 }, Op::InState { committed: false, limit: 100 }] {
+            for op in [Op::List { prefix: 0, after: None, limit: 100 }, Op::Staged { warm: None, limit: 100 }, Op::WarmOldest { limit: 100 }, Op::Stats, Op::SegmentUsage { after: None, limit: 100 }, Op::Tasks { limit: 100 }, Op::Unhealthy, Op::DiskUsage, Op::InState { committed: true, limit: 100 }, Op::InState { committed: false, limit: 100 }] {
                 assert_eq!(run_op(&reopened, op.clone()).await, run_op(&model, op).await);
             }
             reopened.close().await;

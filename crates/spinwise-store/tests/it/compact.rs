@@ -358,6 +358,11 @@ impl Catalog for RacingCatalog {
     fn remove_blob(&self, blob: BlobId) -> impl Future<Output = Result<(), CatalogError>> + Send {
         self.inner.remove_blob(blob)
     }
+    fn disk_usage(
+        &self,
+    ) -> impl Future<Output = Result<Vec<spinwise_catalog::DiskUsage>, CatalogError>> + Send {
+        self.inner.disk_usage()
+    }
     fn set_disk_health(
         &self,
         disk: DiskIndex,

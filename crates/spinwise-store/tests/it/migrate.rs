@@ -415,7 +415,7 @@ async fn disk_space_counts_committed_and_writing_blobs_and_marks_unhealthy_disks
     catalog.begin_blob(committed.clone()).await.unwrap();
     catalog.commit_blob(committed.id, Vec::new()).await.unwrap();
     catalog.begin_blob(writing.clone()).await.unwrap();
-    let mut space = DiskSpace::from_catalog(&catalog, &rack, 10, &code)
+    let mut space = DiskSpace::from_catalog(&catalog, &rack, &code)
         .await
         .unwrap();
     let (big, small) = (code.stack_file_bytes(1 << 20), code.stack_file_bytes(5000));
@@ -455,8 +455,7 @@ async fn disk_space_counted_after_open_holds_each_blob_once_old_or_new() {
     store.put("new", &pattern(300_000, 2)[..]).await.unwrap();
     store.flush(|_| {}).await.unwrap();
     let rack = store.rack().clone();
-    let groups = store.layout().groups.len();
-    let fresh = DiskSpace::from_catalog(store.catalog(), &rack, groups, &store.rack_io().code)
+    let fresh = DiskSpace::from_catalog(store.catalog(), &rack, &store.rack_io().code)
         .await
         .unwrap();
     let mut used_disks = 0;
