@@ -10,8 +10,6 @@
 
 use std::time::Instant;
 
-use std::collections::BTreeMap;
-
 use spinwise_catalog::{BlobRecord, BlobState, Catalog, DiskUsage, SqliteCatalog};
 
 const PAGE: u32 = 1024;
@@ -54,8 +52,7 @@ async fn list_every_blob(
     catalog: &SqliteCatalog,
     groups: u32,
 ) -> Result<(usize, Vec<DiskUsage>), String> {
-    let mut listed = 0;
-    let mut usage: BTreeMap<u32, DiskUsage> = BTreeMap::new();
+    let mut listed = Vec::new();
     for group in 0..groups {
         let mut after = None;
         loop {
@@ -63,25 +60,15 @@ async fn list_every_blob(
                 .blobs_in_group(group, after, PAGE)
                 .await
                 .map_err(|error| error.to_string())?;
-            listed += page.len();
-            for blob in &page {
-                for &disk in &blob.disks {
-                    let entry = usage.entry(disk).or_insert(DiskUsage {
-                        disk,
-                        blobs: 0,
-                        stripes: 0,
-                    });
-                    entry.blobs += 1;
-                    entry.stripes += blob.stripes();
-                }
-            }
-            match page.last() {
-                Some(last) if page.len() == PAGE as usize => after = Some(last.id),
-                _ => break,
+            let full = page.len() == PAGE as usize;
+            after = page.last().map(|last| last.id);
+            listed.extend(page);
+            if !full {
+                break;
             }
         }
     }
-    Ok((listed, usage.into_values().collect()))
+    Ok((listed.len(), DiskUsage::of(&listed)))
 }
 
 #[tokio::main(flavor = "current_thread")]

@@ -39,7 +39,7 @@
 //! - (SQLite) the per-disk usage it keeps for [`Catalog::disk_usage`] equals a recount from the
 //!   blobs.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
 
 pub mod memory;
@@ -145,6 +145,26 @@ pub struct DiskUsage {
     pub disk: DiskIndex,
     pub blobs: u64,
     pub stripes: u64,
+}
+
+impl DiskUsage {
+    /// What `blobs` keep on each disk, counted from the blobs themselves (ascending by disk):
+    /// the reference for the totals a backend keeps.
+    pub fn of<'a>(blobs: impl IntoIterator<Item = &'a BlobRecord>) -> Vec<DiskUsage> {
+        let mut usage: BTreeMap<DiskIndex, DiskUsage> = BTreeMap::new();
+        for blob in blobs {
+            for &disk in &blob.disks {
+                let entry = usage.entry(disk).or_insert(DiskUsage {
+                    disk,
+                    blobs: 0,
+                    stripes: 0,
+                });
+                entry.blobs += 1;
+                entry.stripes = entry.stripes.saturating_add(blob.stripes());
+            }
+        }
+        usage.into_values().collect()
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]

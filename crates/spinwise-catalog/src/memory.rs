@@ -665,20 +665,7 @@ impl Catalog for MemoryCatalog {
 
     async fn disk_usage(&self) -> Result<Vec<DiskUsage>, CatalogError> {
         // The reference model counts from the blobs each time; the SQLite catalog keeps totals.
-        let state = self.lock();
-        let mut usage: BTreeMap<DiskIndex, DiskUsage> = BTreeMap::new();
-        for blob in state.blobs.values() {
-            for &disk in &blob.disks {
-                let entry = usage.entry(disk).or_insert(DiskUsage {
-                    disk,
-                    blobs: 0,
-                    stripes: 0,
-                });
-                entry.blobs += 1;
-                entry.stripes = entry.stripes.saturating_add(blob.stripes());
-            }
-        }
-        Ok(usage.into_values().collect())
+        Ok(DiskUsage::of(self.lock().blobs.values()))
     }
 
     async fn last_scrub_in_group(&self, group: GroupIndex) -> Result<Option<i64>, CatalogError> {
