@@ -270,6 +270,13 @@ impl Catalog for MemoryCatalog {
     async fn put_object(&self, record: ObjectRecord) -> Result<Option<ObjectRecord>, CatalogError> {
         rules::check_object(&record)?;
         let mut state = self.lock();
+        let total: u128 = state
+            .objects
+            .values()
+            .map(|o| u128::from(o.size_bytes))
+            .sum();
+        let replaced = state.objects.get(&record.key).map_or(0, |o| o.size_bytes);
+        rules::check_total_bytes(total - u128::from(replaced) + u128::from(record.size_bytes))?;
         let old = state.objects.insert(record.key.clone(), record);
         if let Some(old) = &old {
             state.release(old);

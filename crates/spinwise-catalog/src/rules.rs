@@ -101,6 +101,18 @@ pub(crate) fn segment_bytes_overflow() -> CatalogError {
     ))
 }
 
+/// `put_object`: the bytes of every object in the catalog once the PUT is in, `total_after`,
+/// must be a stored integer (the SQLite catalog keeps the total; 9.2 EB is the catalog's limit).
+pub(crate) fn check_total_bytes(total_after: u128) -> Result<(), CatalogError> {
+    if total_after > i64::MAX as u128 {
+        return Err(CatalogError::Limit(format!(
+            "the catalog's objects would hold {total_after} bytes, above its maximum {}",
+            i64::MAX
+        )));
+    }
+    Ok(())
+}
+
 /// `begin_blob`: a `Writing` blob with an id handed out by `next_blob_id` (all ids below
 /// `next_blob_id` were), not yet recorded, with `k + r` distinct disks.
 pub(crate) fn check_new_blob(

@@ -120,7 +120,11 @@ UPDATE schema_version SET version = 3;
 /// columns are added (`begin_blob`), moved (`complete_rebuild`) and removed with their blob
 /// (`abort_blob`, `remove_blob`: before the blob's row goes, while its columns are there), so
 /// a store reads its disks' used space in O(disks) instead of reading every blob. A row whose
-/// disk holds no blob any more stays with zeros. `integrity_check` recounts it from the blobs.
+/// disk holds no blob any more stays with zeros. And `totals`, what `stats` answers (objects,
+/// staged, warm, blobs and their bytes, dead bytes), kept by triggers on `objects` and `blobs`
+/// so `stats` is O(1) where it counted every object (upkeep asks it every tick). Objects are
+/// replaced by an upsert, never `INSERT OR REPLACE`, whose implicit delete fires no trigger.
+/// `integrity_check` recounts both from the rows.
 const SCHEMA_V4_STEP: &str = r#"
 CREATE TABLE disk_usage (
     disk INTEGER PRIMARY KEY CHECK (disk BETWEEN 0 AND 4294967295),
@@ -156,6 +160,68 @@ CREATE TRIGGER disk_usage_blob_removed BEFORE DELETE ON blobs BEGIN
         CASE WHEN OLD.k * OLD.fragment_bytes = 0 THEN 0
             ELSE OLD.size_bytes / (OLD.k * OLD.fragment_bytes) + (OLD.size_bytes % (OLD.k * OLD.fragment_bytes) > 0) END)
     WHERE disk IN (SELECT disk FROM blob_disks WHERE blob = OLD.id);
+END;
+CREATE TABLE totals (
+    singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
+    objects INTEGER NOT NULL,
+    bytes INTEGER NOT NULL,
+    staged_objects INTEGER NOT NULL,
+    staged_bytes INTEGER NOT NULL,
+    warm_objects INTEGER NOT NULL,
+    warm_bytes INTEGER NOT NULL,
+    blobs INTEGER NOT NULL,
+    dead_bytes INTEGER NOT NULL
+) STRICT;
+INSERT INTO totals (singleton, objects, bytes, staged_objects, staged_bytes, warm_objects,
+                    warm_bytes, blobs, dead_bytes)
+    SELECT 1,
+        (SELECT COUNT(*) FROM objects),
+        (SELECT COALESCE(SUM(size_bytes), 0) FROM objects),
+        (SELECT COUNT(*) FROM objects WHERE staged_segment IS NOT NULL),
+        (SELECT COALESCE(SUM(size_bytes), 0) FROM objects WHERE staged_segment IS NOT NULL),
+        (SELECT COUNT(*) FROM objects WHERE tier = 'warm'),
+        (SELECT COALESCE(SUM(size_bytes), 0) FROM objects WHERE tier = 'warm'),
+        (SELECT COUNT(*) FROM blobs),
+        (SELECT COALESCE(SUM(size_bytes - live_bytes), 0) FROM blobs WHERE state = 'committed');
+CREATE TRIGGER totals_object_added AFTER INSERT ON objects BEGIN
+    UPDATE totals SET objects = objects + 1, bytes = bytes + NEW.size_bytes,
+        staged_objects = staged_objects + (NEW.staged_segment IS NOT NULL),
+        staged_bytes = staged_bytes + (CASE WHEN NEW.staged_segment IS NOT NULL THEN NEW.size_bytes ELSE 0 END),
+        warm_objects = warm_objects + (NEW.tier = 'warm'),
+        warm_bytes = warm_bytes + (CASE WHEN NEW.tier = 'warm' THEN NEW.size_bytes ELSE 0 END);
+END;
+CREATE TRIGGER totals_object_removed AFTER DELETE ON objects BEGIN
+    UPDATE totals SET objects = objects - 1, bytes = bytes - OLD.size_bytes,
+        staged_objects = staged_objects - (OLD.staged_segment IS NOT NULL),
+        staged_bytes = staged_bytes - (CASE WHEN OLD.staged_segment IS NOT NULL THEN OLD.size_bytes ELSE 0 END),
+        warm_objects = warm_objects - (OLD.tier = 'warm'),
+        warm_bytes = warm_bytes - (CASE WHEN OLD.tier = 'warm' THEN OLD.size_bytes ELSE 0 END);
+END;
+CREATE TRIGGER totals_object_changed AFTER UPDATE ON objects BEGIN
+    UPDATE totals SET objects = objects - 1, bytes = bytes - OLD.size_bytes,
+        staged_objects = staged_objects - (OLD.staged_segment IS NOT NULL),
+        staged_bytes = staged_bytes - (CASE WHEN OLD.staged_segment IS NOT NULL THEN OLD.size_bytes ELSE 0 END),
+        warm_objects = warm_objects - (OLD.tier = 'warm'),
+        warm_bytes = warm_bytes - (CASE WHEN OLD.tier = 'warm' THEN OLD.size_bytes ELSE 0 END);
+    UPDATE totals SET objects = objects + 1, bytes = bytes + NEW.size_bytes,
+        staged_objects = staged_objects + (NEW.staged_segment IS NOT NULL),
+        staged_bytes = staged_bytes + (CASE WHEN NEW.staged_segment IS NOT NULL THEN NEW.size_bytes ELSE 0 END),
+        warm_objects = warm_objects + (NEW.tier = 'warm'),
+        warm_bytes = warm_bytes + (CASE WHEN NEW.tier = 'warm' THEN NEW.size_bytes ELSE 0 END);
+END;
+CREATE TRIGGER totals_blob_added AFTER INSERT ON blobs BEGIN
+    UPDATE totals SET blobs = blobs + 1,
+        dead_bytes = dead_bytes + (CASE WHEN NEW.state = 'committed' THEN NEW.size_bytes - NEW.live_bytes ELSE 0 END);
+END;
+CREATE TRIGGER totals_blob_removed AFTER DELETE ON blobs BEGIN
+    UPDATE totals SET blobs = blobs - 1,
+        dead_bytes = dead_bytes - (CASE WHEN OLD.state = 'committed' THEN OLD.size_bytes - OLD.live_bytes ELSE 0 END);
+END;
+CREATE TRIGGER totals_blob_changed AFTER UPDATE OF state, size_bytes, live_bytes ON blobs BEGIN
+    UPDATE totals SET blobs = blobs - 1,
+        dead_bytes = dead_bytes - (CASE WHEN OLD.state = 'committed' THEN OLD.size_bytes - OLD.live_bytes ELSE 0 END);
+    UPDATE totals SET blobs = blobs + 1,
+        dead_bytes = dead_bytes + (CASE WHEN NEW.state = 'committed' THEN NEW.size_bytes - NEW.live_bytes ELSE 0 END);
 END;
 UPDATE schema_version SET version = 4;
 "#;
@@ -691,8 +757,56 @@ impl SqliteCatalog {
         Self::object_problems(connection, problems).await?;
         Self::blob_problems(connection, problems).await?;
         Self::disk_usage_problems(connection, problems).await?;
+        Self::totals_problems(connection, problems).await?;
         self.task_problems(connection, problems).await?;
         Self::counter_problems(connection, problems).await
+    }
+
+    /// `totals` against a recount from the objects and blobs: one line per total that differs.
+    async fn totals_problems(
+        connection: &mut SqliteConnection,
+        problems: &mut Vec<String>,
+    ) -> Result<(), CatalogError> {
+        let operation = "integrity_check";
+        let row = sqlx::query(
+            "SELECT t.objects, t.bytes, t.staged_objects, t.staged_bytes, t.warm_objects,
+                    t.warm_bytes, t.blobs, t.dead_bytes,
+                 (SELECT COUNT(*) FROM objects) AS counted_objects,
+                 (SELECT COALESCE(SUM(size_bytes), 0) FROM objects) AS counted_bytes,
+                 (SELECT COUNT(*) FROM objects WHERE staged_segment IS NOT NULL)
+                     AS counted_staged_objects,
+                 (SELECT COALESCE(SUM(size_bytes), 0) FROM objects WHERE staged_segment IS NOT NULL)
+                     AS counted_staged_bytes,
+                 (SELECT COUNT(*) FROM objects WHERE tier = 'warm') AS counted_warm_objects,
+                 (SELECT COALESCE(SUM(size_bytes), 0) FROM objects WHERE tier = 'warm')
+                     AS counted_warm_bytes,
+                 (SELECT COUNT(*) FROM blobs) AS counted_blobs,
+                 (SELECT COALESCE(SUM(size_bytes - live_bytes), 0) FROM blobs
+                     WHERE state = 'committed') AS counted_dead_bytes
+             FROM totals t",
+        )
+        .fetch_one(&mut *connection)
+        .await
+        .map_err(query_error(operation))?;
+        for total in [
+            "objects",
+            "bytes",
+            "staged_objects",
+            "staged_bytes",
+            "warm_objects",
+            "warm_bytes",
+            "blobs",
+            "dead_bytes",
+        ] {
+            let kept: i64 = get(&row, total)?;
+            let counted: i64 = get(&row, &format!("counted_{total}"))?;
+            if kept != counted {
+                problems.push(format!(
+                    "totals: the kept {total} is {kept}, the rows say {counted}"
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// `disk_usage` against a recount from the blobs: every disk whose kept totals differ (a
@@ -966,11 +1080,26 @@ impl Catalog for SqliteCatalog {
         };
         let mut transaction = self.write(operation).await?;
         let old = load_object(&mut transaction, &record.key).await?;
+        let total: i64 = sqlx::query_scalar("SELECT bytes FROM totals")
+            .fetch_one(&mut *transaction)
+            .await
+            .map_err(query_error(operation))?;
+        let replaced = old.as_ref().map_or(0, |old| old.size_bytes);
+        let total = unsigned::<u64>(total, "total bytes")?;
+        rules::check_total_bytes(
+            u128::from(total) - u128::from(replaced) + u128::from(record.size_bytes),
+        )?;
         if let Some(old) = &old {
             release(&mut transaction, old).await?;
         }
+        // An upsert, not INSERT OR REPLACE: a REPLACE's implicit delete fires no trigger, and
+        // the kept totals (`totals`) count through the UPDATE trigger.
         let sql = format!(
-            "INSERT OR REPLACE INTO objects ({OBJECT_COLUMNS}) VALUES (?, ?, ?, ?, ?, NULL, ?, ?)"
+            "INSERT INTO objects ({OBJECT_COLUMNS}) VALUES (?, ?, ?, ?, ?, NULL, ?, ?)
+             ON CONFLICT (key) DO UPDATE SET size_bytes = excluded.size_bytes,
+                 content_hash = excluded.content_hash, created_unix_ms = excluded.created_unix_ms,
+                 staged_segment = excluded.staged_segment, blob = NULL,
+                 byte_offset = excluded.byte_offset, tier = excluded.tier"
         );
         sqlx::query(sqlx::AssertSqlSafe(sql))
             .bind(&record.key)
@@ -1559,20 +1688,11 @@ impl Catalog for SqliteCatalog {
 
     async fn stats(&self) -> Result<CatalogStats, CatalogError> {
         let operation = "stats";
+        // The kept totals (O(1)); the rebuild tasks are few (a failed disk's blobs) and counted.
         let row = sqlx::query(
-            "SELECT
-                 (SELECT COUNT(*) FROM objects) AS objects,
-                 (SELECT COALESCE(SUM(size_bytes), 0) FROM objects) AS bytes,
-                 (SELECT COUNT(*) FROM objects WHERE staged_segment IS NOT NULL) AS staged_objects,
-                 (SELECT COALESCE(SUM(size_bytes), 0) FROM objects WHERE staged_segment IS NOT NULL)
-                     AS staged_bytes,
-                 (SELECT COUNT(*) FROM objects WHERE tier = 'warm') AS warm_objects,
-                 (SELECT COALESCE(SUM(size_bytes), 0) FROM objects WHERE tier = 'warm')
-                     AS warm_bytes,
-                 (SELECT COUNT(*) FROM blobs) AS blobs,
-                 (SELECT COUNT(*) FROM rebuild_tasks) AS rebuild_pending,
-                 (SELECT COALESCE(SUM(size_bytes - live_bytes), 0) FROM blobs
-                     WHERE state = 'committed') AS dead_bytes",
+            "SELECT objects, bytes, staged_objects, staged_bytes, warm_objects, warm_bytes, blobs,
+                    dead_bytes, (SELECT COUNT(*) FROM rebuild_tasks) AS rebuild_pending
+             FROM totals",
         )
         .fetch_one(&self.pool)
         .await

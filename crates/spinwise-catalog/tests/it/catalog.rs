@@ -40,7 +40,7 @@ for_both!(
     restage_refuses_a_place_above_i64_max_and_changes_nothing,
     staged_in_segment_lists_one_segment_in_offset_order_after_a_position,
     segment_usage_counts_objects_live_bytes_and_warm_objects_per_segment,
-    segment_usage_refuses_a_segment_whose_bytes_sum_above_i64_max,
+    a_put_that_takes_the_objects_above_i64_max_bytes_is_refused,
 );
 
 fn is_invalid<T: std::fmt::Debug>(result: Result<T, CatalogError>) -> bool {
@@ -1479,26 +1479,37 @@ async fn segment_usage_counts_objects_live_bytes_and_warm_objects_per_segment<C:
     );
 }
 
-async fn segment_usage_refuses_a_segment_whose_bytes_sum_above_i64_max<C: Catalog>(catalog: &C) {
+async fn a_put_that_takes_the_objects_above_i64_max_bytes_is_refused<C: Catalog>(catalog: &C) {
+    // The catalog holds at most i64::MAX bytes of objects in all (the SQLite catalog keeps the
+    // total), so no segment can sum above it either: the PUT that would is refused first.
     let largest = i64::MAX as u64;
     catalog
-        .put_object(staged("a", largest, 1, 0))
+        .put_object(staged("a", largest - 1, 1, 0))
         .await
         .unwrap();
     catalog.put_object(staged("b", 1, 2, 0)).await.unwrap();
+    let refused = catalog.put_object(staged("c", 1, 2, 1)).await;
+    assert!(
+        matches!(&refused, Err(CatalogError::Limit(message)) if message.contains("above its maximum")),
+        "{refused:?}"
+    );
+    assert_eq!(
+        catalog.object("c").await.unwrap(),
+        None,
+        "a refused PUT writes nothing"
+    );
+    // Replacing an object counts only the difference.
     catalog
-        .put_object(staged("c", largest, 2, 1))
+        .put_object(staged("a", largest - 1, 1, 8))
         .await
         .unwrap();
-    let result = catalog.segment_usage(None, 100).await;
-    assert!(matches!(result, Err(CatalogError::Limit(_))), "{result:?}");
-    // A segment of exactly i64::MAX bytes is fine.
+    assert_eq!(catalog.stats().await.unwrap().bytes, largest);
     assert_eq!(
         catalog.segment_usage(None, 1).await.unwrap(),
         [SegmentUsage {
             segment: 1,
             objects: 1,
-            live_bytes: largest,
+            live_bytes: largest - 1,
             warm_objects: 0,
         }]
     );
