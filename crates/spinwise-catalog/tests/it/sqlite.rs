@@ -213,6 +213,20 @@ fn open_refuses_a_schema_version_newer_than_it_knows() {
     });
 }
 
+/// Takes a catalog's schema back from version 4 to version 3's shape (its version number aside).
+const UNDO_VERSION_4: &str = "
+    DROP TRIGGER disk_usage_column_added;
+    DROP TRIGGER disk_usage_column_moved;
+    DROP TRIGGER disk_usage_blob_removed;
+    DROP TABLE disk_usage;
+    DROP TRIGGER totals_object_added;
+    DROP TRIGGER totals_object_removed;
+    DROP TRIGGER totals_object_changed;
+    DROP TRIGGER totals_blob_added;
+    DROP TRIGGER totals_blob_removed;
+    DROP TRIGGER totals_blob_changed;
+    DROP TABLE totals;";
+
 /// A version-1 catalog (before scrub bookkeeping) opens, is migrated to the current version in
 /// place, keeps everything, and its blobs start unverified.
 #[test]
@@ -226,19 +240,9 @@ fn a_version_1_catalog_is_migrated_and_keeps_everything_with_blobs_unverified() 
         catalog.close().await;
         // Take the database back to version 1's shape.
         let mut raw = raw_connection(&path).await;
+        raw.execute(UNDO_VERSION_4).await.unwrap();
         raw.execute(
-            "DROP TRIGGER disk_usage_column_added;
-             DROP TRIGGER disk_usage_column_moved;
-             DROP TRIGGER disk_usage_blob_removed;
-             DROP TABLE disk_usage;
-             DROP TRIGGER totals_object_added;
-             DROP TRIGGER totals_object_removed;
-             DROP TRIGGER totals_object_changed;
-             DROP TRIGGER totals_blob_added;
-             DROP TRIGGER totals_blob_removed;
-             DROP TRIGGER totals_blob_changed;
-             DROP TABLE totals;
-             DROP INDEX objects_warm;
+            "DROP INDEX objects_warm;
              ALTER TABLE objects DROP COLUMN tier;
              DROP INDEX blobs_by_scrub;
              ALTER TABLE blobs DROP COLUMN verified_unix_ms;
@@ -286,19 +290,9 @@ fn a_version_2_catalog_is_migrated_with_every_object_cold() {
         let before = snapshot(&catalog).await;
         catalog.close().await;
         let mut raw = raw_connection(&path).await;
+        raw.execute(UNDO_VERSION_4).await.unwrap();
         raw.execute(
-            "DROP TRIGGER disk_usage_column_added;
-             DROP TRIGGER disk_usage_column_moved;
-             DROP TRIGGER disk_usage_blob_removed;
-             DROP TABLE disk_usage;
-             DROP TRIGGER totals_object_added;
-             DROP TRIGGER totals_object_removed;
-             DROP TRIGGER totals_object_changed;
-             DROP TRIGGER totals_blob_added;
-             DROP TRIGGER totals_blob_removed;
-             DROP TRIGGER totals_blob_changed;
-             DROP TABLE totals;
-             DROP INDEX objects_warm;
+            "DROP INDEX objects_warm;
              ALTER TABLE objects DROP COLUMN tier;
              UPDATE schema_version SET version = 2;",
         )
@@ -338,22 +332,10 @@ fn a_version_3_catalog_is_migrated_with_its_disk_usage_counted_from_the_blobs() 
         populate(&model).await;
         catalog.close().await;
         let mut raw = raw_connection(&path).await;
-        raw.execute(
-            "DROP TRIGGER disk_usage_column_added;
-             DROP TRIGGER disk_usage_column_moved;
-             DROP TRIGGER disk_usage_blob_removed;
-             DROP TABLE disk_usage;
-             DROP TRIGGER totals_object_added;
-             DROP TRIGGER totals_object_removed;
-             DROP TRIGGER totals_object_changed;
-             DROP TRIGGER totals_blob_added;
-             DROP TRIGGER totals_blob_removed;
-             DROP TRIGGER totals_blob_changed;
-             DROP TABLE totals;
-             UPDATE schema_version SET version = 3;",
-        )
-        .await
-        .unwrap();
+        raw.execute(UNDO_VERSION_4).await.unwrap();
+        raw.execute("UPDATE schema_version SET version = 3")
+            .await
+            .unwrap();
         raw.close().await.unwrap();
         let reopened = SqliteCatalog::open(&path).await.unwrap();
         let usage = reopened.disk_usage().await.unwrap();
