@@ -28,10 +28,13 @@ async fn a_cold_read_counts_its_groups_spin_up_and_the_gauges_show_the_driver() 
     let ups_before = sample(&before, &ups).expect("every group's series exists");
 
     assert!(get_bytes(&harness.client, "watched", "cold", None).await == bytes);
-    // The driver's broadcast reaches the counter on the watcher's task.
-    eventually("the spin-up is counted", async || {
+    // The driver's broadcast reaches the counter on the watcher's task, and the job's
+    // completion reaches the engine after the reply's last byte: wait for both.
+    let served_before = sample(&before, "spinwise_jobs_served_total").unwrap();
+    eventually("the spin-up and the served job are counted", async || {
         let scraped = metrics.scrape().await.unwrap();
         sample(&scraped, &ups) > Some(ups_before)
+            && sample(&scraped, "spinwise_jobs_served_total") > Some(served_before)
     })
     .await;
     let after = metrics.scrape().await.unwrap();
@@ -50,7 +53,6 @@ async fn a_cold_read_counts_its_groups_spin_up_and_the_gauges_show_the_driver() 
             .sum();
         assert_eq!(phases, 1.0, "group {other} is in exactly one phase");
     }
-    let served_before = sample(&before, "spinwise_jobs_served_total").unwrap();
     let served_after = sample(&after, "spinwise_jobs_served_total").unwrap();
     assert!(
         served_after > served_before,
