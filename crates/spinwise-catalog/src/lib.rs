@@ -430,6 +430,15 @@ pub trait Catalog: Send + Sync + 'static {
         after: Option<BlobId>,
         limit: u32,
     ) -> impl Future<Output = Result<Vec<BlobRecord>, CatalogError>> + Send;
+    /// The committed blobs of `group` with dead bytes (`live_bytes < size_bytes`) or nothing
+    /// live, by id after `after`, at most `limit`: compaction's candidates, found without
+    /// reading the group's other blobs (an archive's blobs are mostly all live).
+    fn blobs_with_dead_bytes(
+        &self,
+        group: GroupIndex,
+        after: Option<BlobId>,
+        limit: u32,
+    ) -> impl Future<Output = Result<Vec<BlobRecord>, CatalogError>> + Send;
     /// Removes a committed blob with no live bytes (after compaction or deletes).
     fn remove_blob(&self, blob: BlobId) -> impl Future<Output = Result<(), CatalogError>> + Send;
     /// Every disk some blob has a column on, ascending, with what the blobs keep there

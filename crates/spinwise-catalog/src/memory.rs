@@ -551,6 +551,22 @@ impl Catalog for MemoryCatalog {
         Ok(limited(matching.cloned(), limit))
     }
 
+    async fn blobs_with_dead_bytes(
+        &self,
+        group: GroupIndex,
+        after: Option<BlobId>,
+        limit: u32,
+    ) -> Result<Vec<BlobRecord>, CatalogError> {
+        let state = self.lock();
+        let matching = state.blobs.values().filter(|blob| {
+            blob.group == group
+                && after.is_none_or(|after| blob.id > after)
+                && blob.state == BlobState::Committed
+                && (blob.live_bytes < blob.size_bytes || blob.live_bytes == 0)
+        });
+        Ok(limited(matching.cloned(), limit))
+    }
+
     async fn blobs_on_disk(
         &self,
         disk: DiskIndex,

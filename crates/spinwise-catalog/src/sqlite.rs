@@ -124,7 +124,8 @@ UPDATE schema_version SET version = 3;
 /// staged, warm, blobs and their bytes, dead bytes), kept by triggers on `objects` and `blobs`
 /// so `stats` is O(1) where it counted every object (upkeep asks it every tick). Objects are
 /// replaced by an upsert, never `INSERT OR REPLACE`, whose implicit delete fires no trigger.
-/// `integrity_check` recounts both from the rows.
+/// `integrity_check` recounts both from the rows. And the partial index `blobs_dead`: the
+/// committed blobs with dead bytes, compaction's candidates, by group.
 const SCHEMA_V4_STEP: &str = r#"
 CREATE TABLE disk_usage (
     disk INTEGER PRIMARY KEY CHECK (disk BETWEEN 0 AND 4294967295),
@@ -161,6 +162,8 @@ CREATE TRIGGER disk_usage_blob_removed BEFORE DELETE ON blobs BEGIN
             ELSE OLD.size_bytes / (OLD.k * OLD.fragment_bytes) + (OLD.size_bytes % (OLD.k * OLD.fragment_bytes) > 0) END)
     WHERE disk IN (SELECT disk FROM blob_disks WHERE blob = OLD.id);
 END;
+CREATE INDEX blobs_dead ON blobs (group_index, id)
+    WHERE state = 'committed' AND (live_bytes < size_bytes OR live_bytes = 0);
 CREATE TABLE totals (
     singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
     objects INTEGER NOT NULL,
@@ -1502,6 +1505,36 @@ impl Catalog for SqliteCatalog {
         let mut transaction = self.read(operation).await?;
         let sql = format!(
             "SELECT {BLOB_COLUMNS} FROM blobs WHERE group_index = ? AND id > ? ORDER BY id LIMIT ?"
+        );
+        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(i64::from(group))
+            .bind(after)
+            .bind(i64::from(limit))
+            .fetch_all(&mut *transaction)
+            .await
+            .map_err(query_error(operation))?;
+        let blobs = load_blobs(&mut transaction, rows).await?;
+        transaction.commit().await.map_err(query_error(operation))?;
+        Ok(blobs)
+    }
+
+    async fn blobs_with_dead_bytes(
+        &self,
+        group: GroupIndex,
+        after: Option<BlobId>,
+        limit: u32,
+    ) -> Result<Vec<BlobRecord>, CatalogError> {
+        let operation = "blobs_with_dead_bytes";
+        let Ok(after) = i64::try_from(after.unwrap_or(0)) else {
+            return Ok(Vec::new());
+        };
+        let mut transaction = self.read(operation).await?;
+        // The partial index `blobs_dead` holds exactly these blobs (its WHERE, repeated here so
+        // the planner may use it).
+        let sql = format!(
+            "SELECT {BLOB_COLUMNS} FROM blobs
+             WHERE state = 'committed' AND (live_bytes < size_bytes OR live_bytes = 0)
+               AND group_index = ? AND id > ? ORDER BY id LIMIT ?"
         );
         let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
             .bind(i64::from(group))

@@ -463,7 +463,12 @@ impl<C: Catalog> Store<C> {
         let mut done = 0u64;
         let mut after = None;
         loop {
-            let blobs = self.catalog().blobs_in_group(group, after, PAGE).await?;
+            // Only blobs with dead bytes: the group's others are never due, and an archive's
+            // blobs are mostly all live (the catalog's partial index finds these directly).
+            let blobs = self
+                .catalog()
+                .blobs_with_dead_bytes(group, after, PAGE)
+                .await?;
             let Some(last) = blobs.last() else {
                 return Ok(done);
             };

@@ -127,6 +127,11 @@ enum Op {
         committed: bool,
         limit: u32,
     },
+    Dead {
+        group: u32,
+        after: Option<u64>,
+        limit: u32,
+    },
     InGroup {
         group: u32,
         after: Option<BlobId>,
@@ -215,6 +220,7 @@ fn op() -> impl Strategy<Value = Op> {
         1 => back.clone().prop_map(|back| Op::Blob { back }),
         1 => (proptest::bool::ANY, limit.clone()).prop_map(|(committed, limit)| Op::InState { committed, limit }),
         1 => (0u32..3, proptest::option::of(0u64..6), limit.clone()).prop_map(|(group, after, limit)| Op::InGroup { group, after, limit }),
+        2 => (0u32..3, proptest::option::of(0u64..6), limit.clone()).prop_map(|(group, after, limit)| Op::Dead { group, after, limit }),
         1 => (0u32..8, proptest::option::of(0u64..6), limit.clone()).prop_map(|(disk, after, limit)| Op::OnDisk { disk, after, limit }),
         2 => (0u32..8, proptest::bool::weighted(0.3)).prop_map(|(disk, failed)| Op::Health { disk, failed }),
         1 => Just(Op::Unhealthy),
@@ -486,6 +492,14 @@ async fn run_op<C: Catalog>(catalog: &C, op: Op) -> String {
             };
             format!("{:?}", catalog.blobs_in_state(state, limit).await)
         }
+        Op::Dead {
+            group,
+            after,
+            limit,
+        } => format!(
+            "{:?}",
+            catalog.blobs_with_dead_bytes(group, after, limit).await
+        ),
         Op::InGroup {
             group,
             after,

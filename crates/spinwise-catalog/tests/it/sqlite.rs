@@ -215,6 +215,7 @@ fn open_refuses_a_schema_version_newer_than_it_knows() {
 
 /// Takes a catalog's schema back from version 4 to version 3's shape (its version number aside).
 const UNDO_VERSION_4: &str = "
+    DROP INDEX blobs_dead;
     DROP TRIGGER disk_usage_column_added;
     DROP TRIGGER disk_usage_column_moved;
     DROP TRIGGER disk_usage_blob_removed;
@@ -699,6 +700,8 @@ fn schema_indexes_serve_the_catalog_queries_without_full_scans_or_sorts() {
         "SELECT * FROM blobs WHERE group_index = ?1 AND verified_unix_ms < ?1
          AND state = 'committed' ORDER BY verified_unix_ms, id LIMIT ?1",
         "SELECT MAX(verified_unix_ms) FROM blobs WHERE group_index = ?1",
+        "SELECT * FROM blobs WHERE state = 'committed' AND (live_bytes < size_bytes OR live_bytes = 0)
+         AND group_index = ?1 AND id > ?1 ORDER BY id LIMIT ?1",
     ];
     runtime().block_on(async {
         let directory = tempfile::tempdir().unwrap();
@@ -712,6 +715,15 @@ fn schema_indexes_serve_the_catalog_queries_without_full_scans_or_sorts() {
                     .fetch_all(&mut raw)
                     .await
                     .unwrap();
+            if query.contains("live_bytes < size_bytes") {
+                // Compaction's candidates come from the partial index of blobs with dead bytes,
+                // not from the group's every blob.
+                assert!(
+                    plan.iter()
+                        .any(|(_, _, _, step)| step.contains("blobs_dead")),
+                    "{query}: {plan:?}"
+                );
+            }
             for (_, _, _, step) in &plan {
                 let full_scan = step.starts_with("SCAN ") && !step.contains("USING");
                 assert!(

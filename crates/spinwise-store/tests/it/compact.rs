@@ -363,6 +363,14 @@ impl Catalog for RacingCatalog {
     ) -> impl Future<Output = Result<Vec<spinwise_catalog::DiskUsage>, CatalogError>> + Send {
         self.inner.disk_usage()
     }
+    fn blobs_with_dead_bytes(
+        &self,
+        group: GroupIndex,
+        after: Option<BlobId>,
+        limit: u32,
+    ) -> impl Future<Output = Result<Vec<BlobRecord>, CatalogError>> + Send {
+        self.inner.blobs_with_dead_bytes(group, after, limit)
+    }
     fn set_disk_health(
         &self,
         disk: DiskIndex,
