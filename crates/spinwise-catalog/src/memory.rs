@@ -264,6 +264,21 @@ impl MemoryCatalog {
             .lock()
             .expect("memory catalog mutex poisoned by an earlier panic")
     }
+
+    /// A page of `group`'s blobs that `matches` accepts, by id after `after`.
+    fn group_page(
+        &self,
+        group: GroupIndex,
+        after: Option<BlobId>,
+        limit: u32,
+        matches: impl Fn(&BlobRecord) -> bool,
+    ) -> Vec<BlobRecord> {
+        let state = self.lock();
+        let matching = state.blobs.values().filter(|blob| {
+            blob.group == group && after.is_none_or(|after| blob.id > after) && matches(blob)
+        });
+        limited(matching.cloned(), limit)
+    }
 }
 
 impl Catalog for MemoryCatalog {
@@ -543,12 +558,7 @@ impl Catalog for MemoryCatalog {
         after: Option<BlobId>,
         limit: u32,
     ) -> Result<Vec<BlobRecord>, CatalogError> {
-        let state = self.lock();
-        let matching = state
-            .blobs
-            .values()
-            .filter(|blob| blob.group == group && after.is_none_or(|after| blob.id > after));
-        Ok(limited(matching.cloned(), limit))
+        Ok(self.group_page(group, after, limit, |_| true))
     }
 
     async fn blobs_with_dead_bytes(
@@ -557,14 +567,10 @@ impl Catalog for MemoryCatalog {
         after: Option<BlobId>,
         limit: u32,
     ) -> Result<Vec<BlobRecord>, CatalogError> {
-        let state = self.lock();
-        let matching = state.blobs.values().filter(|blob| {
-            blob.group == group
-                && after.is_none_or(|after| blob.id > after)
-                && blob.state == BlobState::Committed
+        Ok(self.group_page(group, after, limit, |blob| {
+            blob.state == BlobState::Committed
                 && (blob.live_bytes < blob.size_bytes || blob.live_bytes == 0)
-        });
-        Ok(limited(matching.cloned(), limit))
+        }))
     }
 
     async fn blobs_on_disk(

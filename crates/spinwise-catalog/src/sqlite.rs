@@ -1074,6 +1074,37 @@ impl SqliteCatalog {
     }
 }
 
+impl SqliteCatalog {
+    /// A page of blobs by id after `after`: `sql` selects [`BLOB_COLUMNS`] with three
+    /// parameters, `key` (a group or a disk), the id after which to start, and the page's size.
+    /// The one query shape behind `blobs_in_group`, `blobs_with_dead_bytes` and
+    /// `blobs_on_disk`.
+    async fn blob_page(
+        &self,
+        operation: &'static str,
+        sql: String,
+        key: u32,
+        after: Option<BlobId>,
+        limit: u32,
+    ) -> Result<Vec<BlobRecord>, CatalogError> {
+        // Ids are at least 1, so "after 0" is "from the start"; above i64::MAX nothing follows.
+        let Ok(after) = i64::try_from(after.unwrap_or(0)) else {
+            return Ok(Vec::new());
+        };
+        let mut transaction = self.read(operation).await?;
+        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(i64::from(key))
+            .bind(after)
+            .bind(i64::from(limit))
+            .fetch_all(&mut *transaction)
+            .await
+            .map_err(query_error(operation))?;
+        let blobs = load_blobs(&mut transaction, rows).await?;
+        transaction.commit().await.map_err(query_error(operation))?;
+        Ok(blobs)
+    }
+}
+
 impl Catalog for SqliteCatalog {
     async fn put_object(&self, record: ObjectRecord) -> Result<Option<ObjectRecord>, CatalogError> {
         let operation = "put_object";
@@ -1497,25 +1528,11 @@ impl Catalog for SqliteCatalog {
         after: Option<BlobId>,
         limit: u32,
     ) -> Result<Vec<BlobRecord>, CatalogError> {
-        let operation = "blobs_in_group";
-        // Ids are at least 1, so "after 0" is "from the start"; above i64::MAX nothing follows.
-        let Ok(after) = i64::try_from(after.unwrap_or(0)) else {
-            return Ok(Vec::new());
-        };
-        let mut transaction = self.read(operation).await?;
         let sql = format!(
             "SELECT {BLOB_COLUMNS} FROM blobs WHERE group_index = ? AND id > ? ORDER BY id LIMIT ?"
         );
-        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
-            .bind(i64::from(group))
-            .bind(after)
-            .bind(i64::from(limit))
-            .fetch_all(&mut *transaction)
+        self.blob_page("blobs_in_group", sql, group, after, limit)
             .await
-            .map_err(query_error(operation))?;
-        let blobs = load_blobs(&mut transaction, rows).await?;
-        transaction.commit().await.map_err(query_error(operation))?;
-        Ok(blobs)
     }
 
     async fn blobs_with_dead_bytes(
@@ -1524,11 +1541,6 @@ impl Catalog for SqliteCatalog {
         after: Option<BlobId>,
         limit: u32,
     ) -> Result<Vec<BlobRecord>, CatalogError> {
-        let operation = "blobs_with_dead_bytes";
-        let Ok(after) = i64::try_from(after.unwrap_or(0)) else {
-            return Ok(Vec::new());
-        };
-        let mut transaction = self.read(operation).await?;
         // The partial index `blobs_dead` holds exactly these blobs (its WHERE, repeated here so
         // the planner may use it).
         let sql = format!(
@@ -1536,16 +1548,8 @@ impl Catalog for SqliteCatalog {
              WHERE state = 'committed' AND (live_bytes < size_bytes OR live_bytes = 0)
                AND group_index = ? AND id > ? ORDER BY id LIMIT ?"
         );
-        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
-            .bind(i64::from(group))
-            .bind(after)
-            .bind(i64::from(limit))
-            .fetch_all(&mut *transaction)
+        self.blob_page("blobs_with_dead_bytes", sql, group, after, limit)
             .await
-            .map_err(query_error(operation))?;
-        let blobs = load_blobs(&mut transaction, rows).await?;
-        transaction.commit().await.map_err(query_error(operation))?;
-        Ok(blobs)
     }
 
     async fn blobs_on_disk(
@@ -1554,27 +1558,14 @@ impl Catalog for SqliteCatalog {
         after: Option<BlobId>,
         limit: u32,
     ) -> Result<Vec<BlobRecord>, CatalogError> {
-        let operation = "blobs_on_disk";
-        let Ok(after) = i64::try_from(after.unwrap_or(0)) else {
-            return Ok(Vec::new());
-        };
-        let mut transaction = self.read(operation).await?;
         // The (disk, blob) unique index answers this range directly.
         let sql = format!(
             "SELECT {BLOB_COLUMNS} FROM blobs WHERE id IN
                  (SELECT blob FROM blob_disks WHERE disk = ? AND blob > ? ORDER BY blob LIMIT ?)
              ORDER BY id"
         );
-        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
-            .bind(i64::from(disk))
-            .bind(after)
-            .bind(i64::from(limit))
-            .fetch_all(&mut *transaction)
+        self.blob_page("blobs_on_disk", sql, disk, after, limit)
             .await
-            .map_err(query_error(operation))?;
-        let blobs = load_blobs(&mut transaction, rows).await?;
-        transaction.commit().await.map_err(query_error(operation))?;
-        Ok(blobs)
     }
 
     async fn remove_blob(&self, blob: BlobId) -> Result<(), CatalogError> {
