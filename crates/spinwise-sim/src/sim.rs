@@ -258,9 +258,6 @@ struct Loop<'a> {
     spin_up_us: Vec<u64>,
     processed: u64,
     stale: u64,
-    /// Whether the event being handled was an arrival the engine's full queue refused: it gave
-    /// the engine no job, so like the no-input events it needs no poll ([`Loop::engine_untouched`]).
-    refused_arrival: bool,
     trace: TraceHash,
     /// Called with every client read the summaries count, as it completes (`None` in a fork).
     on_record: Option<&'a mut dyn FnMut(&RequestRecord)>,
@@ -460,7 +457,6 @@ fn run_recording(
         spin_up_us: Vec::new(),
         processed: 0,
         stale: 0,
-        refused_arrival: false,
         trace: TraceHash::new(),
         on_record: Some(on_record),
         checkpointing: false,
@@ -636,7 +632,6 @@ impl<'a> Loop<'a> {
             spin_up_us: self.spin_up_us.clone(),
             processed: self.processed,
             stale: self.stale,
-            refused_arrival: false,
             trace: self.trace,
             on_record: None,
             checkpointing: false,
@@ -801,22 +796,18 @@ impl<'a> Loop<'a> {
     }
 
     /// Whether `event` (processed at `now_us`) left the engine with nothing to say: it gave the
-    /// engine no input (a disk of a switching group reached its state, a seek ended and a flow
-    /// started, or a read arrived and a full queue refused it) and the engine's wake-up is still
-    /// ahead. The engine's contract ([`Engine::next_wake_us`]) is that only inputs and that
-    /// time change what [`Engine::next_output`] returns, so polling it, and asking again for the
-    /// wake-up it named after the last poll, would change nothing. About two events in five
-    /// are of the first three kinds (and a quarter more are refused arrivals on a Pelican day
-    /// at 8 reads/s);
+    /// engine no input (a disk of a switching group reached its state, or a seek ended and a
+    /// flow started) and the engine's wake-up is still ahead. The engine's contract
+    /// ([`Engine::next_wake_us`]) is that only inputs and that time change what
+    /// [`Engine::next_output`] returns, so polling it, and asking again for the wake-up it named
+    /// after the last poll, would change nothing. About two events in five are of these kinds;
     /// skipping their polls leaves every decision, draw and report as it was. Debug builds poll
     /// anyway and check the contract.
     fn engine_untouched(&mut self, now_us: u64, event: Event) -> bool {
-        let refused_arrival = std::mem::take(&mut self.refused_arrival);
-        let no_input = refused_arrival
-            || matches!(
-                event,
-                Event::DiskSpunUp { .. } | Event::DiskSpunDown { .. } | Event::FirstByte { .. }
-            );
+        let no_input = matches!(
+            event,
+            Event::DiskSpunUp { .. } | Event::DiskSpunDown { .. } | Event::FirstByte { .. }
+        );
         let untouched = no_input && self.engine_wake_us.is_none_or(|wake_us| wake_us > now_us);
         if cfg!(debug_assertions) && untouched {
             assert!(
@@ -926,12 +917,7 @@ impl<'a> Loop<'a> {
                 let flight = InFlight::new(request, now_us, deferred);
                 self.in_flight.insert(request.id, flight);
             }
-            Err(_) => {
-                self.rejected += u64::from(counted);
-                // A refused submit leaves the engine as it was (its contract, checked by
-                // `engine_untouched` in debug builds); a refused deferral is not claimed to.
-                self.refused_arrival = !deferred;
-            }
+            Err(_) => self.rejected += u64::from(counted),
         }
         self.schedule_next_arrival(now_us);
     }
