@@ -82,6 +82,10 @@ pub struct GroupBudget {
     moves: Vec<Vec<i64>>,
     state_of: Vec<StateIndex>,
     load: Vec<i64>,
+    /// Per constraint: its members not resting, in no particular order. The blockers of a move
+    /// are among them, and on a mostly resting rack they are a few of each domain's members
+    /// (the random layout's books asked for blockers on most polls; issue 32).
+    busy_members: Vec<Vec<GroupIndex>>,
 }
 
 impl GroupBudget {
@@ -177,6 +181,7 @@ impl GroupBudget {
         let budget = GroupBudget {
             states,
             resting,
+            busy_members: vec![Vec::new(); constraints.len()],
             constraints,
             memberships,
             moves,
@@ -328,8 +333,27 @@ impl GroupBudget {
             self.load[m[0] as usize] += m[MOVE_HEADER + state] - m[MOVE_HEADER + from];
         }
         self.state_of[group as usize] = state;
+        if (from == self.resting) != (state == self.resting) {
+            self.book_busy(group, state != self.resting);
+        }
         self.assert_within_budgets_of(group);
         true
+    }
+
+    /// Lists `group` among the busy members of each of its constraints, or takes it off them.
+    fn book_busy(&mut self, group: GroupIndex, busy: bool) {
+        for &(index, _) in &self.memberships[group as usize] {
+            let members = &mut self.busy_members[index];
+            if busy {
+                members.push(group);
+            } else {
+                let position = members
+                    .iter()
+                    .position(|&member| member == group)
+                    .expect("a busy group is listed in each of its constraints");
+                members.swap_remove(position);
+            }
+        }
     }
 
     /// Busy groups sharing a constraint with `group` that would block its move to `state`: the
@@ -360,9 +384,8 @@ impl GroupBudget {
             {
                 continue;
             }
-            for &(member, _) in &constraint.members {
-                if member != group && self.state_of[member as usize] != self.resting && keep(member)
-                {
+            for &member in &self.busy_members[index] {
+                if member != group && keep(member) {
                     out.push(member);
                 }
             }
