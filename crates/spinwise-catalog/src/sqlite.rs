@@ -1075,6 +1075,44 @@ impl SqliteCatalog {
 }
 
 impl SqliteCatalog {
+    /// A page of the objects whose `column` (`blob` or `staged_segment`: fixed names, never
+    /// user input) is `place`, in (offset, key) order after `after`: the one query behind
+    /// `objects_in_blob` and `staged_in_segment`.
+    async fn objects_by_place(
+        &self,
+        operation: &'static str,
+        column: &'static str,
+        place: u64,
+        after: Option<(u64, &str)>,
+        limit: u32,
+    ) -> Result<Vec<ObjectRecord>, CatalogError> {
+        // Ids, segments and offsets above i64::MAX are never stored: nothing is there.
+        let Ok(place) = i64::try_from(place) else {
+            return Ok(Vec::new());
+        };
+        let (after_offset, after_key) = match after {
+            None => (None, ""),
+            Some((offset, key)) => match i64::try_from(offset) {
+                Ok(offset) => (Some(offset), key),
+                Err(_) => return Ok(Vec::new()),
+            },
+        };
+        let sql = format!(
+            "SELECT {OBJECT_COLUMNS} FROM objects WHERE {column} = ?1
+                 AND (?2 IS NULL OR byte_offset > ?2 OR (byte_offset = ?2 AND key > ?3))
+             ORDER BY byte_offset, key LIMIT ?4"
+        );
+        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(place)
+            .bind(after_offset)
+            .bind(after_key)
+            .bind(i64::from(limit))
+            .fetch_all(&self.pool)
+            .await
+            .map_err(query_error(operation))?;
+        rows.iter().map(decode_object).collect()
+    }
+
     /// A page of blobs by id after `after`: `sql` selects [`BLOB_COLUMNS`] with three
     /// parameters, `key` (a group or a disk), the id after which to start, and the page's size.
     /// The one query shape behind `blobs_in_group`, `blobs_with_dead_bytes` and
@@ -1206,31 +1244,8 @@ impl Catalog for SqliteCatalog {
         after: Option<(u64, &str)>,
         limit: u32,
     ) -> Result<Vec<ObjectRecord>, CatalogError> {
-        // Ids and offsets above i64::MAX are never stored: nothing is there.
-        let Ok(blob_id) = i64::try_from(blob) else {
-            return Ok(Vec::new());
-        };
-        let (after_offset, after_key) = match after {
-            None => (None, ""),
-            Some((offset, key)) => match i64::try_from(offset) {
-                Ok(offset) => (Some(offset), key),
-                Err(_) => return Ok(Vec::new()),
-            },
-        };
-        let sql = format!(
-            "SELECT {OBJECT_COLUMNS} FROM objects WHERE blob = ?1
-                 AND (?2 IS NULL OR byte_offset > ?2 OR (byte_offset = ?2 AND key > ?3))
-             ORDER BY byte_offset, key LIMIT ?4"
-        );
-        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
-            .bind(blob_id)
-            .bind(after_offset)
-            .bind(after_key)
-            .bind(i64::from(limit))
-            .fetch_all(&self.pool)
+        self.objects_by_place("objects_in_blob", "blob", blob, after, limit)
             .await
-            .map_err(query_error("objects_in_blob"))?;
-        rows.iter().map(decode_object).collect()
     }
 
     async fn staged_objects(
@@ -1323,31 +1338,8 @@ impl Catalog for SqliteCatalog {
         after: Option<(u64, &str)>,
         limit: u32,
     ) -> Result<Vec<ObjectRecord>, CatalogError> {
-        // Segments and offsets above i64::MAX are never stored: nothing is there.
-        let Ok(segment) = i64::try_from(segment) else {
-            return Ok(Vec::new());
-        };
-        let (after_offset, after_key) = match after {
-            None => (None, ""),
-            Some((offset, key)) => match i64::try_from(offset) {
-                Ok(offset) => (Some(offset), key),
-                Err(_) => return Ok(Vec::new()),
-            },
-        };
-        let sql = format!(
-            "SELECT {OBJECT_COLUMNS} FROM objects WHERE staged_segment = ?1
-                 AND (?2 IS NULL OR byte_offset > ?2 OR (byte_offset = ?2 AND key > ?3))
-             ORDER BY byte_offset, key LIMIT ?4"
-        );
-        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
-            .bind(segment)
-            .bind(after_offset)
-            .bind(after_key)
-            .bind(i64::from(limit))
-            .fetch_all(&self.pool)
+        self.objects_by_place("staged_in_segment", "staged_segment", segment, after, limit)
             .await
-            .map_err(query_error("staged_in_segment"))?;
-        rows.iter().map(decode_object).collect()
     }
 
     async fn segment_usage(
