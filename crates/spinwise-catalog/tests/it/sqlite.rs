@@ -4,7 +4,7 @@
 
 use crate::common;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use common::{runtime, staged, writing_blob};
@@ -103,6 +103,47 @@ async fn raw_connection(path: &Path) -> SqliteConnection {
         .expect("raw connection to the catalog file")
 }
 
+/// A populated catalog's file, closed, then changed behind the catalog's back by `statements`
+/// (raw SQL, run in order): what the migration and recount tests reopen.
+struct Altered {
+    /// Keeps the file alive.
+    _directory: tempfile::TempDir,
+    path: PathBuf,
+    /// What the catalog answered before it was closed.
+    before: Snapshot,
+}
+
+async fn populated_and_altered(statements: &[&'static str]) -> Altered {
+    let directory = tempfile::tempdir().unwrap();
+    let path = directory.path().join("catalog.db");
+    let catalog = SqliteCatalog::open(&path).await.unwrap();
+    populate(&catalog).await;
+    assert!(catalog.integrity_check().await.unwrap().problems.is_empty());
+    let before = snapshot(&catalog).await;
+    catalog.close().await;
+    let mut raw = raw_connection(&path).await;
+    for statement in statements {
+        raw.execute(*statement).await.unwrap();
+    }
+    raw.close().await.unwrap();
+    Altered {
+        _directory: directory,
+        path,
+        before,
+    }
+}
+
+/// The schema version the file at `path` records.
+async fn schema_version(path: &Path) -> i64 {
+    let mut raw = raw_connection(path).await;
+    let version = sqlx::query_scalar("SELECT version FROM schema_version")
+        .fetch_one(&mut raw)
+        .await
+        .unwrap();
+    raw.close().await.unwrap();
+    version
+}
+
 #[test]
 fn sqlite_catalog_keeps_everything_across_close_and_reopen() {
     runtime().block_on(async {
@@ -183,12 +224,11 @@ fn open_creates_a_wal_database_and_reopens_it() {
             .await
             .unwrap();
         assert_eq!(mode, "wal");
-        let version: i64 = sqlx::query_scalar("SELECT version FROM schema_version")
-            .fetch_one(&mut raw)
-            .await
-            .unwrap();
-        assert_eq!(version, spinwise_catalog::sqlite::SCHEMA_VERSION);
         raw.close().await.unwrap();
+        assert_eq!(
+            schema_version(&path).await,
+            spinwise_catalog::sqlite::SCHEMA_VERSION
+        );
         SqliteCatalog::open(&path).await.unwrap().close().await;
     });
 }
@@ -233,27 +273,18 @@ const UNDO_VERSION_4: &str = "
 #[test]
 fn a_version_1_catalog_is_migrated_and_keeps_everything_with_blobs_unverified() {
     runtime().block_on(async {
-        let directory = tempfile::tempdir().unwrap();
-        let path = directory.path().join("catalog.db");
-        let catalog = SqliteCatalog::open(&path).await.unwrap();
-        populate(&catalog).await;
-        let before = snapshot(&catalog).await;
-        catalog.close().await;
-        // Take the database back to version 1's shape.
-        let mut raw = raw_connection(&path).await;
-        raw.execute(UNDO_VERSION_4).await.unwrap();
-        raw.execute(
+        // The database taken back to version 1's shape.
+        let altered = populated_and_altered(&[
+            UNDO_VERSION_4,
             "DROP INDEX objects_warm;
              ALTER TABLE objects DROP COLUMN tier;
              DROP INDEX blobs_by_scrub;
              ALTER TABLE blobs DROP COLUMN verified_unix_ms;
              UPDATE schema_version SET version = 1;",
-        )
-        .await
-        .unwrap();
-        raw.close().await.unwrap();
-        let reopened = SqliteCatalog::open(&path).await.unwrap();
-        assert_eq!(snapshot(&reopened).await, before);
+        ])
+        .await;
+        let reopened = SqliteCatalog::open(&altered.path).await.unwrap();
+        assert_eq!(snapshot(&reopened).await, altered.before);
         let due = reopened.scrub_due(3, i64::MAX, 10).await.unwrap();
         assert_eq!(due.len(), 1);
         assert_eq!(due[0].verified_unix_ms, None);
@@ -268,13 +299,10 @@ fn a_version_1_catalog_is_migrated_and_keeps_everything_with_blobs_unverified() 
                 .is_empty()
         );
         reopened.close().await;
-        let mut raw = raw_connection(&path).await;
-        let version: i64 = sqlx::query_scalar("SELECT version FROM schema_version")
-            .fetch_one(&mut raw)
-            .await
-            .unwrap();
-        assert_eq!(version, spinwise_catalog::sqlite::SCHEMA_VERSION);
-        raw.close().await.unwrap();
+        assert_eq!(
+            schema_version(&altered.path).await,
+            spinwise_catalog::sqlite::SCHEMA_VERSION
+        );
     });
 }
 
@@ -284,24 +312,15 @@ fn a_version_1_catalog_is_migrated_and_keeps_everything_with_blobs_unverified() 
 #[test]
 fn a_version_2_catalog_is_migrated_with_every_object_cold() {
     runtime().block_on(async {
-        let directory = tempfile::tempdir().unwrap();
-        let path = directory.path().join("catalog.db");
-        let catalog = SqliteCatalog::open(&path).await.unwrap();
-        populate(&catalog).await;
-        let before = snapshot(&catalog).await;
-        catalog.close().await;
-        let mut raw = raw_connection(&path).await;
-        raw.execute(UNDO_VERSION_4).await.unwrap();
-        raw.execute(
+        let altered = populated_and_altered(&[
+            UNDO_VERSION_4,
             "DROP INDEX objects_warm;
              ALTER TABLE objects DROP COLUMN tier;
              UPDATE schema_version SET version = 2;",
-        )
-        .await
-        .unwrap();
-        raw.close().await.unwrap();
-        let reopened = SqliteCatalog::open(&path).await.unwrap();
-        assert_eq!(snapshot(&reopened).await, before);
+        ])
+        .await;
+        let reopened = SqliteCatalog::open(&altered.path).await.unwrap();
+        assert_eq!(snapshot(&reopened).await, altered.before);
         assert_eq!(reopened.stats().await.unwrap().warm_objects, 0);
         reopened
             .put_object(common::warm("late", 7, 3, 40))
@@ -309,7 +328,7 @@ fn a_version_2_catalog_is_migrated_with_every_object_cold() {
             .unwrap();
         assert_eq!(reopened.warm_objects(10).await.unwrap().len(), 1);
         reopened.close().await;
-        let mut raw = raw_connection(&path).await;
+        let mut raw = raw_connection(&altered.path).await;
         let refused = raw
             .execute("UPDATE objects SET staged_segment = NULL, blob = 1 WHERE key = 'late'")
             .await;
@@ -325,20 +344,11 @@ fn a_version_2_catalog_is_migrated_with_every_object_cold() {
 #[test]
 fn a_version_3_catalog_is_migrated_with_its_disk_usage_counted_from_the_blobs() {
     runtime().block_on(async {
-        let directory = tempfile::tempdir().unwrap();
-        let path = directory.path().join("catalog.db");
-        let catalog = SqliteCatalog::open(&path).await.unwrap();
+        let altered =
+            populated_and_altered(&[UNDO_VERSION_4, "UPDATE schema_version SET version = 3"]).await;
         let model = MemoryCatalog::new();
-        populate(&catalog).await;
         populate(&model).await;
-        catalog.close().await;
-        let mut raw = raw_connection(&path).await;
-        raw.execute(UNDO_VERSION_4).await.unwrap();
-        raw.execute("UPDATE schema_version SET version = 3")
-            .await
-            .unwrap();
-        raw.close().await.unwrap();
-        let reopened = SqliteCatalog::open(&path).await.unwrap();
+        let reopened = SqliteCatalog::open(&altered.path).await.unwrap();
         let usage = reopened.disk_usage().await.unwrap();
         assert!(!usage.is_empty(), "populate leaves blobs on disks");
         assert_eq!(usage, model.disk_usage().await.unwrap());
@@ -365,19 +375,10 @@ fn a_version_3_catalog_is_migrated_with_its_disk_usage_counted_from_the_blobs() 
 #[test]
 fn the_integrity_check_recounts_the_kept_totals_from_the_rows() {
     runtime().block_on(async {
-        let directory = tempfile::tempdir().unwrap();
-        let path = directory.path().join("catalog.db");
-        let catalog = SqliteCatalog::open(&path).await.unwrap();
-        populate(&catalog).await;
-        let stats = catalog.stats().await.unwrap();
-        assert!(catalog.integrity_check().await.unwrap().problems.is_empty());
-        catalog.close().await;
-        let mut raw = raw_connection(&path).await;
-        raw.execute("UPDATE totals SET warm_bytes = warm_bytes + 7")
-            .await
-            .unwrap();
-        raw.close().await.unwrap();
-        let reopened = SqliteCatalog::open(&path).await.unwrap();
+        let altered =
+            populated_and_altered(&["UPDATE totals SET warm_bytes = warm_bytes + 7"]).await;
+        let stats = altered.before.stats;
+        let reopened = SqliteCatalog::open(&altered.path).await.unwrap();
         assert_eq!(
             reopened.stats().await.unwrap().warm_bytes,
             stats.warm_bytes + 7
@@ -400,18 +401,10 @@ fn the_integrity_check_recounts_the_kept_totals_from_the_rows() {
 #[test]
 fn the_integrity_check_recounts_the_kept_disk_usage_from_the_blobs() {
     runtime().block_on(async {
-        let directory = tempfile::tempdir().unwrap();
-        let path = directory.path().join("catalog.db");
-        let catalog = SqliteCatalog::open(&path).await.unwrap();
-        populate(&catalog).await;
-        assert!(catalog.integrity_check().await.unwrap().problems.is_empty());
-        catalog.close().await;
-        let mut raw = raw_connection(&path).await;
-        raw.execute("UPDATE disk_usage SET stripes = stripes + 5 WHERE disk = 1")
-            .await
-            .unwrap();
-        raw.close().await.unwrap();
-        let reopened = SqliteCatalog::open(&path).await.unwrap();
+        let altered =
+            populated_and_altered(&["UPDATE disk_usage SET stripes = stripes + 5 WHERE disk = 1"])
+                .await;
+        let reopened = SqliteCatalog::open(&altered.path).await.unwrap();
         let problems = reopened.integrity_check().await.unwrap().problems;
         assert_eq!(problems.len(), 1, "{problems:?}");
         assert!(
