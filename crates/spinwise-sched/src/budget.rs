@@ -15,8 +15,10 @@
 //! Invariant (asserted after every change): every hard constraint's load ≤ its budget. All of them
 //! are checked when the books are built; a move then re-checks only the constraints of the moving
 //! group, the only loads it changes (so the cost of a move does not grow with the rack: the
-//! per-disk books of a 1,152-disk rack have ~750 constraints). Soft constraints are not tracked
-//! here: exceeding them only costs bandwidth.
+//! per-disk books of a 1,152-disk rack have ~750 constraints). Each constraint also lists its
+//! members that are not resting, kept by the same one state change ([`GroupBudget::try_enter`]),
+//! so finding a move's blockers walks the few busy members, not every member. Soft constraints
+//! are not tracked here: exceeding them only costs bandwidth.
 
 use spinwise_model::{GroupIndex, Layout, Rack, ResourceKind};
 use thiserror::Error;
