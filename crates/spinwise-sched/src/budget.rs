@@ -15,10 +15,8 @@
 //! Invariant (asserted after every change): every hard constraint's load ≤ its budget. All of them
 //! are checked when the books are built; a move then re-checks only the constraints of the moving
 //! group, the only loads it changes (so the cost of a move does not grow with the rack: the
-//! per-disk books of a 1,152-disk rack have ~750 constraints). Each constraint also lists its
-//! members that are not resting, kept by the same one state change ([`GroupBudget::try_enter`]),
-//! so finding a move's blockers walks the few busy members, not every member. Soft constraints
-//! are not tracked here: exceeding them only costs bandwidth.
+//! per-disk books of a 1,152-disk rack have ~750 constraints). Soft constraints are not tracked
+//! here: exceeding them only costs bandwidth.
 
 use spinwise_model::{GroupIndex, Layout, Rack, ResourceKind};
 use thiserror::Error;
@@ -84,10 +82,6 @@ pub struct GroupBudget {
     moves: Vec<Vec<i64>>,
     state_of: Vec<StateIndex>,
     load: Vec<i64>,
-    /// Per constraint: its members not resting, in no particular order. The blockers of a move
-    /// are among them, and on a mostly resting rack they are a few of each domain's members
-    /// (the random layout's books asked for blockers on most polls; issue 32).
-    busy_members: Vec<Vec<GroupIndex>>,
 }
 
 impl GroupBudget {
@@ -183,7 +177,6 @@ impl GroupBudget {
         let budget = GroupBudget {
             states,
             resting,
-            busy_members: vec![Vec::new(); constraints.len()],
             constraints,
             memberships,
             moves,
@@ -335,27 +328,8 @@ impl GroupBudget {
             self.load[m[0] as usize] += m[MOVE_HEADER + state] - m[MOVE_HEADER + from];
         }
         self.state_of[group as usize] = state;
-        if (from == self.resting) != (state == self.resting) {
-            self.book_busy(group, state != self.resting);
-        }
         self.assert_within_budgets_of(group);
         true
-    }
-
-    /// Lists `group` among the busy members of each of its constraints, or takes it off them.
-    fn book_busy(&mut self, group: GroupIndex, busy: bool) {
-        for &(index, _) in &self.memberships[group as usize] {
-            let members = &mut self.busy_members[index];
-            if busy {
-                members.push(group);
-            } else {
-                let position = members
-                    .iter()
-                    .position(|&member| member == group)
-                    .expect("a busy group is listed in each of its constraints");
-                members.swap_remove(position);
-            }
-        }
     }
 
     /// Busy groups sharing a constraint with `group` that would block its move to `state`: the
@@ -386,8 +360,9 @@ impl GroupBudget {
             {
                 continue;
             }
-            for &member in &self.busy_members[index] {
-                if member != group && keep(member) {
+            for &(member, _) in &constraint.members {
+                if member != group && self.state_of[member as usize] != self.resting && keep(member)
+                {
                     out.push(member);
                 }
             }
