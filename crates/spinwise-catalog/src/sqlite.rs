@@ -126,40 +126,44 @@ UPDATE schema_version SET version = 3;
 /// replaced by an upsert, never `INSERT OR REPLACE`, whose implicit delete fires no trigger.
 /// `integrity_check` recounts both from the rows. And the partial index `blobs_dead`: the
 /// committed blobs with dead bytes, compaction's candidates, by group.
-const SCHEMA_V4_STEP: &str = r#"
+fn schema_v4_step() -> String {
+    let column_stripes = stripes_sql("b");
+    let removed_stripes = stripes_sql("OLD");
+    let counted_totals = COUNTED_TOTALS
+        .map(|(_, count)| format!("({count})"))
+        .join(",\n        ");
+    let (object_added, object_removed) = (object_totals("NEW", '+'), object_totals("OLD", '-'));
+    let (blob_added, blob_removed) = (blob_totals("NEW", '+'), blob_totals("OLD", '-'));
+    format!(
+        r#"
 CREATE TABLE disk_usage (
     disk INTEGER PRIMARY KEY CHECK (disk BETWEEN 0 AND 4294967295),
     blobs INTEGER NOT NULL CHECK (blobs >= 0),
     stripes INTEGER NOT NULL CHECK (stripes >= 0)
 ) STRICT;
 INSERT INTO disk_usage (disk, blobs, stripes)
-    SELECT d.disk, COUNT(*), SUM(CASE WHEN b.k * b.fragment_bytes = 0 THEN 0
-        ELSE b.size_bytes / (b.k * b.fragment_bytes) + (b.size_bytes % (b.k * b.fragment_bytes) > 0) END)
+    SELECT d.disk, COUNT(*), SUM({column_stripes})
     FROM blob_disks d JOIN blobs b ON b.id = d.blob GROUP BY d.disk;
 CREATE TRIGGER disk_usage_column_added AFTER INSERT ON blob_disks BEGIN
     INSERT INTO disk_usage (disk, blobs, stripes)
-        SELECT NEW.disk, 1, CASE WHEN b.k * b.fragment_bytes = 0 THEN 0
-            ELSE b.size_bytes / (b.k * b.fragment_bytes) + (b.size_bytes % (b.k * b.fragment_bytes) > 0) END
+        SELECT NEW.disk, 1, {column_stripes}
         FROM blobs b WHERE b.id = NEW.blob
     ON CONFLICT (disk) DO UPDATE SET blobs = blobs + 1, stripes = stripes + excluded.stripes;
 END;
 CREATE TRIGGER disk_usage_column_moved AFTER UPDATE OF disk ON blob_disks
     WHEN OLD.disk <> NEW.disk BEGIN
     UPDATE disk_usage SET blobs = blobs - 1, stripes = stripes - (
-        SELECT CASE WHEN b.k * b.fragment_bytes = 0 THEN 0
-            ELSE b.size_bytes / (b.k * b.fragment_bytes) + (b.size_bytes % (b.k * b.fragment_bytes) > 0) END
+        SELECT {column_stripes}
         FROM blobs b WHERE b.id = OLD.blob)
     WHERE disk = OLD.disk;
     INSERT INTO disk_usage (disk, blobs, stripes)
-        SELECT NEW.disk, 1, CASE WHEN b.k * b.fragment_bytes = 0 THEN 0
-            ELSE b.size_bytes / (b.k * b.fragment_bytes) + (b.size_bytes % (b.k * b.fragment_bytes) > 0) END
+        SELECT NEW.disk, 1, {column_stripes}
         FROM blobs b WHERE b.id = NEW.blob
     ON CONFLICT (disk) DO UPDATE SET blobs = blobs + 1, stripes = stripes + excluded.stripes;
 END;
 CREATE TRIGGER disk_usage_blob_removed BEFORE DELETE ON blobs BEGIN
     UPDATE disk_usage SET blobs = blobs - 1, stripes = stripes - (
-        CASE WHEN OLD.k * OLD.fragment_bytes = 0 THEN 0
-            ELSE OLD.size_bytes / (OLD.k * OLD.fragment_bytes) + (OLD.size_bytes % (OLD.k * OLD.fragment_bytes) > 0) END)
+        {removed_stripes})
     WHERE disk IN (SELECT disk FROM blob_disks WHERE blob = OLD.id);
 END;
 CREATE INDEX blobs_dead ON blobs (group_index, id)
@@ -178,56 +182,89 @@ CREATE TABLE totals (
 INSERT INTO totals (singleton, objects, bytes, staged_objects, staged_bytes, warm_objects,
                     warm_bytes, blobs, dead_bytes)
     SELECT 1,
-        (SELECT COUNT(*) FROM objects),
-        (SELECT COALESCE(SUM(size_bytes), 0) FROM objects),
-        (SELECT COUNT(*) FROM objects WHERE staged_segment IS NOT NULL),
-        (SELECT COALESCE(SUM(size_bytes), 0) FROM objects WHERE staged_segment IS NOT NULL),
-        (SELECT COUNT(*) FROM objects WHERE tier = 'warm'),
-        (SELECT COALESCE(SUM(size_bytes), 0) FROM objects WHERE tier = 'warm'),
-        (SELECT COUNT(*) FROM blobs),
-        (SELECT COALESCE(SUM(size_bytes - live_bytes), 0) FROM blobs WHERE state = 'committed');
+        {counted_totals};
 CREATE TRIGGER totals_object_added AFTER INSERT ON objects BEGIN
-    UPDATE totals SET objects = objects + 1, bytes = bytes + NEW.size_bytes,
-        staged_objects = staged_objects + (NEW.staged_segment IS NOT NULL),
-        staged_bytes = staged_bytes + (CASE WHEN NEW.staged_segment IS NOT NULL THEN NEW.size_bytes ELSE 0 END),
-        warm_objects = warm_objects + (NEW.tier = 'warm'),
-        warm_bytes = warm_bytes + (CASE WHEN NEW.tier = 'warm' THEN NEW.size_bytes ELSE 0 END);
+    {object_added}
 END;
 CREATE TRIGGER totals_object_removed AFTER DELETE ON objects BEGIN
-    UPDATE totals SET objects = objects - 1, bytes = bytes - OLD.size_bytes,
-        staged_objects = staged_objects - (OLD.staged_segment IS NOT NULL),
-        staged_bytes = staged_bytes - (CASE WHEN OLD.staged_segment IS NOT NULL THEN OLD.size_bytes ELSE 0 END),
-        warm_objects = warm_objects - (OLD.tier = 'warm'),
-        warm_bytes = warm_bytes - (CASE WHEN OLD.tier = 'warm' THEN OLD.size_bytes ELSE 0 END);
+    {object_removed}
 END;
 CREATE TRIGGER totals_object_changed AFTER UPDATE ON objects BEGIN
-    UPDATE totals SET objects = objects - 1, bytes = bytes - OLD.size_bytes,
-        staged_objects = staged_objects - (OLD.staged_segment IS NOT NULL),
-        staged_bytes = staged_bytes - (CASE WHEN OLD.staged_segment IS NOT NULL THEN OLD.size_bytes ELSE 0 END),
-        warm_objects = warm_objects - (OLD.tier = 'warm'),
-        warm_bytes = warm_bytes - (CASE WHEN OLD.tier = 'warm' THEN OLD.size_bytes ELSE 0 END);
-    UPDATE totals SET objects = objects + 1, bytes = bytes + NEW.size_bytes,
-        staged_objects = staged_objects + (NEW.staged_segment IS NOT NULL),
-        staged_bytes = staged_bytes + (CASE WHEN NEW.staged_segment IS NOT NULL THEN NEW.size_bytes ELSE 0 END),
-        warm_objects = warm_objects + (NEW.tier = 'warm'),
-        warm_bytes = warm_bytes + (CASE WHEN NEW.tier = 'warm' THEN NEW.size_bytes ELSE 0 END);
+    {object_removed}
+    {object_added}
 END;
 CREATE TRIGGER totals_blob_added AFTER INSERT ON blobs BEGIN
-    UPDATE totals SET blobs = blobs + 1,
-        dead_bytes = dead_bytes + (CASE WHEN NEW.state = 'committed' THEN NEW.size_bytes - NEW.live_bytes ELSE 0 END);
+    {blob_added}
 END;
 CREATE TRIGGER totals_blob_removed AFTER DELETE ON blobs BEGIN
-    UPDATE totals SET blobs = blobs - 1,
-        dead_bytes = dead_bytes - (CASE WHEN OLD.state = 'committed' THEN OLD.size_bytes - OLD.live_bytes ELSE 0 END);
+    {blob_removed}
 END;
 CREATE TRIGGER totals_blob_changed AFTER UPDATE OF state, size_bytes, live_bytes ON blobs BEGIN
-    UPDATE totals SET blobs = blobs - 1,
-        dead_bytes = dead_bytes - (CASE WHEN OLD.state = 'committed' THEN OLD.size_bytes - OLD.live_bytes ELSE 0 END);
-    UPDATE totals SET blobs = blobs + 1,
-        dead_bytes = dead_bytes + (CASE WHEN NEW.state = 'committed' THEN NEW.size_bytes - NEW.live_bytes ELSE 0 END);
+    {blob_removed}
+    {blob_added}
 END;
 UPDATE schema_version SET version = 4;
-"#;
+"#
+    )
+}
+
+/// A blob's stripes per stack (`BlobRecord::stripes`) in SQL, for the blob row named `blob` (an
+/// alias in a query, `OLD` in a trigger): ceil(size / (k × fragment)), 0 for a blob without k
+/// or fragment bytes. The v4 step's fill and triggers and `integrity_check`'s recount share it.
+fn stripes_sql(blob: &str) -> String {
+    format!(
+        "CASE WHEN {blob}.k * {blob}.fragment_bytes = 0 THEN 0
+        ELSE {blob}.size_bytes / ({blob}.k * {blob}.fragment_bytes) + ({blob}.size_bytes % ({blob}.k * {blob}.fragment_bytes) > 0) END"
+    )
+}
+
+/// Each `totals` column and how it is counted from the rows: the v4 step fills it so and
+/// `integrity_check` recounts it so.
+const COUNTED_TOTALS: [(&str, &str); 8] = [
+    ("objects", "SELECT COUNT(*) FROM objects"),
+    ("bytes", "SELECT COALESCE(SUM(size_bytes), 0) FROM objects"),
+    (
+        "staged_objects",
+        "SELECT COUNT(*) FROM objects WHERE staged_segment IS NOT NULL",
+    ),
+    (
+        "staged_bytes",
+        "SELECT COALESCE(SUM(size_bytes), 0) FROM objects WHERE staged_segment IS NOT NULL",
+    ),
+    (
+        "warm_objects",
+        "SELECT COUNT(*) FROM objects WHERE tier = 'warm'",
+    ),
+    (
+        "warm_bytes",
+        "SELECT COALESCE(SUM(size_bytes), 0) FROM objects WHERE tier = 'warm'",
+    ),
+    ("blobs", "SELECT COUNT(*) FROM blobs"),
+    (
+        "dead_bytes",
+        "SELECT COALESCE(SUM(size_bytes - live_bytes), 0) FROM blobs WHERE state = 'committed'",
+    ),
+];
+
+/// The change an object row makes to `totals` (a trigger statement): `sign` `+` as `row` (NEW)
+/// comes, `-` as `row` (OLD) goes; an update is one of each.
+fn object_totals(row: &str, sign: char) -> String {
+    format!(
+        "UPDATE totals SET objects = objects {sign} 1, bytes = bytes {sign} {row}.size_bytes,
+        staged_objects = staged_objects {sign} ({row}.staged_segment IS NOT NULL),
+        staged_bytes = staged_bytes {sign} (CASE WHEN {row}.staged_segment IS NOT NULL THEN {row}.size_bytes ELSE 0 END),
+        warm_objects = warm_objects {sign} ({row}.tier = 'warm'),
+        warm_bytes = warm_bytes {sign} (CASE WHEN {row}.tier = 'warm' THEN {row}.size_bytes ELSE 0 END);"
+    )
+}
+
+/// The change a blob row makes to `totals`, as [`object_totals`].
+fn blob_totals(row: &str, sign: char) -> String {
+    format!(
+        "UPDATE totals SET blobs = blobs {sign} 1,
+        dead_bytes = dead_bytes {sign} (CASE WHEN {row}.state = 'committed' THEN {row}.size_bytes - {row}.live_bytes ELSE 0 END);"
+    )
+}
 
 const OBJECT_COLUMNS: &str =
     "key, size_bytes, content_hash, created_unix_ms, staged_segment, blob, byte_offset, tier";
@@ -670,7 +707,7 @@ impl SqliteCatalog {
             version = 3;
         }
         if version == 3 {
-            sqlx::raw_sql(SCHEMA_V4_STEP)
+            sqlx::raw_sql(sqlx::AssertSqlSafe(schema_v4_step()))
                 .execute(&mut *transaction)
                 .await
                 .map_err(|error| format!("migrating schema version 3 to 4: {error}"))?;
@@ -771,36 +808,18 @@ impl SqliteCatalog {
         problems: &mut Vec<String>,
     ) -> Result<(), CatalogError> {
         let operation = "integrity_check";
-        let row = sqlx::query(
-            "SELECT t.objects, t.bytes, t.staged_objects, t.staged_bytes, t.warm_objects,
-                    t.warm_bytes, t.blobs, t.dead_bytes,
-                 (SELECT COUNT(*) FROM objects) AS counted_objects,
-                 (SELECT COALESCE(SUM(size_bytes), 0) FROM objects) AS counted_bytes,
-                 (SELECT COUNT(*) FROM objects WHERE staged_segment IS NOT NULL)
-                     AS counted_staged_objects,
-                 (SELECT COALESCE(SUM(size_bytes), 0) FROM objects WHERE staged_segment IS NOT NULL)
-                     AS counted_staged_bytes,
-                 (SELECT COUNT(*) FROM objects WHERE tier = 'warm') AS counted_warm_objects,
-                 (SELECT COALESCE(SUM(size_bytes), 0) FROM objects WHERE tier = 'warm')
-                     AS counted_warm_bytes,
-                 (SELECT COUNT(*) FROM blobs) AS counted_blobs,
-                 (SELECT COALESCE(SUM(size_bytes - live_bytes), 0) FROM blobs
-                     WHERE state = 'committed') AS counted_dead_bytes
-             FROM totals t",
-        )
-        .fetch_one(&mut *connection)
-        .await
-        .map_err(query_error(operation))?;
-        for total in [
-            "objects",
-            "bytes",
-            "staged_objects",
-            "staged_bytes",
-            "warm_objects",
-            "warm_bytes",
-            "blobs",
-            "dead_bytes",
-        ] {
+        let kept = COUNTED_TOTALS
+            .map(|(total, _)| format!("t.{total}"))
+            .join(", ");
+        let counted = COUNTED_TOTALS
+            .map(|(total, count)| format!("({count}) AS counted_{total}"))
+            .join(", ");
+        let sql = format!("SELECT {kept}, {counted} FROM totals t");
+        let row = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .fetch_one(&mut *connection)
+            .await
+            .map_err(query_error(operation))?;
+        for (total, _) in COUNTED_TOTALS {
             let kept: i64 = get(&row, total)?;
             let counted: i64 = get(&row, &format!("counted_{total}"))?;
             if kept != counted {
@@ -819,11 +838,10 @@ impl SqliteCatalog {
         problems: &mut Vec<String>,
     ) -> Result<(), CatalogError> {
         let operation = "integrity_check";
-        let rows = sqlx::query(
+        let stripes = stripes_sql("b");
+        let sql = format!(
             "WITH counted AS (
-                 SELECT d.disk, COUNT(*) AS blobs, SUM(CASE WHEN b.k * b.fragment_bytes = 0 THEN 0
-                     ELSE b.size_bytes / (b.k * b.fragment_bytes)
-                         + (b.size_bytes % (b.k * b.fragment_bytes) > 0) END) AS stripes
+                 SELECT d.disk, COUNT(*) AS blobs, SUM({stripes}) AS stripes
                  FROM blob_disks d JOIN blobs b ON b.id = d.blob GROUP BY d.disk)
              SELECT u.disk, u.blobs AS kept_blobs, u.stripes AS kept_stripes,
                     COALESCE(c.blobs, 0) AS blobs, COALESCE(c.stripes, 0) AS stripes
@@ -832,11 +850,12 @@ impl SqliteCatalog {
              UNION ALL
              SELECT c.disk, 0, 0, c.blobs, c.stripes FROM counted c
              WHERE c.disk NOT IN (SELECT disk FROM disk_usage)
-             ORDER BY 1",
-        )
-        .fetch_all(&mut *connection)
-        .await
-        .map_err(query_error(operation))?;
+             ORDER BY 1"
+        );
+        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .fetch_all(&mut *connection)
+            .await
+            .map_err(query_error(operation))?;
         for row in &rows {
             problems.push(format!(
                 "disk {}: the kept usage says {} blobs and {} stripes, the blobs say {} and {}",
