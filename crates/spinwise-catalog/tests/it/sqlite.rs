@@ -103,6 +103,12 @@ async fn raw_connection(path: &Path) -> SqliteConnection {
         .expect("raw connection to the catalog file")
 }
 
+/// The integrity check finds nothing wrong with `catalog`.
+async fn assert_consistent(catalog: &SqliteCatalog) {
+    let problems = catalog.integrity_check().await.unwrap().problems;
+    assert!(problems.is_empty(), "{problems:?}");
+}
+
 /// A populated catalog's file, closed, then changed behind the catalog's back by `statements`
 /// (raw SQL, run in order): what the migration and recount tests reopen.
 struct Altered {
@@ -118,7 +124,7 @@ async fn populated_and_altered(statements: &[&'static str]) -> Altered {
     let path = directory.path().join("catalog.db");
     let catalog = SqliteCatalog::open(&path).await.unwrap();
     populate(&catalog).await;
-    assert!(catalog.integrity_check().await.unwrap().problems.is_empty());
+    assert_consistent(&catalog).await;
     let before = snapshot(&catalog).await;
     catalog.close().await;
     let mut raw = raw_connection(&path).await;
@@ -290,14 +296,7 @@ fn a_version_1_catalog_is_migrated_and_keeps_everything_with_blobs_unverified() 
         assert_eq!(due[0].verified_unix_ms, None);
         reopened.record_scrub(due[0].blob.id, 1_234).await.unwrap();
         assert_eq!(reopened.last_scrub_in_group(3).await.unwrap(), Some(1_234));
-        assert!(
-            reopened
-                .integrity_check()
-                .await
-                .unwrap()
-                .problems
-                .is_empty()
-        );
+        assert_consistent(&reopened).await;
         reopened.close().await;
         assert_eq!(
             schema_version(&altered.path).await,
@@ -358,14 +357,7 @@ fn a_version_3_catalog_is_migrated_with_its_disk_usage_counted_from_the_blobs() 
             reopened.disk_usage().await.unwrap(),
             model.disk_usage().await.unwrap()
         );
-        assert!(
-            reopened
-                .integrity_check()
-                .await
-                .unwrap()
-                .problems
-                .is_empty()
-        );
+        assert_consistent(&reopened).await;
         reopened.close().await;
     });
 }
