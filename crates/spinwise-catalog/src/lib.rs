@@ -37,7 +37,7 @@
 //! - the blob id counter is above every blob id;
 //! - every warm object is staged (schema version 3 also holds this as a CHECK constraint);
 //! - (SQLite) the per-disk usage it keeps for [`Catalog::disk_usage`] equals a recount from the
-//!   blobs.
+//!   blobs, and the totals it keeps for [`Catalog::stats`] a recount from the objects and blobs.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
