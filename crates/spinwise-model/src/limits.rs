@@ -33,6 +33,16 @@ pub const MAX_RACK_TOKENS: usize = 200_000;
 /// (pelican: 91 KB for 1,152 disks; smr-archive-2400: 357 KB), so a layout of a
 /// [`MAX_DISKS`]-disk rack fits in ~15 MB. Readers stop at one byte more than this.
 pub const MAX_LAYOUT_FILE_BYTES: usize = 16 * 1024 * 1024;
+/// A disk's spin-up, mount or unmount latency, in seconds (every value a distribution can
+/// draw: a fixed value, a uniform's `max`, a normal's `max`). Drives take seconds and a tape
+/// library's mount a few minutes; a day is far above both. Why a limit at all: the simulator
+/// and the store add these draws to clocks counted in whole microseconds (`u64`), and an
+/// unbounded one (a rack saying `1e15` seconds) overflowed them, which gave silently wrong
+/// results or a panic (2026-12-01).
+pub const MAX_LATENCY_S: f64 = 86_400.0;
+/// A disk's average seek, in milliseconds (`disk.seek_ms`): ten minutes, far above any drive's
+/// (4–15 ms) or a tape's locate (~100 s); the same reason as [`MAX_LATENCY_S`].
+pub const MAX_SEEK_MS: f64 = 600_000.0;
 /// Requests one scheduler class serves at once (`targets.fairness.concurrent_requests_per_class`).
 /// A group of a few dozen disks is kept busy by two or three reads of k of them; each request in
 /// service holds its read buffers in the server, so the count is bounded.

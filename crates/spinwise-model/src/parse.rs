@@ -955,31 +955,25 @@ impl Checker<'_> {
     fn disk_model(&self, raw: &RawDiskModel) -> Checked<DiskModel> {
         self.positive("disk.bandwidth_mb_per_s", raw.bandwidth_mb_per_s)?;
         self.non_negative("disk.seek_ms", raw.seek_ms)?;
+        self.at_most(
+            "disk.seek_ms",
+            raw.seek_ms,
+            limits::MAX_SEEK_MS,
+            "at most 600,000 ms (ten minutes)",
+        )?;
         self.probability("disk.annual_failure_rate", raw.annual_failure_rate)?;
         Ok(DiskModel {
             capacity_tb: self.distribution("disk.capacity_tb", &raw.capacity_tb, true)?,
             bandwidth_mb_per_s: raw.bandwidth_mb_per_s,
             seek_ms: raw.seek_ms,
-            spin_up_latency_s: self.distribution(
-                "disk.spin_up_latency_s",
-                &raw.spin_up_latency_s,
-                false,
-            )?,
-            mount_latency_s: self.distribution(
-                "disk.mount_latency_s",
-                &raw.mount_latency_s,
-                false,
-            )?,
+            spin_up_latency_s: self.latency("disk.spin_up_latency_s", &raw.spin_up_latency_s)?,
+            mount_latency_s: self.latency("disk.mount_latency_s", &raw.mount_latency_s)?,
             mount_latency_high_load_s: raw
                 .mount_latency_high_load_s
                 .as_ref()
-                .map(|high| self.distribution("disk.mount_latency_high_load_s", high, false))
+                .map(|high| self.latency("disk.mount_latency_high_load_s", high))
                 .transpose()?,
-            unmount_latency_s: self.distribution(
-                "disk.unmount_latency_s",
-                &raw.unmount_latency_s,
-                false,
-            )?,
+            unmount_latency_s: self.latency("disk.unmount_latency_s", &raw.unmount_latency_s)?,
             annual_failure_rate: raw.annual_failure_rate,
         })
     }
@@ -1033,6 +1027,36 @@ impl Checker<'_> {
             ));
         }
         Ok(distribution)
+    }
+
+    /// A latency distribution: values ≥ 0, none above [`limits::MAX_LATENCY_S`].
+    fn latency(&self, field: &str, raw: &RawDistribution) -> Checked<Distribution> {
+        let distribution = self.distribution(field, raw, false)?;
+        let highest_s = match distribution {
+            Distribution::Fixed { value } => value,
+            Distribution::Uniform { max, .. } | Distribution::Normal { max, .. } => max,
+        };
+        self.at_most(
+            field,
+            highest_s,
+            limits::MAX_LATENCY_S,
+            "at most 86,400 s (a day) for every value it can take",
+        )?;
+        Ok(distribution)
+    }
+
+    fn at_most(&self, field: &str, value: f64, limit: f64, expected: &'static str) -> Checked<()> {
+        if value <= limit {
+            Ok(())
+        } else {
+            Err(self.error(
+                field,
+                RackProblem::OutOfRange {
+                    value: quote::number(value),
+                    expected,
+                },
+            ))
+        }
     }
 
     fn targets(&self, raw: &RawTargets) -> Checked<Targets> {

@@ -247,6 +247,18 @@ pub enum SimError {
         "idle_spin_down_s must be a positive number of seconds up to {max_s} (or absent: never), got {idle_spin_down_s}"
     )]
     IdleSpinDown { idle_spin_down_s: f64, max_s: f64 },
+    #[error(
+        "soft resource `{resource}` is a bandwidth ({unit}) with a budget of {budget}: a link of no capacity carries no byte; give it a positive budget"
+    )]
+    BandwidthBudget {
+        resource: String,
+        unit: String,
+        budget: f64,
+    },
+    #[error(
+        "the run reached {horizon_years} years of simulated time (an event due at {at_us} µs) without ending: something the rack or the configuration implies is too slow to finish, such as a transfer at a bandwidth far below the disks' or the network's usual"
+    )]
+    Horizon { at_us: u64, horizon_years: u64 },
 }
 
 impl SimConfig {

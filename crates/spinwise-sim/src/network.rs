@@ -102,6 +102,7 @@
 //! Units: bytes per microsecond (numerically MB/s), so a disk's `bandwidth_mb_per_s` is a
 //! capacity as is, and G Gbps is G × 125 bytes/µs.
 
+use crate::config::SimError;
 use spinwise_model::{DiskIndex, Rack, ResourceKind, Servers};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -289,7 +290,13 @@ pub struct Network {
 impl Network {
     /// The links of `rack` (see the module docs) behind a network of `network_gbps` in total
     /// (`None`: unbounded, no NIC links); bytes moved during `window_us` are counted.
-    pub fn new(rack: &Rack, network_gbps: Option<f64>, window_us: (u64, u64)) -> Network {
+    /// Refuses a bandwidth resource whose budget gives a link no capacity (every byte across
+    /// it would wait forever).
+    pub fn new(
+        rack: &Rack,
+        network_gbps: Option<f64>,
+        window_us: (u64, u64),
+    ) -> Result<Network, SimError> {
         let disks = rack.disk_count();
         let mut capacities = vec![rack.disk_model.bandwidth_mb_per_s; disks];
         let mut domain_links = vec![Vec::new(); disks];
@@ -300,9 +307,17 @@ impl Network {
             if resource.kind != ResourceKind::Soft {
                 continue;
             }
+            let capacity_bytes_per_us = resource.budget.as_f64() * bytes_per_us_per_unit;
+            if !(capacity_bytes_per_us.is_finite() && capacity_bytes_per_us > 0.0) {
+                return Err(SimError::BandwidthBudget {
+                    resource: resource.name.clone(),
+                    unit: resource.unit.clone(),
+                    budget: resource.budget.as_f64(),
+                });
+            }
             for domain in &resource.domains {
                 let link = capacities.len() as LinkIndex;
-                capacities.push(resource.budget.as_f64() * bytes_per_us_per_unit);
+                capacities.push(capacity_bytes_per_us);
                 for &disk in domain {
                     domain_links[disk as usize].push(link);
                 }
@@ -323,7 +338,7 @@ impl Network {
             disk_bytes_per_us: rack.disk_model.bandwidth_mb_per_s,
             pool_of: vec![None; disks],
         };
-        Network::with_links(topology, capacities, window_us)
+        Ok(Network::with_links(topology, capacities, window_us))
     }
 
     fn with_links(topology: Topology, capacities: Vec<f64>, window_us: (u64, u64)) -> Network {
@@ -974,7 +989,9 @@ impl Network {
                 self.internal_in_window_bytes += moved_in_window;
             }
             flow.rate_bytes_per_us = rate_bytes_per_us;
-            flow.done_us = now_us + wait_us(flow);
+            // Saturating: a flow too slow to end within the clock's range ends "never", which
+            // the loop refuses at its horizon (`SimError::Horizon`) instead of wrapping.
+            flow.done_us = now_us.saturating_add(wait_us(flow));
             self.done_of_slot[slot] = (flow.done_us, flow.id);
         }
     }
@@ -1026,9 +1043,10 @@ fn wait_us(flow: &Flow) -> u64 {
         return 0;
     }
     let exact = flow.remaining_bytes / flow.rate_bytes_per_us;
-    // `as` truncates; written out because `f64::ceil` is a libm call on baseline x86-64.
+    // `as` truncates (and saturates at u64::MAX); written out because `f64::ceil` is a libm
+    // call on baseline x86-64.
     let whole = exact as u64;
-    whole + u64::from((whole as f64) < exact)
+    whole.saturating_add(u64::from((whole as f64) < exact))
 }
 
 /// Bytes per µs in one unit of `unit`, if it is a bandwidth.
@@ -1261,7 +1279,7 @@ mod tests {
         let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../presets/pelican.toml");
         let rack =
             spinwise_model::parse_rack(path, &std::fs::read_to_string(path).unwrap()).unwrap();
-        let network = Network::new(&rack, Some(40.0), (0, u64::MAX));
+        let network = Network::new(&rack, Some(40.0), (0, u64::MAX)).expect("pelican's links");
         let disks = rack.disk_count();
         let capacities: Vec<f64> = network
             .links
@@ -1271,7 +1289,7 @@ mod tests {
         assert_eq!(capacities.len(), disks + 4);
         assert!(capacities[..disks].iter().all(|&c| c == 105.0));
         assert_eq!(capacities[disks..], [8000.0, 8000.0, 2500.0, 2500.0]);
-        let unbounded = Network::new(&rack, None, (0, u64::MAX));
+        let unbounded = Network::new(&rack, None, (0, u64::MAX)).expect("pelican's links");
         assert_eq!(unbounded.links.len(), disks + 2);
 
         // A read of 15 disks, 10 on server 1 and 5 on server 0, leaves through server 1's NIC.

@@ -164,6 +164,12 @@ const HIGH_LOAD_FLOW_FRACTION: f64 = 0.5;
 
 /// Seconds in a year for "per disk per year" metrics (365 days).
 const SECONDS_PER_YEAR: f64 = 365.0 * 86_400.0;
+/// Simulated years after which a run that has not ended is refused ([`SimError::Horizon`]).
+/// Arrivals stop within a year (the longest `hours`), so only something the inputs make too
+/// slow to finish gets here (a transfer at a rack's bandwidth of 1e-12 MB/s); without the
+/// guard such a run overflowed the µs clock and gave silently wrong results or a panic.
+const HORIZON_YEARS: u64 = 100;
+const HORIZON_US: u64 = HORIZON_YEARS * 365 * 86_400 * 1_000_000;
 
 /// The failed disk's rebuild: one `Kind::Rebuild` request per lost stripe stack.
 #[derive(Clone, Copy, Debug)]
@@ -420,7 +426,7 @@ fn run_recording(
         rng,
         engine,
         disks: Disks::new(rack, window_us),
-        network: Network::new(rack, config.network_gbps, window_us),
+        network: Network::new(rack, config.network_gbps, window_us)?,
         agenda: Agenda::default(),
         replaced_wake_us: 0,
         window_us,
@@ -471,14 +477,14 @@ fn run_recording(
     }
     let with_baseline = with_baseline && sim.idle_spin_down_s.is_some();
     sim.checkpointing = with_baseline;
-    let last_us = sim.run();
+    let last_us = sim.run()?;
     let mut report = sim.report(last_us);
     if with_baseline {
         let never = SimConfig {
             idle_spin_down_s: None,
             ..config.clone()
         };
-        let baseline = match sim.baseline(&report) {
+        let baseline = match sim.baseline(&report)? {
             Some(baseline) => {
                 if cfg!(debug_assertions) {
                     let from_start = simulate(rack, layout, &never)?;
@@ -685,15 +691,21 @@ impl<'a> Loop<'a> {
 
     /// Processes events until none is left; returns the time of the last one (a replaced flow
     /// wake-up included, as when it popped as a stale event).
-    fn run(&mut self) -> u64 {
+    fn run(&mut self) -> Result<u64, SimError> {
         self.run_from(None)
     }
 
     /// [`Loop::run`], handling `first` (an event already taken from the agenda) before the
     /// agenda's.
-    fn run_from(&mut self, mut first: Option<(u64, Event)>) -> u64 {
+    fn run_from(&mut self, mut first: Option<(u64, Event)>) -> Result<u64, SimError> {
         let mut now_us = 0;
         while let Some((at_us, event)) = first.take().or_else(|| self.agenda.pop()) {
+            if at_us > HORIZON_US {
+                return Err(SimError::Horizon {
+                    at_us,
+                    horizon_years: HORIZON_YEARS,
+                });
+            }
             debug_assert!(at_us >= now_us, "time went back");
             now_us = at_us;
             self.keep_checkpoint(at_us, event);
@@ -739,26 +751,26 @@ impl<'a> Loop<'a> {
             (delivered - requested).abs() <= requested * 1e-9,
             "delivered {delivered} bytes of {requested}"
         );
-        now_us
+        Ok(now_us)
     }
 
     /// The report of this run (just ended, `report`) with idle spin-down off
     /// ([`simulate_with_baseline`]): `report` itself when idle spin-down changed nothing it
     /// measured, else the checkpoint run on with idle spin-down off; `None`: the baseline must
     /// run from the start (the policy could not be copied).
-    fn baseline(&mut self, report: &Report) -> Option<Report> {
+    fn baseline(&mut self, report: &Report) -> Result<Option<Report>, SimError> {
         if self.idle_changed_nothing() {
-            return Some(report.clone());
+            return Ok(Some(report.clone()));
         }
         if let Some(checkpoint) = self.checkpoint.take() {
             let Checkpoint { mut run, next } = *checkpoint;
             run.engine.set_idle_spin_down_us(None);
             run.idle_spin_down_s = None;
             run.engine_wake_us = run.engine.next_wake_us();
-            let last_us = run.run_from(Some(next));
-            return Some(run.report(last_us));
+            let last_us = run.run_from(Some(next))?;
+            return Ok(Some(run.report(last_us)));
         }
-        None
+        Ok(None)
     }
 
     /// Whether no idle spin-down (in or out of the window) came before the last quantity the

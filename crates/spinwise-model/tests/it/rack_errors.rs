@@ -5,7 +5,7 @@
 //! (the example of docs/rack-format.md, checked here to be identical to the text in the document)
 //! and changes one thing.
 
-use spinwise_model::{Amount, RackError, RackProblem, parse_rack};
+use spinwise_model::{Amount, Distribution, RackError, RackProblem, parse_rack};
 
 const SOURCE: &str = "racks/test-rack.toml";
 
@@ -1043,6 +1043,66 @@ fn inverted_distribution_range_is_rejected() {
     assert_eq!(
         error.problem,
         RackProblem::InvertedRange { min: 4.0, max: 1.0 }
+    );
+}
+
+#[test]
+fn a_latency_that_can_draw_more_than_a_day_is_refused_and_a_day_is_accepted() {
+    // A draw above the limit would overflow the simulator's and the store's µs clocks.
+    let cases = [
+        (
+            "spin_up_latency_s = { distribution = \"normal\", mean = 10.0, stddev = 1.0, min = 8.0, max = 14.0 }",
+            "spin_up_latency_s = { distribution = \"normal\", mean = 10.0, stddev = 1.0, min = 8.0, max = 1e15 }",
+            "disk.spin_up_latency_s",
+        ),
+        (
+            "mount_latency_s = { distribution = \"uniform\", min = 1.0, max = 4.0 }",
+            "mount_latency_s = { distribution = \"uniform\", min = 1.0, max = 86400.5 }",
+            "disk.mount_latency_s",
+        ),
+        (
+            "unmount_latency_s = 0.5",
+            "unmount_latency_s = 1e300",
+            "disk.unmount_latency_s",
+        ),
+        (
+            "unmount_latency_s = 0.5",
+            "unmount_latency_s = 0.5\nmount_latency_high_load_s = 100000",
+            "disk.mount_latency_high_load_s",
+        ),
+    ];
+    for (old, new, field) in cases {
+        let error = refused(&edit(MINIMAL_RACK, old, new));
+        assert_eq!(error.field, field);
+        assert!(
+            matches!(error.problem, RackProblem::OutOfRange { .. }),
+            "{error}"
+        );
+    }
+    let a_day = edit(
+        MINIMAL_RACK,
+        "mount_latency_s = { distribution = \"uniform\", min = 1.0, max = 4.0 }",
+        "mount_latency_s = { distribution = \"uniform\", min = 1.0, max = 86400.0 }",
+    );
+    let rack = parse_rack(SOURCE, &a_day).expect("a day is the limit, not past it");
+    assert_eq!(
+        rack.disk_model.mount_latency_s,
+        Distribution::Uniform {
+            min: 1.0,
+            max: 86_400.0
+        }
+    );
+}
+
+#[test]
+fn a_seek_over_ten_minutes_is_refused() {
+    let error = refused(&edit(MINIMAL_RACK, "seek_ms = 4.2", "seek_ms = 1e18"));
+    assert_eq!(error.field, "disk.seek_ms");
+    assert!(matches!(error.problem, RackProblem::OutOfRange { .. }));
+    let ten_minutes = edit(MINIMAL_RACK, "seek_ms = 4.2", "seek_ms = 600000");
+    assert_eq!(
+        parse_rack(SOURCE, &ten_minutes).unwrap().disk_model.seek_ms,
+        600_000.0
     );
 }
 

@@ -266,6 +266,53 @@ fn bad_configurations_are_refused_with_typed_errors() {
 }
 
 #[test]
+fn a_bandwidth_resource_of_no_capacity_is_refused_before_the_run() {
+    // dense-jbod-60's SAS port is a soft Gbps resource: at budget 0 no byte could cross it.
+    let path = format!(
+        "{}/../../presets/dense-jbod-60.toml",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert_eq!(
+        text.matches("\nbudget = 48\n").count(),
+        1,
+        "the SAS budget line"
+    );
+    let rack = parse_rack("no-sas", &text.replace("\nbudget = 48\n", "\nbudget = 0\n")).unwrap();
+    let layout = spinwise_plan::plan(&rack).unwrap().layout;
+    let error = simulate(&rack, &layout, &SimConfig::new(0.1, 2.0, 1.0, 1)).unwrap_err();
+    assert!(
+        matches!(&error, SimError::BandwidthBudget { resource, .. } if resource == "sas"),
+        "{error}"
+    );
+}
+
+#[test]
+fn a_run_too_slow_to_ever_finish_is_refused_at_the_horizon_instead_of_wrapping_the_clock() {
+    // A 1 GB read through a 1e-300 Gbps NIC would take ~10^290 years: its completion time
+    // saturates the µs clock, and the loop refuses it rather than wrapping to a time before
+    // now (which gave wrong results in release builds and "time went back" panics).
+    let (rack, layout) = pelican();
+    let config = SimConfig {
+        network_gbps: Some(1e-300),
+        idle_spin_down_s: None,
+        ..SimConfig::new(1.0, 2.0, 1.0, 5)
+    };
+    let error = simulate(rack, layout, &config).unwrap_err();
+    assert!(
+        matches!(error, SimError::Horizon { horizon_years: 100, at_us } if at_us > 100 * 365 * 86_400 * 1_000_000),
+        "{error}"
+    );
+    // A slow network that still finishes within the horizon runs to its end.
+    let slow = SimConfig {
+        network_gbps: Some(0.01),
+        ..config
+    };
+    let report = simulate(rack, layout, &slow).unwrap();
+    assert!(report.completed > 0, "{report:?}");
+}
+
+#[test]
 fn fully_provisioned_pelican_serves_low_load_at_the_transfer_floor_within_its_budgets() {
     // Pelican §4.2: FP's service time for 1 GB is ~0.65 s (15 disks × 105 MB/s) and its time to
     // first byte is tens of milliseconds (no spin-up), on a rack provisioned for every disk.
