@@ -658,7 +658,8 @@ impl<'a> Loop<'a> {
         let end_us = self.arrivals_end_us;
         let at_us = match &self.config.arrivals {
             Arrivals::Poisson => {
-                Some(now_us + exponential_us(self.config.rate_per_s, &mut self.rng))
+                // Saturating: at a rate of 1e-300 per second a gap is past the clock's range.
+                Some(now_us.saturating_add(exponential_us(self.config.rate_per_s, &mut self.rng)))
                     .filter(|at_us| *at_us < end_us)
             }
             // A burst ignores `hours`: all of it arrives within its 60 s.
