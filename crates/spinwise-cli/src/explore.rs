@@ -135,6 +135,14 @@ fn plan_all(
     configurations: Vec<Configuration>,
     jobs: Option<usize>,
 ) -> CliResult<Vec<Outcome>> {
+    if let Some(jobs) = jobs
+        && jobs > spinwise_experiment::MAX_JOBS
+    {
+        return Err(CliError::Usage(format!(
+            "--jobs must be at most {} (0 or absent: one per core), got {jobs}",
+            spinwise_experiment::MAX_JOBS
+        )));
+    }
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(jobs.unwrap_or(0))
         .build()

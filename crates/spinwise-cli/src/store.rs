@@ -1070,9 +1070,10 @@ async fn collect_warm(
 }
 
 async fn upkeep(store: &std::sync::Arc<SqliteStore>, duration_s: f64, json: bool) -> CliResult<()> {
-    if !(duration_s.is_finite() && duration_s >= 0.0) {
+    if !spinwise_store::config::seconds_in_range(duration_s, false) {
         return Err(CliError::Usage(format!(
-            "--for takes a number of seconds (0 or more), not {duration_s}"
+            "--for takes a number of seconds from 0 to {}, not {duration_s}",
+            spinwise_store::config::MAX_SETTING_S
         )));
     }
     let handle = store.start_upkeep().await.map_err(store_error)?;

@@ -472,10 +472,8 @@ fn write_file(
     path: &Path,
     write: impl FnOnce(&mut std::io::BufWriter<std::fs::File>) -> std::io::Result<()>,
 ) -> CliResult<()> {
-    let mut partial_name = path.as_os_str().to_owned();
-    partial_name.push(".partial");
-    let partial = PathBuf::from(partial_name);
-    let file = std::fs::File::create(&partial).map_err(io_error(&partial))?;
+    let (partial, file) =
+        spinwise_experiment::requests_csv::create_partial(path).map_err(io_error(path))?;
     let mut sink = std::io::BufWriter::new(file);
     write(&mut sink)
         .and_then(|()| sink.flush())

@@ -184,6 +184,16 @@ pub struct Experiment {
     run: fn(&Context) -> ExperimentResult<Outcome>,
 }
 
+/// The most seeds an experiment runs per configuration: every seed is a run of every
+/// configuration (the 110 of `pelican-fig5` at 1,000 seeds is 110,000 runs), and its results
+/// are held for the summary; `--seeds 4294967295` tried to allocate a terabyte and aborted
+/// (found 2026-12-01).
+pub const MAX_SEEDS: u32 = 1_000;
+/// The most worker threads `--jobs` may ask for: the runs are CPU-bound, so threads beyond the
+/// cores only add switching; `--jobs 100000` started thousands of threads and flooded the
+/// machine (found 2026-12-01).
+pub const MAX_JOBS: usize = 256;
+
 /// The most store replays per burst `--store-runs` takes (each is minutes at the default scale).
 pub const MAX_STORE_RUNS: u32 = 100;
 
@@ -357,8 +367,18 @@ impl Context {
                 "--warmup-hours must be zero or a positive number, got {warmup_hours}"
             ));
         }
-        if options.seeds == 0 {
-            return invalid("--seeds must be at least 1".into());
+        if !(1..=MAX_SEEDS).contains(&options.seeds) {
+            return invalid(format!(
+                "--seeds must be 1 to {MAX_SEEDS}, got {}",
+                options.seeds
+            ));
+        }
+        if let Some(jobs) = options.jobs
+            && jobs > MAX_JOBS
+        {
+            return invalid(format!(
+                "--jobs must be at most {MAX_JOBS} (0 or absent: one per core), got {jobs}"
+            ));
         }
         if let Some(factor) = options.store_time_factor
             && !(factor.is_finite() && factor > 0.0 && factor <= 1.0)

@@ -75,12 +75,48 @@ pub struct RowWriter {
     error: Option<csv::Error>,
 }
 
+/// Creates `PATH.partial`, the temporary file a write renamed into place at `path` goes
+/// through, and returns its name and the file. Refuses a `path` that exists and is not a regular
+/// file: the rename would replace it, and `--requests-out /dev/null` run as root replaced the
+/// device node with a regular file (found 2026-12-01). The temporary file is created anew
+/// (`O_EXCL`, which never follows a symbolic link); a stale one left by an interrupted run, or a
+/// link in its place, is removed first (the link itself, not what it points to).
+pub fn create_partial(path: &Path) -> std::io::Result<(PathBuf, File)> {
+    use std::io::{Error, ErrorKind};
+    if let Ok(metadata) = std::fs::symlink_metadata(path)
+        && !metadata.file_type().is_file()
+    {
+        return Err(Error::new(
+            ErrorKind::AlreadyExists,
+            "exists and is not a regular file (a device, directory, link or pipe): name a file to write",
+        ));
+    }
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(".partial");
+    let temporary = path.with_file_name(name);
+    let create = || {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&temporary)
+    };
+    let file = match create() {
+        Err(error) if error.kind() == ErrorKind::AlreadyExists => {
+            let stale = std::fs::symlink_metadata(&temporary)?.file_type();
+            if !(stale.is_file() || stale.is_symlink()) {
+                return Err(error);
+            }
+            std::fs::remove_file(&temporary)?;
+            create()?
+        }
+        created => created?,
+    };
+    Ok((temporary, file))
+}
+
 impl RowWriter {
     pub fn create(path: &Path) -> ExperimentResult<RowWriter> {
-        let mut name = path.file_name().unwrap_or_default().to_os_string();
-        name.push(".partial");
-        let temporary = path.with_file_name(name);
-        let file = File::create(&temporary).map_err(io_error(path))?;
+        let (temporary, file) = create_partial(path).map_err(io_error(path))?;
         Ok(RowWriter {
             path: path.to_path_buf(),
             temporary,

@@ -383,6 +383,17 @@ impl Layout {
                 return Err(format!("unknown state `{name}`"));
             }
         }
+        // The path runs from the resting state to the active one, both ends included (an empty
+        // one reached `verify`, `quality` and `sim --layout` and panicked there until
+        // 2026-12-01).
+        if self.spin_up_path.first() != Some(&self.resting_state)
+            || self.spin_up_path.last() != Some(&self.active_state)
+        {
+            return Err(format!(
+                "spin_up_path must run from resting_state `{}` to active_state `{}`, both included; got {:?}",
+                self.resting_state, self.active_state, self.spin_up_path
+            ));
+        }
         for (name, witness) in [
             ("active_witness", &self.active_witness),
             ("spinning_witness", &self.spinning_witness),

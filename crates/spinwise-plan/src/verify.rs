@@ -254,7 +254,10 @@ fn membership(rack: &Rack, layout: &Layout, violations: &mut Vec<Violation>) -> 
 
 fn check_erasure(layout: &Layout, violations: &mut Vec<Violation>) {
     let erasure = layout.erasure;
-    if erasure.k == 0 || erasure.r == 0 || erasure.k + erasure.r + erasure.f > layout.group_size {
+    // In u64: a layout file's f of 4294967295 wrapped the u32 sum to below the group size and
+    // was verified (found 2026-12-01).
+    let width = u64::from(erasure.k) + u64::from(erasure.r) + u64::from(erasure.f);
+    if erasure.k == 0 || erasure.r == 0 || width > u64::from(layout.group_size) {
         violations.push(Violation {
             found: None,
             required: None,
@@ -277,14 +280,14 @@ fn check_spread(rack: &Rack, layout: &Layout, violations: &mut Vec<Violation>) {
         let members: Vec<usize> = ids.iter().filter_map(|id| index_of(rack, *id)).collect();
         for domain in spread_domains(rack) {
             let room = spread_room(domain, &members, r);
-            if room < k + r {
+            let width = u64::from(k) + u64::from(r);
+            if u64::from(room) < width {
                 violations.push(Violation {
  found: None, required: None,
                     check: "spread",
                     detail: format!(
-                        "group {group}: at most {room} fragments fit with ≤ {r} per `{}`, a stripe has {}",
+                        "group {group}: at most {room} fragments fit with ≤ {r} per `{}`, a stripe has {width}",
                         domain.name,
-                        k + r
                     ),
                 });
             }

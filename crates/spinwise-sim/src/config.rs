@@ -35,6 +35,11 @@ pub const MAX_HOURS: f64 = 24.0 * 366.0;
 /// Largest blob, in bytes (1 TB): flows' remaining bytes are tracked in `f64`, exact to 2^53, and
 /// a blob is a bundle of ~1 GB in the product; a terabyte is already far outside the model.
 pub const MAX_BLOB_BYTES: u64 = 1_000_000_000_000;
+/// The slowest network a run may model, in Gbps (1 Mbps). Far slower ones gave link capacities
+/// so small (subnormal floats at 1e-316 Gbps) that water-filling's sums lost their precision and
+/// its capacity check failed (found 2026-12-01); between this and those, a run too slow to
+/// finish meets the horizon (`SimError::Horizon`).
+pub const MIN_NETWORK_GBPS: f64 = 0.001;
 
 /// Default blob size: the product's bundle size (~1 GB, BRIEF "bundles").
 pub const DEFAULT_BLOB_BYTES: u64 = 1_000_000_000;
@@ -185,7 +190,9 @@ pub enum SimError {
     },
     #[error("blob_bytes must be between 1 and {max}, got {blob_bytes}")]
     BlobBytes { blob_bytes: u64, max: u64 },
-    #[error("network_gbps must be a positive finite number when given, got {network_gbps}")]
+    #[error(
+        "network_gbps must be a finite number of at least {MIN_NETWORK_GBPS} (1 Mbps) when given, got {network_gbps}"
+    )]
     Network { network_gbps: f64 },
     #[error(
         "{expected:.0} requests expected (rate × duration) exceed the limit of {limit:.0}; run shorter or several seeds"
@@ -301,7 +308,7 @@ impl SimConfig {
             });
         }
         if let Some(network_gbps) = self.network_gbps
-            && !(network_gbps.is_finite() && network_gbps > 0.0)
+            && !(network_gbps.is_finite() && network_gbps >= MIN_NETWORK_GBPS)
         {
             return Err(SimError::Network { network_gbps });
         }

@@ -31,6 +31,22 @@ pub fn disk_capacity_bytes(rack: &Rack) -> u64 {
     (rack.disk_model.capacity_tb.mean() * 1e12) as u64
 }
 
+/// The longest interval any setting in seconds takes (100 years): a longer one means "never"
+/// in practice, and turning it into a `Duration` or into milliseconds overflowed (an upkeep
+/// task panicked on `scrub_min_spin_up_interval_s = 1e300` and `store upkeep` still exited 0,
+/// found 2026-12-01).
+pub const MAX_SETTING_S: f64 = 100.0 * 365.25 * 86_400.0;
+
+/// The largest `time_factor` (the emulated disks' limit).
+pub use spinwise_disk::timing::MAX_TIME_FACTOR;
+
+/// Whether `seconds` is a number of seconds from 0 to [`MAX_SETTING_S`] (`positive`: above 0).
+pub fn seconds_in_range(seconds: f64, positive: bool) -> bool {
+    seconds.is_finite()
+        && seconds <= MAX_SETTING_S
+        && (seconds > 0.0 || !positive && seconds == 0.0)
+}
+
 /// The largest `read_batch_bytes`: a migrated read holds up to three batches per data column,
 /// so a 15+3 GET could hold ~360 MiB at this size (~27 MiB at the default).
 pub const MAX_READ_BATCH_BYTES: u64 = 8 << 20;
@@ -273,8 +289,17 @@ fn config_error(path: &Path, message: impl Into<String>) -> StoreError {
 
 /// Checks sizes and that the rack parses and the layout belongs to it; returns the rack.
 pub fn validate(config: &StoreConfig, path: &Path) -> StoreResult<Rack> {
-    if !(config.time_factor.is_finite() && config.time_factor > 0.0) {
-        return Err(config_error(path, "time_factor must be a positive number"));
+    if !(config.time_factor.is_finite()
+        && config.time_factor > 0.0
+        && config.time_factor <= MAX_TIME_FACTOR)
+    {
+        return Err(config_error(
+            path,
+            format!(
+                "time_factor must be a positive number up to {MAX_TIME_FACTOR}, got {}",
+                config.time_factor
+            ),
+        ));
     }
     if let Some(scale) = config.disk_bandwidth_scale
         && !(scale.is_finite() && scale > 0.0)
@@ -323,12 +348,12 @@ pub fn validate(config: &StoreConfig, path: &Path) -> StoreResult<Rack> {
         ));
     }
     if let Some(seconds) = config.idle_spin_down_s
-        && !(seconds.is_finite() && seconds > 0.0)
+        && !seconds_in_range(seconds, true)
     {
         return Err(config_error(
             path,
             format!(
-                "idle_spin_down_s must be a positive number of seconds (0: never), got {seconds}"
+                "idle_spin_down_s must be a positive number of seconds up to {MAX_SETTING_S} (0: never), got {seconds}"
             ),
         ));
     }
@@ -566,8 +591,10 @@ impl WarmConfig {
                 "warm.collect_hard_free_fraction must be a number in [0, 1), not {fraction}"
             ));
         }
-        if !(self.collect_max_yield_s.is_finite() && self.collect_max_yield_s >= 0.0) {
-            return Err("warm.collect_max_yield_s must be a number of seconds, 0 or more".into());
+        if !seconds_in_range(self.collect_max_yield_s, false) {
+            return Err(format!(
+                "warm.collect_max_yield_s must be a number of seconds from 0 to {MAX_SETTING_S}"
+            ));
         }
         Ok(())
     }
@@ -660,12 +687,12 @@ impl Default for UpkeepConfig {
 
 /// Checks the policy: positive, finite intervals and a positive budget.
 pub fn validate_upkeep(config: &UpkeepConfig) -> Result<(), String> {
-    let positive = |value: f64| value.is_finite() && value > 0.0;
-    if !positive(config.scrub_interval_s) || !positive(config.scrub_min_spin_up_interval_s) {
-        return Err(
-            "upkeep.scrub_interval_s and upkeep.scrub_min_spin_up_interval_s must be positive numbers of seconds"
-                .into(),
-        );
+    if !seconds_in_range(config.scrub_interval_s, true)
+        || !seconds_in_range(config.scrub_min_spin_up_interval_s, true)
+    {
+        return Err(format!(
+            "upkeep.scrub_interval_s and upkeep.scrub_min_spin_up_interval_s must be positive numbers of seconds up to {MAX_SETTING_S}"
+        ));
     }
     if config.scrub_bytes_per_spin_up == 0 || config.compact_bytes_per_spin_up == 0 {
         return Err(
@@ -673,8 +700,10 @@ pub fn validate_upkeep(config: &UpkeepConfig) -> Result<(), String> {
                 .into(),
         );
     }
-    if !(config.migrate_after_s.is_finite() && config.migrate_after_s >= 0.0) {
-        return Err("upkeep.migrate_after_s must be a number of seconds, 0 or more".into());
+    if !seconds_in_range(config.migrate_after_s, false) {
+        return Err(format!(
+            "upkeep.migrate_after_s must be a number of seconds from 0 to {MAX_SETTING_S}"
+        ));
     }
     check_dead_fraction(config.compact_dead_fraction)
         .map_err(|message| format!("upkeep.compact_dead_fraction: {message}"))?;
@@ -687,8 +716,10 @@ pub fn validate_upkeep(config: &UpkeepConfig) -> Result<(), String> {
             "upkeep.compact_hard_free_fraction must be a number in [0, 1), not {fraction}"
         ));
     }
-    if !(config.compact_max_yield_s.is_finite() && config.compact_max_yield_s >= 0.0) {
-        return Err("upkeep.compact_max_yield_s must be a number of seconds, 0 or more".into());
+    if !seconds_in_range(config.compact_max_yield_s, false) {
+        return Err(format!(
+            "upkeep.compact_max_yield_s must be a number of seconds from 0 to {MAX_SETTING_S}"
+        ));
     }
     Ok(())
 }

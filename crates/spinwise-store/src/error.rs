@@ -37,7 +37,10 @@ pub enum StoreError {
         staging_segments: u64,
         stripe_stacks: u64,
     },
-    #[error("object keys are 1 to 1024 bytes of UTF-8; this one is {length_bytes} bytes")]
+    #[error(
+        "object keys are 1 to {max} bytes of UTF-8; this one is {length_bytes} bytes",
+        max = crate::staging::MAX_KEY_BYTES
+    )]
     KeyLength { length_bytes: usize },
     #[error("no such key: `{key}`")]
     NoSuchKey { key: String },

@@ -8,6 +8,7 @@ mod common;
 mod design;
 mod experiment;
 mod explore;
+mod extreme_values;
 mod hostile_inputs;
 mod one_owner;
 mod plan;

@@ -115,6 +115,31 @@ fn a_layout_is_refused_by_another_rack_and_when_it_names_a_disk_the_rack_lacks()
 }
 
 #[test]
+fn a_layout_whose_spin_up_path_does_not_run_from_resting_to_active_is_refused_as_it_is_read() {
+    // An empty path reached `verify`, `quality` and `sim --layout` and panicked there
+    // ("path is never empty") until 2026-12-01.
+    let (_, json) = ocp();
+    let planned: serde_json::Value = serde_json::from_str(json).expect("planned JSON");
+    let path = planned["spin_up_path"].as_array().expect("a path").clone();
+    let mut reversed = path.clone();
+    reversed.reverse();
+    for edited_path in [
+        vec![],
+        reversed,
+        path[1..].to_vec(),
+        path[..path.len() - 1].to_vec(),
+    ] {
+        let mut edited = planned.clone();
+        edited["spin_up_path"] = serde_json::Value::Array(edited_path.clone());
+        let text = serde_json::to_string(&edited).expect("serializes");
+        let refused = Layout::from_json("edited.json", &text)
+            .err()
+            .unwrap_or_else(|| panic!("spin_up_path {edited_path:?} was accepted"));
+        assert!(refused.to_string().contains("spin_up_path"), "{refused}");
+    }
+}
+
+#[test]
 fn a_layout_whose_scheduler_settings_a_rack_could_not_give_is_refused_naming_the_key() {
     let (_, json) = ocp();
     let cases: [(&str, serde_json::Value); 8] = [

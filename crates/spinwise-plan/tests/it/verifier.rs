@@ -352,6 +352,12 @@ fn k_plus_r_plus_f_above_the_group_size_is_an_erasure_violation() {
         checks(&rejected(rack, &no_data)),
         BTreeSet::from(["erasure"])
     );
+
+    // 15 + 3 + (2^32 - 5) wraps a u32 sum to 13, which fits 24: it must still be refused.
+    let mut wrapping = layout.clone();
+    wrapping.erasure.f = u32::MAX - 4;
+    let violations = rejected(rack, &wrapping);
+    assert!(checks(&violations).contains("erasure"), "{violations:?}");
 }
 
 #[test]

@@ -242,7 +242,8 @@ fn bad_configurations_are_refused_with_typed_errors() {
         }),
         SimError::BlobBytes { .. }
     ));
-    for network_gbps in [0.0, f64::NAN] {
+    // 1e-316 is subnormal: its capacities broke water-filling's sums (a panic until 2026-12-01).
+    for network_gbps in [0.0, f64::NAN, 1e-316, 0.000_999] {
         assert!(matches!(
             refused(SimConfig {
                 network_gbps: Some(network_gbps),
@@ -289,26 +290,32 @@ fn a_bandwidth_resource_of_no_capacity_is_refused_before_the_run() {
 
 #[test]
 fn a_run_too_slow_to_ever_finish_is_refused_at_the_horizon_instead_of_wrapping_the_clock() {
-    // A 1 GB read through a 1e-300 Gbps NIC would take ~10^290 years: its completion time
-    // saturates the µs clock, and the loop refuses it rather than wrapping to a time before
-    // now (which gave wrong results in release builds and "time went back" panics).
+    // Pelican planned as shipped, then its disks slowed to 1e-12 MB/s: a 1 GB read would take
+    // ~30,000 years, its completion time saturates the µs clock, and the loop refuses the run
+    // at its horizon rather than wrapping to a time before now (wrong results in release
+    // builds, "time went back" panics in debug ones, until 2026-12-01).
     let (rack, layout) = pelican();
+    let mut slow_disks = rack.clone();
+    slow_disks.disk_model.bandwidth_mb_per_s = 1e-12;
+    // The same layout, bound to the changed rack (its fingerprint names the rack it was planned
+    // for; the groups and the scheduler's constraints do not depend on the bandwidth).
+    let mut slow_layout = layout.clone();
+    slow_layout.rack_fingerprint = slow_disks.fingerprint();
     let config = SimConfig {
-        network_gbps: Some(1e-300),
         idle_spin_down_s: None,
         ..SimConfig::new(1.0, 2.0, 1.0, 5)
     };
-    let error = simulate(rack, layout, &config).unwrap_err();
+    let error = simulate(&slow_disks, &slow_layout, &config).unwrap_err();
     assert!(
         matches!(error, SimError::Horizon { horizon_years: 100, at_us } if at_us > 100 * 365 * 86_400 * 1_000_000),
         "{error}"
     );
-    // A slow network that still finishes within the horizon runs to its end.
-    let slow = SimConfig {
-        network_gbps: Some(0.01),
+    // The slowest network allowed still finishes (queues cap what is waiting).
+    let slow_network = SimConfig {
+        network_gbps: Some(spinwise_sim::MIN_NETWORK_GBPS),
         ..config
     };
-    let report = simulate(rack, layout, &slow).unwrap();
+    let report = simulate(rack, layout, &slow_network).unwrap();
     assert!(report.completed > 0, "{report:?}");
 }
 

@@ -346,6 +346,24 @@ async fn a_store_toml_without_an_upkeep_section_loads_with_defaults_and_bad_poli
             compact_max_yield_s: f64::INFINITY,
             ..UpkeepConfig::default()
         },
+        // Finite but past any Duration: the upkeep task panicked on it and `store upkeep`
+        // still exited 0 (until 2026-12-01).
+        UpkeepConfig {
+            scrub_min_spin_up_interval_s: 1e300,
+            ..UpkeepConfig::default()
+        },
+        UpkeepConfig {
+            scrub_interval_s: spinwise_store::config::MAX_SETTING_S * 1.01,
+            ..UpkeepConfig::default()
+        },
+        UpkeepConfig {
+            migrate_after_s: 1e20,
+            ..UpkeepConfig::default()
+        },
+        UpkeepConfig {
+            compact_max_yield_s: 1e20,
+            ..UpkeepConfig::default()
+        },
     ] {
         let other = tempfile::tempdir().unwrap();
         match Store::init_sqlite(&other.path().join("data"), config(bad)).await {
@@ -355,6 +373,20 @@ async fn a_store_toml_without_an_upkeep_section_loads_with_defaults_and_bad_poli
             Err(other) => panic!("expected a Config error, got {other}"),
             Ok(_) => panic!("expected a Config error, got a store"),
         }
+    }
+    // A time factor past a Duration's range made a disk's thread sleep for ever, and every
+    // command after one interrupted flush hang (until 2026-12-01).
+    let other = tempfile::tempdir().unwrap();
+    let slow = StoreConfig {
+        time_factor: 1e300,
+        ..config(UpkeepConfig::default())
+    };
+    match Store::init_sqlite(&other.path().join("data"), slow).await {
+        Err(StoreError::Config { message, .. }) => {
+            assert!(message.contains("time_factor"), "{message}")
+        }
+        Err(other) => panic!("expected a Config error, got {other}"),
+        Ok(_) => panic!("expected a Config error, got a store"),
     }
 }
 
