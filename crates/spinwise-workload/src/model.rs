@@ -145,7 +145,7 @@ impl Shape {
                 });
             }
         }
-        Ok(match family {
+        let shape = match family {
             Family::Gamma => Shape::Gamma {
                 shape: values[0],
                 scale: values[1],
@@ -159,7 +159,47 @@ impl Shape {
                 mu: values[0],
                 sigma: values[1],
             },
-        })
+        };
+        shape.check_sampleable()?;
+        Ok(shape)
+    }
+
+    /// Refuses parameters each finite and positive on its own whose combination a draw cannot
+    /// use: a gamma scale whose reciprocal overflows, Stacy's d/p or 1/p outside the positive
+    /// finite numbers, a lognormal mu + sigma beyond f64. Such values panicked in `sample`
+    /// (`workload generate` with `d=5e-324,p=1e308`, or an envelope that moved a scale to 0,
+    /// until 2026-12-01).
+    fn check_sampleable(&self) -> Result<(), ParamsError> {
+        let positive_finite = |value: f64| value.is_finite() && value > 0.0;
+        let (name, value, fine) = match *self {
+            Shape::Gamma { shape, scale } => (
+                "scale",
+                scale,
+                rand_distr::Gamma::new(shape, scale).is_ok() && positive_finite(scale.recip()),
+            ),
+            Shape::GeneralizedGamma { a, d, p } => (
+                "d/p",
+                d / p,
+                positive_finite(a)
+                    && positive_finite(d / p)
+                    && positive_finite(p.recip())
+                    && rand_distr::Gamma::new(d / p, 1.0).is_ok(),
+            ),
+            Shape::LogNormal { mu, sigma } => (
+                "mu",
+                mu,
+                mu.is_finite() && positive_finite(sigma) && (mu + sigma).is_finite(),
+            ),
+        };
+        if fine {
+            Ok(())
+        } else {
+            Err(ParamsError::OutOfRange {
+                name: name.into(),
+                value,
+                expected: "a value a draw can use (neither so large nor so small that it overflows)",
+            })
+        }
     }
 
     /// ln of the scale parameter (Gamma's scale, Stacy's a, lognormal's e^mu): the one
@@ -507,8 +547,10 @@ impl FileSizeModel {
             Envelope::Lower => shift,
             Envelope::Upper => -shift,
         };
+        let shape = self.shape.with_log_scale_shifted(shift);
+        shape.check_sampleable()?;
         Ok(FileSizeModel {
-            shape: self.shape.with_log_scale_shifted(shift),
+            shape,
             variable: self.variable,
             log_scale_error: self.log_scale_error,
         })

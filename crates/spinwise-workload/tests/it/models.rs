@@ -224,6 +224,18 @@ fn bad_parameter_texts_are_refused_with_the_reason() {
     ));
     // A negative mu is a lognormal with median below 1: allowed.
     assert!(parse(Family::LogNormal, "mu=-3,sigma=1").is_ok());
+    // Each value fine alone, their combination past what a draw can use (both panicked in
+    // `workload generate` until 2026-12-01).
+    assert!(matches!(
+        parse(Family::GeneralizedGamma, "a=1000,d=5e-324,p=1e308"),
+        Err(ParamsError::OutOfRange { .. })
+    ));
+    let wide = parse(Family::Gamma, "shape=2,scale=1000000,log_scale_error=1000")
+        .expect("each value is fine");
+    assert!(matches!(
+        wide.envelope(Envelope::Upper, 0.95),
+        Err(ParamsError::OutOfRange { .. })
+    ));
 }
 
 #[test]
