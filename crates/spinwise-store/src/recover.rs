@@ -290,6 +290,21 @@ async fn staged_records(
             reason: "another live process holds it".into(),
         });
     }
+    for (segment, readable) in log.damaged_segment_headers() {
+        if readable {
+            tracing::warn!(
+                "staging segment {segment}: its header is damaged; its records were read by \
+                 the chunk size their own headers give"
+            );
+        } else {
+            report.skipped.push(Skipped {
+                what: format!("staging segment {segment}"),
+                reason: "its header is damaged and so is its first record's: no record read \
+                         (the next open removes it, as a segment no object names)"
+                    .into(),
+            });
+        }
+    }
     Ok(log.scanned_records())
 }
 

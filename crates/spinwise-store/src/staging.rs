@@ -321,8 +321,11 @@ const SEGMENT_ID_ATTEMPTS: u32 = 1024;
 #[derive(Debug)]
 struct SegmentScan {
     file_length: u64,
-    /// The chunk size the segment header names; `None` when the header is not valid.
+    /// The chunk size the segment header names (or, when the header is damaged, its first
+    /// record's); `None` when neither is valid.
     chunk_bytes: Option<u32>,
+    /// Whether the segment's own header failed its checks.
+    header_damaged: bool,
     /// Records checked valid, by offset, each with its end offset.
     records: BTreeMap<u64, (ScannedRecord, u64)>,
     /// Where the valid prefix ends, once the whole segment has been walked.
@@ -699,12 +702,30 @@ fn open_segment(claimed: &ClaimedSegment) -> Result<SegmentScan> {
         && le_u32(&header[8..12]) == FORMAT_VERSION
         && le_u64(&header[16..24]) == segment
         && crc32c(&header[0..28]) == le_u32(&header[28..32]);
+    let chunk_bytes = if header_ok {
+        Some(le_u32(&header[12..16]))
+    } else {
+        first_record_chunk_bytes(file)
+    };
     Ok(SegmentScan {
         file_length,
-        chunk_bytes: header_ok.then(|| le_u32(&header[12..16])),
+        chunk_bytes,
+        header_damaged: !header_ok,
         records: BTreeMap::new(),
         walked_to: None,
     })
+}
+
+/// The chunk size of a segment whose own header is damaged, from its first record's header
+/// (which carries it under its own crc; every record of a segment has the segment's): so one
+/// bad header does not lose every record behind it. Until 2026-12-01 such a segment read as
+/// empty, `recover` dropped its objects without a word and the next open deleted the file.
+/// `None` when that record is not readable either.
+fn first_record_chunk_bytes(mut file: &std::fs::File) -> Option<u32> {
+    file.seek(SeekFrom::Start(SEGMENT_HEADER_BYTES)).ok()?;
+    read_record_header(&mut file)
+        .ok()
+        .map(|header| header.chunk_bytes)
 }
 
 /// Walks a whole segment: records from the header on, until the first invalid one. Reads a
@@ -1090,6 +1111,17 @@ impl StagingLog {
     /// not scanned, and recovery leaves them alone.
     pub fn segments_in_use_at_open(&self) -> &[SegmentId] {
         &self.in_use_at_open
+    }
+
+    /// The claimed segments whose header is damaged, each with whether its records could still
+    /// be read (by the chunk size of its first record).
+    pub fn damaged_segment_headers(&self) -> Vec<(SegmentId, bool)> {
+        let scans = self.scans.lock().expect("scan lock");
+        scans
+            .iter()
+            .filter(|(_, scan)| scan.header_damaged)
+            .map(|(segment, scan)| (*segment, scan.chunk_bytes.is_some()))
+            .collect()
     }
 
     pub fn config(&self) -> StagingConfig {

@@ -220,3 +220,30 @@ fn a_damaged_index_or_stack_header_is_skipped_with_its_reason_and_the_rest_is_re
     spinwise(["store", "--data", &data, "get", "staged", &output_path]).success();
     assert!(std::fs::read(&output).unwrap() == staged);
 }
+
+#[test]
+fn a_segment_whose_header_is_damaged_still_gives_back_its_records_and_is_kept() {
+    // Until 2026-12-01 such a segment read as empty: `recover` dropped its objects without a
+    // word, and the next open deleted the file as a segment no object names.
+    let dir = TempDir::new("recover-segment-header");
+    let data = dir.join("data").display().to_string();
+    let objects = store_with_history(&dir, &data);
+    let staging = Path::new(&data).join("staging");
+    let mut segments: Vec<_> = std::fs::read_dir(&staging)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|e| e == "log"))
+        .collect();
+    segments.sort();
+    let newest = segments.last().expect("a staging segment");
+    let mut bytes = std::fs::read(newest).unwrap();
+    bytes[..4].copy_from_slice(b"XXXX");
+    std::fs::write(newest, &bytes).unwrap();
+    std::fs::remove_file(Path::new(&data).join("catalog.sqlite")).unwrap();
+    recover(&data, 3, 3);
+    assert_objects_back(&dir, &data, &objects);
+    assert!(
+        newest.exists(),
+        "the segment holding staged objects is kept"
+    );
+}
