@@ -163,10 +163,14 @@ impl Program {
             .map(|(&i, &x)| (i, solution.value(x).round() as u32))
             .filter(|&(_, n)| n > 0)
             .collect();
-        assert!(
-            self.feasible(&chosen),
-            "the solver's rounded answer breaks a constraint: {chosen:?}"
-        );
+        // The solver works to a tolerance: a requirement below it (a capacity of 1e-9 TB is
+        // met by 1e-10 of a block) rounds to a choice that breaks it. That is the input's doing,
+        // not a broken invariant (an assertion here panicked until 2026-12-01).
+        if !self.feasible(&chosen) {
+            return Err(SolveError::Solver(format!(
+                "its answer rounded to whole blocks ({chosen:?}) breaks a constraint: a requirement is likely below the solver's precision (e.g. a capacity of a few kilobytes)"
+            )));
+        }
         let tco = self.totals(&chosen).0;
         Ok(Choice {
             counts: chosen,

@@ -48,6 +48,25 @@ fn a_power_cap_no_block_mix_can_meet_is_infeasible_for_both() {
 }
 
 #[test]
+fn a_requirement_below_the_solver_s_precision_is_an_error_not_a_panic() {
+    // A capacity of 1e-9 TB is met by a fraction of a block within the solver's tolerance,
+    // which rounds to no block at all; `design --capacity-tb 1e-9` panicked on it until
+    // 2026-12-01.
+    let program = Program {
+        items: vec![item(10.0, 5.0, 1.0, 1.0), item(20.0, 12.0, 1.0, 1.0)],
+        capacity_tb: 1e-9,
+        power_cap_w: None,
+        budget: None,
+        max_types: 1,
+    };
+    match program.solve() {
+        Ok(choice) => assert!(!choice.counts.is_empty(), "{choice:?} stores nothing"),
+        Err(SolveError::Solver(message)) => assert!(message.contains("precision"), "{message}"),
+        Err(other) => panic!("{other:?}"),
+    }
+}
+
+#[test]
 fn a_dominated_block_is_pruned_and_an_equal_pair_keeps_one() {
     let program = Program {
         items: vec![
