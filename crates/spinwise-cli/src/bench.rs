@@ -6,7 +6,7 @@
 //! seed) and removed at the end unless `--keep`; credentials come only from the environment
 //! (never a flag, so they stay out of shell history and `ps`).
 
-use crate::error::{CliError, CliResult, io_error};
+use crate::error::{CliError, CliResult};
 use crate::output::{errln, outln};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -19,8 +19,12 @@ use spinwise_workload::{FileSizeModel, Shape, Variable, generate_file_set};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-/// Largest manifest read (`--files-from`).
-const MAX_MANIFEST_BYTES: u64 = 1 << 30;
+/// Largest manifest read (`--files-from`): ~20 million `key,size` lines. Read through
+/// `read_bounded`, so a device or a pipe that never ends costs at most this much (a plain
+/// `read_to_string` of `/dev/zero` grew to 22 GB and was killed, found 2026-12-01).
+const MAX_MANIFEST_BYTES: usize = 1 << 30;
+/// The most characters of a manifest line an error message quotes.
+const QUOTED_LINE_CHARS: usize = 80;
 
 #[derive(Args, Debug)]
 #[command(
@@ -298,25 +302,28 @@ fn default_files(target_bytes: u64, seed: u64) -> CliResult<Vec<FileSpec>> {
 
 /// `key,size_bytes` lines; a first line that does not parse as a size is a header.
 fn read_manifest(path: &Path) -> CliResult<Vec<FileSpec>> {
-    let metadata = std::fs::metadata(path).map_err(io_error(path))?;
-    if metadata.len() > MAX_MANIFEST_BYTES {
-        return Err(CliError::Usage(format!(
-            "{}: {} bytes; a manifest may have at most {MAX_MANIFEST_BYTES}",
-            path.display(),
-            metadata.len()
-        )));
-    }
-    let text = std::fs::read_to_string(path).map_err(io_error(path))?;
+    let text =
+        crate::source::read_bounded(path, MAX_MANIFEST_BYTES, "a manifest", "MAX_MANIFEST_BYTES")?;
     let mut files = Vec::new();
+    let mut keys = std::collections::BTreeSet::new();
     for (index, line) in text.lines().enumerate() {
         let fields: Vec<&str> = line.split(',').map(str::trim).collect();
         let bad = |why: &str| {
-            CliError::Usage(format!("{}:{}: {why}: {line:?}", path.display(), index + 1))
+            let quoted: String = line.chars().take(QUOTED_LINE_CHARS).collect();
+            CliError::Usage(format!(
+                "{}:{}: {why}: {quoted:?}",
+                path.display(),
+                index + 1
+            ))
         };
         let [key, size] = fields[..] else {
             return Err(bad("expected `key,size_bytes`"));
         };
         match size.parse::<u64>() {
+            // A key listed twice would be written twice and read back as the second.
+            Ok(_) if !key.is_empty() && !keys.insert(key) => {
+                return Err(bad("the key is listed twice"));
+            }
             Ok(size_bytes) if !key.is_empty() => files.push(FileSpec {
                 key: key.to_string(),
                 size_bytes,

@@ -173,3 +173,43 @@ fn a_layout_whose_spin_up_path_is_empty_is_refused_by_every_reader() {
     .refused()
     .stderr_mentions(&["spin_up_path"]);
 }
+
+#[test]
+fn a_bench_manifest_that_never_ends_or_lists_a_key_twice_is_refused_before_any_write() {
+    let dir = TempDir::new("bench-manifest");
+    let store = dir.join("store");
+    let store = store.to_str().unwrap();
+    spinwise([
+        "store",
+        "--data",
+        store,
+        "init",
+        "--preset",
+        "dense-jbod-60",
+    ])
+    .success();
+    // A plain read of /dev/zero grew without bound and was killed by the OOM killer.
+    spinwise([
+        "bench",
+        "--store",
+        store,
+        "--quick",
+        "--files-from",
+        "/dev/zero",
+    ])
+    .refused()
+    .stderr_mentions(&["/dev/zero", "MAX_MANIFEST_BYTES"]);
+    let twice = dir.write("twice.csv", "key,size_bytes\na,1\na,2\n");
+    spinwise([
+        "bench",
+        "--store",
+        store,
+        "--quick",
+        "--files-from",
+        twice.to_str().unwrap(),
+    ])
+    .refused()
+    .stderr_mentions(&["listed twice"]);
+    let listed = spinwise(["store", "--data", store, "ls", "--json"]).success();
+    assert_eq!(listed.json(), serde_json::json!([]), "nothing was written");
+}
