@@ -1046,7 +1046,12 @@ impl Checker<'_> {
     }
 
     fn at_most(&self, field: &str, value: f64, limit: f64, expected: &'static str) -> Checked<()> {
-        if value <= limit {
+        self.in_range(field, value, value <= limit, expected)
+    }
+
+    /// `Ok` when `fine`, else `value` out of range for `field`, expected `expected`.
+    fn in_range(&self, field: &str, value: f64, fine: bool, expected: &'static str) -> Checked<()> {
+        if fine {
             Ok(())
         } else {
             Err(self.error(
@@ -1126,31 +1131,13 @@ impl Checker<'_> {
     }
 
     fn positive(&self, field: &str, value: f64) -> Checked<()> {
-        if value.is_finite() && value > 0.0 {
-            Ok(())
-        } else {
-            Err(self.error(
-                field,
-                RackProblem::OutOfRange {
-                    value: quote::number(value),
-                    expected: "a positive finite number",
-                },
-            ))
-        }
+        let fine = value.is_finite() && value > 0.0;
+        self.in_range(field, value, fine, "a positive finite number")
     }
 
     fn non_negative(&self, field: &str, value: f64) -> Checked<()> {
-        if value.is_finite() && value >= 0.0 {
-            Ok(())
-        } else {
-            Err(self.error(
-                field,
-                RackProblem::OutOfRange {
-                    value: quote::number(value),
-                    expected: "a finite number ≥ 0",
-                },
-            ))
-        }
+        let fine = value.is_finite() && value >= 0.0;
+        self.in_range(field, value, fine, "a finite number ≥ 0")
     }
 
     fn probability(&self, field: &str, value: f64) -> Checked<()> {

@@ -8,30 +8,29 @@ use crate::common;
 use common::{TempDir, spinwise};
 use std::os::unix::fs::symlink;
 
-#[test]
-fn an_upkeep_run_longer_than_a_century_is_refused_not_a_panic() {
-    let dir = TempDir::new("upkeep-for");
-    let data = dir.join("data");
+/// A dense-jbod-60 store initialised in `dir`; its data directory.
+fn jbod_store(dir: &TempDir, name: &str) -> String {
+    let data = dir.join(name).display().to_string();
     spinwise([
         "store",
         "--data",
-        data.to_str().unwrap(),
+        &data,
         "init",
         "--preset",
         "dense-jbod-60",
     ])
     .success();
+    data
+}
+
+#[test]
+fn an_upkeep_run_longer_than_a_century_is_refused_not_a_panic() {
+    let dir = TempDir::new("upkeep-for");
+    let data = jbod_store(&dir, "data");
     for seconds in ["1e300", "1e20"] {
-        spinwise([
-            "store",
-            "--data",
-            data.to_str().unwrap(),
-            "upkeep",
-            "--for",
-            seconds,
-        ])
-        .refused()
-        .stderr_mentions(&["--for"]);
+        spinwise(["store", "--data", &data, "upkeep", "--for", seconds])
+            .refused()
+            .stderr_mentions(&["--for"]);
     }
 }
 
@@ -177,17 +176,8 @@ fn a_layout_whose_spin_up_path_is_empty_is_refused_by_every_reader() {
 #[test]
 fn a_bench_manifest_that_never_ends_or_lists_a_key_twice_is_refused_before_any_write() {
     let dir = TempDir::new("bench-manifest");
-    let store = dir.join("store");
-    let store = store.to_str().unwrap();
-    spinwise([
-        "store",
-        "--data",
-        store,
-        "init",
-        "--preset",
-        "dense-jbod-60",
-    ])
-    .success();
+    let store = jbod_store(&dir, "store");
+    let store = store.as_str();
     // A plain read of /dev/zero grew without bound and was killed by the OOM killer.
     spinwise([
         "bench",
