@@ -479,6 +479,18 @@ fn parse_range(text: &str, size_bytes: u64) -> CliResult<Range<u64>> {
     };
     let (start, end) = text.split_once('-').ok_or_else(bad)?;
     let start: u64 = start.parse().map_err(|_| bad())?;
+    // A range names at least its first byte, which must be in the object (HTTP's 416): an
+    // `A-` at or past the end read as an I/O error on a staged object and as an empty success
+    // on a migrated one (found 2026-12-01).
+    if start >= size_bytes {
+        return Err(CliError::Usage(format!(
+            "--range `{text}` starts at byte {start}, past the object's last byte ({})",
+            match size_bytes {
+                0 => "it is empty".to_string(),
+                size => format!("byte {} of {size}", size - 1),
+            }
+        )));
+    }
     let end = match end {
         "" => size_bytes,
         last => last

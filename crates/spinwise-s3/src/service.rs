@@ -876,15 +876,24 @@ impl SpinwiseS3 {
                 None => self.stat_record(&store_key).await?,
             };
             let bytes = match range {
-                Some(range) => Some(range.check(record.size_bytes).map_err(|_| {
-                    S3Error::with_message(
-                        S3ErrorCode::InvalidRange,
-                        format!(
-                            "the range is outside the object's {} bytes",
-                            record.size_bytes
-                        ),
-                    )
-                })?),
+                // A range naming no byte is unsatisfiable too (RFC 9110 §14.1.1: a suffix range
+                // of an empty object): it was answered 206 with `Content-Range: bytes 0-0/0`,
+                // a last byte past the end (found 2026-12-01).
+                Some(range) => Some(
+                    range
+                        .check(record.size_bytes)
+                        .ok()
+                        .filter(|bytes| !bytes.is_empty())
+                        .ok_or_else(|| {
+                            S3Error::with_message(
+                                S3ErrorCode::InvalidRange,
+                                format!(
+                                    "the range is outside the object's {} bytes",
+                                    record.size_bytes
+                                ),
+                            )
+                        })?,
+                ),
                 None => None,
             };
             let reader = self

@@ -262,6 +262,25 @@ async fn unknown_bucket_unknown_key_bad_range_and_bad_keys_get_their_s3_errors()
         .unwrap_err();
     assert_eq!(code(&past_end), "InvalidRange");
     assert_eq!(status(&past_end), 416);
+    // A suffix range of an empty object names no byte: 416, not 206 with `bytes 0-0/0`.
+    put(&harness.client, "here", "empty", b"").await;
+    let suffix_of_nothing = client
+        .get_object()
+        .bucket("here")
+        .key("empty")
+        .range("bytes=-1")
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!(code(&suffix_of_nothing), "InvalidRange");
+    assert_eq!(status(&suffix_of_nothing), 416);
+    client
+        .delete_object()
+        .bucket("here")
+        .key("empty")
+        .send()
+        .await
+        .unwrap();
 
     let nul = client
         .put_object()
