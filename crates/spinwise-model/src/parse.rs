@@ -1141,17 +1141,8 @@ impl Checker<'_> {
     }
 
     fn probability(&self, field: &str, value: f64) -> Checked<()> {
-        if (0.0..=1.0).contains(&value) {
-            Ok(())
-        } else {
-            Err(self.error(
-                field,
-                RackProblem::OutOfRange {
-                    value: quote::number(value),
-                    expected: "a probability between 0 and 1",
-                },
-            ))
-        }
+        let fine = (0.0..=1.0).contains(&value);
+        self.in_range(field, value, fine, "a probability between 0 and 1")
     }
 }
 

@@ -5,28 +5,14 @@
 
 use crate::common;
 
-use common::{TempDir, spinwise};
+use common::{TempDir, init_jbod_store, spinwise};
 use std::os::unix::fs::symlink;
-
-/// A dense-jbod-60 store initialised in `dir`; its data directory.
-fn jbod_store(dir: &TempDir, name: &str) -> String {
-    let data = dir.join(name).display().to_string();
-    spinwise([
-        "store",
-        "--data",
-        &data,
-        "init",
-        "--preset",
-        "dense-jbod-60",
-    ])
-    .success();
-    data
-}
 
 #[test]
 fn an_upkeep_run_longer_than_a_century_is_refused_not_a_panic() {
     let dir = TempDir::new("upkeep-for");
-    let data = jbod_store(&dir, "data");
+    let data = dir.join("data").display().to_string();
+    init_jbod_store(&data);
     for seconds in ["1e300", "1e20"] {
         spinwise(["store", "--data", &data, "upkeep", "--for", seconds])
             .refused()
@@ -176,7 +162,8 @@ fn a_layout_whose_spin_up_path_is_empty_is_refused_by_every_reader() {
 #[test]
 fn a_bench_manifest_that_never_ends_or_lists_a_key_twice_is_refused_before_any_write() {
     let dir = TempDir::new("bench-manifest");
-    let store = jbod_store(&dir, "store");
+    let store = dir.join("store").display().to_string();
+    init_jbod_store(&store);
     let store = store.as_str();
     // A plain read of /dev/zero grew without bound and was killed by the OOM killer.
     spinwise([
