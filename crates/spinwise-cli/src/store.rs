@@ -803,18 +803,42 @@ async fn flush(store: &SqliteStore, json: bool) -> CliResult<()> {
             "{}",
             serde_json::to_value(&report).expect("the report serializes")
         );
+    } else {
+        outln!(
+            "{} blobs written, {} objects moved ({} deleted meanwhile), {} bytes, groups {:?}, {:.2} s",
+            report.blobs_written,
+            report.objects_moved,
+            report.objects_dead,
+            report.bytes_migrated,
+            report.groups_used,
+            report.seconds
+        );
+    }
+    damaged_staged(&report.damaged)
+}
+
+/// Staged objects listed in a damaged report, at most this many by name.
+const DAMAGED_NAMED: usize = 10;
+
+/// A flush that left damaged objects staged fails after its report (exit 1), naming them: the
+/// rest of the log migrated, but those objects need a delete or a new PUT.
+fn damaged_staged(damaged: &[spinwise_store::DamagedStaged]) -> CliResult<()> {
+    if damaged.is_empty() {
         return Ok(());
     }
-    outln!(
-        "{} blobs written, {} objects moved ({} deleted meanwhile), {} bytes, groups {:?}, {:.2} s",
-        report.blobs_written,
-        report.objects_moved,
-        report.objects_dead,
-        report.bytes_migrated,
-        report.groups_used,
-        report.seconds
-    );
-    Ok(())
+    let mut named: Vec<String> = damaged
+        .iter()
+        .take(DAMAGED_NAMED)
+        .map(|object| format!("`{}` ({})", object.key, object.reason))
+        .collect();
+    if damaged.len() > DAMAGED_NAMED {
+        named.push(format!("and {} more", damaged.len() - DAMAGED_NAMED));
+    }
+    Err(CliError::Usage(format!(
+        "{} staged object(s) are damaged and stay staged (the rest migrated; delete or PUT them again): {}",
+        damaged.len(),
+        named.join("; ")
+    )))
 }
 
 /// `recover`: rebuilds the lost catalog (spinwise_store::recover); what it could not recover

@@ -38,6 +38,7 @@ mod buffers;
 mod columns;
 mod compact;
 mod crash;
+mod damaged;
 mod duties;
 mod error;
 mod get;
@@ -68,6 +69,7 @@ pub use config::{
     CompactionMode, RackSource, ReadColumns, StoreConfig, UpkeepConfig, WarmCollector, WarmConfig,
     WarmWhenFull,
 };
+pub use damaged::DamagedStaged;
 pub use duties::DutyReport;
 pub use error::{RepairFailure, StoreError, StoreResult};
 pub use get::ObjectReader;

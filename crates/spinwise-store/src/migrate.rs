@@ -31,18 +31,20 @@
 
 use crate::blob_index::{BlobIndex, IndexEntry};
 use crate::crash;
+use crate::damaged::{DamagedStaged, is_damage, staged_place};
 use crate::error::{StoreError, StoreResult};
 use crate::placement::PlacementError;
-use crate::stacks::{remove_own_stacks, write_stacks};
+use crate::stacks::{StackWriteError, remove_own_stacks, write_stacks};
 use crate::staging::{ContentCheck, Origin};
 use crate::store::Store;
 use bytes::Bytes;
 use serde::Serialize;
 use spinwise_catalog::{
     BlobId, BlobRecord, BlobState, Catalog, ContentHash, DiskIndex, GroupIndex, Migration,
-    ObjectLocation, ObjectRecord, SegmentId, Tier,
+    ObjectRecord, SegmentId, Tier,
 };
 use spinwise_disk::Disk;
+use spinwise_ec::EncodeError;
 use spinwise_sched::scheduler::Kind;
 use std::collections::BTreeSet;
 use std::io::{self, Read};
@@ -82,6 +84,10 @@ pub struct FlushReport {
     pub blobs: Vec<BlobId>,
     /// `Writing` blobs left by an earlier crash or failure and cleaned up first.
     pub abandoned_blobs: Vec<BlobId>,
+    /// Staged objects skipped because their staged bytes failed their checks, in the order met:
+    /// they stay staged (a GET reports the damage) until deleted or overwritten, and every later
+    /// flush lists them again. The rest of the log migrates past them.
+    pub damaged: Vec<DamagedStaged>,
     pub seconds: f64,
 }
 
@@ -141,19 +147,23 @@ pub(crate) fn index_entry(
     }
 }
 
-fn staged_at(object: &ObjectRecord) -> (SegmentId, u64) {
-    match object.location {
-        ObjectLocation::Staged { segment, offset } => (segment, offset),
-        ObjectLocation::Migrated { .. } => unreachable!("the bundler packs staged objects only"),
-    }
-}
-
 fn is_not_found(error: &StoreError) -> bool {
     matches!(
         error,
         StoreError::Staging(crate::staging::StagingError::Io { source, .. })
             if source.kind() == io::ErrorKind::NotFound
     )
+}
+
+/// Fails the encoder's input with `error`, met reading `object`; returns the object when the
+/// error is damage to its record.
+async fn refuse_feed(
+    sender: &mpsc::Sender<Result<Bytes, String>>,
+    object: &ObjectRecord,
+    error: StoreError,
+) -> Option<DamagedStaged> {
+    let _ = sender.send(Err(error.to_string())).await;
+    is_damage(&error).then(|| DamagedStaged::new(object, &error))
 }
 
 /// The blocking reader the encoder pulls a bundle's bytes through: chunks the async staging
@@ -237,22 +247,22 @@ impl<C: Catalog> Store<C> {
             ..FlushProgress::default()
         };
         let mut groups = BTreeSet::new();
+        let mut skipped = BTreeSet::new();
         loop {
-            let staged: Vec<ObjectRecord> = self
-                .catalog()
-                .staged_objects(Some(Tier::Cold), ROUND_OBJECTS)
-                .await?
-                .into_iter()
-                .filter(|object| object.created_unix_ms <= started_unix_ms)
-                .collect();
+            let staged = self
+                .next_round(started_unix_ms, &mut skipped, &mut report)
+                .await?;
             if staged.is_empty() {
                 break;
             }
             for (group, bundle) in self.plan_round(staged, &place)? {
-                let Some(outcome) = self
+                let migrated = self
                     .migrate_bundle(bundle, group, &mut state, &progress)
-                    .await?
-                else {
+                    .await?;
+                for damaged in migrated.damaged {
+                    self.skip_damaged(damaged, &mut skipped, &mut report);
+                }
+                let Some(outcome) = migrated.blob else {
                     continue;
                 };
                 report.blobs_written += 1;
@@ -268,6 +278,56 @@ impl<C: Catalog> Store<C> {
         report.groups_used = groups.into_iter().collect();
         report.seconds = self.clock().now_us().saturating_sub(started_us) as f64 / 1e6;
         Ok(report)
+    }
+
+    /// The next round's objects: cold objects staged before the flush began, in log order, less
+    /// those skipped as damaged (a record found damaged by an earlier flush of this store is
+    /// skipped without being read again, and reported). Damaged objects stay at the head of the
+    /// log, so each round asks the catalog for as many more as have been skipped.
+    async fn next_round(
+        &self,
+        started_unix_ms: i64,
+        skipped: &mut BTreeSet<(SegmentId, u64)>,
+        report: &mut FlushReport,
+    ) -> StoreResult<Vec<ObjectRecord>> {
+        let skipped_count = u32::try_from(skipped.len()).unwrap_or(u32::MAX);
+        let limit = ROUND_OBJECTS.saturating_add(skipped_count);
+        let staged = self
+            .catalog()
+            .staged_objects(Some(Tier::Cold), limit)
+            .await?;
+        let mut round = Vec::with_capacity(staged.len());
+        for object in staged {
+            if object.created_unix_ms > started_unix_ms || skipped.contains(&staged_place(&object))
+            {
+                continue;
+            }
+            match self.migration().damaged().known(&object) {
+                Some(known) => self.skip_damaged(known, skipped, report),
+                None => round.push(object),
+            }
+        }
+        Ok(round)
+    }
+
+    /// Leaves a damaged object staged: remembered by the store, skipped for the rest of this
+    /// flush, reported.
+    fn skip_damaged(
+        &self,
+        damaged: DamagedStaged,
+        skipped: &mut BTreeSet<(SegmentId, u64)>,
+        report: &mut FlushReport,
+    ) {
+        tracing::warn!(
+            key = %damaged.key,
+            segment = damaged.segment,
+            offset = damaged.offset,
+            reason = %damaged.reason,
+            "a staged object's bytes are damaged: it stays staged and the flush goes on without it"
+        );
+        self.migration().damaged().remember(&damaged);
+        skipped.insert((damaged.segment, damaged.offset));
+        report.damaged.push(damaged);
     }
 
     /// One round's blobs in migration order: each object `place` names a group for, alone,
@@ -348,18 +408,43 @@ impl<C: Catalog> Store<C> {
         group: Option<GroupIndex>,
         state: &mut FlushProgress,
         progress: &impl Fn(FlushProgress),
-    ) -> StoreResult<Option<BlobOutcome>> {
-        let segments: BTreeSet<SegmentId> = bundle.objects.iter().map(|o| staged_at(o).0).collect();
+    ) -> StoreResult<Migrated> {
+        let segments: BTreeSet<SegmentId> =
+            bundle.objects.iter().map(|o| staged_place(o).0).collect();
         let pins = self.migration().pin(&segments);
-        let Some(prepared) = self.prepare(bundle).await? else {
-            return Ok(None);
+        let (prepared, mut damaged) = self.prepare(bundle).await?;
+        let Some(prepared) = prepared else {
+            return Ok(Migrated {
+                blob: None,
+                damaged,
+            });
         };
         let blob = self
             .begin_blob_in(prepared.size_bytes, prepared.content_hash, group)
             .await?;
         crash::point("migrate:after-begin");
-        if let Err(error) = self.write_blob(&blob, &prepared, state, progress).await {
-            return Err(self.fail(&blob, error).await);
+        match self.write_blob(&blob, &prepared, state, progress).await {
+            Ok(None) => {}
+            Ok(Some(found)) => {
+                // The blob cannot be finished without the damaged object's bytes, so it goes;
+                // the rest of its bundle is still staged and the next round takes it.
+                let reason = format!("{}: {}", found.key, found.reason);
+                let _ = self
+                    .fail(
+                        &blob,
+                        StoreError::Migration {
+                            blob: blob.id,
+                            reason,
+                        },
+                    )
+                    .await;
+                damaged.push(found);
+                return Ok(Migrated {
+                    blob: None,
+                    damaged,
+                });
+            }
+            Err(error) => return Err(self.fail(&blob, error).await),
         }
         let entries = prepared
             .objects
@@ -389,13 +474,16 @@ impl<C: Catalog> Store<C> {
         self.mark_verified_now(blob.id).await;
         drop(pins);
         self.reclaim_staging().await?;
-        Ok(Some(BlobOutcome {
-            blob: blob.id,
-            group: blob.group,
-            packed: prepared.objects.len() as u64,
-            moved,
-            size_bytes: prepared.size_bytes,
-        }))
+        Ok(Migrated {
+            blob: Some(BlobOutcome {
+                blob: blob.id,
+                group: blob.group,
+                packed: prepared.objects.len() as u64,
+                moved,
+                size_bytes: prepared.size_bytes,
+            }),
+            damaged,
+        })
     }
 
     /// Writes `blob`'s object index (crate::blob_index) before its commit, so a lost catalog
@@ -433,61 +521,90 @@ impl<C: Catalog> Store<C> {
     }
 
     /// Pass one: drops objects whose records are gone (deleted and reclaimed before the pins
-    /// were taken), computes offsets and the content hash (a bundle's by reading its bytes).
-    async fn prepare(&self, bundle: Bundle) -> StoreResult<Option<Prepared>> {
+    /// were taken) and objects whose staged bytes are damaged (returned beside), computes
+    /// offsets and the content hash (a bundle's by reading its bytes).
+    async fn prepare(&self, bundle: Bundle) -> StoreResult<(Option<Prepared>, Vec<DamagedStaged>)> {
         let single = bundle.objects.len() == 1;
         let mut hasher = blake3::Hasher::new();
         let mut objects = Vec::with_capacity(bundle.objects.len());
+        let mut damaged = Vec::new();
         let mut offset = 0u64;
         for object in bundle.objects {
-            let (segment, record_offset) = staged_at(&object);
-            let size = object.size_bytes;
-            let opened = self
-                .staging()
-                .read(
-                    segment,
-                    record_offset,
-                    &object.key,
-                    size,
-                    0..size,
-                    // A bundle's hash is taken here, so each object is checked against its
-                    // PUT's hash first; a single object's blob hash *is* its PUT's hash, which
-                    // the encoder verifies, so its bytes need not be read here at all.
-                    if single {
-                        ContentCheck::ChunksOnly
-                    } else {
-                        ContentCheck::WholeObject
-                    },
-                )
-                .await
-                .map_err(StoreError::from);
-            let mut reader = match opened {
-                Ok(reader) => reader,
-                Err(error) if is_not_found(&error) && self.moved_away(&object).await? => continue,
-                Err(error) => return Err(error),
-            };
-            if !single {
-                while let Some(chunk) = reader.next_chunk().await? {
-                    hasher.update(&chunk);
+            match self.check_staged(&object, single, &mut hasher).await {
+                Ok(Some(origin)) => {
+                    let size = object.size_bytes;
+                    objects.push(Packed {
+                        object,
+                        offset,
+                        origin,
+                    });
+                    offset += size;
                 }
+                Ok(None) => {}
+                Err(error) if is_damage(&error) => {
+                    damaged.push(DamagedStaged::new(&object, &error));
+                }
+                Err(error) => return Err(error),
             }
-            objects.push(Packed {
-                object,
-                offset,
-                origin: reader.origin(),
-            });
-            offset += size;
         }
         let content_hash = match objects.as_slice() {
-            [] => return Ok(None),
+            [] => return Ok((None, damaged)),
             [packed] if single => packed.object.content_hash,
             _ => *hasher.finalize().as_bytes(),
         };
-        Ok(Some(Prepared {
+        let prepared = Prepared {
             objects,
             size_bytes: offset,
             content_hash,
-        }))
+        };
+        Ok((Some(prepared), damaged))
+    }
+
+    /// Opens `object`'s staged record and, in a bundle of several, reads it whole against its
+    /// PUT's hash, adding its bytes to the bundle's `hasher` only if all of them pass. Its
+    /// origin, or `None` when it has moved away meanwhile.
+    async fn check_staged(
+        &self,
+        object: &ObjectRecord,
+        single: bool,
+        hasher: &mut blake3::Hasher,
+    ) -> StoreResult<Option<Origin>> {
+        let (segment, record_offset) = staged_place(object);
+        let size = object.size_bytes;
+        let opened = self
+            .staging()
+            .read(
+                segment,
+                record_offset,
+                &object.key,
+                size,
+                0..size,
+                // A bundle's hash is taken here, so each object is checked against its PUT's
+                // hash first; a single object's blob hash *is* its PUT's hash, which the encoder
+                // verifies, so its bytes need not be read here at all.
+                if single {
+                    ContentCheck::ChunksOnly
+                } else {
+                    ContentCheck::WholeObject
+                },
+            )
+            .await
+            .map_err(StoreError::from);
+        let mut reader = match opened {
+            Ok(reader) => reader,
+            Err(error) if is_not_found(&error) && self.moved_away(object).await? => {
+                return Ok(None);
+            }
+            Err(error) => return Err(error),
+        };
+        if !single {
+            let mut with_object = hasher.clone();
+            while let Some(chunk) = reader.next_chunk().await? {
+                with_object.update(&chunk);
+            }
+            *hasher = with_object;
+        }
+        Ok(Some(reader.origin()))
     }
 
     /// Whether `object` is no longer staged where the bundler found it.
@@ -565,14 +682,16 @@ impl<C: Catalog> Store<C> {
     }
 
     /// Pass two: one driver job encodes the bundle's staged bytes into every stripe stack while
-    /// this task feeds it the staged records, chunk by chunk.
+    /// this task feeds it the staged records, chunk by chunk. `Ok(Some(..))` when the blob
+    /// failed because one object's staged bytes are damaged (the caller discards the blob and
+    /// leaves the object staged); an error for any other failure.
     async fn write_blob(
         &self,
         blob: &BlobRecord,
         prepared: &Prepared,
         state: &mut FlushProgress,
         progress: &impl Fn(FlushProgress),
-    ) -> StoreResult<()> {
+    ) -> StoreResult<Option<DamagedStaged>> {
         let (sender, receiver) = mpsc::channel::<Result<Bytes, String>>(CHUNKS_IN_FLIGHT);
         let code = Arc::clone(&self.rack_io().code);
         let column_disks = self.column_disks(blob);
@@ -595,26 +714,45 @@ impl<C: Catalog> Store<C> {
                     .wait()
                     .await
                     .map_err(|error| StoreError::Driver(format!("migrating blob {id}: {error}")))?;
-                done.output.map_err(|error| StoreError::Migration {
-                    blob: id,
-                    reason: error.to_string(),
-                })
+                Ok::<_, StoreError>(done.output)
             };
         let feed = self.feed(prepared, sender, state, progress);
-        let (written, ()) = tokio::join!(run, feed);
-        written
+        let (written, fed) = tokio::join!(run, feed);
+        let Err(failure) = written? else {
+            return Ok(None);
+        };
+        let hash_mismatch = matches!(
+            failure,
+            StackWriteError::Encode(EncodeError::ContentHashMismatch { .. })
+        );
+        let error = StoreError::Migration {
+            blob: id,
+            reason: failure.to_string(),
+        };
+        match (fed, prepared.objects.as_slice()) {
+            (Some(damaged), _) => Ok(Some(damaged)),
+            // A lone object whose chunks all passed their crc32c but whose bytes are not its
+            // PUT's is damaged too (in a bundle of several, pass one checked each object whole,
+            // so a mismatch there is no one object's and stops the flush).
+            (None, [packed]) if hash_mismatch => {
+                Ok(Some(DamagedStaged::new(&packed.object, &error)))
+            }
+            (None, _) => Err(error),
+        }
     }
 
     /// Sends the bundle's staged bytes, in order, to the encoder; stops early if it has gone.
+    /// On a read error it hands the encoder the error (which fails the blob) and returns the
+    /// object when the error is damage to that object's record.
     async fn feed(
         &self,
         prepared: &Prepared,
         sender: mpsc::Sender<Result<Bytes, String>>,
         state: &mut FlushProgress,
         progress: &impl Fn(FlushProgress),
-    ) {
+    ) -> Option<DamagedStaged> {
         for Packed { object, .. } in &prepared.objects {
-            let (segment, offset) = staged_at(object);
+            let (segment, offset) = staged_place(object);
             let size = object.size_bytes;
             let opened = self
                 .staging()
@@ -630,28 +768,23 @@ impl<C: Catalog> Store<C> {
                 .await;
             let mut reader = match opened {
                 Ok(reader) => reader,
-                Err(error) => {
-                    let _ = sender.send(Err(error.to_string())).await;
-                    return;
-                }
+                Err(error) => return refuse_feed(&sender, object, error.into()).await,
             };
             loop {
                 let chunk = match reader.next_chunk().await {
                     Ok(Some(chunk)) => chunk,
                     Ok(None) => break,
-                    Err(error) => {
-                        let _ = sender.send(Err(error.to_string())).await;
-                        return;
-                    }
+                    Err(error) => return refuse_feed(&sender, object, error.into()).await,
                 };
                 let length = chunk.len() as u64;
                 if sender.send(Ok(chunk)).await.is_err() {
-                    return;
+                    return None;
                 }
                 state.bytes_done += length;
                 progress(*state);
             }
         }
+        None
     }
 
     /// Cleans up after a failed migration (best effort) and returns `error` to report.
@@ -708,6 +841,13 @@ impl<C: Catalog> Store<C> {
         crate::blob_index::remove_index(self.data_dir(), id, self.host_files());
         Ok(())
     }
+}
+
+/// What migrating one bundle did: the blob written, if any, and the objects left staged because
+/// their bytes are damaged.
+struct Migrated {
+    blob: Option<BlobOutcome>,
+    damaged: Vec<DamagedStaged>,
 }
 
 /// One blob written by a flush.

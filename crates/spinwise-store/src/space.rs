@@ -1,5 +1,6 @@
 //! Per-disk space for the placer, and the migrator's state that holds it ([`MigrationState`]: the
-//! space, the flush lock, the staging segments a migration is reading): how many bytes of stripe
+//! space, the flush lock, the staging segments a migration is reading, the staged records found
+//! damaged): how many bytes of stripe
 //! stacks each disk holds, counted from the per-disk totals the catalog keeps
 //! ([`Catalog::disk_usage`], O(disks)) the first time a flush, a compaction or a caller asks
 //! (`ls` or a GET need none of it), kept up to date as the migrator begins and aborts blobs, and
@@ -19,6 +20,7 @@
 //!   takes a disk below 0 used bytes.
 
 use crate::config::disk_capacity_bytes;
+use crate::damaged::DamagedRecords;
 use crate::error::StoreResult;
 use crate::placement::DiskRoom;
 use spinwise_catalog::{BlobRecord, Catalog, DiskIndex, SegmentId};
@@ -132,6 +134,8 @@ pub struct MigrationState {
     code: Arc<Code>,
     flush_lock: tokio::sync::Mutex<()>,
     pinned: Mutex<BTreeMap<SegmentId, usize>>,
+    /// Staged records a flush found damaged (skipped by every later flush of this process).
+    damaged: DamagedRecords,
 }
 
 impl std::fmt::Debug for MigrationState {
@@ -174,7 +178,13 @@ impl MigrationState {
             code,
             flush_lock: tokio::sync::Mutex::new(()),
             pinned: Mutex::new(BTreeMap::new()),
+            damaged: DamagedRecords::default(),
         }
+    }
+
+    /// The staged records found damaged so far.
+    pub(crate) fn damaged(&self) -> &DamagedRecords {
+        &self.damaged
     }
 
     /// The books, to hold across a catalog change and its booking.

@@ -217,3 +217,56 @@ fn get_writes_a_fifo_in_place_and_never_clobbers_a_sibling_file() {
     assert_eq!(std::fs::read(&target).unwrap(), body);
     assert_eq!(std::fs::read(&sibling).unwrap(), b"keep me");
 }
+
+#[test]
+fn flush_migrates_past_a_damaged_staged_object_then_fails_naming_it() {
+    let dir = TempDir::new("flush-damaged");
+    let data = dir.join("data");
+    let data = data.to_str().unwrap();
+    common::init_jbod_store(data);
+    let good = pattern(30_000, 1);
+    let bad = pattern(30_000, 2);
+    for (key, bytes) in [("good", &good), ("bad", &bad)] {
+        let path = dir.join(key);
+        std::fs::write(&path, bytes).unwrap();
+        spinwise(["store", "--data", data, "put", key, path.to_str().unwrap()]).success();
+    }
+    // One flipped byte inside `bad`'s payload in its staging segment: that chunk fails its crc.
+    let mut damaged_one = false;
+    for entry in std::fs::read_dir(dir.join("data/staging")).unwrap() {
+        let path = entry.unwrap().path();
+        let mut raw = std::fs::read(&path).unwrap();
+        if let Some(at) = raw.windows(64).position(|window| window == &bad[..64]) {
+            raw[at + 100] ^= 0x01;
+            std::fs::write(&path, raw).unwrap();
+            damaged_one = true;
+        }
+    }
+    assert!(damaged_one, "`bad`'s payload is in a staging segment");
+
+    let run = spinwise(["store", "--data", data, "flush", "--json"])
+        .refused()
+        .stderr_mentions(&["1 staged object(s) are damaged", "`bad`", "crc32c"]);
+    let report: serde_json::Value = serde_json::from_str(run.stdout.trim()).unwrap();
+    assert_eq!(report["objects_moved"], 1);
+    assert_eq!(report["damaged"][0]["key"], "bad");
+    let stat = spinwise(["store", "--data", data, "stat", "good", "--json"]).success();
+    assert!(stat.stdout.contains("igrated"), "{}", stat.stdout);
+    let got = dir.join("good.out");
+    spinwise([
+        "store",
+        "--data",
+        data,
+        "get",
+        "good",
+        got.to_str().unwrap(),
+    ])
+    .success();
+    assert!(std::fs::read(&got).unwrap() == good);
+    spinwise(["store", "--data", data, "get", "bad", "-"])
+        .refused()
+        .stderr_mentions(&["crc32c"]);
+    // Deleted, it no longer holds anything up.
+    spinwise(["store", "--data", data, "rm", "bad"]).success();
+    spinwise(["store", "--data", data, "flush"]).success();
+}

@@ -37,7 +37,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     (
         "formats and settings",
         &[
-            "config", "error", "heal", "lock", "space", "stacks", "staging",
+            "config", "damaged", "error", "heal", "lock", "space", "stacks", "staging",
         ],
     ),
     ("the rack", &["rack", "survey"]),

@@ -1,8 +1,9 @@
 //! The bundler and migrator on a temporary dense-jbod-60 store (k = 3, r = 2, time factor 0.001,
 //! 1 MiB bundles): packing, catalog locations and offsets, stripe stacks on the blob's disks
 //! decoded back to the staged bytes, staging freed, objects deleted mid-migration staying dead,
-//! a failed migration leaving nothing behind, and `flush_placed` putting named objects alone in
-//! their groups (and refusing a group outside the layout with nothing lost).
+//! a failed migration leaving nothing behind, `flush_placed` putting named objects alone in
+//! their groups (and refusing a group outside the layout with nothing lost), and an object whose
+//! staged bytes are damaged left staged and reported while the rest of the log migrates.
 
 use crate::common;
 
@@ -14,7 +15,9 @@ use spinwise_store::pack;
 use spinwise_store::placement::PlacementError;
 use spinwise_store::stacks::{fetch_from_disks, stack_name};
 use spinwise_store::staging::{SEGMENT_HEADER_BYTES, StagingConfig, segment_path};
-use spinwise_store::{FlushProgress, SqliteStore, Store, StoreConfig, StoreError};
+use spinwise_store::{
+    FlushProgress, SqliteStore, StagingError, Store, StoreConfig, StoreError, TailCacheConfig,
+};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
@@ -670,5 +673,136 @@ async fn flush_placed_refuses_a_group_outside_the_layout_typed_and_loses_nothing
         Some(groups - 1)
     );
     assert!(get_all(&store, "wrong").await.unwrap() == wrong);
+    store.close().await;
+}
+
+/// A store without a tail cache, so a GET reads the staging segment (the flush always does).
+async fn store_reading_segments(dir: &Path) -> SqliteStore {
+    let mut config = config();
+    config.tail_cache = TailCacheConfig::disabled();
+    Store::init_sqlite(&dir.join("data"), config).await.unwrap()
+}
+
+/// Flips one byte of `data` (the payload of `key`, found by its bytes) in its staging segment:
+/// the chunk holding it then fails its crc32c.
+fn damage_staged(store: &SqliteStore, segment: u64, data: &[u8]) {
+    let path = segment_path(store.staging().dir(), segment);
+    let mut raw = std::fs::read(&path).unwrap();
+    let at = raw
+        .windows(64)
+        .position(|window| window == &data[..64])
+        .expect("the payload is in its segment");
+    raw[at + 10] ^= 0x55;
+    std::fs::write(&path, raw).unwrap();
+}
+
+async fn put_all(store: &SqliteStore, sizes: &[usize]) -> Vec<(ObjectRecord, Vec<u8>)> {
+    let mut records = Vec::new();
+    for (index, &size) in sizes.iter().enumerate() {
+        let data = pattern(size, 100 + index as u64);
+        let record = store.put(&format!("k{index}"), &data[..]).await.unwrap();
+        records.push((record, data));
+    }
+    records
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_damaged_object_in_a_bundle_stays_staged_and_reported_while_the_rest_of_the_log_migrates()
+{
+    let dir = tempfile::tempdir().unwrap();
+    let store = store_reading_segments(dir.path()).await;
+    let records = put_all(&store, &[6000, 7000, 8000, 9000]).await;
+    damage_staged(&store, staged_segment(&records[1].0), &records[1].1);
+
+    let report = store.flush(|_| {}).await.unwrap();
+    assert_eq!((report.blobs_written, report.objects_moved), (1, 3));
+    assert_eq!(report.damaged.len(), 1, "{:?}", report.damaged);
+    let damaged = &report.damaged[0];
+    assert_eq!(damaged.key, "k1");
+    assert_eq!(
+        ObjectLocation::Staged {
+            segment: damaged.segment,
+            offset: damaged.offset
+        },
+        records[1].0.location
+    );
+    assert_eq!(damaged.size_bytes, 7000);
+    assert!(damaged.reason.contains("crc32c"), "{}", damaged.reason);
+    // The three others are in the blob and read back; the damaged one is still where it was,
+    // and its GET says what is wrong rather than returning other bytes.
+    for index in [0, 2, 3] {
+        let key = format!("k{index}");
+        migrated(&store.stat(&key).await.unwrap());
+        assert!(get_all(&store, &key).await.unwrap() == records[index].1);
+    }
+    assert_eq!(
+        store.stat("k1").await.unwrap().location,
+        records[1].0.location
+    );
+    assert!(matches!(
+        get_all(&store, "k1").await,
+        Err(StoreError::Staging(StagingError::Corrupt { .. }))
+    ));
+    assert!(std::path::Path::new(&segment_path(store.staging().dir(), damaged.segment)).exists());
+
+    // Later flushes go on past it, reporting it each time; once it is deleted, nothing is left.
+    store.put("k4", &pattern(5000, 4)[..]).await.unwrap();
+    let again = store.flush(|_| {}).await.unwrap();
+    assert_eq!(again.objects_moved, 1);
+    assert_eq!(again.damaged, report.damaged);
+    store.delete("k1").await.unwrap();
+    let clean = store.flush(|_| {}).await.unwrap();
+    assert_eq!((clean.objects_moved, clean.damaged.len()), (0, 0));
+    assert!(
+        store
+            .catalog()
+            .integrity_check()
+            .await
+            .unwrap()
+            .problems
+            .is_empty()
+    );
+    store.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_damaged_object_with_a_blob_of_its_own_leaves_no_blob_and_no_stacks_and_the_next_migrates()
+ {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store_reading_segments(dir.path()).await;
+    let large = BUNDLE_BYTES as usize + 10_000;
+    let records = put_all(&store, &[large, 5000]).await;
+    damage_staged(
+        &store,
+        staged_segment(&records[0].0),
+        &records[0].1[large - 70_000..],
+    );
+
+    let report = store.flush(|_| {}).await.unwrap();
+    assert_eq!((report.blobs_written, report.objects_moved), (1, 1));
+    assert_eq!(
+        report
+            .damaged
+            .iter()
+            .map(|damaged| damaged.key.as_str())
+            .collect::<Vec<_>>(),
+        ["k0"]
+    );
+    let catalog = store.catalog();
+    assert!(
+        catalog
+            .blobs_in_state(BlobState::Writing, 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    // Only the small object's blob: five stacks (k + r), none left by the discarded one.
+    assert_eq!(stack_files(store.data_dir()).len(), 5);
+    assert_eq!(
+        store.stat("k0").await.unwrap().location,
+        records[0].0.location
+    );
+    migrated(&store.stat("k1").await.unwrap());
+    assert!(catalog.integrity_check().await.unwrap().problems.is_empty());
     store.close().await;
 }
