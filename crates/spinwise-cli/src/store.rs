@@ -853,6 +853,12 @@ async fn recover(data: &Path, json: bool) -> CliResult<()> {
             skipped.what, skipped.reason
         );
     }
+    for damaged in &report.stacks_to_repair {
+        eprintln!(
+            "warning: recovered without this stack (a read or `store scrub` repairs it): {}: {}",
+            damaged.what, damaged.reason
+        );
+    }
     if json {
         let value = serde_json::to_value(&report).expect("the report serializes");
         outln!("{value}");

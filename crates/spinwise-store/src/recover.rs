@@ -98,6 +98,10 @@ pub struct RecoverReport {
     /// The highest blob id found on the disks: the new catalog hands out only ids above it.
     pub highest_blob_id: Option<BlobId>,
     pub skipped: Vec<Skipped>,
+    /// Stacks whose header is damaged in blobs recovered from their other columns (at least k
+    /// good ones): the blob is back, its reads reconstruct the column and repair the stack, and
+    /// so does `store scrub`. Until 2026-12-01 one such stack kept the whole blob's objects out.
+    pub stacks_to_repair: Vec<Skipped>,
 }
 
 /// Where a version of a key stands among its others: later versions order higher ([`Rank`]'s
@@ -140,8 +144,11 @@ struct Version {
 /// A blob whose stacks agree with each other and with its index.
 struct FoundBlob {
     header: StackHeader,
-    /// Column → the disk holding its stack.
+    /// Column → the disk holding its stack (damaged ones included).
     columns: BTreeMap<u16, DiskIndex>,
+    /// Columns whose stack is there, named for this blob, but whose header cannot be read:
+    /// the stack's path and why.
+    damaged_columns: BTreeMap<u16, Skipped>,
     index: Option<BlobIndex>,
 }
 
@@ -406,6 +413,7 @@ fn stacked_blobs(
     report: &mut RecoverReport,
 ) -> BTreeMap<BlobId, FoundBlob> {
     let mut blobs: BTreeMap<BlobId, FoundBlob> = BTreeMap::new();
+    let mut unreadable = Vec::new();
     for stack in listed {
         let Some((blob, false)) = crate::stacks::stack_blob_id(&stack.name) else {
             continue;
@@ -424,10 +432,43 @@ fn stacked_blobs(
                     .push(skip("its header names another blob or column".into()));
             }
             Ok(header) => add_column(&mut blobs, *header, stack.disk, report, &path),
-            Err(reason) => report.skipped.push(skip(format!("bad header: {reason}"))),
+            Err(reason) => unreadable.push((blob, stack, path, reason)),
         }
     }
+    for (blob, stack, path, reason) in unreadable {
+        add_damaged_column(&mut blobs, blob, stack, path, reason, report);
+    }
     blobs
+}
+
+/// Adds a stack whose header cannot be read to its blob as a damaged column, when the blob's
+/// other stacks were found (they give its code, size and hash) and none of them holds the
+/// column its name gives; otherwise it is skipped.
+fn add_damaged_column(
+    blobs: &mut BTreeMap<BlobId, FoundBlob>,
+    blob: BlobId,
+    stack: &ListedStack,
+    path: PathBuf,
+    reason: &str,
+    report: &mut RecoverReport,
+) {
+    let damaged = Skipped {
+        what: path.display().to_string(),
+        reason: format!("bad header: {reason}"),
+    };
+    match (blobs.get_mut(&blob), stack_column(&stack.name)) {
+        (Some(found), Some(column)) if !found.columns.contains_key(&column) => {
+            found.columns.insert(column, stack.disk);
+            found.damaged_columns.insert(column, damaged);
+        }
+        _ => report.skipped.push(damaged),
+    }
+}
+
+/// The column a stack file's name gives (`blob-<16 hex>-c<3 digits>.stack`).
+fn stack_column(name: &str) -> Option<u16> {
+    let digits = name.strip_suffix(".stack")?.rsplit_once("-c")?.1;
+    digits.parse().ok()
 }
 
 fn name_has_column(name: &str, column: u16) -> bool {
@@ -445,6 +486,7 @@ fn add_column(
     let found = blobs.entry(header.blob_id).or_insert_with(|| FoundBlob {
         header,
         columns: BTreeMap::new(),
+        damaged_columns: BTreeMap::new(),
         index: None,
     });
     let same_blob = StackHeader {
@@ -491,22 +533,35 @@ fn read_indexes(
     }
 }
 
-/// The catalog record of every found blob that has all its columns, an index and a group.
+/// The catalog record of every found blob that has all its columns (at least k of them with
+/// a readable header), an index and a group. A recovered blob's damaged stacks are reported to
+/// repair, a skipped one's as skipped.
 fn blob_records(
     blobs: &BTreeMap<BlobId, FoundBlob>,
     groups: &[Vec<DiskIndex>],
     report: &mut RecoverReport,
 ) -> BTreeMap<BlobId, BlobRecord> {
     let mut records = BTreeMap::new();
-    for (id, blob) in blobs.iter().filter(|(_, blob)| blob.index.is_some()) {
+    for (id, blob) in blobs {
+        let damaged = blob.damaged_columns.values().cloned();
+        if blob.index.is_none() {
+            report.skipped.extend(damaged);
+            continue;
+        }
         match blob_record(blob, groups) {
             Ok(record) => {
                 records.insert(*id, record);
+                report.stacks_to_repair.extend(damaged);
             }
-            Err(reason) => report.skipped.push(Skipped {
-                what: format!("blob {id}"),
-                reason: format!("{reason}; its objects are not recovered and its stacks are left"),
-            }),
+            Err(reason) => {
+                report.skipped.push(Skipped {
+                    what: format!("blob {id}"),
+                    reason: format!(
+                        "{reason}; its objects are not recovered and its stacks are left"
+                    ),
+                });
+                report.skipped.extend(damaged);
+            }
         }
     }
     records
@@ -519,6 +574,13 @@ fn blob_record(blob: &FoundBlob, groups: &[Vec<DiskIndex>]) -> Result<BlobRecord
         return Err(format!(
             "{} of its {width} columns found (a failed disk's columns are rebuilt only from a catalog)",
             blob.columns.len()
+        ));
+    }
+    let good = blob.columns.len() - blob.damaged_columns.len();
+    if good < usize::from(header.data_columns) {
+        return Err(format!(
+            "only {good} of its {width} stacks have a readable header, fewer than the {} it needs",
+            header.data_columns
         ));
     }
     let disks: Vec<DiskIndex> = blob.columns.values().copied().collect();
