@@ -56,6 +56,8 @@ use tokio::sync::{Mutex, RwLock, mpsc};
 const KEY_LOCK_STRIPES: usize = 64;
 /// The most keys one list page returns (S3's own cap).
 const MAX_LIST_KEYS: i32 = 1000;
+/// Keys one DeleteObjects request may name, as S3 allows (more is `MalformedXML`).
+const MAX_DELETE_KEYS: usize = 1000;
 /// Chunks a GET reads ahead of the client.
 const GET_READ_AHEAD_CHUNKS: usize = 2;
 /// How often a read looks again when its key's object was replaced between finding the object
@@ -1019,6 +1021,11 @@ impl SpinwiseS3 {
             ..ListPage::default()
         };
         let max_keys = query.max_keys.clamp(0, MAX_LIST_KEYS) as usize;
+        if max_keys == 0 {
+            // An empty page that is complete, as AWS answers: `IsTruncated` true with no token
+            // to go on (as until 2026-12-01) sends a paginating client round forever.
+            return Ok(page);
+        }
         while page.objects.len() + page.prefixes.len() < max_keys {
             let wanted = (max_keys - page.objects.len() - page.prefixes.len()) as u32;
             let records = self
@@ -1497,6 +1504,15 @@ impl S3 for SpinwiseS3 {
     ) -> S3Result<S3Response<DeleteObjectsOutput>> {
         let input = req.input;
         self.require_bucket(&input.bucket).await?;
+        let count = input.delete.objects.len();
+        if !(1..=MAX_DELETE_KEYS).contains(&count) {
+            return Err(S3Error::with_message(
+                S3ErrorCode::MalformedXML,
+                format!(
+                    "DeleteObjects takes 1 to {MAX_DELETE_KEYS} keys; this request has {count}"
+                ),
+            ));
+        }
         let quiet = input.delete.quiet.unwrap_or(false);
         let mut deleted = Vec::new();
         let mut errors = Vec::new();

@@ -808,6 +808,71 @@ async fn delete_object_and_delete_objects_remove_keys_and_absent_keys_are_not_er
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn delete_objects_naming_more_than_1000_keys_or_none_is_malformed_and_deletes_nothing() {
+    let harness = start().await;
+    let client = &harness.client;
+    bucket(&harness, "many").await;
+    put(&harness.client, "many", "k0", b"kept").await;
+    for count in [1001, 0] {
+        let identifiers = (0..count)
+            .map(|index| {
+                ObjectIdentifier::builder()
+                    .key(format!("k{index}"))
+                    .build()
+                    .unwrap()
+            })
+            .collect();
+        let refused = client
+            .delete_objects()
+            .bucket("many")
+            .delete(
+                Delete::builder()
+                    .set_objects(Some(identifiers))
+                    .build()
+                    .unwrap(),
+            )
+            .send()
+            .await
+            .unwrap_err();
+        assert_eq!(code(&refused), "MalformedXML", "{count} keys");
+    }
+    assert_eq!(get_bytes(client, "many", "k0", None).await, b"kept");
+    harness.server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_listing_of_max_keys_zero_is_an_empty_page_that_is_not_truncated() {
+    let harness = start().await;
+    let client = &harness.client;
+    bucket(&harness, "zero").await;
+    for key in ["a", "b"] {
+        put(&harness.client, "zero", key, key.as_bytes()).await;
+    }
+    let v2 = client
+        .list_objects_v2()
+        .bucket("zero")
+        .max_keys(0)
+        .send()
+        .await
+        .unwrap();
+    assert!(v2.contents().is_empty());
+    assert_eq!(v2.key_count, Some(0));
+    assert_eq!(v2.is_truncated, Some(false));
+    assert_eq!(v2.next_continuation_token, None);
+    let v1 = client
+        .list_objects()
+        .bucket("zero")
+        .max_keys(0)
+        .send()
+        .await
+        .unwrap();
+    assert!(v1.contents().is_empty());
+    assert_eq!(v1.is_truncated, Some(false));
+    assert_eq!(v1.next_marker, None);
+    harness.server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn keys_with_dot_dot_and_slashes_are_plain_keys_and_create_no_files() {
     let harness = start().await;
     let client = &harness.client;
