@@ -158,11 +158,9 @@ pub fn run(args: &DesignArgs) -> CliResult<()> {
     let solving = Instant::now();
     let the_program = program(&file.requirements, &blocks);
     let blocks_on_front = the_program.front().len();
-    let choice = the_program.solve().map_err(|error| {
-        CliError::Usage(format!(
-            "{error}: relax a requirement (the refused candidates and --json say what failed)"
-        ))
-    })?;
+    let choice = the_program
+        .solve()
+        .map_err(|error| unsolvable(&error.to_string(), &refused))?;
     let solve_s = solving.elapsed().as_secs_f64();
     let intensity = file.requirements.read_mb_per_s / file.requirements.capacity_tb;
     let design = spinwise_design::design::solved(&choice, &blocks, intensity);
@@ -217,6 +215,32 @@ pub fn run(args: &DesignArgs) -> CliResult<()> {
         print_summary(&report, &file);
     }
     Ok(())
+}
+
+/// Refused candidates an unsolvable design's error names, at most.
+const REFUSALS_NAMED: usize = 8;
+
+/// The error of a design no combination of blocks meets: the solver's reason, then every
+/// candidate refused before pricing and why (until 2026-12-01 the message pointed at them, but
+/// the process exited before anything printed them).
+fn unsolvable(reason: &str, refused: &[Refusal]) -> CliError {
+    let mut message = format!("{reason}: relax a requirement");
+    if !refused.is_empty() {
+        let named: Vec<String> = refused
+            .iter()
+            .take(REFUSALS_NAMED)
+            .map(|refusal| format!("{}: {}", refusal.candidate, refusal.reason))
+            .collect();
+        message.push_str(&format!(
+            "; {} candidate(s) refused before pricing: {}",
+            refused.len(),
+            named.join("; ")
+        ));
+        if refused.len() > REFUSALS_NAMED {
+            message.push_str(&format!("; and {} more", refused.len() - REFUSALS_NAMED));
+        }
+    }
+    CliError::Usage(message)
 }
 
 /// The design file and the directory its relative rack paths are in.
@@ -691,5 +715,27 @@ mod tests {
             );
         }
         std::fs::remove_dir_all(&directory).unwrap();
+    }
+
+    #[test]
+    fn an_unsolvable_design_names_the_candidates_refused_before_pricing_and_why() {
+        let refused: Vec<Refusal> = (0..10)
+            .map(|index| Refusal {
+                candidate: format!("enclosure{index}+disk"),
+                reason: format!("reason {index}"),
+            })
+            .collect();
+        let message = unsolvable("no design meets the requirements", &refused).to_string();
+        assert!(message.starts_with("no design meets the requirements: relax a requirement"));
+        assert!(
+            message.contains("10 candidate(s) refused before pricing"),
+            "{message}"
+        );
+        assert!(message.contains("enclosure0+disk: reason 0"), "{message}");
+        assert!(message.contains("enclosure7+disk: reason 7"), "{message}");
+        assert!(!message.contains("enclosure8+disk"), "{message}");
+        assert!(message.ends_with("and 2 more"), "{message}");
+        let none = unsolvable("no design meets the requirements", &[]).to_string();
+        assert!(!none.contains("refused"), "{none}");
     }
 }
