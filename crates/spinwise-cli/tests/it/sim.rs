@@ -455,6 +455,25 @@ fn stagger_switches_is_reported_and_refused_outside_one_to_the_queue_depth() {
             .refused()
             .stderr_mentions(&["--stagger-switches", bad]);
     }
+    // Where nothing would stagger, asking for it is refused rather than dropped.
+    let unbounded: Vec<String> = staggered
+        .iter()
+        .map(|arg| {
+            if arg == "40" {
+                "unbounded".to_string()
+            } else {
+                arg.clone()
+            }
+        })
+        .collect();
+    spinwise(&unbounded)
+        .refused()
+        .stderr_mentions(&["--stagger-switches needs a NIC"]);
+    let mut fp = staggered.clone();
+    fp.extend(["--policy", "fp"].map(String::from));
+    spinwise(&fp)
+        .refused()
+        .stderr_mentions(&["--stagger-switches", "--policy pelican"]);
 }
 
 #[test]
