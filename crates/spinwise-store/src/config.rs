@@ -47,6 +47,15 @@ pub fn seconds_in_range(seconds: f64, positive: bool) -> bool {
         && (seconds > 0.0 || !positive && seconds == 0.0)
 }
 
+/// The smallest `disk_bandwidth_scale`: a 250 MB/s disk then moves 25 KB/s. Below it an
+/// emulation does not finish in any useful time (at 1e-9 a flush of a few KiB never ended,
+/// found 2026-12-01).
+pub const MIN_DISK_BANDWIDTH_SCALE: f64 = 1e-4;
+
+/// The smallest `fragment_bytes` (a page): every fragment carries its own crc32c and is its
+/// own write, so 1-byte fragments made a small flush crawl (found 2026-12-01).
+pub const MIN_FRAGMENT_BYTES: u32 = 4096;
+
 /// The largest `read_batch_bytes`: a migrated read holds up to three batches per data column,
 /// so a 15+3 GET could hold ~360 MiB at this size (~27 MiB at the default).
 pub const MAX_READ_BATCH_BYTES: u64 = 8 << 20;
@@ -302,12 +311,12 @@ pub fn validate(config: &StoreConfig, path: &Path) -> StoreResult<Rack> {
         ));
     }
     if let Some(scale) = config.disk_bandwidth_scale
-        && !(scale.is_finite() && scale > 0.0)
+        && !(scale.is_finite() && scale >= MIN_DISK_BANDWIDTH_SCALE)
     {
         return Err(config_error(
             path,
             format!(
-                "disk_bandwidth_scale must be a positive number (or absent for unthrottled disks), got {scale}"
+                "disk_bandwidth_scale must be a number of at least {MIN_DISK_BANDWIDTH_SCALE} (or absent for unthrottled disks), got {scale}"
             ),
         ));
     }
@@ -320,10 +329,16 @@ pub fn validate(config: &StoreConfig, path: &Path) -> StoreResult<Rack> {
             ),
         ));
     }
-    if config.bundle_bytes == 0 || config.fragment_bytes == 0 {
+    if config.bundle_bytes == 0 {
+        return Err(config_error(path, "bundle_bytes must be positive"));
+    }
+    if config.fragment_bytes < MIN_FRAGMENT_BYTES {
         return Err(config_error(
             path,
-            "bundle_bytes and fragment_bytes must be positive",
+            format!(
+                "fragment_bytes must be at least {MIN_FRAGMENT_BYTES}, got {}",
+                config.fragment_bytes
+            ),
         ));
     }
     validate_upkeep(&config.upkeep).map_err(|message| config_error(path, message))?;

@@ -333,6 +333,30 @@ async fn a_read_batch_of_zero_or_above_the_limit_is_refused_by_name() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fragments_smaller_than_a_page_are_refused_by_name() {
+    // 1-byte fragments were accepted and made a small flush crawl (found 2026-12-01).
+    let dir = tempfile::tempdir().unwrap();
+    let smallest = spinwise_store::config::MIN_FRAGMENT_BYTES;
+    for bytes in [0, 1, smallest - 1] {
+        let mut bad = config();
+        bad.fragment_bytes = bytes;
+        match Store::init_sqlite(&dir.path().join(format!("data-{bytes}")), bad).await {
+            Err(StoreError::Config { message, .. }) => {
+                assert!(message.contains("fragment_bytes"), "{message}")
+            }
+            Err(other) => panic!("{bytes}: a config error, not {other}"),
+            Ok(_) => panic!("fragment_bytes {bytes} was accepted"),
+        }
+    }
+    let mut page = config();
+    page.fragment_bytes = smallest;
+    let store = Store::init_sqlite(&dir.path().join("page"), page)
+        .await
+        .unwrap();
+    store.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_latency_seed_round_trips_through_store_toml() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");

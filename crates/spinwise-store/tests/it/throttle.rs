@@ -105,7 +105,7 @@ async fn non_positive_non_finite_and_overflowing_scales_are_refused_by_name() {
         .close()
         .await;
     let text = store_toml(&data);
-    for scale in ["0.0", "-2.0", "nan", "-inf"] {
+    for scale in ["0.0", "-2.0", "nan", "-inf", "1e-9"] {
         let edited = text.replace(
             "disk_bandwidth_scale = 0.5\n",
             &format!("disk_bandwidth_scale = {scale}\n"),
