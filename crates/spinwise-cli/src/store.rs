@@ -1018,12 +1018,13 @@ async fn scrub(store: &SqliteStore, json: bool) -> CliResult<()> {
         outln!("{value}");
     } else {
         outln!(
-            "scrubbed {} blob(s), {} stripe(s): {} bad fragment(s), {} stack(s) repaired, {} on failed disks",
+            "scrubbed {} blob(s), {} stripe(s): {} bad fragment(s), {} stack(s) repaired, {} on failed disks, {} stripe(s) beyond repair",
             report.blobs,
             report.stripes,
             report.bad_fragments,
             report.stacks_repaired,
-            report.on_failed_disks
+            report.on_failed_disks,
+            report.stripes_beyond_repair
         );
     }
     if report.unrepairable.is_empty() {

@@ -45,13 +45,17 @@ pub enum ScrubMode {
 pub struct ScrubReport {
     pub blobs: u64,
     pub stripes: u64,
-    /// Fragments that were missing, short or failed their crc.
+    /// Fragments that were missing, short or failed their crc, in stripes beyond repair too.
     pub bad_fragments: u64,
     /// Stacks rewritten in place.
     pub stacks_repaired: u64,
     /// Bad fragments on disks marked failed (rebuild's job, not scrub's).
     pub on_failed_disks: u64,
-    /// Stripes with fewer than k good fragments, and stacks whose repair failed, one line each.
+    /// Stripes with fewer than k good fragments (every one, over all blobs).
+    pub stripes_beyond_repair: u64,
+    /// One line per blob with stripes beyond repair (naming them; its stacks are left as they
+    /// are, since a stack is rewritten whole and that needs every stripe), and one per stack
+    /// whose repair failed.
     pub unrepairable: Vec<String>,
 }
 
@@ -66,11 +70,50 @@ pub(crate) struct BatchLimits {
     pub only_while_active: bool,
 }
 
-/// One blob's scrub: the bad fragments met, or the stripe that was beyond repair.
+/// Stripes beyond repair a blob's line names, at most.
+const STRIPES_NAMED: usize = 10;
+
+/// One blob's scrub: the bad fragments met in repairable stripes, and the stripes beyond repair.
 struct BlobScrub {
     stripes: u64,
     report: RepairReport,
-    beyond_repair: Option<String>,
+    beyond_repair: BeyondRepair,
+}
+
+/// A blob's stripes that could not be decoded, and their bad fragments.
+#[derive(Default)]
+struct BeyondRepair {
+    stripes: Vec<u64>,
+    bad_fragments: u64,
+    /// The first stripe's error, in full.
+    first_error: Option<String>,
+}
+
+impl BeyondRepair {
+    fn add(&mut self, stripe: u64, bad_fragments: u64, error: &DecodeError) {
+        self.stripes.push(stripe);
+        self.bad_fragments += bad_fragments;
+        self.first_error.get_or_insert_with(|| error.to_string());
+    }
+
+    /// The report's line for `blob`, or `None` when every stripe decoded.
+    fn line(&self, blob: BlobId) -> Option<String> {
+        let first = self.first_error.as_ref()?;
+        let mut named: Vec<String> = self
+            .stripes
+            .iter()
+            .take(STRIPES_NAMED)
+            .map(u64::to_string)
+            .collect();
+        if self.stripes.len() > STRIPES_NAMED {
+            named.push(format!("and {} more", self.stripes.len() - STRIPES_NAMED));
+        }
+        Some(format!(
+            "blob {blob}: {} stripe(s) beyond repair ({}), its stacks left as they are; first: {first}",
+            self.stripes.len(),
+            named.join(", ")
+        ))
+    }
 }
 
 fn scrub_blob(
@@ -84,15 +127,18 @@ fn scrub_blob(
     let mut scrub = BlobScrub {
         stripes,
         report: RepairReport::default(),
-        beyond_repair: None,
+        beyond_repair: BeyondRepair::default(),
     };
     for stripe in 0..stripes {
         match decoder.scrub_stripe(stripe, &mut fetch) {
             Ok(report) => scrub.report.merge(report),
-            Err(error @ DecodeError::CorruptBeyondRepair { .. }) => {
-                scrub.beyond_repair = Some(format!("blob {}: {error}", blob.id));
+            Err(error) => {
+                let bad = match &error {
+                    DecodeError::CorruptBeyondRepair { bad, .. } => bad.len() as u64,
+                    _ => 0,
+                };
+                scrub.beyond_repair.add(stripe, bad, &error);
             }
-            Err(error) => scrub.beyond_repair = Some(format!("blob {}: {error}", blob.id)),
         }
     }
     Ok(scrub)
@@ -276,8 +322,12 @@ impl<C: Catalog> Store<C> {
             .output?;
         report.blobs += 1;
         report.stripes += scrub.stripes;
-        report.bad_fragments += scrub.report.repaired.len() as u64;
-        if let Some(line) = scrub.beyond_repair {
+        report.bad_fragments +=
+            scrub.report.repaired.len() as u64 + scrub.beyond_repair.bad_fragments;
+        report.stripes_beyond_repair += scrub.beyond_repair.stripes.len() as u64;
+        if let Some(line) = scrub.beyond_repair.line(blob.id) {
+            // Until 2026-12-01 only the blob's last such stripe was named and none of their bad
+            // fragments counted, so the summary read "0 bad fragment(s)" beside a lost stripe.
             report.unrepairable.push(line);
             return Ok(());
         }

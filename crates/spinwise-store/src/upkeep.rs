@@ -122,6 +122,7 @@ fn merge(total: &mut ScrubReport, part: ScrubReport) {
     total.bad_fragments += part.bad_fragments;
     total.stacks_repaired += part.stacks_repaired;
     total.on_failed_disks += part.on_failed_disks;
+    total.stripes_beyond_repair += part.stripes_beyond_repair;
     total.unrepairable.extend(part.unrepairable);
 }
 

@@ -233,6 +233,43 @@ async fn scrub_finds_a_flipped_byte_repairs_the_stack_and_a_second_scrub_is_clea
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scrub_counts_every_bad_fragment_and_names_every_stripe_beyond_repair() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = new_store(dir.path()).await;
+    let blobs = populate(&store).await;
+    let (record, _) = &blobs[0];
+    let code = &store.rack_io().code;
+    assert_eq!(code.stripes_for(record.size_bytes), 3);
+    // Three of five fragments (r = 2) bad in stripes 0 and 2: both beyond repair.
+    for stripe in [0, 2] {
+        for column in 0..3 {
+            let offset = code.fragment_offset(stripe) + 17;
+            flip_byte(&store, record.disks[column], record.id, column, offset);
+        }
+    }
+    let report = store
+        .scrub(ScrubMode::Forced, &ScrubLedger::default(), |_| {})
+        .await
+        .unwrap();
+    // Until 2026-12-01: 0 bad fragments, and only stripe 2 named.
+    assert_eq!(report.bad_fragments, 6);
+    assert_eq!(report.stripes_beyond_repair, 2);
+    assert_eq!(report.stacks_repaired, 0);
+    assert_eq!(report.unrepairable.len(), 1, "{:?}", report.unrepairable);
+    let line = &report.unrepairable[0];
+    assert!(
+        line.starts_with(&format!(
+            "blob {}: 2 stripe(s) beyond repair (0, 2)",
+            record.id
+        )),
+        "{line}"
+    );
+    // The other blobs were scrubbed clean.
+    assert_eq!(report.blobs, blobs.len() as u64);
+    store.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn scrub_detects_a_disk_that_returns_short_reads() {
     let dir = tempfile::tempdir().unwrap();
     let store = new_store(dir.path()).await;
