@@ -20,7 +20,7 @@
 //!   write reserves its length before touching the disk, so `NoSpace` leaves nothing.
 //!   A `Replace` needs room for the new file before the old one is released (as a filesystem
 //!   does during an atomic rename). Capacity is the configured one; a real filesystem that fills
-//!   first answers ENOSPC, mapped to `NoSpace` too.
+//!   first answers ENOSPC, mapped to `HostFull` (the host, not the disk, is out of room).
 //! - Only regular files with contract names are the disk's files (listed and counted); anything
 //!   else in the directory (the failed marker, an operator's `lost+found`) is ignored.
 //! - Limit: if the directory fsync after a successful rename fails, the write reports `Io`
@@ -367,14 +367,12 @@ impl DirectoryFiles {
 
     fn write_error(&self, name: &str, len_bytes: u64, source: io::Error) -> DiskError {
         if source.kind() == io::ErrorKind::StorageFull {
-            DiskError::NoSpace {
+            // Not `NoSpace` with the ledger's free bytes: the ledger had room (the write booked
+            // its bytes first), so that message read "1048692 bytes needed, 17999998951308
+            // free" (found 2026-12-01).
+            DiskError::HostFull {
                 disk: self.disk,
                 needed_bytes: len_bytes,
-                // Sized: the write reserved its bytes before it wrote.
-                free_bytes: self
-                    .space
-                    .get()
-                    .map_or(0, |ledger| ledger.space().free_bytes),
             }
         } else {
             self.io_error(format!("writing {name:?}"), source)
@@ -521,4 +519,32 @@ fn names_inode(path: &Path, file: &File) -> io::Result<bool> {
 
 pub(crate) fn sync_directory(directory: &Path) -> io::Result<()> {
     File::open(directory)?.sync_all()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_host_running_out_of_room_is_host_full_not_a_full_disk_with_room_to_spare() {
+        let directory =
+            std::env::temp_dir().join(format!("spinwise-disk-host-full-{}", std::process::id()));
+        fs::create_dir_all(&directory).unwrap();
+        let files = DirectoryFiles::open(3, &directory, 1 << 40).unwrap();
+        let error = files.write_error("stack", 4096, io::Error::from(io::ErrorKind::StorageFull));
+        assert!(
+            matches!(
+                error,
+                DiskError::HostFull {
+                    disk: 3,
+                    needed_bytes: 4096
+                }
+            ),
+            "{error:?}"
+        );
+        assert!(error.to_string().contains("host filesystem"), "{error}");
+        let other = files.write_error("stack", 4096, io::Error::other("bad sector"));
+        assert!(!matches!(other, DiskError::HostFull { .. }), "{other:?}");
+        fs::remove_dir_all(&directory).unwrap();
+    }
 }

@@ -105,6 +105,13 @@ pub enum DiskError {
         needed_bytes: u64,
         free_bytes: u64,
     },
+    /// The host filesystem under a directory-backed disk ran out of space (ENOSPC) before the
+    /// disk's own capacity did: the host has less room than the rack says its disks have.
+    #[error(
+        "disk {disk}: the host filesystem under it ran out of space writing {needed_bytes} bytes, \
+         though the disk's capacity is not used up: free space on the host, or describe smaller disks"
+    )]
+    HostFull { disk: DiskIndex, needed_bytes: u64 },
     #[error("file name {name:?} is not allowed (use [A-Za-z0-9._-], 1–200 characters)")]
     BadName { name: String },
     /// A disk built from settings it cannot honour (a negative time factor, a zero throttle…).
