@@ -114,6 +114,13 @@ pub fn run(args: &ExploreArgs) -> CliResult<()> {
 
 fn figure_resources(rack: &Rack, chosen: Option<&[String]>) -> CliResult<Vec<String>> {
     let hard: Vec<String> = rack.hard_resources().map(|(_, r)| r.name.clone()).collect();
+    if hard.is_empty() {
+        // Until 2026-12-01 this read "--figure: `` is not a hard resource", --figure or not.
+        return Err(CliError::Usage(format!(
+            "{} has no hard resource: explore varies the hard budgets (the resources of kind = \"hard\"), so there is nothing to explore",
+            rack.name
+        )));
+    }
     let names: Vec<String> = match chosen {
         Some(names) => names.to_vec(),
         None => (0..3)

@@ -211,8 +211,10 @@ impl TraceParser {
             problem,
         };
         if !self.header_seen {
+            // Blank lines are skipped before the header too, as everywhere else in the file
+            // (until 2026-12-01 a blank first line read "the file is empty").
             if line.trim().is_empty() {
-                return Err(error("header", TraceProblem::Empty));
+                return Ok(());
             }
             if line.trim() != TRACE_HEADER {
                 let found = line.chars().take(80).collect();
@@ -472,6 +474,15 @@ mod tests {
             TraceProblem::LongKey { .. }
         ));
         assert_eq!(parse_trace("").unwrap_err().problem, TraceProblem::Empty);
+        assert_eq!(
+            parse_trace("\n \r\n\n").unwrap_err().problem,
+            TraceProblem::Empty
+        );
+        let leading_blank = format!("\n\n{TRACE_HEADER}\n0,read,a,100\n\n1,read,b,xx\n");
+        let refused = parse_trace(&leading_blank).unwrap_err();
+        assert_eq!((refused.line, refused.field), (6, "size_bytes"));
+        let fixed = leading_blank.replace("xx", "7");
+        assert_eq!(parse_trace(&fixed).unwrap().len(), 2);
         assert!(matches!(
             parse_trace("time,op,key,size\n").unwrap_err().problem,
             TraceProblem::Header { .. }

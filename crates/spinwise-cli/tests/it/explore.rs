@@ -201,6 +201,24 @@ fn explore_figure_must_name_hard_resources() {
     ])
     .refused()
     .stderr_mentions(&["sas", "hard resources"]);
+    // A rack with no hard resource at all: said so, without blaming a --figure never given.
+    let preset = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../presets/dense-jbod-60.toml"),
+    )
+    .unwrap();
+    let soft = preset.replace("kind = \"hard\"", "kind = \"soft\"");
+    assert_ne!(soft, preset);
+    let rack = out.with_extension("soft.toml");
+    std::fs::write(&rack, soft).unwrap();
+    let run = spinwise([
+        "explore".as_ref(),
+        rack.as_os_str(),
+        "--out".as_ref(),
+        out.as_os_str(),
+    ])
+    .refused()
+    .stderr_mentions(&["has no hard resource", "nothing to explore"]);
+    assert!(!run.stderr.contains("--figure"), "{}", run.stderr);
 }
 
 #[test]
