@@ -40,6 +40,10 @@ pub const MAX_BLOB_BYTES: u64 = 1_000_000_000_000;
 /// its capacity check failed (found 2026-12-01); between this and those, a run too slow to
 /// finish meets the horizon (`SimError::Horizon`).
 pub const MIN_NETWORK_GBPS: f64 = 0.001;
+/// The fastest network a run may model, in Gbps (1 Pbps, thousands of times any rack's NICs):
+/// `1e300` was accepted and printed as a 301-digit number (found 2026-12-01); for no NIC at
+/// all, leave the network out (`--network-gbps unbounded`).
+pub const MAX_NETWORK_GBPS: f64 = 1e6;
 
 /// Default blob size: the product's bundle size (~1 GB, BRIEF "bundles").
 pub const DEFAULT_BLOB_BYTES: u64 = 1_000_000_000;
@@ -191,7 +195,7 @@ pub enum SimError {
     #[error("blob_bytes must be between 1 and {max}, got {blob_bytes}")]
     BlobBytes { blob_bytes: u64, max: u64 },
     #[error(
-        "network_gbps must be a finite number of at least {MIN_NETWORK_GBPS} (1 Mbps) when given, got {network_gbps}"
+        "network_gbps must be from {MIN_NETWORK_GBPS} (1 Mbps) to {MAX_NETWORK_GBPS} (1 Pbps) when given, got {network_gbps:e}; leave it out for no NIC"
     )]
     Network { network_gbps: f64 },
     #[error(
@@ -308,7 +312,7 @@ impl SimConfig {
             });
         }
         if let Some(network_gbps) = self.network_gbps
-            && !(network_gbps.is_finite() && network_gbps >= MIN_NETWORK_GBPS)
+            && !(MIN_NETWORK_GBPS..=MAX_NETWORK_GBPS).contains(&network_gbps)
         {
             return Err(SimError::Network { network_gbps });
         }

@@ -133,8 +133,8 @@ pub mod workload;
 
 pub use config::{
     DEFAULT_BLOB_BYTES, DEFAULT_FAILED_BYTES, DEFAULT_FAILED_STACKS, DEFAULT_IDLE_SPIN_DOWN_S,
-    Deferral, DiskFailure, FpQueues, MAX_BLOB_BYTES, MAX_FAILED_BYTES, MAX_HOURS, MAX_REQUESTS,
-    MIN_NETWORK_GBPS, PolicyKind, SimConfig, SimError,
+    Deferral, DiskFailure, FpQueues, MAX_BLOB_BYTES, MAX_FAILED_BYTES, MAX_HOURS, MAX_NETWORK_GBPS,
+    MAX_REQUESTS, MIN_NETWORK_GBPS, PolicyKind, SimConfig, SimError,
 };
 pub use report::{IdleSavings, Power, ReadTier, RebuildReport, Report, RequestRecord, Summary};
 pub use sim::{simulate, simulate_recording, simulate_with_baseline};

@@ -243,14 +243,22 @@ fn bad_configurations_are_refused_with_typed_errors() {
         SimError::BlobBytes { .. }
     ));
     // 1e-316 is subnormal: its capacities broke water-filling's sums (a panic until 2026-12-01).
-    for network_gbps in [0.0, f64::NAN, 1e-316, 0.000_999] {
-        assert!(matches!(
-            refused(SimConfig {
-                network_gbps: Some(network_gbps),
-                ..good.clone()
-            }),
-            SimError::Network { .. }
-        ));
+    // 1e300 was accepted and printed as a 301-digit number.
+    for network_gbps in [
+        0.0,
+        f64::NAN,
+        1e-316,
+        0.000_999,
+        1e300,
+        f64::INFINITY,
+        1.5e6,
+    ] {
+        let error = refused(SimConfig {
+            network_gbps: Some(network_gbps),
+            ..good.clone()
+        });
+        assert!(matches!(error, SimError::Network { .. }), "{error}");
+        assert!(error.to_string().len() < 200, "{error}");
     }
     let too_many = refused(SimConfig {
         rate_per_s: MAX_REQUESTS / 3600.0 + 1.0,
