@@ -18,6 +18,11 @@ use thiserror::Error;
 
 /// Most entries of one component list: the block types are the product of the four lists, and
 /// every enclosure × disk pair costs simulations.
+/// The smallest `requirements.max_utilisation`: a block loaded to a sliver of its saturation
+/// measures no reads in any run length the design allows, and 1e-9 gave a design of 685
+/// million blocks that "met" a first-byte target with 0 s measured (found 2026-12-01).
+pub const MIN_UTILISATION: f64 = 0.01;
+
 pub const MAX_ITEMS_PER_LIST: usize = 32;
 /// Most bytes of a design file.
 pub const MAX_DESIGN_FILE_BYTES: usize = 1 << 20;
@@ -279,11 +284,11 @@ impl Requirements {
                 "1 to 8",
             ));
         }
-        if !(self.max_utilisation > 0.0 && self.max_utilisation <= 1.0) {
+        if !(MIN_UTILISATION..=1.0).contains(&self.max_utilisation) {
             return Err(out_of_range(
                 "requirements.max_utilisation",
                 self.max_utilisation,
-                "above 0 and at most 1",
+                "0.01 to 1",
             ));
         }
         self.workload.read_size().map(|_| ())

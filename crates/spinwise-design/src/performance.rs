@@ -220,6 +220,13 @@ pub fn measure(
         .demand_mb_per_s
         .min(trial.max_utilisation * saturation_mb_per_s);
     let mut at_load = runner.run_at(load / runner.mean_mb())?;
+    if load > 0.0 && at_load.requests == 0 {
+        // No read measured, so no first byte either: an empty run must not pass for one that
+        // met the targets in 0 s.
+        return Err(format!(
+            "at {load:.3e} MB/s the at-load run measured no reads (its longest run is {MAX_RUN_HOURS} h): raise max_utilisation or the demand"
+        ));
+    }
     let limited_by_latency = !runner.keeps_targets(&at_load);
     if limited_by_latency {
         (load, at_load) = runner.bisect(load)?;

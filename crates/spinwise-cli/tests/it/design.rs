@@ -143,3 +143,20 @@ fn a_bad_design_file_is_refused_naming_the_field() {
         .refused()
         .stderr_mentions(&["racks/none.toml"]);
 }
+
+#[test]
+fn a_demand_too_small_for_any_run_to_measure_is_refused_naming_each_candidate() {
+    // An at-load run that measures no read used to pass its first-byte target in "0 s".
+    let dir = TempDir::new("design-unmeasurable");
+    let text = small_design().replacen("read_mb_per_s = 300", "read_mb_per_s = 1e-9", 1);
+    assert_ne!(text, small_design());
+    let file = dir.write("design.toml", &text).display().to_string();
+    spinwise(["design", &file, "--no-cache", "--no-sensitivity"])
+        .refused()
+        .stderr_mentions(&[
+            "no design meets the requirements",
+            "2 candidate(s) refused before pricing",
+            "jbod+big+server+10g",
+            "the at-load run measured no reads",
+        ]);
+}

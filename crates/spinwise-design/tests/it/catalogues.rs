@@ -68,6 +68,12 @@ fn negative_prices_zero_capacity_and_bad_fractions_are_refused() {
             "max_utilisation = 1.5",
             "requirements.max_utilisation",
         ),
+        // 1e-9 gave 685 million blocks meeting a first-byte target with no read measured.
+        (
+            "max_utilisation = 0.8",
+            "max_utilisation = 1e-9",
+            "requirements.max_utilisation",
+        ),
         ("pue = 1.4", "pue = 0.5", "economics.pue"),
         (
             "max_block_types = 2",
