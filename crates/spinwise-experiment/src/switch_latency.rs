@@ -60,7 +60,8 @@ impl SwitchLatency {
     pub fn new(scale: f64, high_load_mounts: bool) -> ExperimentResult<SwitchLatency> {
         if !(scale.is_finite() && scale > 0.0 && scale <= MAX_SCALE) {
             return Err(ExperimentError::Invalid(format!(
-                "--switch-latency-scale: {scale} is not in (0, {MAX_SCALE}]"
+                "--switch-latency-scale: {} is not in (0, {MAX_SCALE}]",
+                spinwise_model::quote::number(scale)
             )));
         }
         Ok(SwitchLatency {

@@ -13,6 +13,7 @@
 use crate::workload::{Arrivals, BURST_SPREAD_S, BlobSizes};
 use serde::Serialize;
 use spinwise_model::BindError;
+use spinwise_model::quote::number;
 pub use spinwise_sched::idle::DEFAULT_IDLE_SPIN_DOWN_S;
 use spinwise_sched::random::PlacementError;
 use spinwise_sched::scheduler::SchedulerError;
@@ -182,10 +183,12 @@ impl Default for SimConfig {
 
 #[derive(Clone, Debug, PartialEq, Error)]
 pub enum SimError {
-    #[error("rate_per_s must be a positive finite number, got {rate_per_s}")]
+    #[error("rate_per_s must be a positive finite number, got {}", number(*.rate_per_s))]
     Rate { rate_per_s: f64 },
     #[error(
-        "hours ({hours}) must be finite, at most {max_hours}, and greater than warmup_hours ({warmup_hours}) which must be ≥ 0"
+        "hours ({}) must be finite, at most {max_hours}, and greater than warmup_hours ({}) which must be ≥ 0",
+        number(*.hours),
+        number(*.warmup_hours)
     )]
     Duration {
         hours: f64,
@@ -195,11 +198,13 @@ pub enum SimError {
     #[error("blob_bytes must be between 1 and {max}, got {blob_bytes}")]
     BlobBytes { blob_bytes: u64, max: u64 },
     #[error(
-        "network_gbps must be from {MIN_NETWORK_GBPS} (1 Mbps) to {MAX_NETWORK_GBPS} (1 Pbps) when given, got {network_gbps:e}; leave it out for no NIC"
+        "network_gbps must be from {MIN_NETWORK_GBPS} (1 Mbps) to {MAX_NETWORK_GBPS} (1 Pbps) when given, got {}; leave it out for no NIC",
+        number(*.network_gbps)
     )]
     Network { network_gbps: f64 },
     #[error(
-        "{expected:.0} requests expected (rate × duration) exceed the limit of {limit:.0}; run shorter or several seeds"
+        "{} requests expected (rate × duration) exceed the limit of {limit:.0}; run shorter or several seeds",
+        number(expected.round())
     )]
     TooManyRequests { expected: f64, limit: f64 },
     #[error(transparent)]
@@ -209,7 +214,8 @@ pub enum SimError {
     #[error("a burst must have between 1 and {limit:.0} requests, got {requests}")]
     Burst { requests: u64, limit: f64 },
     #[error(
-        "the disk failure at {at_hours} h must lie in [warmup_hours, hours) = [{warmup_hours}, {hours})"
+        "the disk failure at {} h must lie in [warmup_hours, hours) = [{warmup_hours}, {hours})",
+        number(*.at_hours)
     )]
     FailureTime {
         at_hours: f64,
@@ -236,7 +242,9 @@ pub enum SimError {
     #[error("the random layout's scheduler refused its placement sets: {0}")]
     Placement(#[from] PlacementError),
     #[error(
-        "a deferral needs a fraction in [0, 1] and a wait of 0 to {max_hours} hours, got {fraction} and {wait_hours}"
+        "a deferral needs a fraction in [0, 1] and a wait of 0 to {max_hours} hours, got {} and {}",
+        number(*.fraction),
+        number(*.wait_hours)
     )]
     Deferral {
         fraction: f64,
@@ -248,14 +256,17 @@ pub enum SimError {
     )]
     DeferralPolicy,
     #[error(
-        "the expedited share must lie in [0, 1] and add up to at most 1 with the Bulk share ({bulk_fraction}), got {expedited_fraction}"
+        "the expedited share must lie in [0, 1] and add up to at most 1 with the Bulk share ({}), got {}",
+        number(*.bulk_fraction),
+        number(*.expedited_fraction)
     )]
     Expedited {
         expedited_fraction: f64,
         bulk_fraction: f64,
     },
     #[error(
-        "idle_spin_down_s must be a positive number of seconds up to {max_s} (or absent: never), got {idle_spin_down_s}"
+        "idle_spin_down_s must be a positive number of seconds up to {max_s} (or absent: never), got {}",
+        number(*.idle_spin_down_s)
     )]
     IdleSpinDown { idle_spin_down_s: f64, max_s: f64 },
     #[error(

@@ -235,6 +235,26 @@ fn bad_configurations_are_refused_with_typed_errors() {
             SimError::Duration { .. }
         ));
     }
+    // A user's 1e300 is quoted as 1e300, not as 301 digits (until 2026-12-01).
+    let huge = [
+        refused(SimConfig {
+            hours: 1e300,
+            ..good.clone()
+        }),
+        refused(SimConfig {
+            rate_per_s: 1e300,
+            ..good.clone()
+        }),
+        refused(SimConfig {
+            idle_spin_down_s: Some(1e300),
+            ..good.clone()
+        }),
+    ];
+    for error in huge {
+        let text = error.to_string();
+        assert!(text.contains("e300") || text.contains("e303"), "{text}");
+        assert!(text.len() < 200, "{text}");
+    }
     assert!(matches!(
         refused(SimConfig {
             blob_bytes: 0,
