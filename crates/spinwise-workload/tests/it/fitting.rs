@@ -212,8 +212,17 @@ fn a_fit_reports_the_standard_error_its_envelopes_use_and_it_shrinks_as_one_over
     assert!((mu_error - envelope_error).abs() < 1e-6 * mu_error);
 }
 
+/// The statistical properties' cases come from a fixed seed, so the suite is deterministic:
+/// each check passes with probability ~1 − 6·10⁻⁵ (4 standard errors), and a random draw of
+/// cases failed by chance in CI on 2026-12-01 (z = 4.2 at shape 1.51, scale 10³; 200 seeds
+/// there gave z a mean of −0.10 and an sd of 0.95, none beyond 4: an unbiased fit, unlucky).
+const STATISTICAL_SEED: u64 = 0x05ee_df17;
+
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(24))]
+    #![proptest_config(ProptestConfig {
+        rng_seed: proptest::test_runner::RngSeed::Fixed(STATISTICAL_SEED),
+        ..ProptestConfig::with_cases(24)
+    })]
 
     /// Any Gamma over bytes with shape 0.3–3 and scale 10^3–10^8 bytes, 50,000 sampled files:
     /// shape and scale within 4 standard errors and 6%.
