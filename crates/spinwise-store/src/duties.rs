@@ -50,6 +50,14 @@ pub(crate) struct DutyClock {
     rebuild_not_before_us: Option<u64>,
 }
 
+/// How a due migration ended.
+enum Migrated {
+    /// Not due, or everything staged before it migrated.
+    Clean,
+    /// It left damaged objects staged (`FlushReport::damaged`).
+    LeftDamaged,
+}
+
 /// Whether `not_before_us` has passed at `now_us` (or was never set).
 fn may_run(not_before_us: Option<u64>, now_us: u64) -> bool {
     not_before_us.is_none_or(|at_us| now_us >= at_us)
@@ -90,11 +98,22 @@ impl<C: Catalog> Store<C> {
                 "demoting warm objects over the warm capacity: {error}"
             )),
         }
-        if may_run(clock.migrate_not_before_us, self.clock().now_us())
-            && let Err(error) = self.migrate_if_due(migrate_after_s, report).await
-        {
-            errors.push(format!("migrating staged objects: {error}"));
-            clock.migrate_not_before_us = Some(retry_at_us());
+        if may_run(clock.migrate_not_before_us, self.clock().now_us()) {
+            match self.migrate_if_due(migrate_after_s, report).await {
+                Ok(Migrated::Clean) => {}
+                Ok(Migrated::LeftDamaged) => {
+                    // A damaged object stays at the head of the log, old enough to make
+                    // migration due at every tick: flush at most once per `migrate_after_s`
+                    // instead, as if the oldest object had just been staged.
+                    let wait_us = (migrate_after_s * 1e6) as u64;
+                    clock.migrate_not_before_us =
+                        Some(self.clock().now_us().saturating_add(wait_us));
+                }
+                Err(error) => {
+                    errors.push(format!("migrating staged objects: {error}"));
+                    clock.migrate_not_before_us = Some(retry_at_us());
+                }
+            }
         }
         if may_run(clock.rebuild_not_before_us, self.clock().now_us()) {
             match self.rebuild_if_queued(report).await {
@@ -159,19 +178,24 @@ impl<C: Catalog> Store<C> {
         &self,
         migrate_after_s: f64,
         report: &mut DutyReport,
-    ) -> StoreResult<()> {
+    ) -> StoreResult<Migrated> {
         if !self.migration_due(migrate_after_s).await? {
-            return Ok(());
+            return Ok(Migrated::Clean);
         }
         let flushed = self.flush(|_| {}).await?;
         tracing::info!(
             objects = flushed.objects_moved,
             blobs = flushed.blobs_written,
+            damaged = flushed.damaged.len(),
             "upkeep migrated staged objects"
         );
         report.flushes += 1;
         report.objects_migrated += flushed.objects_moved;
-        Ok(())
+        Ok(if flushed.damaged.is_empty() {
+            Migrated::Clean
+        } else {
+            Migrated::LeftDamaged
+        })
     }
 
     /// Rebuilds every queued task; returns how many could not proceed.

@@ -155,6 +155,16 @@ fn is_not_found(error: &StoreError) -> bool {
     )
 }
 
+/// Skips a damaged object for the rest of a flush and reports it.
+fn skip(
+    damaged: DamagedStaged,
+    skipped: &mut BTreeSet<(SegmentId, u64)>,
+    report: &mut FlushReport,
+) {
+    skipped.insert((damaged.segment, damaged.offset));
+    report.damaged.push(damaged);
+}
+
 /// Fails the encoder's input with `error`, met reading `object`; returns the object when the
 /// error is damage to its record.
 async fn refuse_feed(
@@ -303,15 +313,15 @@ impl<C: Catalog> Store<C> {
                 continue;
             }
             match self.migration().damaged().known(&object) {
-                Some(known) => self.skip_damaged(known, skipped, report),
+                Some(known) => skip(known, skipped, report),
                 None => round.push(object),
             }
         }
         Ok(round)
     }
 
-    /// Leaves a damaged object staged: remembered by the store, skipped for the rest of this
-    /// flush, reported.
+    /// Leaves an object just found damaged staged: warned of once, remembered by the store,
+    /// skipped for the rest of this flush, reported (every later flush reports it too).
     fn skip_damaged(
         &self,
         damaged: DamagedStaged,
@@ -326,8 +336,7 @@ impl<C: Catalog> Store<C> {
             "a staged object's bytes are damaged: it stays staged and the flush goes on without it"
         );
         self.migration().damaged().remember(&damaged);
-        skipped.insert((damaged.segment, damaged.offset));
-        report.damaged.push(damaged);
+        skip(damaged, skipped, report);
     }
 
     /// One round's blobs in migration order: each object `place` names a group for, alone,

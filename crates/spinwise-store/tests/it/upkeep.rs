@@ -420,6 +420,50 @@ async fn the_upkeep_task_migrates_staged_objects_once_the_oldest_has_waited_long
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_damaged_staged_object_does_not_make_the_upkeep_task_flush_at_every_tick() {
+    let dir = tempfile::tempdir().unwrap();
+    let upkeep = UpkeepConfig {
+        migrate_after_s: 1.5,
+        scrub_min_spin_up_interval_s: 3600.0,
+        ..UpkeepConfig::default()
+    };
+    let (store, clock) = new_clocked_store(dir.path(), upkeep).await;
+    let store = Arc::new(store);
+    let bad = pattern(50_000, 12);
+    let record = store.put("bad", &bad[..]).await.unwrap();
+    let spinwise_catalog::ObjectLocation::Staged { segment, .. } = record.location else {
+        panic!("just put: staged");
+    };
+    let path = spinwise_store::staging::segment_path(store.staging().dir(), segment);
+    let mut raw = std::fs::read(&path).unwrap();
+    let at = raw.windows(64).position(|w| w == &bad[..64]).unwrap();
+    raw[at + 5] ^= 0x01;
+    std::fs::write(&path, raw).unwrap();
+    let task = store.start_upkeep().await.unwrap();
+    advance_upkeep(&clock, &task, Duration::ZERO).await;
+    // Due at 1.5 s: the flush leaves the damaged object staged.
+    advance_upkeep(&clock, &task, Duration::from_millis(1875)).await;
+    assert_eq!(task.report().duties.flushes, 1);
+    // It stays the oldest staged object, so migration stays due; until 2026-12-01 every tick
+    // (each 375 ms) flushed again. Now the next flush waits migrate_after_s.
+    let good = pattern(40_000, 13);
+    store.put("good", &good[..]).await.unwrap();
+    for _ in 0..3 {
+        advance_upkeep(&clock, &task, Duration::from_millis(375)).await;
+    }
+    assert_eq!(task.report().duties.flushes, 1);
+    assert!(is_staged(&store, "good").await);
+    advance_upkeep(&clock, &task, Duration::from_millis(750)).await;
+    let report = task.stop().await;
+    assert_eq!(report.duties.flushes, 2, "{report:?}");
+    assert_eq!(report.duties.objects_migrated, 1);
+    assert!(!is_staged(&store, "good").await);
+    assert!(is_staged(&store, "bad").await);
+    assert_eq!(get_all(&store, "good").await, good);
+    Arc::try_unwrap(store).ok().unwrap().close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_upkeep_task_migrates_a_full_bundle_without_waiting() {
     let dir = tempfile::tempdir().unwrap();
     let upkeep = UpkeepConfig {
