@@ -370,15 +370,7 @@ async fn r_removed_disks_of_a_group_leave_every_object_readable_and_rebuild_rest
         (0, 0, 0),
         "{scrub:?}"
     );
-    assert!(
-        store
-            .catalog()
-            .integrity_check()
-            .await
-            .unwrap()
-            .problems
-            .is_empty()
-    );
+    common::assert_catalog_consistent(&store).await;
     for (key, bytes) in &objects {
         let (read, repaired) = get_all(&store, key).await;
         assert_eq!((&read, repaired), (bytes, 0), "{key}");

@@ -195,7 +195,7 @@ async fn flush_packs_small_objects_into_one_blob_and_a_large_one_into_its_own() 
     assert_eq!(report.blobs, [large_blob, first_blob]);
 
     let catalog = store.catalog();
-    assert!(catalog.integrity_check().await.unwrap().problems.is_empty());
+    common::assert_catalog_consistent(&store).await;
     assert!(
         catalog
             .blobs_in_state(BlobState::Writing, 10)
@@ -317,15 +317,7 @@ async fn an_object_deleted_before_its_blob_commits_stays_deleted_as_dead_bytes()
     assert_eq!(blob.size_bytes, 10_000 + 10_001 + 10_002 + 10_003);
     assert_eq!(blob.live_bytes, blob.size_bytes - victim.size_bytes);
     assert_eq!(migrated(&store.stat("k2").await.unwrap()).1, 20_001);
-    assert!(
-        store
-            .catalog()
-            .integrity_check()
-            .await
-            .unwrap()
-            .problems
-            .is_empty()
-    );
+    common::assert_catalog_consistent(&store).await;
     let staging = store.data_dir().join("staging");
     assert!(!segment_path(&staging, staged_segment(&victim)).exists());
     Arc::into_inner(store).unwrap().close().await;
@@ -364,7 +356,7 @@ async fn a_failed_migration_leaves_no_writing_blob_no_stacks_and_objects_staged_
             .unwrap()
             .is_empty()
     );
-    assert!(catalog.integrity_check().await.unwrap().problems.is_empty());
+    common::assert_catalog_consistent(&store).await;
     assert_eq!(stack_files(store.data_dir()), Vec::<String>::new());
     for disk in 0..60 {
         assert_eq!(store.disk_used_bytes(disk).await.unwrap(), 0, "disk {disk}");
@@ -614,7 +606,7 @@ async fn flush_placed_puts_each_named_object_alone_in_its_group_group_by_group_a
     in_order.push(bundle_blob);
     assert_eq!(report.blobs, in_order);
 
-    assert!(catalog.integrity_check().await.unwrap().problems.is_empty());
+    common::assert_catalog_consistent(&store).await;
     assert_eq!(store.status().await.unwrap().staged_objects, 0);
     for (record, data) in &records {
         assert!(get_all(&store, &record.key).await.unwrap() == *data);
@@ -753,15 +745,7 @@ async fn a_damaged_object_in_a_bundle_stays_staged_and_reported_while_the_rest_o
     store.delete("k1").await.unwrap();
     let clean = store.flush(|_| {}).await.unwrap();
     assert_eq!((clean.objects_moved, clean.damaged.len()), (0, 0));
-    assert!(
-        store
-            .catalog()
-            .integrity_check()
-            .await
-            .unwrap()
-            .problems
-            .is_empty()
-    );
+    common::assert_catalog_consistent(&store).await;
     store.close().await;
 }
 
@@ -803,6 +787,6 @@ async fn a_damaged_object_with_a_blob_of_its_own_leaves_no_blob_and_no_stacks_an
         records[0].0.location
     );
     migrated(&store.stat("k1").await.unwrap());
-    assert!(catalog.integrity_check().await.unwrap().problems.is_empty());
+    common::assert_catalog_consistent(&store).await;
     store.close().await;
 }

@@ -95,15 +95,7 @@ async fn failing_a_disk_queues_its_stacks_and_rebuild_restores_full_redundancy()
         distinct.dedup();
         assert_eq!(distinct.len(), now.disks.len());
     }
-    assert!(
-        store
-            .catalog()
-            .integrity_check()
-            .await
-            .unwrap()
-            .problems
-            .is_empty()
-    );
+    common::assert_catalog_consistent(&store).await;
     assert_all_read_clean(&store, &blobs).await;
     store.close().await;
 }
@@ -139,15 +131,7 @@ async fn failing_r_disks_of_a_group_keeps_every_blob_readable_and_rebuild_uses_t
         store.status().await.unwrap().rebuild_pending,
         in_group_0 as u64
     );
-    assert!(
-        store
-            .catalog()
-            .integrity_check()
-            .await
-            .unwrap()
-            .problems
-            .is_empty()
-    );
+    common::assert_catalog_consistent(&store).await;
     for (record, data) in &blobs {
         assert!(read_blob(&store, record.id).await.0 == *data);
     }

@@ -220,6 +220,12 @@ pub async fn read_to_end(
     Ok((bytes, reader))
 }
 
+/// Asserts the catalog's own integrity check finds nothing, naming what it found if it does.
+pub async fn assert_catalog_consistent<C: Catalog>(store: &spinwise_store::Store<C>) {
+    let report = store.catalog().integrity_check().await.unwrap();
+    assert!(report.problems.is_empty(), "{:?}", report.problems);
+}
+
 /// Whether the catalog has `key` staged (warm, or cold and not yet migrated).
 pub async fn is_staged(store: &SqliteStore, key: &str) -> bool {
     matches!(
