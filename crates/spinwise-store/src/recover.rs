@@ -456,19 +456,14 @@ fn add_damaged_column(
         what: path.display().to_string(),
         reason: format!("bad header: {reason}"),
     };
-    match (blobs.get_mut(&blob), stack_column(&stack.name)) {
+    let column = crate::stacks::stack_identity(&stack.name).map(|(_, column, _)| column);
+    match (blobs.get_mut(&blob), column) {
         (Some(found), Some(column)) if !found.columns.contains_key(&column) => {
             found.columns.insert(column, stack.disk);
             found.damaged_columns.insert(column, damaged);
         }
         _ => report.skipped.push(damaged),
     }
-}
-
-/// The column a stack file's name gives (`blob-<16 hex>-c<3 digits>.stack`).
-fn stack_column(name: &str) -> Option<u16> {
-    let digits = name.strip_suffix(".stack")?.rsplit_once("-c")?.1;
-    digits.parse().ok()
 }
 
 fn name_has_column(name: &str, column: u16) -> bool {

@@ -41,6 +41,12 @@ pub fn stack_name(blob: BlobId, column: usize) -> String {
 /// The blob id in a stack file's name: `blob-<16 hex>-c<3 digits>.stack`, or a disk's temporary
 /// file for one (`.tmp-<sequence>-` before it; docs/disks.md).
 pub fn stack_blob_id(name: &str) -> Option<(BlobId, bool)> {
+    stack_identity(name).map(|(blob, _, temporary)| (blob, temporary))
+}
+
+/// The blob id, column and whether it is a temporary file, from a stack file's name (the format
+/// of [`stack_blob_id`]).
+pub fn stack_identity(name: &str) -> Option<(BlobId, u16, bool)> {
     let (name, temporary) = match name.strip_prefix(".tmp-") {
         Some(rest) => (rest.split_once('-')?.1, true),
         None => (name, false),
@@ -53,7 +59,7 @@ pub fn stack_blob_id(name: &str) -> Option<(BlobId, bool)> {
         return None;
     }
     let blob = BlobId::from_str_radix(hex, 16).ok()?;
-    Some((blob, temporary))
+    Some((blob, column.parse().ok()?, temporary))
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -391,11 +397,12 @@ pub(crate) fn write_rebuilt_stack(
 
 #[cfg(test)]
 mod tests {
-    use super::{stack_blob_id, stack_name};
+    use super::{stack_blob_id, stack_identity, stack_name};
 
     #[test]
     fn stack_names_and_their_temporary_files_give_their_blob_id_and_nothing_else_does() {
         assert_eq!(stack_blob_id(&stack_name(7, 2)), Some((7, false)));
+        assert_eq!(stack_identity(&stack_name(7, 254)), Some((7, 254, false)));
         assert_eq!(
             stack_blob_id(&stack_name(u64::MAX, 254)),
             Some((u64::MAX, false))
